@@ -1,0 +1,74 @@
+"""What the user named with ``--dut``: a device path, a file, or a scratch device."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+#: size of a scratch device when ``scratch`` is given without one
+DEFAULT_SCRATCH_SIZE = 2 << 30
+MIN_SCRATCH_SIZE = 64 << 20
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"^(\d+)\s*([KMGT]?)(?:i?B)?$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """'2G', '512M', '1GiB', '4096' -> bytes (binary units). ValueError when malformed."""
+    match = _SIZE.match(text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a size (examples: 512M, 2G, 1GiB)")
+    return int(match.group(1)) * _UNITS[match.group(2).upper()]
+
+
+@dataclass(frozen=True)
+class DutSpec:
+    """One ``--dut`` value, parsed but not yet resolved to a device."""
+
+    raw: str
+    path: Path | None = None
+    scratch_size: int | None = None
+
+    @property
+    def is_scratch(self) -> bool:
+        return self.scratch_size is not None
+
+    @property
+    def param_id(self) -> str:
+        """The id tests carry for this device: 'scratch' or the path's last component."""
+        if self.path is None:
+            return "scratch"
+        return self.path.name or str(self.path)
+
+
+def dut_spec(text: str) -> DutSpec:
+    """argparse type for ``--dut``: ``scratch[:SIZE]``, a device path or a file path."""
+    text = text.strip()
+    if not text:
+        raise argparse.ArgumentTypeError("--dut needs a device path, a file or scratch[:SIZE]")
+    if text == "scratch" or text.startswith("scratch:"):
+        _, _, size_text = text.partition(":")
+        try:
+            size = parse_size(size_text) if size_text else DEFAULT_SCRATCH_SIZE
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"--dut {text}: {exc}") from None
+        if size < MIN_SCRATCH_SIZE:
+            raise argparse.ArgumentTypeError(
+                f"--dut {text}: a scratch device needs at least {MIN_SCRATCH_SIZE >> 20} MiB"
+            )
+        return DutSpec(raw=text, scratch_size=size)
+    return DutSpec(raw=text, path=Path(text))
+
+
+def unique_ids(specs: list[DutSpec]) -> list[str]:
+    """Test ids for the devices, made unique ('scratch', 'scratch-2', 'loop3')."""
+    ids: list[str] = []
+    for spec in specs:
+        base = spec.param_id
+        candidate, n = base, 1
+        while candidate in ids:
+            n += 1
+            candidate = f"{base}-{n}"
+        ids.append(candidate)
+    return ids

@@ -1,0 +1,264 @@
+"""Who the device under test is: size, block sizes, model, serial, transport.
+
+A block device is matched to its sysfs node by device number
+(``/sys/dev/block/MAJ:MIN``), so symlinks such as ``/dev/disk/by-id/...`` work.
+Attributes are read from files under *sysfs_root*, never through udev: without
+udevd there is no ID_MODEL or ID_SERIAL, and tests can point *sysfs_root* at a
+fake tree.  A partition takes model, serial and queue limits from its disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_ssd.device import nvme
+from pytest_ssd.device.nvme import NvmeInfo
+from pytest_ssd.errors import DeviceError, ToolError
+
+SYSFS = Path("/sys")
+SECTOR = 512
+NvmeQuery = Callable[[Path], NvmeInfo]
+_SCSI_HOST = re.compile(r"^host\d+$")
+_TRANSPORT_PREFIXES = (("nvme", "nvme"), ("loop", "loop"), ("mmcblk", "mmc"), ("vd", "virtio"))
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    """What is known about one device under test (a block device or a regular file)."""
+
+    path: str
+    kind: str
+    kernel_name: str | None
+    size_bytes: int
+    logical_block_size: int
+    physical_block_size: int
+    rotational: bool | None
+    discard: bool
+    model: str | None
+    serial: str | None
+    firmware: str | None
+    transport: str
+    backing_file: str | None = None
+    direct_io: bool | None = None
+    scheduler: str | None = None
+    nvme: NvmeInfo | None = None
+
+    @property
+    def label(self) -> str:
+        """A short human name: model, size and firmware, or what the loop or file is."""
+        size = binary_size(self.size_bytes)
+        if self.kind == "file":
+            return f"file {self.path} ({size})"
+        if self.transport == "loop":
+            backing = f" on {self.backing_file}" if self.backing_file else ""
+            return f"{self.kernel_name} ({size} loop{backing})"
+        if self.model:
+            firmware = f" fw {self.firmware}" if self.firmware else ""
+            return f"{self.model} {decimal_size(self.size_bytes)}{firmware}"
+        return f"{self.kernel_name} ({size} {self.transport})"
+
+    @property
+    def confirm_token(self) -> str:
+        """What ``--ssd-confirm`` must say before this device is written: serial, else path."""
+        return self.serial or self.path
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain values for JSON results."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["nvme"] = self.nvme.as_dict() if self.nvme else None
+        fields["label"] = self.label
+        return fields
+
+    def summary(self) -> str:
+        """One line: path, model, serial, size, LBA sizes and transport."""
+        return (
+            f"{self.path}: {self.model or 'unknown model'}, serial {self.serial or 'unknown'}, "
+            f"{self.size_bytes / 2**30:,.2f} GiB ({self.size_bytes / 1e9:,.2f} GB), "
+            f"LBA {self.logical_block_size}/{self.physical_block_size} B, {self.transport}"
+        )
+
+
+def binary_size(n: int) -> str:
+    """'1.0 GiB', '64.0 MiB'."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def decimal_size(n: int) -> str:
+    """'960 GB', '2.15 GB', '1.92 TB': how drives are sold."""
+    for unit, scale in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def identify(
+    path: Path, *, sysfs_root: Path = SYSFS, query_nvme: NvmeQuery | None = nvme.query
+) -> DeviceIdentity:
+    """Identify the block device or regular file at *path*; :class:`DeviceError` otherwise."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise DeviceError(f"device under test {path} does not exist") from None
+    except OSError as exc:
+        raise DeviceError(f"cannot stat device under test {path}: {exc.strerror}") from None
+    if stat.S_ISREG(st.st_mode):
+        return identify_file(path, st)
+    if not stat.S_ISBLK(st.st_mode):
+        raise DeviceError(f"{path} is neither a block device nor a regular file{_hint(path, st)}")
+    name = kernel_name(st.st_rdev, sysfs_root)
+    return identify_block(path, name, sysfs_root=sysfs_root, query_nvme=query_nvme)
+
+
+def _hint(path: Path, st: os.stat_result) -> str:
+    if stat.S_ISCHR(st.st_mode) and re.fullmatch(r"nvme\d+", path.name):
+        return f" (an NVMe controller: name a namespace such as {path}n1)"
+    return ""
+
+
+def kernel_name(rdev: int, sysfs_root: Path = SYSFS) -> str:
+    """The kernel name ("nvme0n1", "loop3") of block device number *rdev*."""
+    link = sysfs_root / "dev" / "block" / f"{os.major(rdev)}:{os.minor(rdev)}"
+    try:
+        return link.readlink().name
+    except OSError:
+        raise DeviceError(f"block device {os.major(rdev)}:{os.minor(rdev)}: no {link}") from None
+
+
+def identify_file(path: Path, st: os.stat_result | None = None) -> DeviceIdentity:
+    """A regular file: its size, the file system's block size; discard is a punched hole."""
+    st = st or path.stat()
+    return DeviceIdentity(
+        path=str(path),
+        kind="file",
+        kernel_name=None,
+        size_bytes=st.st_size,
+        logical_block_size=SECTOR,
+        physical_block_size=os.statvfs(path).f_bsize,
+        rotational=None,
+        discard=True,
+        model=None,
+        serial=None,
+        firmware=None,
+        transport="file",
+    )
+
+
+def identify_block(
+    path: Path,
+    kernel_name: str,
+    *,
+    sysfs_root: Path = SYSFS,
+    query_nvme: NvmeQuery | None = nvme.query,
+) -> DeviceIdentity:
+    """Identify block device *kernel_name* (opened as *path*) from the sysfs tree at *sysfs_root*.
+
+    NVMe devices are also asked for id-ctrl and id-ns through *query_nvme*; when
+    that fails with :class:`ToolError` the identity has ``nvme=None``.
+    """
+    node = _block_node(sysfs_root, kernel_name)
+    disk = node.parent if (node / "partition").exists() else node
+    queue = disk / "queue"
+    transport = _transport(disk)
+    info = _query(query_nvme, path) if transport == "nvme" else None
+    controller = info.controller if info else None
+    return DeviceIdentity(
+        path=str(path),
+        kind="block",
+        kernel_name=kernel_name,
+        size_bytes=_int_attr(node / "size") * SECTOR,
+        logical_block_size=_int_attr(queue / "logical_block_size"),
+        physical_block_size=_int_attr(queue / "physical_block_size"),
+        rotational=_flag(queue / "rotational"),
+        discard=_int_attr(queue / "discard_max_bytes", default=0) > 0,
+        model=controller.model if controller else _attr(disk / "device" / "model"),
+        serial=controller.serial if controller else _serial(disk),
+        firmware=controller.firmware if controller else _firmware(disk),
+        transport=transport,
+        backing_file=_attr(disk / "loop" / "backing_file"),
+        direct_io=_flag(disk / "loop" / "dio"),
+        scheduler=selected_scheduler(_attr(queue / "scheduler")),
+        nvme=info,
+    )
+
+
+def _block_node(sysfs_root: Path, name: str) -> Path:
+    """The device's sysfs directory; /sys/class/block lists partitions, /sys/block only disks."""
+    for candidate in (sysfs_root / "class" / "block" / name, sysfs_root / "block" / name):
+        if candidate.is_dir():
+            return candidate.resolve()
+    raise DeviceError(f"block device {name}: not found under {sysfs_root}")
+
+
+def _transport(disk: Path) -> str:
+    for prefix, transport in _TRANSPORT_PREFIXES:
+        if disk.name.startswith(prefix):
+            return transport
+    parts = disk.parts
+    if disk.name.startswith(("sd", "sr")) or any(_SCSI_HOST.match(p) for p in parts):
+        return "scsi"
+    if any(p.startswith("virtio") for p in parts):
+        return "virtio"
+    return "other"
+
+
+def _query(query_nvme: NvmeQuery | None, path: Path) -> NvmeInfo | None:
+    if query_nvme is None:
+        return None
+    try:
+        return query_nvme(path)
+    except ToolError:
+        # identity does not depend on nvme-cli; the caller reports its absence
+        return None
+
+
+def _attr(path: Path) -> str | None:
+    """A sysfs attribute, stripped; None when absent, unreadable or empty."""
+    try:
+        text = path.read_text(errors="replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def _int_attr(path: Path, default: int | None = None) -> int:
+    text = _attr(path)
+    if text is not None and text.isdecimal():
+        return int(text)
+    if default is not None and text is None:
+        return default
+    raise DeviceError(f"sysfs attribute {path} is {'missing' if text is None else repr(text)}")
+
+
+def _flag(path: Path) -> bool | None:
+    text = _attr(path)
+    return None if text is None else text == "1"
+
+
+def _serial(disk: Path) -> str | None:
+    # virtio-blk keeps its serial on the disk, not on the device
+    return _attr(disk / "device" / "serial") or _attr(disk / "serial")
+
+
+def _firmware(disk: Path) -> str | None:
+    # SCSI calls it rev
+    return _attr(disk / "device" / "firmware_rev") or _attr(disk / "device" / "rev")
+
+
+def selected_scheduler(text: str | None) -> str | None:
+    """The [bracketed] entry of queue/scheduler; a lone entry is the selected one."""
+    if text is None:
+        return None
+    match = re.search(r"\[([^\]]+)\]", text)
+    if match:
+        return match.group(1)
+    entries = text.split()
+    return entries[0] if len(entries) == 1 else None

@@ -1,0 +1,36 @@
+"""The one error hierarchy of pytest-ssd.
+
+Every error the plugin raises derives from :class:`SsdError`.  Its message is
+one line that says what is wrong and where; the plugin shows it without a
+traceback.
+"""
+
+from __future__ import annotations
+
+
+class SsdError(Exception):
+    """Base of every pytest-ssd error: one line, what is wrong and where."""
+
+
+class ConfigError(SsdError):
+    """A command-line option or an input file is wrong."""
+
+
+class DeviceError(SsdError):
+    """A device cannot be found, identified, created or released."""
+
+
+class SafetyError(SsdError):
+    """The safety guard refuses to write to, trim or purge a target."""
+
+
+class ToolError(SsdError):
+    """An external program (fio, nvme, losetup ...) is missing, failed or timed out."""
+
+
+class FioError(ToolError):
+    """fio failed, reported a job error, or did no I/O."""
+
+
+class ParseError(SsdError):
+    """A tool's output could not be understood."""

@@ -1,0 +1,167 @@
+"""fio jobs as typed data, rendered to a job file.
+
+A :class:`FioJob` says *what* to measure (pattern, block size, queue depth,
+read share, region, duration or amount); :func:`render` turns a list of them
+into one job file, serialised with ``stonewall`` so that several measurements
+share one fio start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from pytest_ssd.errors import ConfigError
+
+Pattern = Literal["seq", "rnd"]
+
+#: fio accepts at most 20 entries in percentile_list
+MAX_PERCENTILES = 20
+DEFAULT_PERCENTILES: tuple[float, ...] = (
+    1, 5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999,
+)  # fmt: skip
+
+
+def format_bytes(n: int) -> str:
+    """Binary size for names and labels: 4096 -> '4KiB', 131072 -> '128KiB'."""
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return f"{n}B"
+
+
+@dataclass(frozen=True)
+class FioJob:
+    """One fio job: a workload on a region of the target.
+
+    Duration is either time (``runtime_s`` after ``ramp_s``) or an amount of
+    I/O (``io_bytes``); with neither, fio does one pass over the region.
+    """
+
+    name: str
+    pattern: Pattern
+    block_size: int
+    iodepth: int = 1
+    numjobs: int = 1
+    read_pct: int = 100
+    offset: int = 0
+    size: int | None = None
+    runtime_s: float | None = None
+    ramp_s: float = 0.0
+    io_bytes: int | None = None
+    ioengine: str = "libaio"
+    direct: bool = True
+    fsync: int = 0
+    log_avg_ms: int | None = None
+    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
+            problems.append(f"name {self.name!r} must be letters, digits, '-' or '_'")
+        if self.block_size <= 0 or self.block_size % 512:
+            problems.append(f"block size {self.block_size} is not a positive multiple of 512")
+        if self.iodepth < 1 or self.numjobs < 1:
+            problems.append("iodepth and numjobs must be at least 1")
+        if not 0 <= self.read_pct <= 100:
+            problems.append(f"read share {self.read_pct} % is not within 0..100")
+        if self.runtime_s is not None and self.io_bytes is not None:
+            problems.append("give runtime_s or io_bytes, not both")
+        if len(self.percentiles) > MAX_PERCENTILES:
+            problems.append(f"fio takes at most {MAX_PERCENTILES} percentiles")
+        if problems:
+            raise ConfigError(f"fio job {self.name!r}: " + "; ".join(problems))
+
+    @property
+    def writes(self) -> bool:
+        """Whether the job writes to the target (the safety guard cares)."""
+        return self.read_pct < 100
+
+    @property
+    def rw(self) -> str:
+        prefix = "rand" if self.pattern == "rnd" else ""
+        if self.read_pct == 100:
+            return f"{prefix}read"
+        if self.read_pct == 0:
+            return f"{prefix}write"
+        return f"{prefix}rw"
+
+    @property
+    def planned_seconds(self) -> float:
+        """Seconds the job is asked to run (0 when it runs by amount)."""
+        return self.runtime_s + self.ramp_s if self.runtime_s is not None else 0.0
+
+    @property
+    def label(self) -> str:
+        """Short human label: 'RND 4KiB Q32T1 read'."""
+        direction = {100: "read", 0: "write"}.get(self.read_pct, f"{self.read_pct}% read")
+        bs = format_bytes(self.block_size)
+        return f"{self.pattern.upper()} {bs} Q{self.iodepth}T{self.numjobs} {direction}"
+
+    def options(self) -> list[tuple[str, str]]:
+        """The job's fio options, in job-file order."""
+        opts: list[tuple[str, str]] = [
+            ("rw", self.rw),
+            ("bs", str(self.block_size)),
+            ("iodepth", str(self.iodepth)),
+            ("numjobs", str(self.numjobs)),
+            ("ioengine", self.ioengine),
+            ("direct", "1" if self.direct else "0"),
+            ("offset", str(self.offset)),
+        ]
+        if self.numjobs > 1:
+            opts.append(("group_reporting", "1"))
+        if 0 < self.read_pct < 100:
+            opts.append(("rwmixread", str(self.read_pct)))
+        if self.size is not None:
+            opts.append(("size", str(self.size)))
+        if self.runtime_s is not None:
+            opts += [("time_based", "1"), ("runtime", f"{self.runtime_s:g}")]
+        if self.ramp_s:
+            opts.append(("ramp_time", f"{self.ramp_s:g}"))
+        if self.io_bytes is not None:
+            opts.append(("io_size", str(self.io_bytes)))
+        if self.fsync:
+            opts.append(("fsync", str(self.fsync)))
+        if self.percentiles:
+            opts.append(("percentile_list", ":".join(f"{p:g}" for p in self.percentiles)))
+        opts.extend(self.extra)
+        return opts
+
+    def as_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["rw"] = self.rw
+        data["label"] = self.label
+        data["percentiles"] = list(self.percentiles)
+        data["extra"] = dict(self.extra)
+        return data
+
+
+def render(jobs: Sequence[FioJob], filename: str, log_prefix: str | None = None) -> str:
+    """Render *jobs* as one fio job file on *filename*; jobs after the first wait (stonewall).
+
+    With ``log_prefix``, jobs that ask for logs write ``<prefix>-<job>_bw.N.log``
+    and ``_lat`` logs averaged over ``log_avg_ms``.
+    """
+    if not jobs:
+        raise ConfigError("no fio job to render")
+    names = [job.name for job in jobs]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"fio job names repeat: {', '.join(names)}")
+    lines = ["[global]", f"filename={filename}", ""]
+    for index, job in enumerate(jobs):
+        lines.append(f"[{job.name}]")
+        if index:
+            lines.append("stonewall")
+        lines += [f"{key}={value}" for key, value in job.options()]
+        if log_prefix is not None and job.log_avg_ms:
+            stem = f"{log_prefix}-{job.name}"
+            lines += [
+                f"write_bw_log={stem}",
+                f"write_lat_log={stem}",
+                f"log_avg_msec={job.log_avg_ms}",
+            ]
+        lines.append("")
+    return "\n".join(lines)

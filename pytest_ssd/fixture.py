@@ -1,0 +1,111 @@
+"""The per-test ``ssd`` object: runs fio on the test's device and records what it measured."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from matplotlib.figure import Figure
+from pytest_html import extras
+
+from pytest_ssd.device import guard
+from pytest_ssd.fio.engine import FioRun, run_jobs
+from pytest_ssd.fio.job import FioJob
+from pytest_ssd.results.record import PROPERTY, Measurement, iso
+from pytest_ssd.session import Dut, SsdSession
+
+FIGURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
+
+
+@dataclass
+class SsdBench:
+    """What a benchmark test uses: ``ssd.run(job)``, ``ssd.figure(fig, title)``."""
+
+    session: SsdSession
+    dut: Dut
+    node: pytest.Item
+    measurements: list[Measurement] = field(default_factory=list)
+    _runs: int = 0
+
+    @property
+    def artifacts(self) -> Path:
+        return self.session.artifacts_for(self.node.nodeid)
+
+    def guard_writes(self) -> None:
+        """Skip under --ssd-readonly; refuse (SafetyError) when the device is not safe to write."""
+        if self.dut.readonly:
+            pytest.skip(f"--ssd-readonly: this test writes to {self.dut.path}")
+        guard.check_writable(self.dut.path)
+        if not self.dut.scratch:
+            identity = self.dut.identity
+            guard.check_confirmation(
+                str(self.dut.path),
+                identity.summary(),
+                identity.confirm_token,
+                self.session.options.confirm,
+            )
+
+    def run(self, *jobs: FioJob, record: bool = True) -> FioRun:
+        """Run *jobs* in one fio process on the device; record each job's measurement."""
+        if any(job.writes for job in jobs):
+            self.guard_writes()
+        self._runs += 1
+        folder = self.artifacts / f"{self._runs:02d}-{jobs[0].name}"
+        fio_run = run_jobs(jobs, self.dut.path, artifacts=folder, readonly=self.dut.readonly)
+        if record:
+            for job in jobs:
+                self._record(job, fio_run)
+        return fio_run
+
+    def ensure_written(self, job: FioJob) -> None:
+        """Run the writing *job* once per device and session unless its span is written.
+
+        Under ``--ssd-readonly`` nothing is written: reads measure the data as found.
+        """
+        span = job.offset + (job.size or self.dut.identity.size_bytes)
+        if self.dut.written >= span or self.dut.readonly:
+            return
+        self.run(job, record=False)
+        self.dut.written = span
+
+    def _record(self, job: FioJob, fio_run: FioRun) -> None:
+        result = fio_run.result(job)
+        measurement = Measurement(
+            test=self.node.nodeid,
+            device=self.dut.id,
+            name=job.name,
+            workload=job.as_dict(),
+            metrics={d: r.as_dict() for d, r in result.directions.items()},
+            start=iso(fio_run.started),
+            end=iso(fio_run.ended),
+            artifacts=str(fio_run.artifacts.relative_to(self.session.run_dir)),
+        )
+        self.measurements.append(measurement)
+        props = self.node.user_properties
+        props.append((PROPERTY, measurement.to_json()))
+        props.extend(
+            (f"{job.name}.{key}", value) for key, value in measurement.key_metrics().items()
+        )
+
+    def figure(self, fig: Figure, title: str) -> Path:
+        """Attach *fig* to the test's row in the report and save it as PNG and SVG."""
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "figure"
+        png = self.artifacts / f"{stem}.png"
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+        png.write_bytes(buffer.getvalue())
+        fig.savefig(self.artifacts / f"{stem}.svg", format="svg", bbox_inches="tight")
+        extra = extras.png(base64.b64encode(buffer.getvalue()).decode("ascii"), title)
+        self.node.stash.setdefault(FIGURES_KEY, []).append(extra)
+        return png
+
+    def note(self, key: str, value: object) -> None:
+        """Record a plain property on the test (shows in junitxml and the report)."""
+        text = json.dumps(value) if isinstance(value, dict | list) else value
+        self.node.user_properties.append((key, text))

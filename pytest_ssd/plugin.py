@@ -1,0 +1,203 @@
+"""pytest-ssd's pytest plugin: options, markers, hook wiring and fixtures.
+
+Run state lives in :class:`pytest_ssd.session.SsdSession` (``config.stash``);
+the report lives in :mod:`pytest_ssd.report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from collections.abc import Generator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from pytest_ssd.device.dut import dut_spec
+from pytest_ssd.errors import SsdError
+from pytest_ssd.fixture import FIGURES_KEY, SsdBench
+from pytest_ssd.report.html import HtmlReport, terminal_lines
+from pytest_ssd.results.collector import RunRecorder
+from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
+
+PROFILES = ("quick", "full")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ssd", "pytest-ssd: SSD benchmarks with fio")
+    group.addoption(
+        "--dut", dest="ssd_dut", action="append", type=dut_spec, metavar="DEVICE",
+        help="device under test: a block device, a file, or scratch[:SIZE] (default: scratch:2G,"
+        " a loop device on a sparse file); may repeat",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-confirm", dest="ssd_confirm", action="append", metavar="SERIAL",
+        help="allow writes to the device with this serial (or path, for devices without one);"
+        " may repeat",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-readonly", dest="ssd_readonly", action="store_true",
+        help="never write: run read tests with fio --readonly and skip the rest",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-report-dir", dest="ssd_report_dir", default="reports", metavar="DIR",
+        help="where run folders (results.json, report.html, artifacts) go (default: reports)",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-profile", dest="ssd_profile", default="quick", type=_profile,
+        help="quick: seconds per workload (default); full: the method's durations",
+    )  # fmt: skip
+
+
+def _profile(text: str) -> str:
+    if text not in PROFILES:
+        raise argparse.ArgumentTypeError(f"--ssd-profile must be one of {', '.join(PROFILES)}")
+    return text
+
+
+#: a conftest.py that sets this to True makes its folder a pytest-ssd suite
+SUITE_FLAG = "pytest_ssd_suite"
+
+
+def _active(config: pytest.Config) -> bool:
+    """Act only for suites (or when --dut is given): other test runs stay untouched."""
+    if config.getoption("ssd_dut"):
+        return True
+    return any(getattr(p, SUITE_FLAG, False) is True for p in config.pluginmanager.get_plugins())
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _only_informational(config: pytest.Config) -> bool:
+    opt = config.option
+    return bool(getattr(opt, "help", False) or getattr(opt, "version", False) or opt.collectonly)
+
+
+def _pin_devices_to_workers(config: pytest.Config) -> None:
+    """One device, one worker: xdist's loadgroup keeps each device's tests together."""
+    dist = getattr(config.option, "dist", "no")
+    if dist in ("load", "loadgroup"):
+        config.option.dist = "loadgroup"
+    elif dist != "no":
+        raise pytest.UsageError(
+            f"pytest-ssd: --dist={dist} could run two tests on one device at once; "
+            "use -n N alone (pytest-ssd pins each device to one worker)"
+        )
+
+
+def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "ssd_writes: the test writes to the device under test")
+    if getattr(config.option, "help", False) or getattr(config.option, "version", False):
+        return
+    if _is_worker(config) and WORKERINPUT_KEY in config.workerinput:  # type: ignore[attr-defined]
+        config.stash[SESSION_KEY] = SsdSession.for_worker(config)
+        # workers re-parse the command line (dist=load): keep the controller's grouping
+        config.option.loadgroup = True
+        return
+    if _is_worker(config) or not _active(config):
+        return
+    session = SsdSession.for_controller(config)
+    config.stash[SESSION_KEY] = session
+    if _only_informational(config):
+        return
+    _pin_devices_to_workers(config)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        session.open(list(config.invocation_params.args))
+    except SsdError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not config.getoption("htmlpath", None):
+        config.option.htmlpath = str(session.run_dir / "report.html")
+        config.option.self_contained_html = True
+    config.pluginmanager.register(HtmlReport(session), "ssd-html-report")
+    assert session.store is not None
+    lines = [
+        f"report:  {config.option.htmlpath}",
+        f"results: {session.store.path}",
+        f"files:   {session.run_dir}",
+    ]
+    config.pluginmanager.register(RunRecorder(session.store, lines), "ssd-recorder")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None and not session.worker:
+        session.close()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: hand the resolved devices and the run folder to each worker."""
+    session = node.config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        node.workerinput[WORKERINPUT_KEY] = session.workerinput()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return []
+    return terminal_lines(session)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    session = metafunc.config.stash.get(SESSION_KEY, None)
+    if "dut" in metafunc.fixturenames and session is not None:
+        ids = session.dut_ids
+        metafunc.parametrize("dut", ids, ids=ids, indirect=True)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "dut" in callspec.params:
+            item.add_marker(pytest.mark.xdist_group(f"dut-{callspec.params['dut']}"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if call.excinfo is not None and call.excinfo.errisinstance(SsdError):
+        # our errors are one line that says what and where: no traceback
+        report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+    if report.when == "call":
+        extras = [*getattr(report, "extras", []), *item.stash.get(FIGURES_KEY, [])]
+        report.extras = extras  # type: ignore[attr-defined]  # pytest-html's attribute
+
+
+@pytest.fixture(scope="session")
+def ssd_session(pytestconfig: pytest.Config) -> SsdSession:
+    """The run: options, run folder, devices."""
+    session = pytestconfig.stash.get(SESSION_KEY, None)
+    if session is None:
+        pytest.fail(
+            "pytest-ssd is not active for these tests: give --dut, or set "
+            f"{SUITE_FLAG} = True in the suite's conftest.py",
+            pytrace=False,
+        )
+    return session
+
+
+@pytest.fixture
+def dut(request: pytest.FixtureRequest, ssd_session: SsdSession) -> Dut:
+    """The device under test (tests using it are parametrized over every ``--dut``)."""
+    return ssd_session.duts[request.param]
+
+
+@pytest.fixture
+def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> SsdBench:
+    """Run fio on the test's device and record what it measured: ``ssd.run(job)``."""
+    return SsdBench(ssd_session, dut, request.node)

@@ -1,0 +1,132 @@
+"""The one way pytest-ssd runs a subprocess.
+
+argv list (never a shell string), a timeout, its own process group so that a
+timeout or Ctrl-C terminates the program *and its children*, and an optional
+artifact folder keeping the command, stdout, stderr and exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_ssd.errors import ToolError
+
+#: how long a process group gets between SIGTERM and SIGKILL
+KILL_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What a finished program left behind."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+    def check(self, what: str | None = None) -> Completed:
+        """Raise :class:`ToolError` naming the program and its last stderr line on failure."""
+        if self.returncode != 0:
+            raise ToolError(
+                f"{what or self.argv[0]} failed (exit {self.returncode}): {self.last_error_line()}"
+            )
+        return self
+
+    def last_error_line(self) -> str:
+        for text in (self.stderr, self.stdout):
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            if lines:
+                return lines[-1]
+        return "no output"
+
+
+def which(program: str, install_hint: str) -> str:
+    """The path of *program*, or a :class:`ToolError` saying how to install it."""
+    path = shutil.which(program)
+    if path is None:
+        raise ToolError(f"{program} not found on PATH: {install_hint}")
+    return path
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        proc.wait()
+
+
+def _keep(artifacts: Path, name: str, result: Completed, extra: dict[str, str]) -> None:
+    artifacts.mkdir(parents=True, exist_ok=True)
+    (artifacts / f"{name}.cmd").write_text(result.command + "\n")
+    (artifacts / f"{name}.stdout").write_text(result.stdout)
+    (artifacts / f"{name}.stderr").write_text(result.stderr)
+    (artifacts / f"{name}.rc").write_text(f"{result.returncode}\n")
+    for filename, text in extra.items():
+        (artifacts / filename).write_text(text)
+
+
+def run(
+    argv: list[str] | tuple[str, ...],
+    *,
+    timeout: float,
+    artifacts: Path | None = None,
+    name: str | None = None,
+    stdin: str | None = None,
+    extra_files: dict[str, str] | None = None,
+) -> Completed:
+    """Run *argv* to completion and return what it printed; never raises on a non-zero exit.
+
+    On timeout or interrupt the whole process group is terminated (SIGTERM, then
+    SIGKILL), what was kept so far is written to *artifacts*, and the error or the
+    interrupt propagates.
+    """
+    argv = tuple(str(a) for a in argv)
+    label = name or Path(argv[0]).name
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ToolError(f"{argv[0]} not found: {exc.strerror}") from None
+    try:
+        stdout, stderr = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        stdout, stderr = proc.communicate()
+        result = Completed(argv, proc.returncode, stdout, stderr, time.monotonic() - start)
+        if artifacts is not None:
+            _keep(artifacts, label, result, extra_files or {})
+        raise ToolError(f"{label} timed out after {timeout:g} s: {result.command}") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    result = Completed(argv, proc.returncode, stdout, stderr, time.monotonic() - start)
+    if artifacts is not None:
+        _keep(artifacts, label, result, extra_files or {})
+    return result

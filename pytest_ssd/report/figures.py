@@ -1,0 +1,108 @@
+"""Graphs as matplotlib ``Figure`` objects (Agg, no pyplot state)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from pytest_ssd.fio.job import format_bytes
+from pytest_ssd.results.record import Measurement
+
+#: colours per device, stable across graphs
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf")
+NINES = (90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
+
+
+def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def png_base64(fig: Figure) -> str:
+    return base64.b64encode(png_bytes(fig)).decode("ascii")
+
+
+def nines_x(p: float) -> float:
+    """Position of percentile *p* on a 'nines' axis: 1 / (1 - p/100) (90 -> 10, 99 -> 100)."""
+    return 1.0 / (1.0 - p / 100.0)
+
+
+def latency_percentiles(measurement: Measurement) -> Figure:
+    """Completion-latency percentiles per direction from 90 % up, on a nines axis.
+
+    Percentiles the sample cannot resolve are drawn as hollow markers.
+    """
+    fig = Figure(figsize=(6.4, 3.6))
+    ax = fig.add_subplot()
+    shown: list[float] = []
+    for index, (direction, data) in enumerate(sorted(measurement.metrics.items())):
+        points = [
+            item for item in (data.get("clat") or {}).get("percentiles", []) if item["p"] >= 90
+        ]
+        if not points:
+            continue
+        colour = PALETTE[index % len(PALETTE)]
+        xs = np.array([nines_x(item["p"]) for item in points])
+        ys = np.array([item["us"] for item in points])
+        ax.plot(xs, ys, color=colour, label=f"{direction} ({data['iops']:,.0f} IOPS)")
+        resolved = np.array([item["resolved"] for item in points])
+        ax.scatter(xs[resolved], ys[resolved], color=colour, s=14, zorder=3)
+        ax.scatter(
+            xs[~resolved], ys[~resolved], facecolors="white", edgecolors=colour, s=22, zorder=3,
+            label="not resolved by the sample" if not resolved.all() else None,
+        )  # fmt: skip
+        shown.extend(float(item["p"]) for item in points)
+    ax.set_xscale("log")
+    ticks = [p for p in NINES if shown and min(shown) <= p <= max(shown)]
+    ax.xaxis.set_major_locator(FixedLocator([nines_x(p) for p in ticks]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([f"{p:g}" for p in ticks])
+    ax.set_xlabel("percentile (%)")
+    ax.set_ylabel("completion latency (µs)")
+    ax.set_title(f"{measurement.workload.get('label', measurement.name)}: tail latency")
+    ax.grid(True, which="both", alpha=0.3)
+    if shown:
+        ax.legend(fontsize="small")
+    return fig
+
+
+def workload_bars(measurements: Sequence[Measurement], devices: Sequence[str]) -> Figure:
+    """One bar per workload and device: SEQ in MiB/s, RND in k-IOPS (the four-corner view)."""
+    fig = Figure(figsize=(8.0, 3.8))
+    panels = (("seq", "MiB/s", "bw_mib_s", 1.0), ("rnd", "k-IOPS", "iops", 1e-3))
+    for position, (pattern, unit, key, scale) in enumerate(panels, start=1):
+        ax = fig.add_subplot(1, 2, position)
+        chosen = [m for m in measurements if m.workload.get("pattern") == pattern]
+        labels = sorted({_bar_label(m, d) for m in chosen for d in m.metrics})
+        width = 0.8 / max(len(devices), 1)
+        for index, device in enumerate(devices):
+            values = {
+                _bar_label(m, d): data[key] * scale
+                for m in chosen if m.device == device
+                for d, data in m.metrics.items()
+            }  # fmt: skip
+            xs = np.arange(len(labels)) + index * width
+            heights = [values.get(label, 0.0) for label in labels]
+            bars = ax.bar(xs, heights, width, color=PALETTE[index % len(PALETTE)], label=device)
+            ax.bar_label(bars, fmt="%.0f", fontsize="x-small")
+        ax.set_xticks(np.arange(len(labels)) + width * (len(devices) - 1) / 2)
+        ax.set_xticklabels(labels, rotation=20, ha="right", fontsize="small")
+        ax.set_ylabel(unit)
+        ax.set_title(f"{pattern.upper()} ({unit})")
+        ax.grid(True, axis="y", alpha=0.3)
+        if len(devices) > 1:
+            ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def _bar_label(measurement: Measurement, direction: str) -> str:
+    workload = measurement.workload
+    bs = format_bytes(int(workload["block_size"]))
+    return f"{bs} Q{workload['iodepth']}T{workload['numjobs']} {direction}"

@@ -1,0 +1,65 @@
+"""One measurement: a fio job's workload and what fio measured, as plain data.
+
+Measurements travel from xdist workers to the controller as JSON strings in
+``user_properties`` (so junitxml carries them too) and end up in results.json.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+#: the user_properties name that carries a measurement as JSON
+PROPERTY = "ssd.measurement"
+#: the percentiles shown as key metrics (table columns, junitxml properties)
+KEY_PERCENTILES = (50.0, 99.0, 99.99)
+
+
+def iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A workload and its metrics per direction (read / write / trim)."""
+
+    test: str
+    device: str
+    name: str
+    workload: dict[str, Any]
+    metrics: dict[str, dict[str, Any]]
+    start: str
+    end: str
+    artifacts: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Measurement:
+        return cls(**json.loads(text))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def key_metrics(self) -> dict[str, float | None]:
+        """Flat metrics for properties and table columns: 'read.iops', 'write.p99_us' ..."""
+        flat: dict[str, float | None] = {}
+        for direction, data in self.metrics.items():
+            flat[f"{direction}.iops"] = data["iops"]
+            flat[f"{direction}.bw_mib_s"] = data["bw_mib_s"]
+            flat[f"{direction}.lat_mean_us"] = data["lat_mean_us"]
+            for p in KEY_PERCENTILES:
+                flat[f"{direction}.p{p:g}_us"] = percentile_us(data, p)
+        return flat
+
+
+def percentile_us(direction: dict[str, Any], p: float) -> float | None:
+    """The p-th completion-latency percentile in µs, or None when the sample cannot resolve it."""
+    clat = direction.get("clat") or {}
+    for item in clat.get("percentiles", []):
+        if abs(item["p"] - p) < 1e-9:
+            return float(item["us"]) if item["resolved"] else None
+    return None

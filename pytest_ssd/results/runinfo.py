@@ -1,0 +1,53 @@
+"""What a run was measured on: host, kernel, CPU, tool versions."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ssd import __version__
+from pytest_ssd.errors import ToolError
+from pytest_ssd.proc import run, which
+
+
+def _cpu_model() -> str | None:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
+def _tool_version(program: str, *args: str) -> str | None:
+    try:
+        path = which(program, "")
+    except ToolError:
+        return None
+    done = run([path, *args], timeout=30)
+    first = (done.stdout or done.stderr).strip().splitlines()
+    return first[0].strip() if done.returncode == 0 and first else None
+
+
+def collect(args: list[str]) -> dict[str, Any]:
+    """The run's environment, as recorded in results.json and shown in the report."""
+    uname = os.uname()
+    return {
+        "host": socket.gethostname(),
+        "kernel": f"{uname.sysname} {uname.release}",
+        "machine": uname.machine,
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "pytest": pytest.__version__,
+        "pytest_ssd": __version__,
+        "fio": _tool_version("fio", "--version"),
+        "nvme_cli": _tool_version("nvme", "version"),
+        "argv": [Path(sys.argv[0]).name, *args],
+    }

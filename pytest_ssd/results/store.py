@@ -1,0 +1,57 @@
+"""results.json: the per-run record, rewritten atomically after every measurement.
+
+A run that is killed keeps every measurement finished before, and says
+``"complete": false``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_ssd.results.record import Measurement, iso
+
+SCHEMA_VERSION = 1
+
+
+class ResultsStore:
+    """The controller's record of a run, kept in ``<run dir>/results.json``."""
+
+    def __init__(self, run_dir: Path, run_id: str, environment: dict[str, Any]) -> None:
+        self.path = run_dir / "results.json"
+        self.data: dict[str, Any] = {
+            "schema": SCHEMA_VERSION,
+            "run": {
+                "id": run_id,
+                "start": iso(time.time()),
+                "end": None,
+                "complete": False,
+                "outcome": {},
+                **environment,
+            },
+            "devices": {},
+            "measurements": [],
+        }
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        return [Measurement(**m) for m in self.data["measurements"]]
+
+    def add_device(self, dut_id: str, description: dict[str, Any]) -> None:
+        self.data["devices"][dut_id] = description
+        self.write()
+
+    def add(self, measurement: Measurement) -> None:
+        self.data["measurements"].append(measurement.as_dict())
+        self.write()
+
+    def finish(self, outcome: dict[str, int], complete: bool) -> None:
+        self.data["run"].update(end=iso(time.time()), outcome=outcome, complete=complete)
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=False) + "\n")
+        tmp.replace(self.path)

@@ -1,0 +1,168 @@
+"""Run-wide state of pytest-ssd, kept in ``config.stash``.
+
+The controller (or the only process, without xdist) creates the run folder,
+attaches scratch devices, identifies every device and runs the safety guard
+before a single test starts.  xdist workers get the resolved devices through
+``workerinput`` and only identify them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ssd.device import guard
+from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, unique_ids
+from pytest_ssd.device.identity import DeviceIdentity, identify
+from pytest_ssd.device.scratch import ScratchDevice, create, sweep_stale
+from pytest_ssd.results import ResultsStore, runinfo
+
+WORKERINPUT_KEY = "pytest_ssd"
+SCRATCH_BANNER = "these results describe no SSD"
+
+
+@dataclass(frozen=True)
+class Options:
+    """The plugin's command-line options, validated."""
+
+    duts: tuple[DutSpec, ...]
+    confirm: tuple[str, ...]
+    readonly: bool
+    report_dir: Path
+    profile: str
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Options:
+        duts = tuple(config.getoption("ssd_dut") or ()) or (
+            DutSpec(raw="scratch", scratch_size=DEFAULT_SCRATCH_SIZE),
+        )
+        return cls(
+            duts=duts,
+            confirm=tuple(config.getoption("ssd_confirm") or ()),
+            readonly=bool(config.getoption("ssd_readonly")),
+            report_dir=Path(config.getoption("ssd_report_dir")).absolute(),
+            profile=config.getoption("ssd_profile"),
+        )
+
+
+@dataclass
+class Dut:
+    """A device under test, resolved: its path, identity and what it may be used for."""
+
+    id: str
+    path: Path
+    identity: DeviceIdentity
+    scratch: bool
+    readonly: bool
+    note: str = ""
+    #: bytes from the start of the device known to hold written data (prefill)
+    written: int = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": str(self.path),
+            "scratch": self.scratch,
+            "readonly": self.readonly,
+            "note": self.note,
+            "identity": self.identity.as_dict(),
+        }
+
+
+@dataclass
+class SsdSession:
+    """Everything pytest-ssd knows about the run; one per process."""
+
+    options: Options
+    run_id: str
+    run_dir: Path
+    worker: bool
+    duts: dict[str, Dut] = field(default_factory=dict)
+    scratch: list[ScratchDevice] = field(default_factory=list)
+    store: ResultsStore | None = None
+
+    @property
+    def dut_ids(self) -> list[str]:
+        return unique_ids(list(self.options.duts))
+
+    @classmethod
+    def for_controller(cls, config: pytest.Config) -> SsdSession:
+        options = Options.from_config(config)
+        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        return cls(options, run_id, options.report_dir / run_id, worker=False)
+
+    @classmethod
+    def for_worker(cls, config: pytest.Config) -> SsdSession:
+        data = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
+        session = cls(Options.from_config(config), data["run_id"], Path(data["run_dir"]), True)
+        for item in data["duts"]:
+            path = Path(item["path"])
+            session.duts[item["id"]] = Dut(
+                item["id"], path, identify(path), item["scratch"], item["readonly"], item["note"]
+            )
+        return session
+
+    def workerinput(self) -> dict[str, Any]:
+        duts = [
+            {"id": d.id, "path": str(d.path), "scratch": d.scratch, "readonly": d.readonly,
+             "note": d.note}
+            for d in self.duts.values()
+        ]  # fmt: skip
+        return {"run_id": self.run_id, "run_dir": str(self.run_dir), "duts": duts}
+
+    def open(self, args: list[str]) -> None:
+        """Create the run folder, attach scratch devices, identify and guard every device."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._link_latest()
+        self.store = ResultsStore(self.run_dir, self.run_id, runinfo.collect(args))
+        self.store.write()
+        sweep_stale(self.options.report_dir / ".scratch")
+        for dut_id, spec in zip(self.dut_ids, self.options.duts, strict=True):
+            dut = self._resolve(dut_id, spec, len(self.scratch))
+            self.duts[dut_id] = dut
+            self.store.add_device(dut_id, dut.describe())
+
+    def _resolve(self, dut_id: str, spec: DutSpec, index: int) -> Dut:
+        if spec.scratch_size is not None:
+            device = create(spec.scratch_size, self.options.report_dir / ".scratch", index)
+            self.scratch.append(device)
+            identity = identify(device.path)
+            return Dut(dut_id, device.path, identity, True, self.options.readonly, device.note)
+        assert spec.path is not None
+        guard.check_readable(spec.path)
+        identity = identify(spec.path)
+        if not self.options.readonly:
+            guard.check_writable(spec.path)
+            guard.check_confirmation(
+                str(spec.path), identity.summary(), identity.confirm_token, self.options.confirm
+            )
+        return Dut(dut_id, spec.path, identity, False, self.options.readonly)
+
+    def _link_latest(self) -> None:
+        latest = self.options.report_dir / "latest"
+        with contextlib.suppress(FileNotFoundError):
+            latest.unlink()
+        latest.symlink_to(self.run_id)
+
+    def close(self) -> None:
+        """Release scratch devices; always called, also after errors and Ctrl-C."""
+        while self.scratch:
+            self.scratch.pop().release()
+
+    def artifacts_for(self, nodeid: str) -> Path:
+        """The test's artifact folder under the run directory."""
+        safe = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in nodeid)
+        return self.run_dir / "artifacts" / safe[:200]
+
+
+SESSION_KEY = pytest.StashKey[SsdSession]()
+
+
+def get(config: pytest.Config) -> SsdSession:
+    return config.stash[SESSION_KEY]

@@ -1,0 +1,38 @@
+"""Smoke suite: the four corners (SEQ 128 KiB and RND 4 KiB, read and write, QD32).
+
+A few seconds per corner on the default quick profile.  Reads measure a span
+that a prefill wrote first, so they read data, not holes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ssd import SsdBench
+from pytest_ssd.report import figures
+from pytest_ssd.workloads.corners import CORNERS, corner_job, prefill_job, span_for
+
+
+@pytest.mark.parametrize("corner", list(CORNERS))
+def test_four_corners(ssd: SsdBench, corner: str) -> None:
+    profile = ssd.session.options.profile
+    capacity = ssd.dut.identity.size_bytes
+    job = corner_job(corner, profile, capacity)
+    if not job.writes:
+        ssd.ensure_written(prefill_job(span_for(profile, capacity)))
+
+    result = ssd.run(job).result(job)
+
+    direction = "read" if job.read_pct == 100 else "write"
+    assert set(result.directions) == {direction}, "only the asked direction did I/O"
+    done = result.directions[direction]
+    assert done.io_bytes > 0 and done.io_bytes % job.block_size == 0
+    # fio counts I/Os still in flight at the end of the runtime in io_bytes, not total_ios
+    in_flight = job.iodepth * job.numjobs
+    assert 0 <= done.io_bytes // job.block_size - done.total_ios <= in_flight
+    assert result.options["offset"] == str(job.offset)
+    assert result.options["size"] == str(job.size), "fio ran on the region asked for"
+    assert done.clat is not None
+    values = [p.ns for p in done.clat.percentiles()]
+    assert values == sorted(values), "latency percentiles are monotonic"
+    ssd.figure(figures.latency_percentiles(ssd.measurements[-1]), f"{corner} tail latency")

@@ -1,0 +1,45 @@
+"""Shared fixtures of pytest-ssd's own tests: real loop devices, always detached."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+LoopFactory = Callable[..., Path]
+
+
+def _losetup(*args: str) -> str:
+    done = subprocess.run(
+        ["losetup", *args], capture_output=True, text=True, timeout=30, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def loop_device(tmp_path: Path) -> Iterator[LoopFactory]:
+    """Factory: ``loop_device(size_mib=64)`` attaches a sparse file as a direct-I/O loop device.
+
+    Every device it attaches is detached at teardown, also when the test fails.
+    """
+    if os.geteuid() != 0:
+        pytest.skip("loop devices need root")
+    attached: list[str] = []
+
+    def make(size_mib: int = 64, name: str = "backing.img") -> Path:
+        backing = tmp_path / f"{len(attached)}-{name}"
+        with backing.open("wb") as fh:
+            fh.truncate(size_mib * 1024 * 1024)
+        dev = _losetup("--find", "--show", "--direct-io=on", str(backing))
+        attached.append(dev)
+        return Path(dev)
+
+    yield make
+    for dev in attached:
+        subprocess.run(["umount", "-l", dev], check=False, capture_output=True, timeout=30)
+        subprocess.run(["losetup", "-d", dev], check=False, capture_output=True, timeout=30)

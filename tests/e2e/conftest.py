@@ -1,0 +1,60 @@
+"""Helpers for end-to-end runs: the real plugin, real fio, real loop devices."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SMOKE = REPO / "suites" / "smoke"
+
+
+@dataclass
+class SsdRun:
+    """One pytest-ssd run in a subprocess and what it left in its report folder."""
+
+    result: pytest.RunResult
+    report_dir: Path
+
+    @property
+    def run_dir(self) -> Path:
+        return (self.report_dir / "latest").resolve()
+
+    def results(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.run_dir / "results.json").read_text())
+        return data
+
+
+@pytest.fixture
+def run_ssd(pytester: pytest.Pytester, tmp_path: Path) -> Any:
+    """``run_ssd(*args, suite=SMOKE)``: run pytest-ssd on a suite in a subprocess."""
+
+    def run(*args: str, suite: Path = SMOKE, timeout: float = 300) -> SsdRun:
+        report_dir = tmp_path / "reports"
+        result = pytester.runpytest_subprocess(
+            str(suite), f"--ssd-report-dir={report_dir}", "-p", "no:cacheprovider",
+            f"--rootdir={REPO}", *args, timeout=timeout,
+        )  # fmt: skip
+        return SsdRun(result, report_dir)
+
+    return run
+
+
+def digest(path: Path) -> str:
+    """SHA-256 of a whole (small) device or file."""
+    sha = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def attached_loops() -> str:
+    argv = ["losetup", "-a"]
+    return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30).stdout

@@ -1,0 +1,45 @@
+"""--dut values: scratch, paths, sizes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, dut_spec, parse_size, unique_ids
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("4096", 4096), ("512M", 512 << 20), ("2G", 2 << 30), ("1GiB", 1 << 30), ("3t", 3 << 40)],
+)
+def test_sizes_are_binary(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+def test_scratch_defaults_and_sizes() -> None:
+    assert dut_spec("scratch").scratch_size == DEFAULT_SCRATCH_SIZE
+    assert dut_spec("scratch:1G").scratch_size == 1 << 30
+    assert dut_spec("scratch:1G").param_id == "scratch"
+    spec = dut_spec("/dev/loop3")
+    assert spec == DutSpec(raw="/dev/loop3", path=Path("/dev/loop3"))
+    assert not spec.is_scratch and spec.param_id == "loop3"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [("scratch:lots", "not a size"), ("scratch:1M", "at least"), ("", "needs")]
+)
+def test_bad_values_say_what_is_wrong(text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        dut_spec(text)
+
+
+def test_ids_are_unique() -> None:
+    specs = [
+        dut_spec("scratch:1G"),
+        dut_spec("scratch"),
+        dut_spec("/dev/loop3"),
+        dut_spec("/x/loop3"),
+    ]
+    assert unique_ids(specs) == ["scratch", "scratch-2", "loop3", "loop3-2"]
