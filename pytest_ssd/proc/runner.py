@@ -81,6 +81,7 @@ def _keep(artifacts: Path, name: str, result: Completed, extra: dict[str, str]) 
     (artifacts / f"{name}.stdout").write_text(result.stdout)
     (artifacts / f"{name}.stderr").write_text(result.stderr)
     (artifacts / f"{name}.rc").write_text(f"{result.returncode}\n")
+    (artifacts / f"{name}.seconds").write_text(f"{result.seconds:.3f}\n")
     for filename, text in extra.items():
         (artifacts / filename).write_text(text)
 
