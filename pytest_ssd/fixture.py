@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from pytest_html import extras
 from pytest_ssd.device import guard
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
+from pytest_ssd.report import figures
 from pytest_ssd.results.record import PROPERTY, Measurement, iso
 from pytest_ssd.session import Dut, SsdSession
 
@@ -50,28 +50,41 @@ class SsdBench:
                 self.session.options.confirm,
             )
 
-    def run(self, *jobs: FioJob, record: bool = True) -> FioRun:
-        """Run *jobs* in one fio process on the device; record each job's measurement."""
-        if any(job.writes for job in jobs):
+    def run(self, *jobs: FioJob, setup: Sequence[FioJob] = (), record: bool = True) -> FioRun:
+        """Run *jobs* in one fio process on the device; record each job's measurement.
+
+        *setup* jobs (a prefill, say) run first in the same process, one after
+        another (``stonewall``), and are not recorded: one fio start-up, not two.
+        """
+        every = (*setup, *jobs)
+        if any(job.writes for job in every):
             self.guard_writes()
         self._runs += 1
-        folder = self.artifacts / f"{self._runs:02d}-{jobs[0].name}"
-        fio_run = run_jobs(jobs, self.dut.path, artifacts=folder, readonly=self.dut.readonly)
+        folder = self.artifacts / f"{self._runs:02d}-{every[0].name}"
+        fio_run = run_jobs(every, self.dut.path, artifacts=folder, readonly=self.dut.readonly)
+        for job in every:
+            self._note_written(job)
         if record:
             for job in jobs:
                 self._record(job, fio_run)
         return fio_run
 
-    def ensure_written(self, job: FioJob) -> None:
-        """Run the writing *job* once per device and session unless its span is written.
+    def unwritten(self, fill: FioJob) -> tuple[FioJob, ...]:
+        """``(fill,)`` when the span *fill* writes is not written yet on this device, else ``()``.
 
+        Pass the answer as ``setup=`` so reads measure written data, not holes.
         Under ``--ssd-readonly`` nothing is written: reads measure the data as found.
         """
-        span = job.offset + (job.size or self.dut.identity.size_bytes)
-        if self.dut.written >= span or self.dut.readonly:
-            return
-        self.run(job, record=False)
-        self.dut.written = span
+        if self.dut.readonly or self.dut.written >= _span_end(fill, self.dut):
+            return ()
+        return (fill,)
+
+    def _note_written(self, job: FioJob) -> None:
+        """A sequential full write from the start extends the known-written prefix."""
+        whole_pass = job.runtime_s is None and job.io_bytes is None
+        contiguous = job.offset <= self.dut.written
+        if job.pattern == "seq" and job.read_pct == 0 and whole_pass and contiguous:
+            self.dut.written = max(self.dut.written, _span_end(job, self.dut))
 
     def _record(self, job: FioJob, fio_run: FioRun) -> None:
         result = fio_run.result(job)
@@ -94,14 +107,9 @@ class SsdBench:
 
     def figure(self, fig: Figure, title: str) -> Path:
         """Attach *fig* to the test's row in the report and save it as PNG and SVG."""
-        self.artifacts.mkdir(parents=True, exist_ok=True)
-        stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "figure"
-        png = self.artifacts / f"{stem}.png"
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-        png.write_bytes(buffer.getvalue())
-        fig.savefig(self.artifacts / f"{stem}.svg", format="svg", bbox_inches="tight")
-        extra = extras.png(base64.b64encode(buffer.getvalue()).decode("ascii"), title)
+        rendered = figures.render(fig)
+        png = rendered.save(self.artifacts, title)
+        extra = extras.png(rendered.png_base64, title)
         self.node.stash.setdefault(FIGURES_KEY, []).append(extra)
         return png
 
@@ -109,3 +117,7 @@ class SsdBench:
         """Record a plain property on the test (shows in junitxml and the report)."""
         text = json.dumps(value) if isinstance(value, dict | list) else value
         self.node.user_properties.append((key, text))
+
+
+def _span_end(job: FioJob, dut: Dut) -> int:
+    return job.offset + (job.size or dut.identity.size_bytes - job.offset)

@@ -21,6 +21,9 @@ from pytest_ssd.device import guard
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, identify
 from pytest_ssd.device.scratch import ScratchDevice, create, sweep_stale
+from pytest_ssd.errors import DeviceError
+from pytest_ssd.fio.engine import FIO_INSTALL_HINT
+from pytest_ssd.proc import which
 from pytest_ssd.results import ResultsStore, runinfo
 
 WORKERINPUT_KEY = "pytest_ssd"
@@ -118,6 +121,7 @@ class SsdSession:
 
     def open(self, args: list[str]) -> None:
         """Create the run folder, attach scratch devices, identify and guard every device."""
+        which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._link_latest()
         self.store = ResultsStore(self.run_dir, self.run_id, runinfo.collect(args))
@@ -135,8 +139,15 @@ class SsdSession:
             identity = identify(device.path)
             return Dut(dut_id, device.path, identity, True, self.options.readonly, device.note)
         assert spec.path is not None
-        guard.check_readable(spec.path)
+        facts = guard.check_readable(spec.path)
         identity = identify(spec.path)
+        if identity.size_bytes <= 0:
+            hint = (
+                "give it a size first, e.g. 'fallocate -l 4G FILE'"
+                if facts.kind == "file"
+                else "is a medium inserted?"
+            )
+            raise DeviceError(f"{spec.path} has no capacity (0 bytes): {hint}")
         if not self.options.readonly:
             guard.check_writable(spec.path)
             guard.check_confirmation(

@@ -13,14 +13,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.fio.results import DEFAULT_PERCENTILES
 
 Pattern = Literal["seq", "rnd"]
 
 #: fio accepts at most 20 entries in percentile_list
 MAX_PERCENTILES = 20
-DEFAULT_PERCENTILES: tuple[float, ...] = (
-    1, 5, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999,
-)  # fmt: skip
 
 
 def format_bytes(n: int) -> str:

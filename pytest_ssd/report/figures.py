@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
@@ -18,14 +21,39 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#1
 NINES = (90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 
 
-def png_bytes(fig: Figure, dpi: int = 100) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
-    return buffer.getvalue()
+#: margin around the tight bounding box, inches (matplotlib's savefig.pad_inches)
+PAD_INCHES = 0.1
 
 
-def png_base64(fig: Figure) -> str:
-    return base64.b64encode(png_bytes(fig)).decode("ascii")
+@dataclass(frozen=True)
+class Rendered:
+    """A figure rendered once to PNG (for the report) and SVG (for print)."""
+
+    png: bytes
+    svg: bytes
+
+    @property
+    def png_base64(self) -> str:
+        return base64.b64encode(self.png).decode("ascii")
+
+    def save(self, folder: Path, title: str) -> Path:
+        """Write ``<stem>.png`` and ``<stem>.svg`` into *folder*; return the PNG's path."""
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "figure"
+        (folder / f"{stem}.svg").write_bytes(self.svg)
+        png = folder / f"{stem}.png"
+        png.write_bytes(self.png)
+        return png
+
+
+def render(fig: Figure, dpi: int = 100) -> Rendered:
+    """PNG and SVG of *fig* cropped to its content; the crop is computed once for both."""
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    bbox = fig.get_tightbbox(renderer).padded(PAD_INCHES)
+    png, svg = io.BytesIO(), io.BytesIO()
+    fig.savefig(png, format="png", dpi=dpi, bbox_inches=bbox)
+    fig.savefig(svg, format="svg", bbox_inches=bbox)
+    return Rendered(png.getvalue(), svg.getvalue())
 
 
 def nines_x(p: float) -> float:

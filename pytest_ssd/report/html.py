@@ -92,10 +92,12 @@ class HtmlReport:
         measurements = store.measurements if store is not None else []
         if measurements:
             fig = figures.workload_bars(measurements, list(self.session.duts))
+            rendered = figures.render(fig)
+            rendered.save(self.session.run_dir / "figures", "throughput-by-workload")
             prefix.append(
                 "<h3>Throughput by workload</h3>"
                 f'<img alt="throughput by workload" src="data:image/png;base64,'
-                f'{figures.png_base64(fig)}"/>'
+                f'{rendered.png_base64}"/>'
             )
 
     def _devices_html(self) -> list[str]:

@@ -18,10 +18,10 @@ def test_four_corners(ssd: SsdBench, corner: str) -> None:
     profile = ssd.session.options.profile
     capacity = ssd.dut.identity.size_bytes
     job = corner_job(corner, profile, capacity)
-    if not job.writes:
-        ssd.ensure_written(prefill_job(span_for(profile, capacity)))
+    # reads measure written data: the span is filled first, in the same fio process
+    setup = () if job.writes else ssd.unwritten(prefill_job(span_for(profile, capacity)))
 
-    result = ssd.run(job).result(job)
+    result = ssd.run(job, setup=setup).result(job)
 
     direction = "read" if job.read_pct == 100 else "write"
     assert set(result.directions) == {direction}, "only the asked direction did I/O"
