@@ -34,3 +34,7 @@ class FioError(ToolError):
 
 class ParseError(SsdError):
     """A tool's output could not be understood."""
+
+
+class PurgeError(SsdError):
+    """A purge cannot run on the device, its tool failed, or the read-back check failed."""

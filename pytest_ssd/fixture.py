@@ -12,12 +12,17 @@ import pytest
 from matplotlib.figure import Figure
 from pytest_html import extras
 
-from pytest_ssd.device import guard
+from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.report import figures
 from pytest_ssd.results.record import PROPERTY, Measurement, iso
 from pytest_ssd.session import Dut, SsdSession
+from pytest_ssd.state.keeper import TRANSITION_PROPERTY
+from pytest_ssd.state.layout import Layout, Region
+from pytest_ssd.state.plan import MARKER
+from pytest_ssd.state.profile import Profile
+from pytest_ssd.state.tracker import Need
 
 FIGURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -30,25 +35,51 @@ class SsdBench:
     dut: Dut
     node: pytest.Item
     measurements: list[Measurement] = field(default_factory=list)
+    #: the state the test declared (``@pytest.mark.dut_state``) and its regions, once reached
+    need: Need | None = None
+    layout: Layout | None = None
+    wrote: bool = False
     _runs: int = 0
 
     @property
     def artifacts(self) -> Path:
         return self.session.artifacts_for(self.node.nodeid)
 
+    @property
+    def profile(self) -> Profile:
+        """quick or full for this device (``--ssd-profile``; scratch defaults to quick)."""
+        return self.session.profile(self.dut)
+
+    def region(self, name: str) -> Region:
+        """A region of the declared state: ``ssd.region("seq")`` in ``cssd``."""
+        if self.layout is None:
+            raise ConfigError(
+                f"{self.node.nodeid} asks for region {name!r} but declares no device state: "
+                f"add @pytest.mark.{MARKER}(...)"
+            )
+        return self.layout.region(name)
+
     def guard_writes(self) -> None:
         """Skip under --ssd-readonly; refuse (SafetyError) when the device is not safe to write."""
         if self.dut.readonly:
             pytest.skip(f"--ssd-readonly: this test writes to {self.dut.path}")
-        guard.check_writable(self.dut.path)
-        if not self.dut.scratch:
-            identity = self.dut.identity
-            guard.check_confirmation(
-                str(self.dut.path),
-                identity.summary(),
-                identity.confirm_token,
-                self.session.options.confirm,
-            )
+        self.session.guard_writes(self.dut)
+
+    def enter_state(self, need: Need) -> None:
+        """Bring the device to the declared state; the transition is recorded on this test."""
+        self.need = need
+        keeper = self.session.keeper(self.dut.id)
+        if self.dut.readonly and keeper.plan(need):
+            pytest.skip(f"--ssd-readonly: reaching state {need.state} writes to {self.dut.path}")
+        transition, self.layout = keeper.bring(need, self.node.nodeid)
+        if transition is not None:
+            self.node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
+
+    def leave_state(self, passed: bool) -> None:
+        """After the test: a declared ``leaves=`` state, or what a failed write did."""
+        keeper = self.session.keepers.get(self.dut.id)
+        if keeper is not None:
+            keeper.state.after_test(self.need, self.node.nodeid, passed, self.wrote)
 
     def run(self, *jobs: FioJob, setup: Sequence[FioJob] = (), record: bool = True) -> FioRun:
         """Run *jobs* in one fio process on the device; record each job's measurement.
@@ -59,6 +90,10 @@ class SsdBench:
         every = (*setup, *jobs)
         if any(job.writes for job in every):
             self.guard_writes()
+            self.wrote = True
+            keeper = self.session.keeper(self.dut.id)
+            for job in every:
+                keeper.state.observe(job, self.node.nodeid)
         self._runs += 1
         folder = self.artifacts / f"{self._runs:02d}-{every[0].name}"
         fio_run = run_jobs(every, self.dut.path, artifacts=folder, readonly=self.dut.readonly)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import signal
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from types import FrameType
 from typing import Any
 
@@ -17,11 +17,16 @@ import pytest
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fixture import FIGURES_KEY, SsdBench
+from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.report.html import HtmlReport, terminal_lines
 from pytest_ssd.results.collector import RunRecorder
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
+from pytest_ssd.state import plan
+from pytest_ssd.state.overview import plan_lines
+from pytest_ssd.state.profile import PROFILE_NAMES
+from pytest_ssd.state.progress import terminal_writer
 
-PROFILES = ("quick", "full")
+PASSED_KEY = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,15 +50,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where run folders (results.json, report.html, artifacts) go (default: reports)",
     )  # fmt: skip
     group.addoption(
-        "--ssd-profile", dest="ssd_profile", default="quick", type=_profile,
-        help="quick: seconds per workload (default); full: the method's durations",
+        "--ssd-profile", dest="ssd_profile", default=None, type=_profile,
+        help="full: the method verbatim; quick: the same steps scaled down (durations / 300,"
+        " states on the first 16 GiB). Default: quick on scratch devices, full on real ones",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-purge", dest="ssd_purge", default=None, type=_purge_method, metavar="METHOD",
+        help="purge with METHOD instead of the strongest the device supports: "
+        + ", ".join(m.value for m in PurgeMethod),
     )  # fmt: skip
 
 
 def _profile(text: str) -> str:
-    if text not in PROFILES:
-        raise argparse.ArgumentTypeError(f"--ssd-profile must be one of {', '.join(PROFILES)}")
+    if text not in PROFILE_NAMES:
+        raise argparse.ArgumentTypeError(f"--ssd-profile must be one of {', '.join(PROFILE_NAMES)}")
     return text
+
+
+def _purge_method(text: str) -> str:
+    try:
+        return PurgeMethod(text).value
+    except ValueError:
+        names = ", ".join(m.value for m in PurgeMethod)
+        raise argparse.ArgumentTypeError(f"--ssd-purge must be one of {names}") from None
 
 
 #: a conftest.py that sets this to True makes its folder a pytest-ssd suite
@@ -95,6 +114,7 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ssd_writes: the test writes to the device under test")
+    config.addinivalue_line("markers", plan.MARKER_HELP)
     if getattr(config.option, "help", False) or getattr(config.option, "version", False):
         return
     if _is_worker(config) and WORKERINPUT_KEY in config.workerinput:  # type: ignore[attr-defined]
@@ -105,6 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if _is_worker(config) or not _active(config):
         return
     session = SsdSession.for_controller(config)
+    session.progress = terminal_writer(config)
     config.stash[SESSION_KEY] = session
     if _only_informational(config):
         return
@@ -157,11 +178,34 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.stash.get(SESSION_KEY, None) is None:
+        return
+    try:
+        plan.check(items)
+    except SsdError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    plan.order(items)
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "dut" in callspec.params:
             item.add_marker(pytest.mark.xdist_group(f"dut-{callspec.params['dut']}"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Print the plan: states, steps, bytes and time, per device (also for --collect-only)."""
+    ssd_session = session.config.stash.get(SESSION_KEY, None)
+    if ssd_session is None or _is_worker(session.config):
+        return
+    try:
+        lines = plan_lines(ssd_session, session.items)
+    except SsdError:  # a bad marker: modifyitems' usage error is already on its way
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if lines and reporter is not None:
+        reporter.write_sep("-", "pytest-ssd plan")
+        for line in lines:
+            reporter.write_line(line)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -170,6 +214,8 @@ def pytest_runtest_makereport(
 ) -> Generator[None, Any, None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
+    if report.when == "call":
+        item.stash[PASSED_KEY] = report.passed
     if call.excinfo is not None and call.excinfo.errisinstance(SsdError):
         # our errors are one line that says what and where: no traceback
         report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
@@ -198,6 +244,14 @@ def dut(request: pytest.FixtureRequest, ssd_session: SsdSession) -> Dut:
 
 
 @pytest.fixture
-def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> SsdBench:
-    """Run fio on the test's device and record what it measured: ``ssd.run(job)``."""
-    return SsdBench(ssd_session, dut, request.node)
+def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> Iterator[SsdBench]:
+    """Run fio on the test's device and record what it measured: ``ssd.run(job)``.
+
+    With ``@pytest.mark.dut_state(...)`` the device is brought to that state first.
+    """
+    bench = SsdBench(ssd_session, dut, request.node)
+    need = plan.need_of(request.node)
+    if need is not None:
+        bench.enter_state(need)
+    yield bench
+    bench.leave_state(request.node.stash.get(PASSED_KEY, False))

@@ -21,13 +21,28 @@ from pytest_ssd.device import guard
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, identify
 from pytest_ssd.device.scratch import ScratchDevice, create, sweep_stale
+from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.errors import DeviceError
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.proc import which
 from pytest_ssd.results import ResultsStore, runinfo
+from pytest_ssd.state.keeper import StateKeeper
+from pytest_ssd.state.profile import Profile, profile_for
+from pytest_ssd.state.progress import Write
+from pytest_ssd.state.speeds import SpeedBook
+from pytest_ssd.state.steps import FOB
+from pytest_ssd.state.tracker import DeviceState
 
 WORKERINPUT_KEY = "pytest_ssd"
 SCRATCH_BANNER = "these results describe no SSD"
+SPEEDS_FILE = ".ssd-speeds.json"
+
+
+def speed_key(identity: DeviceIdentity) -> str:
+    """Which measured rates apply to a device: its model and serial, else its path."""
+    if identity.serial:
+        return f"{identity.model or 'unknown'} {identity.serial}"
+    return identity.path
 
 
 @dataclass(frozen=True)
@@ -38,7 +53,9 @@ class Options:
     confirm: tuple[str, ...]
     readonly: bool
     report_dir: Path
-    profile: str
+    #: None: quick on scratch devices, full on real ones
+    profile: str | None
+    purge: str | None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -51,6 +68,7 @@ class Options:
             readonly=bool(config.getoption("ssd_readonly")),
             report_dir=Path(config.getoption("ssd_report_dir")).absolute(),
             profile=config.getoption("ssd_profile"),
+            purge=config.getoption("ssd_purge"),
         )
 
 
@@ -66,6 +84,8 @@ class Dut:
     note: str = ""
     #: bytes from the start of the device known to hold written data (prefill)
     written: int = 0
+    #: the DUT summary (controller only: workers do not need it)
+    summary: DeviceSummary | None = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -75,6 +95,7 @@ class Dut:
             "readonly": self.readonly,
             "note": self.note,
             "identity": self.identity.as_dict(),
+            "summary": self.summary.as_dict() if self.summary else None,
         }
 
 
@@ -89,6 +110,8 @@ class SsdSession:
     duts: dict[str, Dut] = field(default_factory=dict)
     scratch: list[ScratchDevice] = field(default_factory=list)
     store: ResultsStore | None = None
+    keepers: dict[str, StateKeeper] = field(default_factory=dict)
+    progress: Write | None = None
 
     @property
     def dut_ids(self) -> list[str]:
@@ -129,6 +152,7 @@ class SsdSession:
         sweep_stale(self.options.report_dir / ".scratch")
         for dut_id, spec in zip(self.dut_ids, self.options.duts, strict=True):
             dut = self._resolve(dut_id, spec, len(self.scratch))
+            dut.summary = summarize(dut.identity)
             self.duts[dut_id] = dut
             self.store.add_device(dut_id, dut.describe())
 
@@ -154,6 +178,37 @@ class SsdSession:
                 str(spec.path), identity.summary(), identity.confirm_token, self.options.confirm
             )
         return Dut(dut_id, spec.path, identity, False, self.options.readonly)
+
+    def profile(self, dut: Dut) -> Profile:
+        """The profile for *dut*: the option's, else quick on scratch and full on real devices."""
+        return profile_for(self.options.profile, dut.scratch)
+
+    def guard_writes(self, dut: Dut) -> None:
+        """Refuse (SafetyError) unless *dut* may be written now: the guard and --ssd-confirm."""
+        guard.check_writable(dut.path)
+        if not dut.scratch:
+            identity = dut.identity
+            guard.check_confirmation(
+                str(dut.path), identity.summary(), identity.confirm_token, self.options.confirm
+            )
+
+    @property
+    def speeds(self) -> SpeedBook:
+        return SpeedBook.load(self.options.report_dir / SPEEDS_FILE)
+
+    def keeper(self, dut_id: str) -> StateKeeper:
+        """The state keeper of one device (created on first use, in the process running it)."""
+        if dut_id not in self.keepers:
+            dut = self.duts[dut_id]
+            state = DeviceState(dut.identity.size_bytes, self.profile(dut))
+            if dut.scratch:  # a new sparse file was never written: it is fresh out of the box
+                state.establish(FOB)
+            self.keepers[dut_id] = StateKeeper(
+                dut_id, dut.path, dut.identity, state, self.run_dir / "states" / dut_id,
+                lambda: self.guard_writes(dut), self.speeds, speed_key(dut.identity),
+                self.options.purge, self.progress,
+            )  # fmt: skip
+        return self.keepers[dut_id]
 
     def _link_latest(self) -> None:
         latest = self.options.report_dir / "latest"

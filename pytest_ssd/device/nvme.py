@@ -1,10 +1,10 @@
 """What an NVMe controller and namespace say about themselves (nvme-cli 2.3 JSON).
 
-Only the fields the plugin acts on are kept: identity for the report, the
-sanitize and format capabilities a purge chooses between, the temperature
-thresholds, and the LBA format and write granularity that align the workloads.
-nvme-cli prints 128-bit counters (``tnvmcap``) as decimal strings and
-temperatures in kelvin.
+Only the fields the plugin acts on or reports are kept: identity, the sanitize
+and format capabilities a purge chooses between, the temperature thresholds,
+the volatile write cache, the power states, and the LBA formats and write
+granularity that align the workloads.  nvme-cli prints 128-bit counters
+(``tnvmcap``) as decimal strings and temperatures in kelvin.
 """
 
 from __future__ import annotations
@@ -25,12 +25,40 @@ _ID_NS = "nvme id-ns"
 
 # bit positions, NVMe Base Specification 2.0 figure 275 (id-ctrl) and 276 (id-ns)
 _OACS_FORMAT = 1 << 1
-_FNA_CRYPTO_ERASE = 1 << 2
+_FNA_ALL_NAMESPACES, _FNA_CRYPTO_ERASE = 1 << 0, 1 << 2
+_VWC_PRESENT = 1 << 0
+_PSD_MXPS, _PSD_NOPS = 1 << 0, 1 << 1
 _SANICAP_CRYPTO, _SANICAP_BLOCK, _SANICAP_OVERWRITE = 1 << 0, 1 << 1, 1 << 2
 _NSFEAT_OPTPERF = 1 << 4
-_FLBAS_INDEX = 0x0F
+_FLBAS_INDEX_LOW, _FLBAS_INDEX_HIGH = 0x0F, 0x60
 _DLFEAT_READ_BEHAVIOUR = 0x07
 _DLFEAT_READS_ZEROES = 1
+#: Relative Performance (RP) of an LBA format, as the NVMe specification names it
+RELATIVE_PERFORMANCE = ("Best", "Better", "Good", "Degraded")
+
+
+@dataclass(frozen=True)
+class PowerState:
+    """One power state descriptor (``psds[i]`` of id-ctrl)."""
+
+    index: int
+    max_power_w: float
+    #: 0.01 W, or 0.0001 W when the descriptor's MXPS bit is set
+    max_power_scale_w: float
+    non_operational: bool
+    entry_latency_us: int
+    exit_latency_us: int
+
+
+@dataclass(frozen=True)
+class LbaFormat:
+    """One LBA format (``lbafs[i]`` of id-ns); ``data_size`` 0 means the format is unsupported."""
+
+    index: int
+    data_size: int
+    metadata_size: int
+    relative_performance: int
+    performance: str
 
 
 @dataclass(frozen=True)
@@ -55,6 +83,10 @@ class NvmeController:
     npss: int
     apsta: bool
     tnvmcap: int
+    format_all_namespaces: bool = False
+    vwc: int = 0
+    volatile_write_cache: bool = False
+    power_states: tuple[PowerState, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         """Plain values for JSON results."""
@@ -75,6 +107,8 @@ class NvmeNamespace:
     npwg: int
     nows: int
     indirection_unit_bytes: int | None
+    lba_format_index: int = 0
+    lba_formats: tuple[LbaFormat, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         """Plain values for JSON results."""
@@ -119,6 +153,17 @@ def _int(data: dict[str, Any], key: str, what: str) -> int:
     raise ParseError(f"{what}: field {key!r} is not an integer: {value!r}")
 
 
+def _list(data: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
+    """A list of objects, such as ``psds`` or ``lbafs``."""
+    value = _field(data, key, what)
+    if not isinstance(value, list):
+        raise ParseError(f"{what}: field {key!r} is not a list: {value!r}")
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise ParseError(f"{what}: field '{key}[{i}]' is not an object: {entry!r}")
+    return value
+
+
 def _str(data: dict[str, Any], key: str, what: str) -> str:
     """A text field with its space padding stripped."""
     value = _field(data, key, what)
@@ -141,6 +186,7 @@ def parse_id_ctrl(text: str) -> NvmeController:
     sanicap = _int(data, "sanicap", _ID_CTRL)
     fna = _int(data, "fna", _ID_CTRL)
     oacs = _int(data, "oacs", _ID_CTRL)
+    vwc = _int(data, "vwc", _ID_CTRL)
     return NvmeController(
         model=_str(data, "mn", _ID_CTRL),
         serial=_str(data, "sn", _ID_CTRL),
@@ -160,27 +206,70 @@ def parse_id_ctrl(text: str) -> NvmeController:
         npss=_int(data, "npss", _ID_CTRL),
         apsta=bool(_int(data, "apsta", _ID_CTRL)),
         tnvmcap=_int(data, "tnvmcap", _ID_CTRL),
+        format_all_namespaces=bool(fna & _FNA_ALL_NAMESPACES),
+        vwc=vwc,
+        volatile_write_cache=bool(vwc & _VWC_PRESENT),
+        power_states=tuple(
+            _power_state(i, psd) for i, psd in enumerate(_list(data, "psds", _ID_CTRL))
+        ),
     )
 
 
-def _lba_format(data: dict[str, Any]) -> tuple[int, int]:
-    """(data size in bytes, metadata size) of the LBA format FLBAS selects."""
-    index = _int(data, "flbas", _ID_NS) & _FLBAS_INDEX
-    formats = _field(data, "lbafs", _ID_NS)
-    if not isinstance(formats, list) or index >= len(formats):
-        count = len(formats) if isinstance(formats, list) else 0
-        raise ParseError(f"{_ID_NS}: flbas selects lbafs[{index}] but {count} formats are listed")
-    entry = formats[index]
-    if not isinstance(entry, dict):
-        raise ParseError(f"{_ID_NS}: field 'lbafs[{index}]' is not an object: {entry!r}")
+def _power_state(index: int, psd: dict[str, Any]) -> PowerState:
+    where = f"{_ID_CTRL} psds[{index}]"
+    if "flags" in psd:  # nvme-cli 2.3 prints the raw flags byte
+        flags = _int(psd, "flags", where)
+        mxps, nops = bool(flags & _PSD_MXPS), bool(flags & _PSD_NOPS)
+    else:  # later nvme-cli splits it into two fields
+        mxps = bool(_int(psd, "max_power_scale", where))
+        nops = bool(_int(psd, "non-operational_state", where))
+    # divide rather than multiply by 0.01: 2500 / 100 is exactly 25.0
+    divisor = 10_000 if mxps else 100
+    return PowerState(
+        index=index,
+        max_power_w=_int(psd, "max_power", where) / divisor,
+        max_power_scale_w=1 / divisor,
+        non_operational=nops,
+        entry_latency_us=_int(psd, "entry_lat", where),
+        exit_latency_us=_int(psd, "exit_lat", where),
+    )
+
+
+def flbas_index(flbas: int) -> int:
+    """The LBA format in use: FLBAS bits 3:0, and bits 6:5 as bits 5:4 of the index (NVMe 2.0)."""
+    return (flbas & _FLBAS_INDEX_LOW) | (flbas & _FLBAS_INDEX_HIGH) >> 1
+
+
+def _lba_format(index: int, entry: dict[str, Any]) -> LbaFormat:
     where = f"{_ID_NS} lbafs[{index}]"
-    return 1 << _int(entry, "ds", where), _int(entry, "ms", where)
+    lbads = _int(entry, "ds", where)
+    rp = _int(entry, "rp", where) & 0x3
+    return LbaFormat(
+        index=index,
+        # LBADS is a power of two; 0 marks a format the namespace does not support
+        data_size=1 << lbads if lbads else 0,
+        metadata_size=_int(entry, "ms", where),
+        relative_performance=rp,
+        performance=RELATIVE_PERFORMANCE[rp],
+    )
+
+
+def _lba_formats(data: dict[str, Any]) -> tuple[int, tuple[LbaFormat, ...]]:
+    """The index FLBAS selects and every listed LBA format."""
+    index = flbas_index(_int(data, "flbas", _ID_NS))
+    formats = _field(data, "lbafs", _ID_NS)
+    count = len(formats) if isinstance(formats, list) else 0
+    if index >= count:
+        raise ParseError(f"{_ID_NS}: flbas selects lbafs[{index}] but {count} formats are listed")
+    entries = _list(data, "lbafs", _ID_NS)
+    return index, tuple(_lba_format(i, entry) for i, entry in enumerate(entries))
 
 
 def parse_id_ns(text: str) -> NvmeNamespace:
     """Parse ``nvme id-ns -o json``; :class:`ParseError` names the missing or bad field."""
     data = _load(text, _ID_NS)
-    lba_size, metadata_size = _lba_format(data)
+    in_use, formats = _lba_formats(data)
+    lba_size, metadata_size = formats[in_use].data_size, formats[in_use].metadata_size
     dlfeat = _int(data, "dlfeat", _ID_NS)
     npwg = _int(data, "npwg", _ID_NS)
     # NPWG is a 0's based count, meaningful only when NSFEAT says the fields are valid
@@ -196,6 +285,8 @@ def parse_id_ns(text: str) -> NvmeNamespace:
         npwg=npwg,
         nows=_int(data, "nows", _ID_NS),
         indirection_unit_bytes=(npwg + 1) * lba_size if optperf and npwg > 0 else None,
+        lba_format_index=in_use,
+        lba_formats=formats,
     )
 
 

@@ -16,11 +16,14 @@ from pathlib import Path
 from pytest_ssd.errors import FioError, ParseError, ToolError
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
+from pytest_ssd.fio.status import StatusCallback, StatusSink
 from pytest_ssd.proc import Completed, run, which
 
 FIO_INSTALL_HINT = "install it with 'apt-get install fio' (Debian/Ubuntu) or 'dnf install fio'"
 #: seconds allowed beyond the planned runtime before fio is considered hung
 TIMEOUT_MARGIN_S = 120.0
+#: seconds between fio's status reports when progress is followed
+STATUS_INTERVAL_S = 1
 #: a job that runs by amount, not time, gets this long at most unless told otherwise
 DEFAULT_AMOUNT_TIMEOUT_S = 6 * 3600.0
 
@@ -79,11 +82,14 @@ def run_jobs(
     artifacts: Path,
     readonly: bool = False,
     timeout: float | None = None,
+    on_status: StatusCallback | None = None,
 ) -> FioRun:
     """Run *jobs* in one fio process on *target*, keeping every file in *artifacts*.
 
     The caller is responsible for the safety guard: this function only runs fio.
-    With ``readonly`` fio itself refuses to write (``--readonly``).
+    With ``readonly`` fio itself refuses to write (``--readonly``).  With
+    *on_status*, fio reports once a second (``--status-interval=1``) and each
+    report is handed to *on_status* as it comes (progress of long steps).
     """
     fio = which("fio", FIO_INSTALL_HINT)
     artifacts.mkdir(parents=True, exist_ok=True)
@@ -92,8 +98,14 @@ def run_jobs(
     argv = [fio, "--output-format=json+", str(jobfile)]
     if readonly:
         argv.insert(1, "--readonly")
+    sink = None
+    if on_status is not None:
+        argv.insert(1, f"--status-interval={STATUS_INTERVAL_S}")
+        sink = StatusSink(on_status)
     started = time.time()
-    completed = run(argv, timeout=timeout or _timeout(jobs), artifacts=artifacts, name="fio")
+    completed = run(
+        argv, timeout=timeout or _timeout(jobs), artifacts=artifacts, name="fio", sink=sink
+    )
     ended = time.time()
     try:
         output = parse_output(completed.stdout)

@@ -29,6 +29,16 @@ def format_bytes(n: int) -> str:
     return f"{n}B"
 
 
+def fio_seconds(seconds: float) -> str:
+    """A duration as fio reads it: whole seconds plain ('3'), else milliseconds ('300ms').
+
+    fio does not take fractions: ``runtime=0.3`` is read as no limit at all.
+    """
+    if seconds == int(seconds):
+        return str(int(seconds))
+    return f"{round(seconds * 1000)}ms"
+
+
 @dataclass(frozen=True)
 class FioJob:
     """One fio job: a workload on a region of the target.
@@ -65,6 +75,8 @@ class FioJob:
             problems.append("iodepth and numjobs must be at least 1")
         if not 0 <= self.read_pct <= 100:
             problems.append(f"read share {self.read_pct} % is not within 0..100")
+        if (self.runtime_s is not None and self.runtime_s < 0.001) or self.ramp_s < 0:
+            problems.append("runtime must be at least 1 ms and ramp time not negative")
         if self.runtime_s is not None and self.io_bytes is not None:
             problems.append("give runtime_s or io_bytes, not both")
         if len(self.percentiles) > MAX_PERCENTILES:
@@ -116,9 +128,9 @@ class FioJob:
         if self.size is not None:
             opts.append(("size", str(self.size)))
         if self.runtime_s is not None:
-            opts += [("time_based", "1"), ("runtime", f"{self.runtime_s:g}")]
+            opts += [("time_based", "1"), ("runtime", fio_seconds(self.runtime_s))]
         if self.ramp_s:
-            opts.append(("ramp_time", f"{self.ramp_s:g}"))
+            opts.append(("ramp_time", fio_seconds(self.ramp_s)))
         if self.io_bytes is not None:
             opts.append(("io_size", str(self.io_bytes)))
         if self.fsync:

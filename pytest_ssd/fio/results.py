@@ -17,6 +17,7 @@ from itertools import accumulate
 from typing import Any
 
 from pytest_ssd.errors import ParseError
+from pytest_ssd.steady.fio_native import FioSteadyState, parse_steadystate
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (
     1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999,
@@ -172,7 +173,11 @@ class DirectionResult:
 
 @dataclass(frozen=True)
 class JobResult:
-    """One fio job.  ``options`` are fio's "global options" overlaid by its "job options"."""
+    """One fio job.  ``options`` are fio's "global options" overlaid by its "job options".
+
+    ``steadystate`` is fio's steady-state verdict when the job asked for one
+    (``steadystate`` and ``steadystate_duration`` options), else None.
+    """
 
     name: str
     error: int
@@ -182,6 +187,7 @@ class JobResult:
     options: dict[str, str]
     directions: dict[str, DirectionResult]
     host: str = ""  # the server that ran it, with fio --client; else empty
+    steadystate: FioSteadyState | None = None
 
     @property
     def io_bytes(self) -> int:
@@ -300,6 +306,7 @@ def _job(obj: Any, where: str, global_options: Mapping[str, Any]) -> JobResult:
         options={str(k): str(v) for k, v in options.items()},
         directions={d.direction: d for d in found if d is not None},
         host=str(obj.get("hostname", "")) if "port" in obj else "",
+        steadystate=parse_steadystate(obj.get("steadystate"), f"{where}.steadystate"),
     )
 
 

@@ -8,13 +8,16 @@ artifact folder keeping the command, stdout, stderr and exit code.
 from __future__ import annotations
 
 import os
+import selectors
 import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pytest_ssd.errors import ToolError
 
@@ -60,6 +63,39 @@ def which(program: str, install_hint: str) -> str:
     return path
 
 
+class LineSink(Protocol):
+    """Receives a program's stdout line by line and keeps what is worth keeping."""
+
+    def feed(self, line: str) -> None: ...
+
+    def text(self) -> str: ...
+
+
+def _stream(proc: subprocess.Popen[str], timeout: float, sink: LineSink) -> tuple[str, str]:
+    """Feed stdout to *sink* as it arrives; stderr is collected by a thread (no deadlock)."""
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None and stderr is not None
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.append(stderr.read()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(stdout, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+            if not selector.select(min(left, 1.0)):
+                continue
+            line = stdout.readline()
+            if not line:
+                break
+            sink.feed(line)
+    proc.wait(max(deadline - time.monotonic(), 0.1))
+    reader.join(KILL_GRACE_S)
+    return sink.text(), "".join(errors)
+
+
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -94,12 +130,14 @@ def run(
     name: str | None = None,
     stdin: str | None = None,
     extra_files: dict[str, str] | None = None,
+    sink: LineSink | None = None,
 ) -> Completed:
     """Run *argv* to completion and return what it printed; never raises on a non-zero exit.
 
     On timeout or interrupt the whole process group is terminated (SIGTERM, then
     SIGKILL), what was kept so far is written to *artifacts*, and the error or the
-    interrupt propagates.
+    interrupt propagates.  With a *sink*, stdout is fed to it line by line as it
+    comes (progress) and the sink decides what is kept as stdout.
     """
     argv = tuple(str(a) for a in argv)
     label = name or Path(argv[0]).name
@@ -116,10 +154,14 @@ def run(
     except FileNotFoundError as exc:
         raise ToolError(f"{argv[0]} not found: {exc.strerror}") from None
     try:
-        stdout, stderr = proc.communicate(stdin, timeout=timeout)
+        if sink is None:
+            stdout, stderr = proc.communicate(stdin, timeout=timeout)
+        else:
+            stdout, stderr = _stream(proc, timeout, sink)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         stdout, stderr = proc.communicate()
+        stdout = sink.text() + stdout if sink is not None else stdout
         result = Completed(argv, proc.returncode, stdout, stderr, time.monotonic() - start)
         if artifacts is not None:
             _keep(artifacts, label, result, extra_files or {})

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from pytest_ssd.report import figures
+from pytest_ssd.report.summary import device_summary_html
+from pytest_ssd.report.transitions import transitions_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SCRATCH_BANNER, SsdSession
 
@@ -88,7 +90,11 @@ class HtmlReport:
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
     ) -> None:
         prefix.extend(self._devices_html())
+        summaries = [(d.id, d.summary) for d in self.session.duts.values() if d.summary]
+        prefix.append(device_summary_html(summaries))
         store = self.session.store
+        if store is not None:
+            prefix.append(transitions_html(store.data["transitions"]))
         measurements = store.measurements if store is not None else []
         if measurements:
             fig = figures.workload_bars(measurements, list(self.session.duts))

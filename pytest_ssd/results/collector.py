@@ -9,7 +9,9 @@ import pytest
 
 from pytest_ssd.results.record import PROPERTY, Measurement
 from pytest_ssd.results.store import ResultsStore
+from pytest_ssd.state.keeper import TRANSITION_PROPERTY, Transition
 
+RECORDED = (PROPERTY, TRANSITION_PROPERTY)
 #: exit statuses after which the run did not go through all its tests
 _INCOMPLETE = {pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR}
 
@@ -31,9 +33,13 @@ class RunRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         seen = self._seen.setdefault(report.nodeid, set())
         for name, value in report.user_properties:
-            if name == PROPERTY and isinstance(value, str) and value not in seen:
-                seen.add(value)
+            if name not in RECORDED or not isinstance(value, str) or value in seen:
+                continue
+            seen.add(value)
+            if name == PROPERTY:
                 self.store.add(Measurement.from_json(value))
+            else:
+                self.store.add_transition(Transition.from_json(value).as_dict())
         if report.when == "call" or report.outcome != "passed":
             self.outcomes[_outcome(report)] += 1
 

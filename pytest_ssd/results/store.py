@@ -32,6 +32,7 @@ class ResultsStore:
                 **environment,
             },
             "devices": {},
+            "transitions": [],
             "measurements": [],
         }
 
@@ -45,6 +46,10 @@ class ResultsStore:
 
     def add(self, measurement: Measurement) -> None:
         self.data["measurements"].append(measurement.as_dict())
+        self.write()
+
+    def add_transition(self, transition: dict[str, Any]) -> None:
+        self.data["transitions"].append(transition)
         self.write()
 
     def finish(self, outcome: dict[str, int], complete: bool) -> None:

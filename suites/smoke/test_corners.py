@@ -1,6 +1,6 @@
 """Smoke suite: the four corners (SEQ 128 KiB and RND 4 KiB, read and write, QD32).
 
-A few seconds per corner on the default quick profile.  Reads measure a span
+A few seconds per corner on the quick profile (the default on scratch).  Reads measure a span
 that a prefill wrote first, so they read data, not holes.
 """
 
@@ -15,7 +15,7 @@ from pytest_ssd.workloads.corners import CORNERS, corner_job, prefill_job, span_
 
 @pytest.mark.parametrize("corner", list(CORNERS))
 def test_four_corners(ssd: SsdBench, corner: str) -> None:
-    profile = ssd.session.options.profile
+    profile = ssd.profile.name
     capacity = ssd.dut.identity.size_bytes
     job = corner_job(corner, profile, capacity)
     # reads measure written data: the span is filled first, in the same fio process

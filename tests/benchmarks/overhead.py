@@ -17,6 +17,11 @@ from tests.benchmarks.lab import REPO, run_pytest, verdict
 TARGET_S = 0.5
 
 
+def _seconds(text: str) -> float:
+    """fio's duration as pytest-ssd renders it: '3' or '300ms'."""
+    return float(text[:-2]) / 1000 if text.endswith("ms") else float(text)
+
+
 def asked_seconds(artifacts: Path) -> tuple[float, float]:
     """(fio time asked for, wall time of the fio processes) over every fio run of the session."""
     asked = processes = 0.0
@@ -25,7 +30,7 @@ def asked_seconds(artifacts: Path) -> tuple[float, float]:
         for job in data["jobs"]:
             opts = {**data.get("global options", {}), **job["job options"]}
             if "runtime" in opts:
-                asked += float(opts["runtime"]) + float(opts.get("ramp_time", 0))
+                asked += _seconds(opts["runtime"]) + _seconds(opts.get("ramp_time", "0"))
             else:
                 asked += job["job_runtime"] / 1000
         processes += float((stdout.parent / "fio.seconds").read_text())

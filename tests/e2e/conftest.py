@@ -33,10 +33,15 @@ class SsdRun:
 
 @pytest.fixture
 def run_ssd(pytester: pytest.Pytester, tmp_path: Path) -> Any:
-    """``run_ssd(*args, suite=SMOKE)``: run pytest-ssd on a suite in a subprocess."""
+    """``run_ssd(*args, suite=SMOKE)``: run pytest-ssd on a suite in a subprocess.
+
+    The quick profile unless the test names one: real (loop) devices default to full.
+    """
 
     def run(*args: str, suite: Path = SMOKE, timeout: float = 300) -> SsdRun:
         report_dir = tmp_path / "reports"
+        if not any(arg.startswith("--ssd-profile") for arg in args):
+            args = (*args, "--ssd-profile=quick")
         result = pytester.runpytest_subprocess(
             str(suite), f"--ssd-report-dir={report_dir}", "-p", "no:cacheprovider",
             f"--rootdir={REPO}", *args, timeout=timeout,

@@ -7,6 +7,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pytest_ssd.errors import ParseError
@@ -28,6 +29,11 @@ WITH_BINS = [
     "null_2000_ios.json",
     "note_before_json.json",
     "client_server.json",
+]
+STEADYSTATE = [
+    "ss_bw_slope_attained.json",
+    "ss_bw_slope_not_attained.json",
+    "ss_iops_deviation_attained.json",
 ]
 
 
@@ -283,3 +289,55 @@ def test_truncated_golden_output_is_invalid_json_quoting_what_fio_printed() -> N
     with pytest.raises(ParseError, match=r"not valid JSON.*'note: both iodepth") as caught:
         parse_output(text[: len(text) // 2])
     assert "\n" not in str(caught.value) and len(str(caught.value)) < 300
+
+
+@pytest.mark.parametrize("name", STEADYSTATE)
+def test_steadystate_values_equal_the_json(name: str) -> None:
+    state = golden(name).jobs[0].steadystate
+    raw = golden_raw(name)["jobs"][0]["steadystate"]
+    assert state is not None
+    assert f"{state.kind}:{state.limit:f}{'%' if state.percent else ''}" == raw["ss"]
+    assert state.duration_s == raw["duration"] == 5
+    assert state.attained is bool(raw["attained"])
+    assert state.criterion == float(raw["criterion"].removesuffix("%"))
+    assert state.slope == raw["slope"] and state.max_deviation == raw["max_deviation"]
+    assert list(state.bw_bytes_s) == raw["data"]["bw"] and len(state.bw_bytes_s) == 5
+    assert list(state.iops) == raw["data"]["iops"]
+    assert state.bw_mean_bytes_s == raw["data"]["bw_mean"]
+    assert state.iops_mean == raw["data"]["iops_mean"]
+
+
+@pytest.mark.parametrize(
+    ("name", "attained", "limit", "criterion"),
+    [("ss_bw_slope_attained.json", True, 10.0, -3.681465),
+     ("ss_bw_slope_not_attained.json", False, 0.01, 0.613219)],
+)  # fmt: skip
+def test_steadystate_bw_slope_attained_or_not(
+    name: str, attained: bool, limit: float, criterion: float
+) -> None:
+    state = golden(name).jobs[0].steadystate
+    assert state is not None and state.kind == "bw_slope" and state.is_slope
+    assert (state.attained, state.limit, state.criterion) == (attained, limit, criterion)
+    assert state.max_deviation == 0.0
+    # fio's slope is the least-squares slope of the samples in the order given (one a
+    # second): so they are in time order; the criterion is that slope in % of their mean
+    bw = np.array(state.bw_bytes_s, dtype=float)
+    fitted = np.polyfit(np.arange(bw.size), bw, 1)[0]
+    assert state.slope == pytest.approx(fitted, rel=1e-9)
+    assert state.criterion == pytest.approx(100 * fitted / bw.mean(), abs=1e-6)
+    assert (abs(state.criterion) < state.limit) is attained
+
+
+def test_steadystate_iops_deviation_is_the_largest_distance_from_the_mean() -> None:
+    output = golden("ss_iops_deviation_attained.json")
+    state = output.job("ss_iops_dev").steadystate
+    assert state is not None and state.kind == "iops" and not state.is_slope
+    # iops 38048 39538 38895 36530 43764: mean 39355, farthest 43764 - 39355 = 4409
+    assert state.max_deviation == 4409.0 and state.slope == 0.0
+    assert state.criterion == pytest.approx(100 * 4409 / 39355, abs=1e-6)
+    assert state.attained and state.criterion < state.limit == 20.0
+
+
+@pytest.mark.parametrize("name", WITH_BINS)
+def test_jobs_without_steadystate_options_have_none(name: str) -> None:
+    assert all(job.steadystate is None for job in golden(name).jobs)

@@ -22,10 +22,18 @@ def test_random_read_job_renders_every_option_once() -> None:
     assert options["time_based"] == "1"
     assert options["runtime"] == "3"
     assert options["ramp_time"] == "1"
+
     assert options["percentile_list"].split(":")[-1] == "99.999"
     assert "rwmixread" not in options and "stonewall" not in body
     keys = [line.split("=", 1)[0] for line in body if "=" in line]
     assert len(keys) == len(set(keys))
+
+
+def test_fractional_seconds_are_rendered_in_milliseconds() -> None:
+    # fio reads runtime=0.3 as "no limit": a 0.3 s job ran a whole 2 GiB pass (18 s)
+    job = FioJob("short", "rnd", 4096, size=1 << 20, runtime_s=0.3, ramp_s=1.5)
+    options = dict(job.options())
+    assert (options["runtime"], options["ramp_time"]) == ("300ms", "1500ms")
 
 
 @pytest.mark.parametrize(

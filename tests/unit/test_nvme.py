@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 from pytest_ssd.device.nvme import (
+    LbaFormat,
     NvmeInfo,
+    PowerState,
+    flbas_index,
     parse_id_ctrl,
     parse_id_ns,
     query,
@@ -46,6 +49,149 @@ def test_golden_namespace() -> None:
     assert ns.dlfeat == 1 and ns.deallocated_reads_zeroes
     # NSFEAT says the npwg fields are valid, but npwg 0 means one block: no larger unit
     assert (ns.npwg, ns.nows, ns.indirection_unit_bytes) == (0, 0, None)
+
+
+def test_golden_power_state_and_write_cache() -> None:
+    ctrl = parse_id_ctrl((GOLDEN / "id-ctrl.json").read_text())
+    # QEMU: psd[0].mp = 0x9c4 in 0.01 W units, enlat 16 us, exlat 4 us
+    assert ctrl.power_states == (
+        PowerState(
+            index=0,
+            max_power_w=25.0,
+            max_power_scale_w=0.01,
+            non_operational=False,
+            entry_latency_us=16,
+            exit_latency_us=4,
+        ),
+    )
+    assert ctrl.vwc == 7 and ctrl.volatile_write_cache
+    assert not ctrl.format_all_namespaces
+
+
+def test_golden_lba_formats() -> None:
+    ns = parse_id_ns((GOLDEN / "id-ns.json").read_text())
+    assert ns.lba_format_index == 0
+    assert [(f.index, f.data_size, f.metadata_size) for f in ns.lba_formats] == [
+        (0, 512, 0),
+        (1, 512, 8),
+        (2, 512, 16),
+        (3, 512, 64),
+        (4, 4096, 0),
+        (5, 4096, 8),
+        (6, 4096, 16),
+        (7, 4096, 64),
+    ]
+    assert {(f.relative_performance, f.performance) for f in ns.lba_formats} == {(0, "Best")}
+
+
+@pytest.mark.parametrize(
+    ("flags", "watts", "scale", "non_operational"),
+    [
+        (0, 350.0, 0.01, False),
+        (1, 3.5, 0.0001, False),
+        (2, 350.0, 0.01, True),
+        (3, 3.5, 0.0001, True),
+    ],
+)
+def test_power_state_flags(flags: int, watts: float, scale: float, non_operational: bool) -> None:
+    data = golden_dict("id-ctrl.json")
+    data["psds"][0].update(max_power=35000, flags=flags)
+    (ps,) = parse_id_ctrl(json.dumps(data)).power_states
+    assert (ps.max_power_w, ps.max_power_scale_w, ps.non_operational) == (
+        watts,
+        scale,
+        non_operational,
+    )
+
+
+def test_power_states_as_later_nvme_cli_prints_them() -> None:
+    data = golden_dict("id-ctrl.json")
+    psd = data["psds"][0]
+    del psd["flags"]
+    data["psds"] = [
+        {**psd, "max_power_scale": 0, "non-operational_state": 0},
+        {**psd, "max_power": 50, "max_power_scale": 1, "non-operational_state": 1},
+    ]
+    states = parse_id_ctrl(json.dumps(data)).power_states
+    assert [(s.index, s.max_power_w, s.non_operational) for s in states] == [
+        (0, 25.0, False),
+        (1, 0.005, True),
+    ]
+
+
+@pytest.mark.parametrize("field", ["max_power", "flags", "entry_lat", "exit_lat"])
+def test_missing_power_state_field_is_named(field: str) -> None:
+    data = golden_dict("id-ctrl.json")
+    del data["psds"][0][field]
+    # without flags, the later nvme-cli's split fields are looked for
+    missing = "max_power_scale" if field == "flags" else field
+    with pytest.raises(ParseError, match=rf"nvme id-ctrl psds\[0\]: field '{missing}' is missing"):
+        parse_id_ctrl(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("psds", "message"), [(None, "'psds' is missing"), (5, "'psds' is not a list")]
+)
+def test_bad_power_state_list(psds: object, message: str) -> None:
+    data = golden_dict("id-ctrl.json")
+    if psds is None:
+        del data["psds"]
+    else:
+        data["psds"] = psds
+    with pytest.raises(ParseError, match=message):
+        parse_id_ctrl(json.dumps(data))
+
+
+@pytest.mark.parametrize(("vwc", "present"), [(7, True), (1, True), (6, False), (0, False)])
+def test_volatile_write_cache_is_bit_0(vwc: int, present: bool) -> None:
+    data = golden_dict("id-ctrl.json")
+    data["vwc"] = vwc
+    assert parse_id_ctrl(json.dumps(data)).volatile_write_cache is present
+
+
+@pytest.mark.parametrize(
+    ("fna", "all_ns", "crypto"), [(1, True, False), (4, False, True), (5, True, True)]
+)
+def test_format_attributes(fna: int, all_ns: bool, crypto: bool) -> None:
+    data = golden_dict("id-ctrl.json")
+    data["fna"] = fna
+    ctrl = parse_id_ctrl(json.dumps(data))
+    assert (ctrl.format_all_namespaces, ctrl.format_crypto_supported) == (all_ns, crypto)
+
+
+@pytest.mark.parametrize(
+    ("flbas", "index"), [(0, 0), (0x17, 7), (0x1F, 15), (0x21, 17), (0x7F, 63)]
+)
+def test_flbas_index_takes_bits_6_5_as_the_high_bits(flbas: int, index: int) -> None:
+    assert flbas_index(flbas) == index
+
+
+def test_namespace_with_more_than_16_lba_formats() -> None:
+    data = golden_dict("id-ns.json")
+    data["lbafs"] = data["lbafs"] * 3  # 24 formats, as NVMe 2.0 allows up to 64
+    data["lbafs"][17] = {"ms": 8, "ds": 12, "rp": 2}
+    data.update(nlbaf=23, flbas=0x21)
+    ns = parse_id_ns(json.dumps(data))
+    assert ns.lba_format_index == 17
+    assert (ns.lba_size, ns.metadata_size) == (4096, 8)
+    assert ns.lba_formats[17] == LbaFormat(17, 4096, 8, 2, "Good")
+
+
+def test_lba_format_performance_names_and_unsupported_format() -> None:
+    data = golden_dict("id-ns.json")
+    for rp, entry in enumerate(data["lbafs"][:4]):
+        entry["rp"] = rp
+    data["lbafs"][7]["ds"] = 0
+    formats = parse_id_ns(json.dumps(data)).lba_formats
+    assert [f.performance for f in formats[:4]] == ["Best", "Better", "Good", "Degraded"]
+    assert formats[7].data_size == 0
+
+
+def test_lba_format_without_rp_is_named() -> None:
+    data = golden_dict("id-ns.json")
+    del data["lbafs"][6]["rp"]
+    with pytest.raises(ParseError, match=r"nvme id-ns lbafs\[6\]: field 'rp' is missing"):
+        parse_id_ns(json.dumps(data))
 
 
 def test_controller_variant_with_sanitize_and_crypto_format() -> None:
@@ -153,6 +299,14 @@ def test_as_dict_is_json() -> None:
     back = json.loads(json.dumps(info.as_dict()))
     assert back["controller"]["serial"] == "GOLDEN0001"
     assert back["namespace"]["lba_size"] == 512
+    assert back["controller"]["power_states"][0]["max_power_w"] == 25.0
+    assert back["namespace"]["lba_formats"][4] == {
+        "index": 4,
+        "data_size": 4096,
+        "metadata_size": 0,
+        "relative_performance": 0,
+        "performance": "Best",
+    }
 
 
 # query() against a stand-in `nvme` first on PATH: there is no NVMe device here.

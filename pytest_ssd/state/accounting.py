@@ -1,0 +1,57 @@
+"""What a transition did to the device, from the kernel's block-layer counters.
+
+``/sys/block/<dev>/stat`` counts sectors of 512 bytes whatever the LBA size
+(Documentation/block/stat.rst): field 3 read, 7 written, 14 discarded.  A
+regular file has no such counters: its bytes come from fio alone.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+SECTOR = 512
+_READ, _WRITE, _DISCARD = 2, 6, 13  # 0-based fields of the stat file
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Bytes read, written and discarded so far, as the kernel counts them."""
+
+    read: int
+    written: int
+    discarded: int
+
+    def __sub__(self, earlier: Counters) -> Counters:
+        return Counters(
+            self.read - earlier.read,
+            self.written - earlier.written,
+            self.discarded - earlier.discarded,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {"read": self.read, "written": self.written, "discarded": self.discarded}
+
+
+def stat_file(path: Path, sysfs_root: Path = Path("/sys")) -> Path | None:
+    """The ``stat`` file of the block device at *path*, or None for anything else."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    node = sysfs_root / "dev" / "block" / f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    candidate = node / "stat"
+    return candidate if candidate.is_file() else None
+
+
+def read_counters(stat_path: Path | None) -> Counters | None:
+    """The counters now, or None when the device has none (a regular file)."""
+    if stat_path is None:
+        return None
+    fields = stat_path.read_text().split()
+    discarded = int(fields[_DISCARD]) if len(fields) > _DISCARD else 0
+    return Counters(int(fields[_READ]) * SECTOR, int(fields[_WRITE]) * SECTOR, discarded * SECTOR)

@@ -1,0 +1,89 @@
+"""The destructive actions of transitions: purge, discard a range, run to steady state.
+
+Callers have passed the safety guard (the keeper calls it before the first
+step); every command goes through :func:`pytest_ssd.proc.run`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_ssd import purge as purging
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.errors import SsdError, ToolError
+from pytest_ssd.fio.engine import run_jobs
+from pytest_ssd.proc import run, which
+from pytest_ssd.state.steps import STEADY_CAP_FACTOR, Step
+from pytest_ssd.steady.fio_native import FioSteadyRule
+from pytest_ssd.steady.snia import SniaTracker
+
+if TYPE_CHECKING:
+    from pytest_ssd.state.keeper import StateKeeper
+
+UTIL_LINUX_HINT = "install util-linux ('apt-get install util-linux')"
+TOOL_TIMEOUT_S = 3600.0
+
+
+def purge_name(identity: DeviceIdentity) -> str:
+    """The purge method that would run, for plans; says so when none can."""
+    try:
+        return str(purging.choose(identity))
+    except SsdError as exc:
+        return f"none possible: {exc}"
+
+
+def purge(identity: DeviceIdentity, forced: str | None, artifacts: Path) -> str:
+    """Purge the whole device with the strongest method (or *forced*); one line on what ran."""
+    method = purging.choose(identity, purging.PurgeMethod(forced) if forced else None)
+    result = purging.purge(identity, method, artifacts=artifacts)
+    text = f"{result.method} in {result.seconds:.1f} s"
+    if result.weaker:
+        text += f" ({result.weaker})"
+    return f"{text}; {result.verification.detail}"
+
+
+def discard(identity: DeviceIdentity, offset: int, size: int, artifacts: Path) -> None:
+    """Deallocate [offset, offset + size): blkdiscard on a device, a punched hole in a file."""
+    if identity.kind == "file":
+        argv = [which("fallocate", UTIL_LINUX_HINT), "--punch-hole", "--keep-size",
+                f"--offset={offset}", f"--length={size}", identity.path]  # fmt: skip
+    else:
+        argv = [which("blkdiscard", UTIL_LINUX_HINT), f"--offset={offset}",
+                f"--length={size}", identity.path]  # fmt: skip
+    done = run(argv, timeout=TOOL_TIMEOUT_S, artifacts=artifacts, name=Path(argv[0]).name)
+    if done.returncode:
+        raise ToolError(f"{done.command} failed ({done.returncode}): {done.last_error_line()}")
+
+
+def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> tuple[int, str]:
+    """Run the step's workload until steady state; (bytes fio wrote, the verdict in one line)."""
+    assert step.steady is not None
+    state = keeper.state
+    span = state.profile.span(state.capacity)
+    workload = step.steady
+    if step.steady_rule == "snia":
+        return _snia_rounds(keeper, step, artifacts, span)
+    fio_rule = FioSteadyRule(duration_s=max(2, round(state.profile.seconds(30.0))))
+    job = workload.job(step.name, size=span, io_bytes=STEADY_CAP_FACTOR * span,
+                       extra=fio_rule.options(), percentiles=())  # fmt: skip
+    result = run_jobs((job,), keeper.target, artifacts=artifacts).result(job)
+    written = result.directions["write"].io_bytes if "write" in result.directions else 0
+    verdict = result.steadystate
+    return written, verdict.summary() if verdict else "fio reported no steady-state block"
+
+
+def _snia_rounds(keeper: StateKeeper, step: Step, artifacts: Path, span: int) -> tuple[int, str]:
+    assert step.steady is not None
+    tracker = SniaTracker()
+    seconds = keeper.state.profile.seconds(keeper.state.profile.snia_round_s)
+    written = 0
+    while not tracker.done:
+        n = len(tracker.values) + 1
+        job = step.steady.job(f"round-{n:02d}", size=span, runtime_s=seconds, percentiles=())
+        result = run_jobs((job,), keeper.target, artifacts=artifacts / f"round-{n:02d}")
+        measured = result.result(job)
+        written += measured.directions["write"].io_bytes if "write" in measured.directions else 0
+        tracker.add(sum(d.iops for d in measured.directions.values()))
+    assert tracker.verdict is not None
+    return written, tracker.verdict.summary()

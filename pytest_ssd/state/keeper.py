@@ -1,0 +1,194 @@
+"""Brings a device to the state a test needs, step by step, and logs every transition.
+
+Each transition records its steps with duration, the kernel's byte counters
+(written, read, discarded) and fio's own count, so the report shows exactly
+what the device went through and what it cost in endurance.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.fio.engine import run_jobs
+from pytest_ssd.results.record import iso
+from pytest_ssd.state import actions
+from pytest_ssd.state.accounting import Counters, read_counters, stat_file
+from pytest_ssd.state.layout import Layout
+from pytest_ssd.state.progress import Progress, Write, log_writer
+from pytest_ssd.state.speeds import SpeedBook
+from pytest_ssd.state.steps import Context, Step, path
+from pytest_ssd.state.tracker import DeviceState, Need
+
+#: the user_properties name that carries a transition as JSON to the controller
+TRANSITION_PROPERTY = "ssd.transition"
+
+
+@dataclass(frozen=True)
+class StepDone:
+    """A step as it ran: how long, and the bytes it moved."""
+
+    kind: str
+    name: str
+    text: str
+    seconds: float
+    kernel: dict[str, int] | None
+    fio_written: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One change of state of one device, triggered by the test that needed it."""
+
+    device: str
+    test: str
+    source: str | None
+    target: str
+    reason: str
+    steps: list[StepDone]
+    start: str
+    end: str
+    seconds: float
+    layout: dict[str, Any] = field(default_factory=dict)
+
+    def totals(self) -> dict[str, int | None]:
+        """Kernel counters summed over the steps (None when the device has none), fio's writes."""
+        kernel = [s.kernel for s in self.steps if s.kernel is not None]
+        has_kernel = bool(kernel) or not self.steps
+        total: dict[str, int | None] = {
+            key: sum(k[key] for k in kernel) if has_kernel else None
+            for key in ("written", "read", "discarded")
+        }
+        total["fio_written"] = sum(s.fio_written for s in self.steps)
+        return total
+
+    @property
+    def purges(self) -> int:
+        return sum(1 for s in self.steps if s.kind == "purge")
+
+    @property
+    def preconditions(self) -> int:
+        """1 when the transition wrote to reach its state (purges alone do not count)."""
+        return int(any(s.kind in ("fio", "steady", "discard") for s in self.steps))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Transition:
+        data = json.loads(text)
+        data["steps"] = [StepDone(**s) for s in data["steps"]]
+        return cls(**data)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["totals"] = self.totals()
+        return data
+
+
+@dataclass
+class StateKeeper:
+    """Keeps one device's state in this process and runs the transitions tests need."""
+
+    device: str
+    target: Path
+    identity: DeviceIdentity
+    state: DeviceState
+    folder: Path
+    guard: Callable[[], None]
+    speeds: SpeedBook
+    speed_key: str
+    purge_method: str | None = None
+    #: where progress of long steps goes (the terminal); None: a progress.log per step
+    progress: Write | None = None
+    transitions: int = 0
+
+    @property
+    def context(self) -> Context:
+        name = self.purge_method or actions.purge_name(self.identity)
+        return Context(self.state.capacity, self.state.profile, name)
+
+    def plan(self, need: Need) -> list[Step]:
+        """The steps that would bring the device to *need* now (none when it is there)."""
+        if self.state.satisfies(need):
+            return []
+        source = self.state.current
+        if need.pristine and self.state.current == need.state:
+            source = None  # dirty regions: re-establish from a purge
+        return path(source, need.state, self.context)
+
+    def bring(self, need: Need, test: str) -> tuple[Transition | None, Layout]:
+        """Bring the device to *need*; return the transition (None when already there)."""
+        steps = self.plan(need)
+        if not steps:
+            assert self.state.layout is not None
+            return None, self.state.layout
+        reason = self._reason(need)
+        self.guard()
+        self.transitions += 1
+        folder = self.folder / f"{self.transitions:02d}-{need.state}".replace("(", "-").replace(
+            ")", ""
+        ).replace(", ", "-")
+        source = None if self.state.current is None else str(self.state.current)
+        self.state.forget(f"transition to {need.state} did not finish")
+        started, clock = time.time(), time.monotonic()
+        done = [self._run(index, step, folder) for index, step in enumerate(steps, start=1)]
+        layout = self.state.establish(need.state)
+        transition = Transition(
+            self.device, test, source, str(need.state), reason, done, iso(started),
+            iso(time.time()), time.monotonic() - clock, layout.as_dict(),
+        )  # fmt: skip
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "transition.json").write_text(json.dumps(transition.as_dict(), indent=1))
+        return transition, layout
+
+    def _reason(self, need: Need) -> str:
+        if self.state.current is None:
+            return f"state {self.state.lost}"
+        if self.state.current == need.state:
+            return f"{need.state} needed pristine; written: {', '.join(sorted(self.state.dirty))}"
+        return f"device in {self.state.current}"
+
+    def _run(self, index: int, step: Step, folder: Path) -> StepDone:
+        artifacts = folder / f"{index:02d}-{step.name}"
+        stat_path = stat_file(self.target)
+        before = read_counters(stat_path)
+        clock = time.monotonic()
+        fio_written, detail = 0, ""
+        if step.kind == "purge":
+            detail = actions.purge(self.identity, self.purge_method, artifacts)
+        elif step.kind == "fio":
+            write = self.progress or log_writer(artifacts / "progress.log")
+            follow = Progress(f"{self.device} {step.name}", step.write_bytes, write)
+            fio_run = run_jobs(step.jobs, self.target, artifacts=artifacts, on_status=follow)
+            follow.close()
+            fio_written = sum(
+                d.io_bytes
+                for job in step.jobs
+                for name, d in fio_run.result(job).directions.items()
+                if name == "write"
+            )
+        elif step.kind == "discard":
+            assert step.discard is not None
+            actions.discard(self.identity, *step.discard, artifacts)
+        elif step.kind == "idle":
+            time.sleep(step.idle_s)
+        else:
+            fio_written, detail = actions.steady(self, step, artifacts)
+        seconds = time.monotonic() - clock
+        after = read_counters(stat_path)
+        kernel = _delta(after, before)
+        self.speeds.record(self.speed_key, step, seconds)
+        return StepDone(step.kind, step.name, step.text, seconds, kernel, fio_written, detail)
+
+
+def _delta(after: Counters | None, before: Counters | None) -> dict[str, int] | None:
+    if after is None or before is None:
+        return None
+    return (after - before).as_dict()

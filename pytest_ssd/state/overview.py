@@ -1,0 +1,62 @@
+"""The plan of a whole run, per device, as the terminal shows it before the first test."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
+from pytest_ssd.errors import SsdError
+from pytest_ssd.session import SsdSession, speed_key
+from pytest_ssd.state import actions
+from pytest_ssd.state.layout import layout
+from pytest_ssd.state.plan import device_of, need_of, render, simulate
+from pytest_ssd.state.profile import profile_for
+from pytest_ssd.state.steps import FOB, Context
+
+
+def _identity(session: SsdSession, dut_id: str, index: int) -> tuple[DeviceIdentity | None, int]:
+    """The device's identity and capacity; before the session opened (--collect-only), read-only."""
+    dut = session.duts.get(dut_id)
+    if dut is not None:
+        return dut.identity, dut.identity.size_bytes
+    spec = session.options.duts[index]
+    if spec.scratch_size is not None:
+        return None, spec.scratch_size
+    assert spec.path is not None
+    try:
+        identity = identify(spec.path)
+    except SsdError:
+        return None, 0
+    return identity, identity.size_bytes
+
+
+def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
+    """Terminal lines of the plan for every device some test needs a state of."""
+    lines: list[str] = []
+    speeds = session.speeds
+    for index, dut_id in enumerate(session.dut_ids):
+        mine = [item for item in items if device_of(item) == dut_id]
+        needs = [n for n in (need_of(item) for item in mine) if n is not None]
+        if not needs:
+            continue
+        identity, capacity = _identity(session, dut_id, index)
+        if capacity <= 0:
+            lines.append(f"plan for {dut_id}: its size is unknown until it can be opened")
+            continue
+        scratch = session.options.duts[index].is_scratch
+        profile = profile_for(session.options.profile, scratch)
+        purge = session.options.purge or (
+            actions.purge_name(identity) if identity is not None else "discard"
+        )
+        ctx = Context(capacity, profile, purge)
+        keeper = session.keepers.get(dut_id)
+        initial = keeper.state.current if keeper else (FOB if scratch else None)
+        stages = simulate(mine, initial, ctx)
+        label = identity.label if identity is not None else f"scratch ({binary_size(capacity)})"
+        key = speed_key(identity) if identity is not None else dut_id
+        lines += render(dut_id, f"{label}, {profile.describe()}", stages, speeds, key)
+        notes = {n for need in needs for n in layout(need.state, capacity, ctx.span).notes}
+        lines += [f"  note: {note}" for note in sorted(notes)]
+    return lines

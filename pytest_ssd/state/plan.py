@@ -1,0 +1,162 @@
+"""The test order and the plan: which states a run walks through, and what that costs.
+
+Tests are ordered by the state they need, in the method's order, so a suite
+purges and preconditions as few times as possible; tests that need no state
+come first.  The plan is printed before the first test (and by
+``--collect-only``, which touches no device).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from pytest_ssd.device.identity import binary_size
+from pytest_ssd.errors import ConfigError
+from pytest_ssd.state.spec import StateSpec, parse_state
+from pytest_ssd.state.speeds import SpeedBook
+from pytest_ssd.state.steps import Context, Step, path
+from pytest_ssd.state.tracker import Need
+
+MARKER = "dut_state"
+MARKER_HELP = (
+    "dut_state(STATE, pristine=False, leaves=None): the device state the test needs "
+    "(fob, cssd, filled, used75, wipc, ss(WORKLOAD)); pristine: no writes since it was "
+    "reached; leaves: the state the test leaves the device in when it passes"
+)
+WRITES_MARKER = "ssd_writes"
+
+
+def need_of(item: pytest.Item) -> Need | None:
+    """The item's ``dut_state`` marker as a Need; ConfigError naming the test when malformed."""
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return None
+    try:
+        return _parse(marker)
+    except ConfigError as exc:
+        raise ConfigError(f"{item.nodeid}: @pytest.mark.{MARKER}: {exc}") from None
+
+
+def _parse(marker: pytest.Mark) -> Need:
+    if len(marker.args) != 1 or not isinstance(marker.args[0], str):
+        raise ConfigError("give exactly one state name, e.g. dut_state('cssd')")
+    unknown = set(marker.kwargs) - {"pristine", "leaves"}
+    if unknown:
+        raise ConfigError(f"unknown argument(s) {', '.join(sorted(unknown))}")
+    leaves = marker.kwargs.get("leaves")
+    return Need(
+        parse_state(marker.args[0]),
+        pristine=bool(marker.kwargs.get("pristine", False)),
+        leaves=parse_state(leaves) if leaves is not None else None,
+    )
+
+
+def _key(item: pytest.Item) -> tuple[int, str, int, int]:
+    need = need_of(item)
+    if need is None:
+        return (-1, "", 0, 0)
+    rank, name = need.state.rank
+    return (rank, name, int(need.leaves is not None), 0 if need.pristine else 1)
+
+
+def order(items: list[pytest.Item]) -> None:
+    """Sort *items* in place by the state they need (stable: collection order otherwise)."""
+    items.sort(key=_key)
+
+
+@dataclass
+class Stage:
+    """One state of the plan: the steps that reach it and the tests run in it."""
+
+    state: str
+    steps: list[Step]
+    tests: list[str] = field(default_factory=list)
+    source: str = ""
+
+
+def simulate(items: Sequence[pytest.Item], initial: StateSpec | None, ctx: Context) -> list[Stage]:
+    """The stages a device goes through for *items* (already ordered, one device)."""
+    current, dirty = initial, False
+    stages: list[Stage] = []
+    for item in items:
+        need = need_of(item)
+        if need is None:
+            continue
+        if current != need.state or (need.pristine and dirty):
+            source = current if current != need.state else None
+            steps = path(source, need.state, ctx)
+            origin = "unknown" if source is None else str(source)
+            stages.append(Stage(str(need.state), steps, source=origin))
+            current, dirty = need.state, False
+        elif not stages:
+            stages.append(Stage(str(need.state), [], source=str(current)))
+        stages[-1].tests.append(item.nodeid)
+        if need.leaves is not None:
+            current, dirty = need.leaves, False
+        elif item.get_closest_marker(WRITES_MARKER) is not None:
+            dirty = True
+    return stages
+
+
+def _seconds(value: float) -> str:
+    if value >= 3600:
+        return f"{value / 3600:.1f} h"
+    return f"{value / 60:.1f} min" if value >= 120 else f"{value:.0f} s"
+
+
+def render(
+    device: str, header: str, stages: Sequence[Stage], speeds: SpeedBook, speed_key: str
+) -> list[str]:
+    """The plan of one device as terminal lines."""
+    lines = [f"plan for {device}: {header}"]
+    purges = preconditions = written = discarded = 0
+    total_s, all_measured = 0.0, True
+    for stage in stages:
+        if not stage.steps:
+            lines.append(f"  {stage.state:<10} already there ({stage.source})"
+                         f"{'':>4}{len(stage.tests)} test(s)")  # fmt: skip
+            continue
+        estimates = [speeds.estimate(speed_key, step) for step in stage.steps]
+        seconds = sum(e[0] for e in estimates)
+        all_measured &= all(e[1] for e in estimates)
+        stage_written = sum(s.write_bytes for s in stage.steps)
+        stage_discarded = sum(s.discard_bytes for s in stage.steps)
+        purges += sum(1 for s in stage.steps if s.kind == "purge")
+        preconditions += int(any(s.kind in ("fio", "discard", "steady") for s in stage.steps))
+        written, discarded, total_s = (
+            written + stage_written,
+            discarded + stage_discarded,
+            total_s + seconds,
+        )
+        lines.append(f"  {stage.state:<10} from {stage.source}: {len(stage.tests)} test(s)")
+        lines += [f"      - {step.text}" for step in stage.steps]
+        lines.append(
+            f"      writes {binary_size(stage_written)}, discards {binary_size(stage_discarded)},"
+            f" about {_seconds(seconds)}"
+        )
+    basis = "measured rates" if all_measured else "assumed rates where not measured yet"
+    lines.append(
+        f"  total: {purges} purge(s), {preconditions} preconditioning(s), "
+        f"{binary_size(written)} written, {binary_size(discarded)} discarded, "
+        f"about {_seconds(total_s)} of steps ({basis}; steady state not estimated)"
+    )
+    return lines
+
+
+def check(items: Sequence[pytest.Item]) -> None:
+    """Every ``dut_state`` marker parses and sits on a test that uses the ``ssd`` fixture."""
+    for item in items:
+        if need_of(item) is not None and "ssd" not in getattr(item, "fixturenames", ()):
+            raise ConfigError(
+                f"{item.nodeid}: @pytest.mark.{MARKER} needs the test to use the 'ssd' fixture,"
+                " which brings the device to that state"
+            )
+
+
+def device_of(item: pytest.Item) -> str | None:
+    """The device id a test is parametrized with, or None."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("dut") if callspec is not None else None
