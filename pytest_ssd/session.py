@@ -38,8 +38,10 @@ SCRATCH_BANNER = "these results describe no SSD"
 SPEEDS_FILE = ".ssd-speeds.json"
 
 
-def speed_key(identity: DeviceIdentity) -> str:
-    """Which measured rates apply to a device: its model and serial, else its path."""
+def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
+    """Which measured rates apply to a device: scratch, its model and serial, else its path."""
+    if scratch:
+        return "scratch"
     if identity.serial:
         return f"{identity.model or 'unknown'} {identity.serial}"
     return identity.path
@@ -205,7 +207,7 @@ class SsdSession:
                 state.establish(FOB)
             self.keepers[dut_id] = StateKeeper(
                 dut_id, dut.path, dut.identity, state, self.run_dir / "states" / dut_id,
-                lambda: self.guard_writes(dut), self.speeds, speed_key(dut.identity),
+                lambda: self.guard_writes(dut), self.speeds, speed_key(dut.identity, dut.scratch),
                 self.options.purge, self.progress,
             )  # fmt: skip
         return self.keepers[dut_id]

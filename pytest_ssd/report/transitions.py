@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import html
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_ssd.device.identity import binary_size
@@ -22,6 +24,21 @@ def _step_line(step: dict[str, Any]) -> str:
     )
     detail = f" — {step['detail']}" if step.get("detail") else ""
     return f"{step['text']}: {step['seconds']:.1f} s, {moved}{detail}"
+
+
+def _figures(transitions: Sequence[dict[str, Any]]) -> str:
+    """The steady-state graphs of the transitions, embedded (they were saved as PNG)."""
+    images = []
+    for t in transitions:
+        for step in t["steps"]:
+            for name in step.get("figures") or ():
+                png = Path(name)
+                if png.is_file():
+                    data = base64.b64encode(png.read_bytes()).decode("ascii")
+                    images.append(
+                        f'<img alt="{html.escape(png.stem)}" src="data:image/png;base64,{data}"/>'
+                    )
+    return "<h3>Steady state</h3>" + "".join(images) if images else ""
 
 
 def transitions_html(transitions: Sequence[dict[str, Any]]) -> str:
@@ -50,5 +67,5 @@ def transitions_html(transitions: Sequence[dict[str, Any]]) -> str:
         " as fio reported writing them.</p>"
         "<table><tr><th>device</th><th>transition</th><th>steps</th><th>time</th>"
         "<th>written</th><th>discarded</th><th>read</th><th>fio wrote</th>"
-        "<th>needed by</th></tr>" + "".join(rows) + "</table>"
+        "<th>needed by</th></tr>" + "".join(rows) + "</table>" + _figures(transitions)
     )

@@ -6,14 +6,19 @@ step); every command goes through :func:`pytest_ssd.proc.run`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from matplotlib.figure import Figure
 
 from pytest_ssd import purge as purging
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import SsdError, ToolError
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.proc import run, which
+from pytest_ssd.report import figures
+from pytest_ssd.report import steady as steady_figures
 from pytest_ssd.state.steps import STEADY_CAP_FACTOR, Step
 from pytest_ssd.steady.fio_native import FioSteadyRule
 from pytest_ssd.steady.snia import SniaTracker
@@ -56,24 +61,44 @@ def discard(identity: DeviceIdentity, offset: int, size: int, artifacts: Path) -
         raise ToolError(f"{done.command} failed ({done.returncode}): {done.last_error_line()}")
 
 
-def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> tuple[int, str]:
-    """Run the step's workload until steady state; (bytes fio wrote, the verdict in one line)."""
+@dataclass(frozen=True)
+class SteadyOutcome:
+    """What a run to steady state wrote and concluded, with its graphs."""
+
+    written: int
+    summary: str
+    verdict: dict[str, object] | None
+    figures: tuple[str, ...]
+
+
+def _save(figs: list[Figure], artifacts: Path) -> tuple[str, ...]:
+    titles = ("steady-state convergence", "steady-state window")[: len(figs)]
+    return tuple(
+        str(figures.render(f).save(artifacts, t)) for f, t in zip(figs, titles, strict=True)
+    )
+
+
+def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> SteadyOutcome:
+    """Run the step's workload until steady state: bytes written, verdict, graphs."""
     assert step.steady is not None
     state = keeper.state
     span = state.profile.span(state.capacity)
     workload = step.steady
     if step.steady_rule == "snia":
         return _snia_rounds(keeper, step, artifacts, span)
-    fio_rule = FioSteadyRule(duration_s=max(2, round(state.profile.seconds(30.0))))
+    fio_rule = FioSteadyRule(duration_s=state.profile.ss_duration)
     job = workload.job(step.name, size=span, io_bytes=STEADY_CAP_FACTOR * span,
                        extra=fio_rule.options(), percentiles=())  # fmt: skip
     result = run_jobs((job,), keeper.target, artifacts=artifacts).result(job)
     written = result.directions["write"].io_bytes if "write" in result.directions else 0
     verdict = result.steadystate
-    return written, verdict.summary() if verdict else "fio reported no steady-state block"
+    if verdict is None:
+        return SteadyOutcome(written, "fio reported no steady-state block", None, ())
+    shown = _save([steady_figures.fio_steadystate(verdict)], artifacts)
+    return SteadyOutcome(written, verdict.summary(), verdict.as_dict(), shown)
 
 
-def _snia_rounds(keeper: StateKeeper, step: Step, artifacts: Path, span: int) -> tuple[int, str]:
+def _snia_rounds(keeper: StateKeeper, step: Step, artifacts: Path, span: int) -> SteadyOutcome:
     assert step.steady is not None
     tracker = SniaTracker()
     seconds = keeper.state.profile.seconds(keeper.state.profile.snia_round_s)
@@ -85,5 +110,14 @@ def _snia_rounds(keeper: StateKeeper, step: Step, artifacts: Path, span: int) ->
         measured = result.result(job)
         written += measured.directions["write"].io_bytes if "write" in measured.directions else 0
         tracker.add(sum(d.iops for d in measured.directions.values()))
-    assert tracker.verdict is not None
-    return written, tracker.verdict.summary()
+    verdict = tracker.verdict
+    assert verdict is not None
+    unit = {"quantity": f"{step.steady} IOPS", "unit": "IOPS"}
+    shown = _save(
+        [
+            steady_figures.snia_convergence(verdict, **unit),
+            steady_figures.snia_window(verdict, **unit),
+        ],
+        artifacts,
+    )
+    return SteadyOutcome(written, verdict.summary(), verdict.as_dict(), shown)

@@ -40,6 +40,9 @@ class StepDone:
     kernel: dict[str, int] | None
     fio_written: int
     detail: str = ""
+    #: a steady-state verdict (window, fitted line, excursions, limits) and its graphs
+    verdict: dict[str, Any] | None = None
+    figures: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,9 @@ class Transition:
     @classmethod
     def from_json(cls, text: str) -> Transition:
         data = json.loads(text)
-        data["steps"] = [StepDone(**s) for s in data["steps"]]
+        data["steps"] = [
+            StepDone(**{**s, "figures": tuple(s.get("figures", ()))}) for s in data["steps"]
+        ]
         return cls(**data)
 
     def as_dict(self) -> dict[str, Any]:
@@ -160,7 +165,8 @@ class StateKeeper:
         stat_path = stat_file(self.target)
         before = read_counters(stat_path)
         clock = time.monotonic()
-        fio_written, detail = 0, ""
+        fio_written, detail, verdict = 0, "", None
+        shown: tuple[str, ...] = ()
         if step.kind == "purge":
             detail = actions.purge(self.identity, self.purge_method, artifacts)
         elif step.kind == "fio":
@@ -180,12 +186,16 @@ class StateKeeper:
         elif step.kind == "idle":
             time.sleep(step.idle_s)
         else:
-            fio_written, detail = actions.steady(self, step, artifacts)
+            outcome = actions.steady(self, step, artifacts)
+            fio_written, detail, verdict = outcome.written, outcome.summary, outcome.verdict
+            shown = outcome.figures
         seconds = time.monotonic() - clock
         after = read_counters(stat_path)
         kernel = _delta(after, before)
         self.speeds.record(self.speed_key, step, seconds)
-        return StepDone(step.kind, step.name, step.text, seconds, kernel, fio_written, detail)
+        return StepDone(
+            step.kind, step.name, step.text, seconds, kernel, fio_written, detail, verdict, shown
+        )
 
 
 def _delta(after: Counters | None, before: Counters | None) -> dict[str, int] | None:

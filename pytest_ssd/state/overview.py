@@ -55,7 +55,7 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
         initial = keeper.state.current if keeper else (FOB if scratch else None)
         stages = simulate(mine, initial, ctx)
         label = identity.label if identity is not None else f"scratch ({binary_size(capacity)})"
-        key = speed_key(identity) if identity is not None else dut_id
+        key = speed_key(identity, scratch) if identity is not None else "scratch"
         lines += render(dut_id, f"{label}, {profile.describe()}", stages, speeds, key)
         notes = {n for need in needs for n in layout(need.state, capacity, ctx.span).notes}
         lines += [f"  note: {note}" for note in sorted(notes)]

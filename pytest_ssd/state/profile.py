@@ -50,6 +50,11 @@ class Profile:
             return full_s
         return max(1.0, full_s / QUICK_TIME_DIVISOR)
 
+    @property
+    def ss_duration(self) -> int:
+        """Seconds fio's steady-state criterion must hold (fio needs at least 2)."""
+        return max(2, round(self.seconds(self.ss_duration_s)))
+
     def span(self, capacity: int) -> int:
         """Bytes of the device the states are built on."""
         return min(capacity, QUICK_SPAN_CAP) if self.quick else capacity

@@ -18,6 +18,8 @@ from pytest_ssd.fio.status import bytes_done
 
 MiB = 1 << 20
 LOG_EVERY_S = 30.0
+#: reports closer together than this (fio's last one follows the job's end) set no rate
+MIN_RATE_INTERVAL_S = 0.5
 #: Write(text, final): show a progress line; final closes it
 Write = Callable[[str, bool], None]
 
@@ -39,7 +41,7 @@ class Progress:
     def __call__(self, doc: dict[str, Any]) -> None:
         now, done = time.monotonic(), bytes_done(doc)
         then, before = self._last
-        if now > then and done >= before:
+        if now - then >= MIN_RATE_INTERVAL_S and done >= before:
             current = (done - before) / (now - then)
             self.rate = current if not self.rate else 0.7 * self.rate + 0.3 * current
         self._last = (now, done)
@@ -60,6 +62,7 @@ class Progress:
 def terminal_writer(config: pytest.Config) -> Write:
     """Progress lines on pytest's terminal (looked up when used: it registers after us)."""
     last = [0.0]
+    open_line = [False]
 
     def write(text: str, final: bool) -> None:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -73,7 +76,10 @@ def terminal_writer(config: pytest.Config) -> Write:
         last[0] = now
         with capture.global_and_fixture_disabled():
             if tty:
+                if not open_line[0]:  # keep pytest's line (the test file) above ours
+                    reporter.write("\n")
                 reporter.rewrite(text, erase=True)
+                open_line[0] = not final
                 if final:
                     reporter.write("\n")
             else:

@@ -133,7 +133,7 @@ def wipc(ctx: Context) -> list[Step]:
 
 def steady(ctx: Context, target: StateSpec) -> list[Step]:
     assert target.workload is not None
-    held = ctx.profile.seconds(ctx.profile.ss_duration_s)
+    held = ctx.profile.ss_duration
     rule = (
         "SNIA rounds (5-round window, 20 % range, 10 % slope, <= 25 rounds)"
         if target.rule == "snia"

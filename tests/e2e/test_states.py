@@ -140,3 +140,38 @@ def test_bad_state_marker_is_one_line_before_any_device_is_touched(
     assert run.result.ret == 4
     errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
     assert len(errors) == 1 and message in errors[0] and "test_x" in errors[0], errors
+
+
+STEADY = (
+    READ_IN_STATE
+    + """
+
+@pytest.mark.dut_state("ss(rnd-4k-write-qd16)")
+def test_fio_rule(ssd):
+    read(ssd, "device", "after-fio-rule")
+
+
+@pytest.mark.dut_state("ss(seq-128k-write-qd16, snia)")
+def test_snia_rule(ssd):
+    read(ssd, "device", "after-snia-rule")
+"""
+)
+
+
+def test_steady_states_by_both_rules_carry_their_verdicts_and_graphs(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    run = run_ssd("--dut=scratch:128M", suite=_suite(tmp_path, STEADY), timeout=600)
+    run.result.assert_outcomes(passed=2)
+    data = run.results()
+    steady = [s for t in data["transitions"] for s in t["steps"] if s["kind"] == "steady"]
+    assert [s["name"] for s in steady] == ["ss-rnd-4k-write-qd16", "ss-seq-128k-write-qd16"]
+    fio_rule, snia = steady
+    assert fio_rule["detail"].startswith("fio steady state ")
+    assert fio_rule["verdict"]["duration_s"] >= 2 and fio_rule["fio_written"] > 0
+    window = snia["verdict"]
+    assert len(window["values"]) >= 5 and len(window["window_values"]) == 5
+    assert window["range_limit_pct"] == 20 and window["slope_limit_pct"] == 10
+    assert snia["detail"].startswith(("steady state reached", "steady state not reached"))
+    assert len(snia["figures"]) == 2 and all(Path(f).is_file() for f in snia["figures"])
+    assert (run.run_dir / "report.html").read_text().count("steady-state") >= 3
