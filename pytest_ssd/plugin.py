@@ -23,7 +23,7 @@ from pytest_ssd.results.collector import RunRecorder
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
 from pytest_ssd.state.overview import plan_lines
-from pytest_ssd.state.profile import PROFILE_NAMES
+from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.state.progress import terminal_writer
 
 PASSED_KEY = pytest.StashKey[bool]()
@@ -53,6 +53,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--ssd-profile", dest="ssd_profile", default=None, type=_profile,
         help="full: the method verbatim; quick: the same steps scaled down (durations / 300,"
         " states on the first 16 GiB). Default: quick on scratch devices, full on real ones",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-idle", dest="ssd_idle", action="append", type=idle_option, metavar="NAME=SECONDS",
+        help="set one of the method's idle periods (full-profile seconds; quick divides them):"
+        " after-purge (900), between-steps (300), fill-gap (300); may repeat",
     )  # fmt: skip
     group.addoption(
         "--ssd-purge", dest="ssd_purge", default=None, type=_purge_method, metavar="METHOD",

@@ -58,6 +58,7 @@ class Options:
     #: None: quick on scratch devices, full on real ones
     profile: str | None
     purge: str | None
+    idle: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -71,6 +72,7 @@ class Options:
             report_dir=Path(config.getoption("ssd_report_dir")).absolute(),
             profile=config.getoption("ssd_profile"),
             purge=config.getoption("ssd_purge"),
+            idle=tuple(config.getoption("ssd_idle") or ()),
         )
 
 
@@ -183,7 +185,7 @@ class SsdSession:
 
     def profile(self, dut: Dut) -> Profile:
         """The profile for *dut*: the option's, else quick on scratch and full on real devices."""
-        return profile_for(self.options.profile, dut.scratch)
+        return profile_for(self.options.profile, dut.scratch, self.options.idle)
 
     def guard_writes(self, dut: Dut) -> None:
         """Refuse (SafetyError) unless *dut* may be written now: the guard and --ssd-confirm."""

@@ -8,6 +8,7 @@ what the device went through and what it cost in endurance.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -137,9 +138,8 @@ class StateKeeper:
         reason = self._reason(need)
         self.guard()
         self.transitions += 1
-        folder = self.folder / f"{self.transitions:02d}-{need.state}".replace("(", "-").replace(
-            ")", ""
-        ).replace(", ", "-")
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "-", str(need.state)).strip("-")
+        folder = self.folder / f"{self.transitions:02d}-{safe}"
         source = None if self.state.current is None else str(self.state.current)
         self.state.forget(f"transition to {need.state} did not finish")
         started, clock = time.time(), time.monotonic()

@@ -46,7 +46,7 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
             lines.append(f"plan for {dut_id}: its size is unknown until it can be opened")
             continue
         scratch = session.options.duts[index].is_scratch
-        profile = profile_for(session.options.profile, scratch)
+        profile = profile_for(session.options.profile, scratch, session.options.idle)
         purge = session.options.purge or (
             actions.purge_name(identity) if identity is not None else "discard"
         )

@@ -9,6 +9,8 @@ computed on that span; the purge still covers the whole device).
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 from dataclasses import dataclass
 
 GiB = 1 << 30
@@ -68,6 +70,32 @@ class Profile:
         )
 
 
-def profile_for(name: str | None, scratch: bool) -> Profile:
-    """The named profile, or the default: quick on scratch devices, full on real ones."""
-    return Profile(name or ("quick" if scratch else "full"))
+#: --ssd-idle names -> Idle fields
+IDLE_NAMES = {"after-purge": "after_purge_s", "between-steps": "between_steps_s",
+              "fill-gap": "fill_gap_s"}  # fmt: skip
+
+
+def idle_option(text: str) -> tuple[str, float]:
+    """argparse type for ``--ssd-idle=NAME=SECONDS`` (the full-profile value; quick scales it)."""
+    name, _, value = text.partition("=")
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if name not in IDLE_NAMES or seconds < 0:
+        raise argparse.ArgumentTypeError(
+            f"--ssd-idle={text}: give NAME=SECONDS with NAME one of {', '.join(IDLE_NAMES)}"
+        )
+    return IDLE_NAMES[name], seconds
+
+
+def profile_for(
+    name: str | None, scratch: bool, idle: tuple[tuple[str, float], ...] = ()
+) -> Profile:
+    """The named profile, or the default: quick on scratch devices, full on real ones.
+
+    *idle* overrides the method's idle periods (seconds at full scale).
+    """
+    return Profile(
+        name or ("quick" if scratch else "full"), dataclasses.replace(Idle(), **dict(idle))
+    )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.state.layout import layout, rnd_region_size
-from pytest_ssd.state.profile import QUICK_SPAN_CAP, Profile
+from pytest_ssd.state.profile import QUICK_SPAN_CAP, Profile, idle_option, profile_for
 from pytest_ssd.state.spec import StateSpec, Workload, parse_state
 from pytest_ssd.state.steps import Context, path
 from pytest_ssd.state.tracker import DeviceState, Need
@@ -139,3 +141,16 @@ def test_a_test_that_leaves_a_state_sets_it_only_when_it_passes() -> None:
     plain = _tracker("cssd")
     plain.after_test(Need(parse_state("cssd")), "t", passed=False, wrote=False)
     assert plain.current == parse_state("cssd"), "a failed read changes nothing"
+
+
+def test_idle_periods_are_parameters_scaled_by_the_profile() -> None:
+    option = idle_option("after-purge=60")
+    assert option == ("after_purge_s", 60.0)
+    assert profile_for(None, scratch=False, idle=(option,)).idle.after_purge_s == 60
+    assert profile_for(None, scratch=True).name == "quick"
+    assert profile_for(None, scratch=False).name == "full"
+    steps = path(None, parse_state("fob"), Context(GiB, profile_for("full", False, (option,))))
+    assert [s.idle_s for s in steps if s.kind == "idle"] == [60.0]
+    for bad in ("after-purge", "nap=3", "fill-gap=-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="NAME=SECONDS"):
+            idle_option(bad)
