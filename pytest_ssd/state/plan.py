@@ -22,9 +22,10 @@ from pytest_ssd.state.tracker import Need
 
 MARKER = "dut_state"
 MARKER_HELP = (
-    "dut_state(STATE, pristine=False, leaves=None): the device state the test needs "
+    "dut_state(STATE, pristine=False, leaves=None, phase=1): the device state the test needs "
     "(fob, cssd, filled, used75, wipc, ss(WORKLOAD)); pristine: no writes since it was "
-    "reached; leaves: the state the test leaves the device in when it passes"
+    "reached; leaves: the state the test leaves the device in when it passes; phase: tests "
+    "run phase by phase, each phase in the method's order of states"
 )
 WRITES_MARKER = "ssd_writes"
 
@@ -43,23 +44,27 @@ def need_of(item: pytest.Item) -> Need | None:
 def _parse(marker: pytest.Mark) -> Need:
     if len(marker.args) != 1 or not isinstance(marker.args[0], str):
         raise ConfigError("give exactly one state name, e.g. dut_state('cssd')")
-    unknown = set(marker.kwargs) - {"pristine", "leaves"}
+    unknown = set(marker.kwargs) - {"pristine", "leaves", "phase"}
     if unknown:
         raise ConfigError(f"unknown argument(s) {', '.join(sorted(unknown))}")
+    phase = marker.kwargs.get("phase", 1)
+    if not isinstance(phase, int) or isinstance(phase, bool) or phase < 1:
+        raise ConfigError(f"phase must be a whole number from 1, not {phase!r}")
     leaves = marker.kwargs.get("leaves")
     return Need(
         parse_state(marker.args[0]),
         pristine=bool(marker.kwargs.get("pristine", False)),
         leaves=parse_state(leaves) if leaves is not None else None,
+        phase=phase,
     )
 
 
-def _key(item: pytest.Item) -> tuple[int, str, int, int]:
+def _key(item: pytest.Item) -> tuple[int, int, str, int, int]:
     need = need_of(item)
     if need is None:
-        return (-1, "", 0, 0)
+        return (0, -1, "", 0, 0)
     rank, name = need.state.rank
-    return (rank, name, int(need.leaves is not None), 0 if need.pristine else 1)
+    return (need.phase, rank, name, int(need.leaves is not None), 0 if need.pristine else 1)
 
 
 def order(items: list[pytest.Item]) -> None:

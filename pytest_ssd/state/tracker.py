@@ -24,6 +24,8 @@ class Need:
     state: StateSpec
     pristine: bool = False
     leaves: StateSpec | None = None
+    #: suites that walk the states twice (csd: measure, purge, fill, measure again) number them
+    phase: int = 1
 
 
 @dataclass

@@ -154,3 +154,30 @@ def test_idle_periods_are_parameters_scaled_by_the_profile() -> None:
     for bad in ("after-purge", "nap=3", "fill-gap=-1"):
         with pytest.raises(argparse.ArgumentTypeError, match="NAME=SECONDS"):
             idle_option(bad)
+
+
+def test_phases_walk_the_states_twice_in_the_method_order(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("pytest_ssd_suite = True")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.dut_state("cssd", phase=2)
+        def test_cssd_again(ssd): pass
+
+        @pytest.mark.dut_state("fob", pristine=True, leaves="filled", phase=2)
+        def test_fill(ssd): pass
+
+        @pytest.mark.dut_state("cssd")
+        def test_cssd(ssd): pass
+
+        @pytest.mark.dut_state("fob")
+        def test_fob(ssd): pass
+        """
+    )
+    result = pytester.runpytest("--collect-only", "-q", "--dut=scratch:1G")
+    order = [line.split("::")[1].split("[")[0] for line in result.outlines if "::" in line]
+    assert order == ["test_fob", "test_cssd", "test_fill", "test_cssd_again"]
+    out = result.stdout.str()
+    assert "fob        from cssd" in out, "phase 2 purges back to fob"
+    assert "cssd       from filled" in out, "and skips the SEQ fill after the fill drive"
