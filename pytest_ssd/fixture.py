@@ -16,7 +16,7 @@ from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.report import figures
-from pytest_ssd.results.record import PROPERTY, Measurement, iso
+from pytest_ssd.results.record import DERIVED_PROPERTY, PROPERTY, Measurement, iso
 from pytest_ssd.session import Dut, SsdSession
 from pytest_ssd.state.keeper import TRANSITION_PROPERTY
 from pytest_ssd.state.layout import Layout, Region
@@ -152,6 +152,19 @@ class SsdBench:
         """Record a plain property on the test (shows in junitxml and the report)."""
         text = json.dumps(value) if isinstance(value, dict | list) else value
         self.node.user_properties.append((key, text))
+
+    def derive(self, name: str, values: dict[str, Any]) -> None:
+        """Record metrics derived from measurements (cache size, trimmed means ...).
+
+        They go to results.json (``derived``) and, flattened, to the test's properties.
+        Values must be JSON: numbers, strings, lists, dicts (numpy arrays as ``.tolist()``).
+        """
+        record = {"test": self.node.nodeid, "device": self.dut.id, "name": name,
+                  "values": values}  # fmt: skip
+        self.node.user_properties.append((DERIVED_PROPERTY, json.dumps(record, sort_keys=True)))
+        for key, value in values.items():
+            if isinstance(value, int | float | str):
+                self.node.user_properties.append((f"{name}.{key}", value))
 
 
 def _span_end(job: FioJob, dut: Dut) -> int:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from pytest_ssd.results.record import PROPERTY, Measurement
+from pytest_ssd.results.record import DERIVED_PROPERTY, PROPERTY, Measurement
 from pytest_ssd.results.store import ResultsStore
 from pytest_ssd.state.keeper import TRANSITION_PROPERTY, Transition
 
-RECORDED = (PROPERTY, TRANSITION_PROPERTY)
+RECORDED = (PROPERTY, DERIVED_PROPERTY, TRANSITION_PROPERTY)
 #: exit statuses after which the run did not go through all its tests
 _INCOMPLETE = {pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR}
 
@@ -38,6 +39,8 @@ class RunRecorder:
             seen.add(value)
             if name == PROPERTY:
                 self.store.add(Measurement.from_json(value))
+            elif name == DERIVED_PROPERTY:
+                self.store.add_derived(json.loads(value))
             else:
                 self.store.add_transition(Transition.from_json(value).as_dict())
         if report.when == "call" or report.outcome != "passed":

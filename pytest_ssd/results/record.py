@@ -13,6 +13,8 @@ from typing import Any
 
 #: the user_properties name that carries a measurement as JSON
 PROPERTY = "ssd.measurement"
+#: the user_properties name that carries derived metrics (SsdBench.derive) as JSON
+DERIVED_PROPERTY = "ssd.derived"
 #: the percentiles shown as key metrics (table columns, junitxml properties)
 KEY_PERCENTILES = (50.0, 99.0, 99.99)
 

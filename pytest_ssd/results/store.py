@@ -34,6 +34,7 @@ class ResultsStore:
             "devices": {},
             "transitions": [],
             "measurements": [],
+            "derived": [],
         }
 
     @property
@@ -46,6 +47,10 @@ class ResultsStore:
 
     def add(self, measurement: Measurement) -> None:
         self.data["measurements"].append(measurement.as_dict())
+        self.write()
+
+    def add_derived(self, record: dict[str, Any]) -> None:
+        self.data["derived"].append(record)
         self.write()
 
     def add_transition(self, transition: dict[str, Any]) -> None:
