@@ -72,6 +72,8 @@ class SsdBench:
         if self.dut.readonly and keeper.plan(need):
             pytest.skip(f"--ssd-readonly: reaching state {need.state} writes to {self.dut.path}")
         transition, self.layout = keeper.bring(need, self.node.nodeid)
+        if transition is not None and transition.purges:
+            self.dut.written = 0  # the prefix a prefill wrote is gone
         if transition is not None:
             self.node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
 

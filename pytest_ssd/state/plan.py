@@ -101,6 +101,7 @@ def simulate(items: Sequence[pytest.Item], initial: StateSpec | None, ctx: Conte
         stages[-1].tests.append(item.nodeid)
         if need.leaves is not None:
             current, dirty = need.leaves, False
+            stages.append(Stage(str(current), [], source=f"left by {item.name}"))
         elif item.get_closest_marker(WRITES_MARKER) is not None:
             dirty = True
     return stages

@@ -1,0 +1,147 @@
+"""Results grids like CrystalDiskMark's, and MiB/s bar charts (sync writes).
+
+A grid has one row per test and a Read and a Write column; a cell shows the
+best pass in MB/s (CDM's unit, decimal) with MiB/s under it, and IOPS for RND
+tests.  Each value box carries a faint bar scaled to the column's best.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from pytest_ssd.report.figures import PALETTE
+from pytest_ssd.workloads.profiles import DIRECTIONS, CdmScore, CdmTest
+
+#: column edges of a grid panel (label, read, write), in axes units
+_COLUMNS = ((0.0, 0.3), (0.3, 0.65), (0.65, 1.0))
+_LABEL_FILL, _VALUE_FILL, _METER_FILL = "#2f6b3a", "#f4f8f4", "#cfe6d2"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What a grid cell shows: one pass's MB/s, MiB/s and IOPS."""
+
+    mb_s: float
+    mib_s: float
+    iops: float
+
+    def text(self, with_iops: bool) -> str:
+        lines = [f"{self.mb_s:,.2f} MB/s", f"{self.mib_s:,.2f} MiB/s"]
+        if with_iops:
+            lines.append(f"{self.iops:,.0f} IOPS")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One test: its label and its read and write cells (None when not measured)."""
+
+    label: str
+    rnd: bool
+    read: Cell | None
+    write: Cell | None
+
+    @property
+    def cells(self) -> tuple[Cell | None, Cell | None]:
+        return self.read, self.write
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One CDM profile's results: 'Default', 'NVMe'."""
+
+    title: str
+    rows: tuple[Row, ...]
+
+    def text(self) -> list[list[str]]:
+        """The grid as text, header first: ``[["", "Read", "Write"], ["SEQ1M Q8T1", ...], ...]``."""
+        table = [["", "Read", "Write"]]
+        for row in self.rows:
+            table.append([row.label, *(c.text(row.rnd) if c else "–" for c in row.cells)])
+        return table
+
+
+def grid_of(title: str, tests: Sequence[CdmTest], scores: Sequence[CdmScore]) -> Grid:
+    """A grid of *tests* in their order, each cell the best pass of its score."""
+    best = {(s.test, s.direction): s for s in scores}
+    rows = []
+    for test in tests:
+        cells = [_best_cell(best.get((test, direction))) for direction in DIRECTIONS]
+        rows.append(Row(test.label, test.pattern == "rnd", *cells))
+    return Grid(title, tuple(rows))
+
+
+def _best_cell(score: CdmScore | None) -> Cell | None:
+    if score is None:
+        return None
+    i = score.best
+    return Cell(score.mb_s[i], score.mib_s[i], score.iops[i])
+
+
+def results_grid(grids: Sequence[Grid], title: str) -> Figure:
+    """The grids side by side, CDM style, under *title* (the device state, say)."""
+    height = max((len(g.rows) for g in grids), default=0) + 1
+    fig = Figure(figsize=(4.4 * max(len(grids), 1), 0.62 * height + 0.7))
+    for index, grid in enumerate(grids, start=1):
+        _draw(fig.add_subplot(1, len(grids), index), grid)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def _draw(ax: Axes, grid: Grid) -> None:
+    text = grid.text()
+    ax.set_xlim(0, 1)
+    ax.set_ylim(len(text), 0)
+    ax.set_axis_off()
+    ax.set_title(grid.title, fontsize="medium")
+    peaks = [max((c.mb_s for r in grid.rows if (c := r.cells[i])), default=0.0) for i in (0, 1)]
+    for y, line in enumerate(text):
+        for x, ((left, right), words) in enumerate(zip(_COLUMNS, line, strict=True)):
+            label = y == 0 or x == 0
+            fill = _LABEL_FILL if label else _VALUE_FILL
+            _box(ax, left, right - left, y + 0.04, 0.92, colour=fill)
+            cell = None if label else grid.rows[y - 1].cells[x - 1]
+            if cell is not None and peaks[x - 1] > 0:
+                meter = (right - left) * cell.mb_s / peaks[x - 1]
+                _box(ax, left, meter, y + 0.8, 0.16, colour=_METER_FILL)
+            ax.text((left + right) / 2, y + 0.46, words, ha="center", va="center",
+                    fontsize="x-small", color="white" if label else "black")  # fmt: skip
+
+
+def _box(ax: Axes, left: float, width: float, top: float, height: float, *, colour: str) -> None:
+    """A box inside a grid cell, a small gap left and right."""
+    ax.add_patch(Rectangle((left + 0.005, top), max(width - 0.01, 0.0), height, facecolor=colour))
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar: a workload group ('SEQ 128KiB QD1 sync'), what it is (a device) and MiB/s."""
+
+    group: str
+    label: str
+    mib_s: float
+
+
+def mib_bars(bars: Sequence[Bar], title: str) -> Figure:
+    """Horizontal MiB/s bars, one panel per group, fastest on top (seed 000's bar charts)."""
+    groups = list(dict.fromkeys(bar.group for bar in bars))
+    most = max((sum(1 for b in bars if b.group == g) for g in groups), default=1)
+    fig = Figure(figsize=(6.4, 0.9 + len(groups) * (0.5 + 0.32 * most)))
+    for index, group in enumerate(groups, start=1):
+        ax = fig.add_subplot(len(groups), 1, index)
+        chosen = sorted((b for b in bars if b.group == group), key=lambda b: b.mib_s)
+        drawn = ax.barh([b.label for b in chosen], [b.mib_s for b in chosen], color=PALETTE[0])
+        ax.bar_label(drawn, fmt="%.2f", fontsize="x-small", padding=2)
+        ax.set_title(group, fontsize="small")
+        ax.set_xlabel("MiB/s")
+        ax.set_xlim(0, max(b.mib_s for b in chosen) * 1.2 or 1.0)
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,184 @@
+"""Percentile and tail latency of QD1 workloads: distribution, nines plot and table (METHOD §4.5).
+
+A workload's sample is fio's completion-latency histogram (``json+`` bins) with
+all its directions merged: the 70 % read workload is judged on all its I/Os,
+as seed 000's table does.  Percentiles are read off the histogram exactly as
+fio does (:func:`pytest_ssd.fio.results.percentiles_from_bins`); one the sample
+cannot resolve (fewer than 1 / (1 − p) I/Os) is shown as "n/r".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from pytest_ssd.errors import ParseError
+from pytest_ssd.fio.results import JobResult, Percentile, percentiles_from_bins
+from pytest_ssd.report.figures import NINES, PALETTE, nines_x
+
+#: the table's rows: one nine to five nines (seed 000)
+TABLE_NINES = (90.0, 99.0, 99.9, 99.99, 99.999)
+NOT_RESOLVED = "n/r"
+#: the tail plot starts here
+TAIL_FROM = 90.0
+
+
+@dataclass(frozen=True, eq=False)
+class LatencySample:
+    """One workload's completion latencies: histogram buckets (ns, ascending) and their counts."""
+
+    label: str
+    iops: float
+    values_ns: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, label: str, result: JobResult) -> LatencySample:
+        """All directions of a fio job merged; IOPS is the sum over directions.
+
+        Raises :class:`ParseError` when a direction has no bins (fio ran without ``json+``).
+        """
+        pairs: list[tuple[int, int]] = []
+        for name, direction in sorted(result.directions.items()):
+            if direction.clat is None or not direction.clat.bins:
+                raise ParseError(f"fio job {result.name} {name}: no clat bins (needs json+)")
+            pairs.extend(direction.clat.bins)
+        if not pairs:
+            raise ParseError(f"fio job {result.name} did no I/O: no latency sample")
+        raw = np.array(pairs, dtype=np.int64)
+        values, inverse = np.unique(raw[:, 0], return_inverse=True)
+        counts = np.zeros(len(values), dtype=np.int64)
+        np.add.at(counts, inverse, raw[:, 1])
+        iops = sum(d.iops for d in result.directions.values())
+        return cls(label, iops, values, counts)
+
+    @property
+    def total(self) -> int:
+        """I/Os in the sample."""
+        return int(self.counts.sum())
+
+    def percentiles(self, ps: Sequence[float]) -> tuple[Percentile, ...]:
+        """Percentiles *ps* with fio's rule, each marked resolved or not."""
+        bins = list(zip(self.values_ns.tolist(), self.counts.tolist(), strict=True))
+        return percentiles_from_bins(bins, ps)
+
+    def cdf(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """(latency µs, % of I/Os at or below it) per bucket: the distribution's steps."""
+        share = np.cumsum(self.counts) * 100.0 / self.total
+        return self.values_ns / 1000.0, share
+
+
+def format_latency(p: Percentile) -> str:
+    """'43.62 µs', or 'n/r' when the sample cannot resolve the percentile."""
+    return f"{p.ns / 1000:,.2f} µs" if p.resolved else NOT_RESOLVED
+
+
+@dataclass(frozen=True)
+class TailTable:
+    """Percentiles per workload: ``cells[w][i]`` is workload w's percentile ``nines[i]``."""
+
+    nines: tuple[float, ...]
+    columns: tuple[str, ...]
+    cells: tuple[tuple[Percentile, ...], ...]
+
+    def rows(self) -> list[list[str]]:
+        """The table as text, header first: ``[["Percentile", "RND read", ...], ["90%", ...]]``."""
+        table = [["Percentile", *self.columns]]
+        for i, p in enumerate(self.nines):
+            table.append([f"{p:g}%", *(format_latency(column[i]) for column in self.cells)])
+        return table
+
+    def values(self) -> dict[str, float | None]:
+        """``{"RND read.p99.9_us": 38.75, ...}``, None where not resolved (for ``ssd.derive``)."""
+        return {
+            f"{name}.p{p.p:g}_us": p.ns / 1000 if p.resolved else None
+            for name, column in zip(self.columns, self.cells, strict=True)
+            for p in column
+        }
+
+
+def tail_table(samples: Sequence[LatencySample], nines: Sequence[float] = TABLE_NINES) -> TailTable:
+    """The percentiles *nines* of every sample."""
+    return TailTable(
+        tuple(nines), tuple(s.label for s in samples), tuple(s.percentiles(nines) for s in samples)
+    )
+
+
+def _legend(sample: LatencySample) -> str:
+    return f"{sample.label} ({sample.iops:,.0f} IOPS)"
+
+
+def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
+    """The whole latency distribution: x = latency (µs, log), y = percentile of I/Os."""
+    fig = Figure(figsize=(6.4, 3.8))
+    ax = fig.add_subplot()
+    for index, sample in enumerate(samples):
+        xs, ys = sample.cdf()
+        ax.step(np.concatenate(([xs[0]], xs)), np.concatenate(([0.0], ys)), where="post",
+                color=PALETTE[index % len(PALETTE)], label=_legend(sample))  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("completion latency (µs)")
+    ax.set_ylabel("percentile (%)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def tail(samples: Sequence[LatencySample], table: TailTable, title: str) -> Figure:
+    """The tail from 90 % on a nines axis (y = 1 / (1 − p)), and the table under it.
+
+    The slowest I/O is drawn at 1 − 1/N, the highest percentile N I/Os resolve.
+    The table's percentiles are marked: filled when resolved, hollow when not.
+    """
+    fig = Figure(figsize=(6.4, 6.2))
+    ax, below = fig.subplots(2, 1, gridspec_kw={"height_ratios": (3, 1.3)})
+    top = TAIL_FROM
+    for index, (sample, column) in enumerate(zip(samples, table.cells, strict=True)):
+        colour = PALETTE[index % len(PALETTE)]
+        xs, shares = sample.cdf()
+        limit = 100.0 * (1 - 1 / sample.total)
+        start = int(np.searchsorted(shares, TAIL_FROM))
+        ys = [nines_x(min(share, limit)) for share in shares[start:]]
+        ax.step(xs[start:], ys, where="post", color=colour, label=_legend(sample))
+        for p in column:
+            ax.scatter(p.ns / 1000, nines_x(p.p), s=22, zorder=3, edgecolors=colour,
+                       facecolors=colour if p.resolved else "white")  # fmt: skip
+        top = max(top, limit, *(p.p for p in column))
+    _nines_axis(ax, top)
+    ax.set_xscale("log")
+    ax.set_xlabel("completion latency (µs)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right", title="hollow: not resolved by the sample",
+              title_fontsize="x-small")  # fmt: skip
+    _table(below, table)
+    fig.tight_layout()
+    return fig
+
+
+def _nines_axis(ax: Axes, top: float) -> None:
+    ax.set_yscale("log")
+    ticks = [p for p in NINES if p <= top]
+    ax.yaxis.set_major_locator(FixedLocator([nines_x(p) for p in ticks]))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_yticklabels([f"{p:g}" for p in ticks])
+    ax.set_ylim(nines_x(TAIL_FROM) * 0.9, nines_x(top) * 1.3)
+    ax.set_ylabel("percentile (%)")
+
+
+def _table(ax: Axes, table: TailTable) -> None:
+    ax.set_axis_off()
+    header, *body = table.rows()
+    drawn = ax.table(cellText=body, colLabels=header, loc="center", cellLoc="center")
+    drawn.auto_set_font_size(False)
+    drawn.set_fontsize(8)
+    drawn.scale(1.0, 1.2)

@@ -1,0 +1,120 @@
+"""Graphs of low-QD performance by read/write ratio (METHOD §4.4, seed 000/001).
+
+Throughput in MiB/s (the seed's unit outside the latency graphs) with IOPS on a
+second axis; x is the read share.  Per drive: one curve per QD with the spread of
+its repetitions, and the weighted curve.  Across drives: the weighted curves and
+the ranking by their means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from pytest_ssd.analysis.lowqd import WEIGHTS, RatioMatrix, ranking
+from pytest_ssd.fio.job import format_bytes
+from pytest_ssd.report.figures import PALETTE
+
+
+def weights_label() -> str:
+    """'QD1 70 %, QD2 20 %, QD4 10 %'."""
+    return ", ".join(f"QD{qd} {weight:.0%}".replace("%", " %") for qd, weight in WEIGHTS.items())
+
+
+def _iops_axis(ax: Axes, iops_per_mib_s: float) -> None:
+    def forward(mib_s: npt.ArrayLike) -> npt.ArrayLike:
+        return np.multiply(mib_s, iops_per_mib_s)
+
+    def inverse(iops: npt.ArrayLike) -> npt.ArrayLike:
+        return np.divide(iops, iops_per_mib_s)
+
+    ax.secondary_yaxis("right", functions=(forward, inverse)).set_ylabel("IOPS")
+
+
+def _shares_axis(ax: Axes, shares: tuple[int, ...]) -> None:
+    ax.set_xticks(list(shares))
+    ax.set_xlim(min(shares) - 3, max(shares) + 3)
+    ax.set_xlabel("read share (%)")
+    ax.set_ylabel("MiB/s (read + write)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+
+
+def _legend_below(ax: Axes) -> None:
+    """Below the axes: the curves of a ratio plot fill its whole width."""
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+
+
+def _title(matrix: RatioMatrix) -> str:
+    return f"{matrix.pattern.upper()} {format_bytes(matrix.block_size)}"
+
+
+def ratio_curves(matrix: RatioMatrix, device: str = "") -> Figure:
+    """One curve per QD (trimmed means, band from the slowest to the fastest repetition)
+    and the weighted curve, dashed, its mean in the legend."""
+    fig = Figure(figsize=(7.2, 4.0))
+    ax = fig.add_subplot()
+    shares = np.array(matrix.read_shares)
+    trimmed = matrix.trimmed
+    for index, qd in enumerate(matrix.queue_depths):
+        colour = PALETTE[index % len(PALETTE)]
+        runs = matrix.samples[index]
+        ax.fill_between(shares, runs.min(axis=1), runs.max(axis=1), color=colour, alpha=0.15)
+        ax.plot(shares, trimmed[index], color=colour, marker="o", ms=4, label=f"QD{qd}")
+    weighted = matrix.weighted()
+    ax.plot(
+        shares, weighted, color="black", linestyle="--", marker="s", ms=3,
+        label=f"weighted ({weights_label()}): mean {weighted.mean():,.1f} MiB/s",
+    )  # fmt: skip
+    _shares_axis(ax, matrix.read_shares)
+    _iops_axis(ax, matrix.iops_per_mib_s)
+    repetitions = matrix.samples.shape[2]
+    ax.set_title(
+        f"{_title(matrix)} low QD by read share{f' — {device}' if device else ''}\n"
+        f"mean of {repetitions} runs without the max and the min; band: all runs",
+        fontsize="medium",
+    )
+    _legend_below(ax)
+    return fig
+
+
+def weighted_curves(matrices: Mapping[str, RatioMatrix]) -> Figure:
+    """The weighted curve of every drive, best score first in the legend."""
+    fig = Figure(figsize=(7.2, 4.0))
+    ax = fig.add_subplot()
+    scores = {device: matrix.score() for device, matrix in matrices.items()}
+    first = next(iter(matrices.values()))
+    for index, ranked in enumerate(ranking(scores)):
+        matrix = matrices[ranked.device]
+        ax.plot(
+            matrix.read_shares, matrix.weighted(), color=PALETTE[index % len(PALETTE)],
+            marker="o", ms=4, label=f"{ranked.place}. {ranked.device}: {ranked.score:,.1f} MiB/s",
+        )  # fmt: skip
+    _shares_axis(ax, first.read_shares)
+    _iops_axis(ax, first.iops_per_mib_s)
+    ax.set_title(f"{_title(first)} weighted low-QD curve ({weights_label()})", fontsize="medium")
+    _legend_below(ax)
+    return fig
+
+
+def ranking_bars(scores: Mapping[str, float], title: str) -> Figure:
+    """Drives ranked by their score (MiB/s), best on top."""
+    ranked = ranking(scores)
+    fig = Figure(figsize=(6.4, 0.9 + 0.4 * len(ranked)))
+    ax = fig.add_subplot()
+    ys = np.arange(len(ranked))[::-1]
+    bars = ax.barh(
+        ys, [r.score for r in ranked],
+        color=[PALETTE[i % len(PALETTE)] for i in range(len(ranked))],
+    )  # fmt: skip
+    ax.bar_label(bars, fmt="%.1f", fontsize="small", padding=2)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([f"{r.place}. {r.device}" for r in ranked])
+    ax.set_xlabel("mean of the weighted curve (MiB/s)")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig

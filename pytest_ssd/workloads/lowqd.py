@@ -1,0 +1,213 @@
+"""Low-QD performance by read/write ratio as data (METHOD §4.4, seed 000).
+
+The matrix: read share 0 … 100 % in steps of 10 × QD 1, 2, 4, for SEQ 128 KiB in
+the cSSD SEQ region and RND 4 KiB in the RND region; every point repeated 5
+times (the analysis drops the max and the min and averages the rest).
+
+How "128MiB *3" and "4MiB *160" map to fio (seed 000: "각 128MiB *3의 작업",
+"각 4MiB *160의 작업", each point does work of 128 MiB × 3 / 4 MiB × 160): the
+product is the amount of I/O of one point, moved by one amount-based fio job
+(``io_size``), reads and writes together.  Not ``size=4MiB, loops=160``:
+the seed has the test access its preconditioned region exactly as the sync
+test does, and there RND is "완전히 랜덤" (fully random) over the whole RND region,
+not 1,024 blocks of one 4 MiB span hit 160 times (which a drive would serve
+from its mapping cache).  And the seed extracts its percentile-latency graphs
+from these runs: 160 × 4 MiB = 163,840 I/Os of 4 KiB, just over the 10^5 one
+sample needs to resolve five nines — the amount is one sample, not 160.
+
+* RND: each job runs over the whole RND region, ``io_size`` = 160 × 4 MiB.
+  Repetition *n* of every point uses fio seed ``FIRST_SEED + n``: the five
+  repetitions sample different LBAs and read/write sequences (five runs of a
+  tool would), and the whole matrix stays reproducible.
+* SEQ: each job reads/writes its own slice of 3 × 128 MiB of the SEQ region,
+  slices taken in turn in run order (wrapping round on a small region).  With
+  one fixed start every point would re-read what the points before it had just
+  written (from the drive's SLC cache); in turn, every point reads data as
+  the preconditioning left it.  fio's sequential mix keeps one position per
+  direction, so reads and writes both run from the slice's start.
+* Run order: repetition by repetition (a sweep over all points each), QD
+  ascending, read share ascending within a QD: a slow drift of the drive
+  (cache filling, heat) spreads over all points instead of over one point's
+  repetitions, and the trimmed mean takes the outliers out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_ssd.analysis.lowqd import RatioMatrix
+from pytest_ssd.errors import ConfigError
+from pytest_ssd.fio.job import FioJob, Pattern, format_bytes
+from pytest_ssd.fio.results import JobResult
+from pytest_ssd.state.layout import Region
+
+KiB, MiB = 1 << 10, 1 << 20
+PATTERNS: tuple[Pattern, ...] = ("seq", "rnd")
+#: block size per pattern (seed 000: SEQ 128 KiB, RND 4 KiB)
+BLOCK_SIZES: dict[Pattern, int] = {"seq": 128 * KiB, "rnd": 4 * KiB}
+#: fio's randseed of repetition 0; repetition n uses FIRST_SEED + n
+FIRST_SEED = 1
+
+
+@dataclass(frozen=True)
+class Amount:
+    """An amount of I/O the way seed 000 writes it: *count* × *chunk* bytes."""
+
+    chunk: int
+    count: int
+
+    @property
+    def total(self) -> int:
+        """Bytes one point moves, reads and writes together (fio's ``io_size``)."""
+        return self.chunk * self.count
+
+    def describe(self) -> str:
+        """'3 × 128MiB'."""
+        return f"{self.count} × {format_bytes(self.chunk)}"
+
+
+@dataclass(frozen=True)
+class LowQdPlan:
+    """The matrix and its amounts under one profile."""
+
+    read_shares: tuple[int, ...]
+    queue_depths: tuple[int, ...]
+    repetitions: int
+    seq: Amount
+    rnd: Amount
+
+    def __post_init__(self) -> None:
+        if self.repetitions < 3:
+            raise ConfigError(
+                f"low-QD plan: {self.repetitions} repetitions; dropping the max and the min "
+                "needs at least 3"
+            )
+        if any(not 0 <= share <= 100 for share in self.read_shares) or not self.read_shares:
+            raise ConfigError(f"low-QD plan: read shares {self.read_shares} must be 0..100")
+
+    def amount(self, pattern: Pattern) -> Amount:
+        """The amount of one point of *pattern*."""
+        return self.seq if pattern == "seq" else self.rnd
+
+    @property
+    def points(self) -> int:
+        """Jobs per pattern: shares × queue depths × repetitions."""
+        return len(self.read_shares) * len(self.queue_depths) * self.repetitions
+
+
+#: full: seed 000 verbatim.  quick (scratch, CI): every job boundary costs fio about 0.3 s
+#: (its scheduler polls every 100 ms, stonewalled job or new process alike), so the quick
+#: matrix keeps the three QDs the weights need, the ends and the middle of the read
+#: shares, and the fewest repetitions a drop-max-and-min mean allows: 27 jobs a test.
+#: Amounts keep the seed's counts with smaller chunks: RND 160 × 16 KiB = 640 I/Os (p99
+#: resolved), SEQ 3 × 8 MiB = 192 I/Os; a test takes 9-12 s on a 1 GiB scratch device.
+PLANS: dict[str, LowQdPlan] = {
+    "full": LowQdPlan(
+        read_shares=tuple(range(0, 101, 10)), queue_depths=(1, 2, 4), repetitions=5,
+        seq=Amount(128 * MiB, 3), rnd=Amount(4 * MiB, 160),
+    ),
+    "quick": LowQdPlan(
+        read_shares=(0, 50, 100), queue_depths=(1, 2, 4), repetitions=3,
+        seq=Amount(8 * MiB, 3), rnd=Amount(16 * KiB, 160),
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Point:
+    """One cell of the matrix and one of its repetitions (0-based)."""
+
+    queue_depth: int
+    read_pct: int
+    repetition: int
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """A fio job and the point of the matrix it measures."""
+
+    point: Point
+    job: FioJob
+
+
+def job_name(pattern: Pattern, point: Point) -> str:
+    """'rnd-q1-r070-n2': pattern, QD, read share, repetition."""
+    return f"{pattern}-q{point.queue_depth}-r{point.read_pct:03d}-n{point.repetition}"
+
+
+def points(plan: LowQdPlan) -> tuple[Point, ...]:
+    """Every point in run order: repetition, then QD, then read share."""
+    return tuple(
+        Point(qd, share, rep)
+        for rep in range(plan.repetitions)
+        for qd in plan.queue_depths
+        for share in plan.read_shares
+    )
+
+
+def _spans(pattern: Pattern, region: Region, amount: int, count: int) -> list[tuple[int, int]]:
+    """(offset, size) of each job: the whole region for RND, slices in turn for SEQ."""
+    if pattern == "rnd" or region.size < 2 * amount:
+        return [(region.offset, region.size)] * count
+    slices = region.size // amount
+    return [(region.offset + (index % slices) * amount, amount) for index in range(count)]
+
+
+def plan_jobs(pattern: Pattern, region: Region, plan: LowQdPlan) -> tuple[PlannedJob, ...]:
+    """The matrix of *pattern* on *region* as amount-based fio jobs, in run order."""
+    block = BLOCK_SIZES[pattern]
+    amount = plan.amount(pattern).total
+    if region.size < block or amount % block:
+        raise ConfigError(
+            f"low-QD {pattern}: region {region.describe()} or amount {format_bytes(amount)} "
+            f"does not fit {format_bytes(block)} blocks"
+        )
+    order = points(plan)
+    spans = _spans(pattern, region, amount, len(order))
+    return tuple(
+        PlannedJob(
+            point,
+            FioJob(
+                name=job_name(pattern, point),
+                pattern=pattern,
+                block_size=block,
+                iodepth=point.queue_depth,
+                read_pct=point.read_pct,
+                offset=offset,
+                size=size,
+                io_bytes=amount,
+                extra=(("randseed", str(FIRST_SEED + point.repetition)),),
+            ),
+        )
+        for point, (offset, size) in zip(order, spans, strict=True)
+    )
+
+
+def throughput_mib_s(result: JobResult) -> float:
+    """Reads and writes together: the sum of fio's per-direction bandwidths, MiB/s."""
+    moved = [d.bw_bytes_s for name, d in result.directions.items() if name in ("read", "write")]
+    return sum(moved) / MiB
+
+
+def ratio_matrix(
+    pattern: Pattern,
+    plan: LowQdPlan,
+    planned: Sequence[PlannedJob],
+    result: Callable[[FioJob], JobResult],
+) -> RatioMatrix:
+    """The measured matrix: *result* gives each planned job's fio result (``run.result``)."""
+    samples = np.full((len(plan.queue_depths), len(plan.read_shares), plan.repetitions), np.nan)
+    for item in planned:
+        point = item.point
+        where = (
+            plan.queue_depths.index(point.queue_depth),
+            plan.read_shares.index(point.read_pct),
+            point.repetition,
+        )
+        samples[where] = throughput_mib_s(result(item.job))
+    if np.isnan(samples).any():
+        raise ConfigError(f"low-QD {pattern}: {int(np.isnan(samples).sum())} points not measured")
+    return RatioMatrix(pattern, BLOCK_SIZES[pattern], plan.read_shares, plan.queue_depths, samples)

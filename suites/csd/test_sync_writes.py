@@ -1,0 +1,43 @@
+"""Sync writes: fsync after every write, QD1, in the cssd regions (METHOD §4.3).
+
+SEQ 128 KiB inside the SEQ region and RND 4 KiB anywhere in the RND region, a
+fixed amount each (1 GiB in full, as seed 000; seed 001 used 500 MiB), in both
+cssd rounds.  A drive without power-loss protection must commit every write
+to flash before the sync returns: the MiB/s show what its firmware makes of it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ssd import SsdBench
+from pytest_ssd.report.grid import Bar, mib_bars
+from pytest_ssd.workloads.csd import CSSD_ROUNDS
+from pytest_ssd.workloads.profiles import SYNC_SIZE, sync_jobs
+
+
+@pytest.mark.parametrize("phase", CSSD_ROUNDS)
+def test_sync_writes(ssd: SsdBench, phase: int) -> None:
+    size = SYNC_SIZE[ssd.profile.name]
+    seq, rnd = ssd.region("seq"), ssd.region("rnd")
+    jobs = sync_jobs(size, seq, rnd)
+
+    run = ssd.run(*jobs)
+
+    bars: list[Bar] = []
+    values: dict[str, object] = {"amount": size.amount}
+    for job, region in zip(jobs, (seq, rnd), strict=True):
+        result = run.result(job)
+        assert set(result.directions) == {"write"}, "sync workloads only write"
+        done = result.directions["write"]
+        assert done.io_bytes == size.amount, "runs by amount: every byte asked for"
+        assert done.total_ios == size.amount // job.block_size
+        assert result.options["fsync"] == "1", "fio synced after every write"
+        assert (result.options["offset"], result.options["size"]) == (
+            str(region.offset), str(region.size)), "inside the region"  # fmt: skip
+        bars.append(Bar(job.label.removesuffix(" write") + " + fsync", ssd.dut.id, done.bw_mib_s))
+        values[f"{job.name}.mib_s"] = done.bw_mib_s
+        values[f"{job.name}.iops"] = done.iops
+
+    ssd.derive("sync-writes", values)
+    ssd.figure(mib_bars(bars, f"sync writes, cssd round {phase}"), f"sync writes cssd-{phase}")

@@ -1,0 +1,40 @@
+"""suites/csd end to end on a small scratch device (quick profile): the whole consumer flow."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from tests.e2e.conftest import REPO, attached_loops
+
+CSD = REPO / "suites" / "csd"
+FIGURES = (
+    "fill bandwidth vs written", "fill bandwidth vs time", "fill latency vs time",
+    "fill mean bandwidth", "fill speed profile", "fill speed histogram", "read speed profile",
+    "read speed histogram", "latency cssd-1", "tail latency cssd-2", "quick profiles fob-1",
+    "quick profiles used75-2", "sync writes cssd-1", "seq low QD by read share, cssd round 2",
+    "rnd weighted low QD, round 1",
+)  # fmt: skip
+
+
+def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None:
+    run = run_ssd("--dut=scratch:1G", suite=CSD, timeout=900)
+    run.result.assert_outcomes(passed=14)
+    data = run.results()
+    flow = [(t["source"], t["target"]) for t in data["transitions"]]
+    # purge -> FOB profiles -> cssd -> measure -> purge -> fill -> RND + trim -> measure again
+    assert flow == [("fob", "cssd"), ("cssd", "fob"), ("filled", "cssd"), ("cssd", "used75")]
+    assert [s["kind"] for s in data["transitions"][2]["steps"] if s["kind"] != "idle"] == [
+        "fio", "discard",
+    ], "after the fill drive, cssd needs only the RND and trim steps"  # fmt: skip
+    derived = Counter(d["name"] for d in data["derived"])
+    assert derived == {
+        "cdm-default": 4, "cdm-nvme": 4, "tail-latency": 2, "lowqd-seq": 2, "lowqd-rnd": 2,
+        "sync-writes": 2, "fill": 1, "fill-speed": 1, "speed-read": 1,
+    }  # fmt: skip
+    fill = next(d["values"] for d in data["derived"] if d["name"] == "fill")
+    assert "cache" in str(fill) and "mean" in str(fill)
+    html = (run.run_dir / "report.html").read_text()
+    missing = [title for title in FIGURES if title not in html]
+    assert not missing, missing
+    assert str(run.report_dir) not in attached_loops()
