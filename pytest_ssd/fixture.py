@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from pytest_ssd.session import Dut, SsdSession
 from pytest_ssd.state.keeper import TRANSITION_PROPERTY
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
-from pytest_ssd.state.profile import Profile
+from pytest_ssd.state.profile import RESTING_STATES, Profile
 from pytest_ssd.state.tracker import Need
 
 FIGURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
@@ -72,6 +73,9 @@ class SsdBench:
         if self.dut.readonly and keeper.plan(need):
             pytest.skip(f"--ssd-readonly: reaching state {need.state} writes to {self.dut.path}")
         transition, self.layout = keeper.bring(need, self.node.nodeid)
+        if transition is None and need.state.name in RESTING_STATES and keeper.used:
+            time.sleep(self.profile.seconds(self.profile.idle.between_tests_s))
+        keeper.used = True
         if transition is not None and transition.purges:
             self.dut.written = 0  # the prefix a prefill wrote is gone
         if transition is not None:

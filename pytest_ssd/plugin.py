@@ -57,7 +57,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--ssd-idle", dest="ssd_idle", action="append", type=idle_option, metavar="NAME=SECONDS",
         help="set one of the method's idle periods (full-profile seconds; quick divides them):"
-        " after-purge (900), between-steps (300), fill-gap (300); may repeat",
+        " after-purge (900), between-steps (300), fill-gap (300), between-tests (60); may repeat",
     )  # fmt: skip
     group.addoption(
         "--ssd-purge", dest="ssd_purge", default=None, type=_purge_method, metavar="METHOD",

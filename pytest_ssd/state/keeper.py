@@ -114,6 +114,8 @@ class StateKeeper:
     #: where progress of long steps goes (the terminal); None: a progress.log per step
     progress: Write | None = None
     transitions: int = 0
+    #: a test has used the device (the consumer flow rests before the next measurement)
+    used: bool = False
 
     @property
     def context(self) -> Context:

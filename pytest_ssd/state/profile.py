@@ -29,6 +29,8 @@ class Idle:
     between_steps_s: float = 300.0
     #: fill drive: the rest between the two 100 % passes (choice: 5 minutes)
     fill_gap_s: float = 300.0
+    #: consumer flow: rest before each measurement (seed 000: "generous"; choice: 1 minute)
+    between_tests_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,9 @@ class Profile:
 
 #: --ssd-idle names -> Idle fields
 IDLE_NAMES = {"after-purge": "after_purge_s", "between-steps": "between_steps_s",
-              "fill-gap": "fill_gap_s"}  # fmt: skip
+              "fill-gap": "fill_gap_s", "between-tests": "between_tests_s"}  # fmt: skip
+#: states of the consumer flow, which rests between measurements (the enterprise flow does not)
+RESTING_STATES = ("fob", "filled", "cssd", "used75")
 
 
 def idle_option(text: str) -> tuple[str, float]:
