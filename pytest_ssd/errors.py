@@ -38,3 +38,17 @@ class ParseError(SsdError):
 
 class PurgeError(SsdError):
     """A purge cannot run on the device, its tool failed, or the read-back check failed."""
+
+
+class DatasheetError(ConfigError):
+    """A datasheet file is malformed or contradicts itself.
+
+    Carries the file, where in it (``line 5`` or a key path such as
+    ``specs[3].metric``) and what is wrong; ``str()`` is the one-line message.
+    """
+
+    def __init__(self, path: str, where: str, problem: str) -> None:
+        super().__init__(f"{path}: {where}: {problem}")
+        self.path = path
+        self.where = where
+        self.problem = problem
