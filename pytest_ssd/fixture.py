@@ -17,8 +17,15 @@ from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.report import figures
-from pytest_ssd.results.record import DERIVED_PROPERTY, PROPERTY, Measurement, iso
+from pytest_ssd.results.record import (
+    DERIVED_PROPERTY,
+    PROPERTY,
+    SPEC_PROPERTY,
+    Measurement,
+    iso,
+)
 from pytest_ssd.session import Dut, SsdSession
+from pytest_ssd.specs import Datasheet, Quantity, SpecCheck, SpecLine, Verdict
 from pytest_ssd.state.keeper import TRANSITION_PROPERTY
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
@@ -158,6 +165,32 @@ class SsdBench:
         """Record a plain property on the test (shows in junitxml and the report)."""
         text = json.dumps(value) if isinstance(value, dict | list) else value
         self.node.user_properties.append((key, text))
+
+    @property
+    def datasheet(self) -> Datasheet | None:
+        """The datasheet this device is checked against (``--datasheet`` or a match)."""
+        return self.session.datasheets.get(self.dut.id)
+
+    def spec(self, line_id: str) -> SpecLine | None:
+        """A line of the device's datasheet by id, or None (no datasheet, or no such line)."""
+        sheet = self.datasheet
+        return next((line for line in sheet.specs if line.id == line_id), None) if sheet else None
+
+    def check_spec(self, line: SpecLine, measured: Quantity | float) -> Verdict:
+        """Check *measured* against *line*; the verdict goes to the conformance table."""
+        verdict = SpecCheck(line).evaluate(measured)
+        sheet = self.datasheet
+        row = {"test": self.node.nodeid, "device": self.dut.id,
+               "datasheet": str(sheet.path) if sheet else None, **verdict.as_dict()}  # fmt: skip
+        self.node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
+        return verdict
+
+    def assert_meets_spec(self, line_id: str, measured: Quantity | float) -> None:
+        """Fail with the ratio message when the datasheet has *line_id* and it is not met."""
+        line = self.spec(line_id)
+        if line is not None:
+            verdict = self.check_spec(line, measured)
+            assert verdict.met, verdict.message
 
     def derive(self, name: str, values: dict[str, Any]) -> None:
         """Record metrics derived from measurements (cache size, trimmed means ...).

@@ -21,6 +21,7 @@ from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.report.html import HtmlReport, terminal_lines
 from pytest_ssd.results.collector import RunRecorder
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
+from pytest_ssd.specs.params import SPEC_FIXTURE, spec_params
 from pytest_ssd.state import plan
 from pytest_ssd.state.overview import plan_lines
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
@@ -53,6 +54,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--ssd-profile", dest="ssd_profile", default=None, type=_profile,
         help="full: the method verbatim; quick: the same steps scaled down (durations / 300,"
         " states on the first 16 GiB). Default: quick on scratch devices, full on real ones",
+    )  # fmt: skip
+    group.addoption(
+        "--datasheet", dest="ssd_datasheet", action="append", metavar="FILE",
+        help="check measurements against this TOML datasheet (one for all devices, or one per"
+        " --dut in order); the drive it names must match unless --datasheet-force",
+    )  # fmt: skip
+    group.addoption(
+        "--datasheet-dir", dest="ssd_datasheet_dir", action="append", metavar="DIR",
+        help="look for a matching datasheet here (may repeat; the shipped datasheets/ last)",
+    )  # fmt: skip
+    group.addoption(
+        "--datasheet-force", dest="ssd_datasheet_force", action="store_true",
+        help="use --datasheet files even when their drive does not match the device",
     )  # fmt: skip
     group.addoption(
         "--ssd-idle", dest="ssd_idle", action="append", type=idle_option, metavar="NAME=SECONDS",
@@ -177,9 +191,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     session = metafunc.config.stash.get(SESSION_KEY, None)
-    if "dut" in metafunc.fixturenames and session is not None:
-        ids = session.dut_ids
-        metafunc.parametrize("dut", ids, ids=ids, indirect=True)
+    if "dut" not in metafunc.fixturenames or session is None:
+        return
+    if SPEC_FIXTURE in metafunc.fixturenames:  # one test per device and spec line
+        try:
+            params = spec_params(session)
+        except SsdError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        metafunc.parametrize(("dut", SPEC_FIXTURE), params, indirect=["dut"])
+        return
+    ids = session.dut_ids
+    metafunc.parametrize("dut", ids, ids=ids, indirect=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers

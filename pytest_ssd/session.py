@@ -26,6 +26,9 @@ from pytest_ssd.errors import DeviceError
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.proc import which
 from pytest_ssd.results import ResultsStore, runinfo
+from pytest_ssd.specs.load import load_datasheet
+from pytest_ssd.specs.model import Datasheet
+from pytest_ssd.specs.selection import DatasheetOptions, assign, load_candidates, load_given
 from pytest_ssd.state.keeper import StateKeeper
 from pytest_ssd.state.profile import Profile, profile_for
 from pytest_ssd.state.progress import Write
@@ -59,6 +62,7 @@ class Options:
     profile: str | None
     purge: str | None
     idle: tuple[tuple[str, float], ...] = ()
+    datasheets: DatasheetOptions = field(default_factory=DatasheetOptions)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -73,6 +77,11 @@ class Options:
             profile=config.getoption("ssd_profile"),
             purge=config.getoption("ssd_purge"),
             idle=tuple(config.getoption("ssd_idle") or ()),
+            datasheets=DatasheetOptions(
+                files=tuple(Path(p) for p in config.getoption("ssd_datasheet") or ()),
+                dirs=tuple(Path(p) for p in config.getoption("ssd_datasheet_dir") or ()),
+                force=bool(config.getoption("ssd_datasheet_force")),
+            ),
         )
 
 
@@ -116,6 +125,8 @@ class SsdSession:
     store: ResultsStore | None = None
     keepers: dict[str, StateKeeper] = field(default_factory=dict)
     progress: Write | None = None
+    #: device id -> the datasheet its measurements are checked against
+    datasheets: dict[str, Datasheet] = field(default_factory=dict)
 
     @property
     def dut_ids(self) -> list[str]:
@@ -136,6 +147,8 @@ class SsdSession:
             session.duts[item["id"]] = Dut(
                 item["id"], path, identify(path), item["scratch"], item["readonly"], item["note"]
             )
+        for dut_id, sheet in data.get("datasheets", {}).items():
+            session.datasheets[dut_id] = load_datasheet(sheet)
         return session
 
     def workerinput(self) -> dict[str, Any]:
@@ -144,11 +157,18 @@ class SsdSession:
              "note": d.note}
             for d in self.duts.values()
         ]  # fmt: skip
-        return {"run_id": self.run_id, "run_dir": str(self.run_dir), "duts": duts}
+        sheets = {dut_id: str(d.path) for dut_id, d in self.datasheets.items()}
+        return {"run_id": self.run_id, "run_dir": str(self.run_dir), "duts": duts,
+                "datasheets": sheets}  # fmt: skip
 
     def open(self, args: list[str]) -> None:
-        """Create the run folder, attach scratch devices, identify and guard every device."""
+        """Create the run folder, attach scratch devices, identify and guard every device.
+
+        Datasheets are read first: a bad one stops the run before a device is touched.
+        """
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
+        given = load_given(self.options.datasheets, len(self.options.duts))
+        candidates = () if given else load_candidates(self.options.datasheets)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._link_latest()
         self.store = ResultsStore(self.run_dir, self.run_id, runinfo.collect(args))
@@ -158,7 +178,13 @@ class SsdSession:
             dut = self._resolve(dut_id, spec, len(self.scratch))
             dut.summary = summarize(dut.identity)
             self.duts[dut_id] = dut
-            self.store.add_device(dut_id, dut.describe())
+        identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
+        force = self.options.datasheets.force
+        self.datasheets = assign(identities, given, candidates, force)
+        for dut_id, dut in self.duts.items():
+            sheet = self.datasheets.get(dut_id)
+            description = {**dut.describe(), "datasheet": str(sheet.path) if sheet else None}
+            self.store.add_device(dut_id, description)
 
     def _resolve(self, dut_id: str, spec: DutSpec, index: int) -> Dut:
         if spec.scratch_size is not None:

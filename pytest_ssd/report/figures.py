@@ -102,10 +102,14 @@ def latency_percentiles(measurement: Measurement) -> Figure:
 
 def workload_bars(measurements: Sequence[Measurement], devices: Sequence[str]) -> Figure:
     """One bar per workload and device: SEQ in MiB/s, RND in k-IOPS (the four-corner view)."""
-    fig = Figure(figsize=(8.0, 3.8))
-    panels = (("seq", "MiB/s", "bw_mib_s", 1.0), ("rnd", "k-IOPS", "iops", 1e-3))
+    panels = [
+        panel
+        for panel in (("seq", "MiB/s", "bw_mib_s", 1.0), ("rnd", "k-IOPS", "iops", 1e-3))
+        if any(m.workload.get("pattern") == panel[0] for m in measurements)
+    ]  # a pattern nobody measured gets no empty panel
+    fig = Figure(figsize=(4.0 * max(len(panels), 1) + 0.5, 3.8))
     for position, (pattern, unit, key, scale) in enumerate(panels, start=1):
-        ax = fig.add_subplot(1, 2, position)
+        ax = fig.add_subplot(1, len(panels), position)
         chosen = [m for m in measurements if m.workload.get("pattern") == pattern]
         labels = sorted({_bar_label(m, d) for m in chosen for d in m.metrics})
         width = 0.8 / max(len(devices), 1)

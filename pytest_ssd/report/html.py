@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.report import figures
+from pytest_ssd.report.conformance import conformance_html
 from pytest_ssd.report.summary import device_summary_html
 from pytest_ssd.report.transitions import transitions_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
@@ -94,6 +95,7 @@ class HtmlReport:
         prefix.append(device_summary_html(summaries))
         store = self.session.store
         if store is not None:
+            prefix.append(conformance_html(store.data["conformance"]))
             prefix.append(transitions_html(store.data["transitions"]))
         measurements = store.measurements if store is not None else []
         if measurements:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd.results.record import DERIVED_PROPERTY, PROPERTY, Measurement
+from pytest_ssd.results.record import DERIVED_PROPERTY, PROPERTY, SPEC_PROPERTY, Measurement
 from pytest_ssd.results.store import ResultsStore
 from pytest_ssd.state.keeper import TRANSITION_PROPERTY, Transition
 
-RECORDED = (PROPERTY, DERIVED_PROPERTY, TRANSITION_PROPERTY)
+RECORDED = (PROPERTY, DERIVED_PROPERTY, SPEC_PROPERTY, TRANSITION_PROPERTY)
 #: exit statuses after which the run did not go through all its tests
 _INCOMPLETE = {pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR}
 
@@ -41,6 +41,8 @@ class RunRecorder:
                 self.store.add(Measurement.from_json(value))
             elif name == DERIVED_PROPERTY:
                 self.store.add_derived(json.loads(value))
+            elif name == SPEC_PROPERTY:
+                self.store.add_conformance(json.loads(value))
             else:
                 self.store.add_transition(Transition.from_json(value).as_dict())
         if report.when == "call" or report.outcome != "passed":

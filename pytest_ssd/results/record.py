@@ -15,6 +15,8 @@ from typing import Any
 PROPERTY = "ssd.measurement"
 #: the user_properties name that carries derived metrics (SsdBench.derive) as JSON
 DERIVED_PROPERTY = "ssd.derived"
+#: the user_properties name that carries a datasheet verdict (SsdBench.check_spec) as JSON
+SPEC_PROPERTY = "ssd.spec"
 #: the percentiles shown as key metrics (table columns, junitxml properties)
 KEY_PERCENTILES = (50.0, 99.0, 99.99)
 

@@ -35,6 +35,7 @@ class ResultsStore:
             "transitions": [],
             "measurements": [],
             "derived": [],
+            "conformance": [],
         }
 
     @property
@@ -51,6 +52,12 @@ class ResultsStore:
 
     def add_derived(self, record: dict[str, Any]) -> None:
         self.data["derived"].append(record)
+        self.write()
+
+    def add_conformance(self, row: dict[str, Any]) -> None:
+        """A datasheet verdict; the list stays sorted with the lines not met first."""
+        rows = [*self.data["conformance"], row]
+        self.data["conformance"] = sorted(rows, key=lambda r: r["verdict"] == "met")
         self.write()
 
     def add_transition(self, transition: dict[str, Any]) -> None:

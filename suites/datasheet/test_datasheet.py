@@ -1,0 +1,23 @@
+"""Datasheet conformance (METHOD §7): one test per spec line of each device's datasheet.
+
+Each test reaches the state the line names, measures under the line's
+conditions (pattern, block size, QD x jobs over the whole device) and checks
+the figure: ``SEQ read QD8 128KiB: 534 MB/s = 98.9 % of spec 540 MB/s (needs ≥ 90 %)``.
+"""
+
+from __future__ import annotations
+
+from pytest_ssd import SsdBench
+from pytest_ssd.specs import SpecLine, measured, plan
+
+#: (runtime, ramp) seconds: seed 000/001's 5-minute measurement after a 30 s ramp
+FULL = (300.0, 30.0)
+QUICK = (3.0, 1.0)
+
+
+def test_spec_line(ssd: SsdBench, spec_line: SpecLine) -> None:
+    runtime_s, ramp_s = QUICK if ssd.profile.quick else FULL
+    job = plan(spec_line, runtime_s=runtime_s, ramp_s=ramp_s).job
+    result = ssd.run(job).result(job)
+    verdict = ssd.check_spec(spec_line, measured(spec_line, result))
+    assert verdict.met, verdict.message
