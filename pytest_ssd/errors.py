@@ -40,6 +40,10 @@ class PurgeError(SsdError):
     """A purge cannot run on the device, its tool failed, or the read-back check failed."""
 
 
+class DatabaseError(SsdError):
+    """The results database cannot be opened, is of an unknown schema, or lacks a run asked for."""
+
+
 class DatasheetError(ConfigError):
     """A datasheet file is malformed or contradicts itself.
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
 from pytest_html import extras
 
+from pytest_ssd.db.arrays import pack
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
@@ -20,6 +22,7 @@ from pytest_ssd.report import figures
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
     PROPERTY,
+    SERIES_PROPERTY,
     SPEC_PROPERTY,
     Measurement,
     iso,
@@ -147,6 +150,12 @@ class SsdBench:
             artifacts=str(fio_run.artifacts.relative_to(self.session.run_dir)),
         )
         self.measurements.append(measurement)
+        for direction, done in result.directions.items():
+            if done.clat is not None and done.clat.bins:
+                ns, count = zip(*sorted(done.clat.bins), strict=True)
+                meta = {"kind": "clat-histogram", "measurement": job.name,
+                        "direction": direction, "unit": "ns"}  # fmt: skip
+                self.series(f"{job.name}.clat-{direction}", meta, ns=ns, count=count)
         props = self.node.user_properties
         props.append((PROPERTY, measurement.to_json()))
         props.extend(
@@ -191,6 +200,21 @@ class SsdBench:
         if line is not None:
             verdict = self.check_spec(line, measured)
             assert verdict.met, verdict.message
+
+    def series(self, name: str, meta: dict[str, Any] | None = None, **arrays: ArrayLike) -> Path:
+        """Keep named arrays (a bandwidth log, a histogram ...) with the test's results.
+
+        They are saved as ``<name>.npz`` in the test's artifacts and stored in the
+        results database, where comparison graphs and ``pytest-ssd report`` find them.
+        """
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
+        path = self.artifacts / f"{safe}.npz"
+        path.write_bytes(pack(arrays))
+        record = {"device": self.dut.id, "name": name, "meta": meta or {},
+                  "file": str(path.relative_to(self.session.run_dir))}  # fmt: skip
+        self.node.user_properties.append((SERIES_PROPERTY, json.dumps(record, sort_keys=True)))
+        return path
 
     def derive(self, name: str, values: dict[str, Any]) -> None:
         """Record metrics derived from measurements (cache size, trimmed means ...).

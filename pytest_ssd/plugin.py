@@ -51,6 +51,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where run folders (results.json, report.html, artifacts) go (default: reports)",
     )  # fmt: skip
     group.addoption(
+        "--ssd-db", dest="ssd_db", default=None, metavar="PATH",
+        help="the results database every run is added to (default: <report dir>/results.sqlite)",
+    )  # fmt: skip
+    group.addoption(
+        "--dut-label", dest="ssd_label", action="append", metavar="NAME",
+        help="name the device's results in the database and on graphs (one per --dut, in order;"
+        " default: model, capacity and firmware)",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-compare", dest="ssd_compare", action="append", metavar="LABEL|RUN-ID|all",
+        help="draw earlier drives from the database on every comparison graph: a label (its"
+        " newest run), a run id (all its devices), or all; may repeat",
+    )  # fmt: skip
+    group.addoption(
         "--ssd-profile", dest="ssd_profile", default=None, type=_profile,
         help="full: the method verbatim; quick: the same steps scaled down (durations / 300,"
         " states on the first 16 GiB). Default: quick on scratch devices, full on real ones",
@@ -163,9 +177,10 @@ def pytest_configure(config: pytest.Config) -> None:
     lines = [
         f"report:  {config.option.htmlpath}",
         f"results: {session.store.path}",
+        f"db:      {session.options.db} (run {session.run_id})",
         f"files:   {session.run_dir}",
     ]
-    config.pluginmanager.register(RunRecorder(session.store, lines), "ssd-recorder")
+    config.pluginmanager.register(RunRecorder(session, lines), "ssd-recorder")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.db import DriveRef, ResultsDb, RunWriter
 from pytest_ssd.device import guard
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, unique_ids
-from pytest_ssd.device.identity import DeviceIdentity, identify
+from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
 from pytest_ssd.device.scratch import ScratchDevice, create, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.errors import DeviceError
@@ -39,6 +40,7 @@ from pytest_ssd.state.tracker import DeviceState
 WORKERINPUT_KEY = "pytest_ssd"
 SCRATCH_BANNER = "these results describe no SSD"
 SPEEDS_FILE = ".ssd-speeds.json"
+DB_FILE = "results.sqlite"
 
 
 def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
@@ -48,6 +50,15 @@ def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
     if identity.serial:
         return f"{identity.model or 'unknown'} {identity.serial}"
     return identity.path
+
+
+def default_label(dut: Dut, labels: tuple[str, ...], index: int) -> str:
+    """``--dut-label`` for the index-th device, else model, capacity and firmware."""
+    if index < len(labels):
+        return labels[index]
+    if dut.scratch:
+        return f"scratch {binary_size(dut.identity.size_bytes)}"
+    return dut.identity.label
 
 
 @dataclass(frozen=True)
@@ -63,17 +74,27 @@ class Options:
     purge: str | None
     idle: tuple[tuple[str, float], ...] = ()
     datasheets: DatasheetOptions = field(default_factory=DatasheetOptions)
+    db: Path = Path("reports/results.sqlite")
+    labels: tuple[str, ...] = ()
+    compare: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
         duts = tuple(config.getoption("ssd_dut") or ()) or (
             DutSpec(raw="scratch", scratch_size=DEFAULT_SCRATCH_SIZE),
         )
+        report_dir = Path(config.getoption("ssd_report_dir")).absolute()
+        db = config.getoption("ssd_db")
+        labels = tuple(config.getoption("ssd_label") or ())
+        if len(labels) > len(duts):
+            raise pytest.UsageError(
+                f"--dut-label given {len(labels)} times for {len(duts)} device(s): one per --dut"
+            )
         return cls(
             duts=duts,
             confirm=tuple(config.getoption("ssd_confirm") or ()),
             readonly=bool(config.getoption("ssd_readonly")),
-            report_dir=Path(config.getoption("ssd_report_dir")).absolute(),
+            report_dir=report_dir,
             profile=config.getoption("ssd_profile"),
             purge=config.getoption("ssd_purge"),
             idle=tuple(config.getoption("ssd_idle") or ()),
@@ -82,6 +103,9 @@ class Options:
                 dirs=tuple(Path(p) for p in config.getoption("ssd_datasheet_dir") or ()),
                 force=bool(config.getoption("ssd_datasheet_force")),
             ),
+            db=Path(db).absolute() if db else report_dir / DB_FILE,
+            labels=labels,
+            compare=tuple(config.getoption("ssd_compare") or ()),
         )
 
 
@@ -99,6 +123,8 @@ class Dut:
     written: int = 0
     #: the DUT summary (controller only: workers do not need it)
     summary: DeviceSummary | None = None
+    #: the name of its results in the database and on graphs (--dut-label)
+    label: str = ""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -107,8 +133,10 @@ class Dut:
             "scratch": self.scratch,
             "readonly": self.readonly,
             "note": self.note,
+            "label": self.label,
             "identity": self.identity.as_dict(),
             "summary": self.summary.as_dict() if self.summary else None,
+            "summary_tables": self.summary.tables() if self.summary else None,
         }
 
 
@@ -123,6 +151,9 @@ class SsdSession:
     duts: dict[str, Dut] = field(default_factory=dict)
     scratch: list[ScratchDevice] = field(default_factory=list)
     store: ResultsStore | None = None
+    db: RunWriter | None = None
+    #: earlier drives from the database drawn on comparison graphs (--ssd-compare)
+    compared: list[DriveRef] = field(default_factory=list)
     keepers: dict[str, StateKeeper] = field(default_factory=dict)
     progress: Write | None = None
     #: device id -> the datasheet its measurements are checked against
@@ -169,14 +200,20 @@ class SsdSession:
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
         given = load_given(self.options.datasheets, len(self.options.duts))
         candidates = () if given else load_candidates(self.options.datasheets)
+        if self.options.compare:  # a name that is not in the database stops the run here
+            with ResultsDb(self.options.db) as db:
+                self.compared = db.resolve(self.options.compare)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._link_latest()
-        self.store = ResultsStore(self.run_dir, self.run_id, runinfo.collect(args))
+        environment = runinfo.collect(args)
+        self.store = ResultsStore(self.run_dir, self.run_id, environment)
         self.store.write()
+        self.db = RunWriter(self.options.db, self.run_id, self.run_dir, environment)
         sweep_stale(self.options.report_dir / ".scratch")
         for dut_id, spec in zip(self.dut_ids, self.options.duts, strict=True):
             dut = self._resolve(dut_id, spec, len(self.scratch))
             dut.summary = summarize(dut.identity)
+            dut.label = default_label(dut, self.options.labels, len(self.duts))
             self.duts[dut_id] = dut
         identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
         force = self.options.datasheets.force
@@ -185,6 +222,7 @@ class SsdSession:
             sheet = self.datasheets.get(dut_id)
             description = {**dut.describe(), "datasheet": str(sheet.path) if sheet else None}
             self.store.add_device(dut_id, description)
+            self.db.add_device(dut_id, description, dut.label)
 
     def _resolve(self, dut_id: str, spec: DutSpec, index: int) -> Dut:
         if spec.scratch_size is not None:

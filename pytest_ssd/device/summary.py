@@ -140,6 +140,15 @@ class DeviceSummary:
         fields["capacity_decimal"] = decimal_size(self.capacity_bytes)
         return fields
 
+    def tables(self) -> dict[str, list[list[str]] | None]:
+        """The summary's tables as text, for JSON: its rows, and the NVMe sub-tables (or None)."""
+        nvme = self.nvme
+        return {
+            "rows": [list(row) for row in self.rows()],
+            "lba_formats": [list(r) for r in nvme.lba_format_rows()] if nvme else None,
+            "power_states": [list(r) for r in nvme.power_state_rows()] if nvme else None,
+        }
+
     def rows(self) -> list[tuple[str, str]]:
         """The summary table as (label, text) pairs; the same labels for every kind of device."""
         nvme = self.nvme

@@ -32,7 +32,7 @@ def conformance_html(rows: Sequence[dict[str, Any]]) -> str:
             "</tr>"
         )
     return (
-        "<h2>Datasheet conformance</h2><table><tr><th>device</th><th>spec line</th>"
+        "<table><tr><th>device</th><th>spec line</th>"
         "<th>conditions</th><th>spec</th><th>measured</th><th>measured / spec</th>"
         "<th>verdict</th></tr>" + "".join(body) + "</table>"
     )

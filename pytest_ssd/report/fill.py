@@ -4,24 +4,79 @@ Bandwidth in MiB/s, data in GiB, latency in ms.  fio's bandwidth windows are
 drawn as steps over the time (or data) they cover, so fio's long first window
 shows as what it is.  Each function returns a ``Figure`` (no pyplot state);
 attach it with ``ssd.figure(fig, title)``.
+
+One drive's passes (the test's own graphs) are coloured by pass; several
+drives' (the comparison, :class:`DriveFill` keyed by drive label) by drive, one
+panel per pass.  A pass travels to the results database as a series
+(:func:`series_of`, :func:`pass_of`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pytest_ssd.analysis.fill import CacheEstimate, FillPass
 from pytest_ssd.analysis.speed import SpeedProfile
+from pytest_ssd.errors import ParseError
 from pytest_ssd.report.figures import PALETTE
 
 MiB, GiB = 1 << 20, 1 << 30
 _SIZE = (6.4, 3.6)
 #: the colour of idle gaps, as in seed 001's latency graph
 GAP_COLOUR = "grey"
+#: ``meta["kind"]`` of a pass stored with ``ssd.series``
+SERIES_KIND = "fill-pass"
+#: the arrays of a stored pass and their units
+SERIES_UNITS = {"t_s": "s", "bw": "B/s", "written": "B", "lat_t_s": "s", "lat_ns": "ns"}
+
+
+def series_of(one: FillPass, direction: str) -> tuple[dict[str, Any], dict[str, npt.ArrayLike]]:
+    """(meta, arrays) of *one* for ``ssd.series(name, meta, **arrays)``: its logs and fio's totals.
+
+    ``t_s`` window ends (s), ``bw`` bytes/s, ``written`` bytes so far, ``lat_t_s`` and
+    ``lat_ns`` the latency log's windows; ``io_bytes`` and ``runtime_s`` are fio's.
+    """
+    meta = {
+        "kind": SERIES_KIND, "pass": one.name, "direction": direction,
+        "io_bytes": one.io_bytes, "runtime_s": one.runtime_s, "units": SERIES_UNITS,
+    }  # fmt: skip
+    arrays: dict[str, npt.ArrayLike] = {key: getattr(one, key) for key in SERIES_UNITS}
+    return meta, arrays
+
+
+def pass_of(meta: Mapping[str, Any], arrays: Mapping[str, npt.NDArray[Any]]) -> FillPass:
+    """The pass :func:`series_of` stored; :class:`ParseError` when the series is not one."""
+    missing = [key for key in SERIES_UNITS if key not in arrays]
+    if meta.get("kind") != SERIES_KIND or missing or "io_bytes" not in meta:
+        raise ParseError(
+            f"series {meta.get('pass', '?')!r} is not a fill pass (kind {meta.get('kind')!r}, "
+            f"missing {missing or 'io_bytes'})"
+        )
+    floats = {key: np.asarray(arrays[key], dtype=np.float64) for key in SERIES_UNITS}
+    return FillPass(
+        str(meta["pass"]), floats["t_s"], floats["bw"], floats["written"], floats["lat_t_s"],
+        floats["lat_ns"], int(meta["io_bytes"]), float(meta["runtime_s"]),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DriveFill:
+    """One drive's passes for the comparison: the logs, each pass's cache estimate, the gap."""
+
+    passes: tuple[FillPass, ...]
+    #: per pass, None where the cache rule's answer is not known
+    caches: tuple[CacheEstimate | None, ...] = ()
+    gap_s: float | None = None
+
+    def cache(self, index: int) -> CacheEstimate | None:
+        return self.caches[index] if index < len(self.caches) else None
 
 
 def _finish(fig: Figure, ax: Axes, title: str, legend: bool = True) -> None:
@@ -38,19 +93,48 @@ def bw_vs_written(passes: Sequence[FillPass], caches: Sequence[CacheEstimate]) -
     fig = Figure(figsize=_SIZE)
     ax = fig.add_subplot()
     for index, (fill, cache) in enumerate(zip(passes, caches, strict=True)):
-        colour = PALETTE[index % len(PALETTE)]
-        _, start = fill.window_start()
-        edges = np.append(start, fill.written[-1]) / GiB
-        ax.stairs(fill.bw / MiB, edges, baseline=None, color=colour, linewidth=1, label=fill.name)
-        if cache.cache_bytes is not None:
-            ax.axvline(
-                cache.cache_bytes / GiB, color=colour, linestyle="--", linewidth=1,
-                label=f"{fill.name}: cache ≈ {cache.cache_bytes / GiB:.3g} GiB",
-            )  # fmt: skip
-    ax.set_xlim(left=0)
-    ax.set_xlabel("written (GiB)")
-    ax.set_ylabel("bandwidth (MiB/s)")
+        _bw_against_data(ax, fill, cache, PALETTE[index % len(PALETTE)], fill.name)
+    _data_axis(ax, "written")
     _finish(fig, ax, "Fill drive: bandwidth against data written")
+    return fig
+
+
+def _bw_against_data(
+    ax: Axes, fill: FillPass, cache: CacheEstimate | None, colour: str, label: str
+) -> None:
+    """One pass's MiB/s per log window over the GiB it covers; its cache estimate dashed."""
+    _, start = fill.window_start()
+    edges = np.append(start, fill.written[-1]) / GiB
+    ax.stairs(fill.bw / MiB, edges, baseline=None, color=colour, linewidth=1, label=label)
+    if cache is not None and cache.cache_bytes is not None:
+        ax.axvline(
+            cache.cache_bytes / GiB, color=colour, linestyle="--", linewidth=1,
+            label=f"{label}: cache ≈ {cache.cache_bytes / GiB:.3g} GiB",
+        )  # fmt: skip
+
+
+def _data_axis(ax: Axes, done: str) -> None:
+    ax.set_xlim(left=0)
+    ax.set_xlabel(f"{done} (GiB)")
+    ax.set_ylabel("bandwidth (MiB/s)")
+
+
+def bw_vs_data_drives(
+    drives: Mapping[str, DriveFill], colours: Mapping[str, str], *, done: str = "written",
+    title: str = "Fill drive",
+) -> Figure:  # fmt: skip
+    """Several drives (by label) against GiB *done*: one panel per pass, cache estimates dashed."""
+    count = max((len(d.passes) for d in drives.values()), default=0)
+    fig = Figure(figsize=(_SIZE[0], 0.4 + 2.8 * max(count, 1)))
+    for index in range(count):
+        ax = fig.add_subplot(count, 1, index + 1)
+        names = []
+        for label, drive in drives.items():
+            if index < len(drive.passes):
+                _bw_against_data(ax, drive.passes[index], drive.cache(index), colours[label], label)
+                names.append(drive.passes[index].name)
+        _data_axis(ax, done)
+        _finish(fig, ax, f"{title}, {' / '.join(dict.fromkeys(names))}: MiB/s against GiB {done}")
     return fig
 
 
@@ -81,23 +165,59 @@ def latency_vs_time(passes: Sequence[FillPass], gap_s: float) -> Figure:
     """
     fig = Figure(figsize=_SIZE)
     ax = fig.add_subplot()
-    offset = 0.0
-    for index, fill in enumerate(passes):
-        if index:
-            label = f"idle {gap_s:,.3g} s" if index == 1 else None
-            ax.axvline(offset, color=GAP_COLOUR, linewidth=2, label=label)
-        colour = PALETTE[index % len(PALETTE)]
-        ax.plot(offset + fill.lat_t_s, fill.lat_ns / 1e6, color=colour, linewidth=1,
-                label=fill.name)  # fmt: skip
-        offset += max(fill.runtime_s, float(fill.lat_t_s[-1]) if len(fill.lat_t_s) else 0.0)
+    colours = [PALETTE[index % len(PALETTE)] for index in range(len(passes))]
+    offset = _latency_end_to_end(ax, passes, gap_s, colours, [f.name for f in passes])
     windows = np.concatenate([fill.lat_ns for fill in passes]) / 1e6
     ax.set_xlim(0, offset)
-    ax.set_xlabel("time in the passes (s)")
-    ax.set_ylabel("latency (ms)")
+    _latency_axis(ax)
     interval = passes[0].log_interval_s * 1000
     _finish(
         fig, ax, f"Fill drive: latency ({interval:g} ms means), highest {windows.max():,.3g} ms"
     )
+    return fig
+
+
+def _latency_end_to_end(
+    ax: Axes, passes: Sequence[FillPass], gap_s: float | None, colours: Sequence[str],
+    labels: Sequence[str | None], *, gap_colour: str = GAP_COLOUR, gap_style: str = "-",
+    gap_label: str = "",
+) -> float:  # fmt: skip
+    """Draw *passes* end to end, a vertical line where each gap was; the time they took."""
+    offset = 0.0
+    for index, fill in enumerate(passes):
+        if index:
+            rest = f"idle {gap_s:,.3g} s" if gap_s is not None else "idle"
+            ax.axvline(offset, color=gap_colour, linewidth=2, linestyle=gap_style,
+                       label=f"{gap_label}{rest}" if index == 1 else None)  # fmt: skip
+        ax.plot(offset + fill.lat_t_s, fill.lat_ns / 1e6, color=colours[index], linewidth=1,
+                label=labels[index])  # fmt: skip
+        offset += max(fill.runtime_s, float(fill.lat_t_s[-1]) if len(fill.lat_t_s) else 0.0)
+    return offset
+
+
+def _latency_axis(ax: Axes) -> None:
+    ax.set_xlabel("time in the passes (s)")
+    ax.set_ylabel("latency (ms)")
+
+
+def latency_vs_time_drives(drives: Mapping[str, DriveFill], colours: Mapping[str, str]) -> Figure:
+    """Several drives' (by label) latency per log window, each drive's passes end to end.
+
+    Each drive's idle gap is a dotted line in its colour (not to scale, as for one drive).
+    """
+    fig = Figure(figsize=_SIZE)
+    ax = fig.add_subplot()
+    longest = 0.0
+    for label, drive in drives.items():
+        colour, passes = colours[label], drive.passes
+        names: list[str | None] = [label, *(None for _ in passes[1:])]
+        longest = max(longest, _latency_end_to_end(
+            ax, passes, drive.gap_s, [colour] * len(passes), names, gap_colour=colour,
+            gap_style=":", gap_label=f"{label}: ",
+        ))  # fmt: skip
+    ax.set_xlim(0, longest or 1.0)
+    _latency_axis(ax)
+    _finish(fig, ax, "Fill drive: latency per log window, the passes end to end")
     return fig
 
 

@@ -3,13 +3,18 @@
 A grid has one row per test and a Read and a Write column; a cell shows the
 best pass in MB/s (CDM's unit, decimal) with MiB/s under it, and IOPS for RND
 tests.  Each value box carries a faint bar scaled to the column's best.
+
+Across drives (:func:`grid_bars`) the grids' cells become grouped bars, one
+colour per drive: SEQ tests in MB/s, RND tests in IOPS.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -83,6 +88,21 @@ def _best_cell(score: CdmScore | None) -> Cell | None:
     return Cell(score.mb_s[i], score.mib_s[i], score.iops[i])
 
 
+def grid_of_values(title: str, tests: Sequence[CdmTest], values: Mapping[str, Any]) -> Grid:
+    """A grid from what the quick-profile test derived (:meth:`CdmScore.as_values`)."""
+    rows = []
+    for test in tests:
+        cells = [_cell_of(values, f"{test.key}.{direction}") for direction in DIRECTIONS]
+        rows.append(Row(test.label, test.pattern == "rnd", *cells))
+    return Grid(title, tuple(rows))
+
+
+def _cell_of(values: Mapping[str, Any], stem: str) -> Cell | None:
+    found = [values.get(f"{stem}.{unit}") for unit in ("mb_s", "mib_s", "iops")]
+    numbers = [float(value) for value in found if value is not None]
+    return Cell(*numbers) if len(numbers) == len(found) else None
+
+
 def results_grid(grids: Sequence[Grid], title: str) -> Figure:
     """The grids side by side, CDM style, under *title* (the device state, say)."""
     height = max((len(g.rows) for g in grids), default=0) + 1
@@ -119,6 +139,55 @@ def _box(ax: Axes, left: float, width: float, top: float, height: float, *, colo
     ax.add_patch(Rectangle((left + 0.005, top), max(width - 0.01, 0.0), height, facecolor=colour))
 
 
+def grid_bars(grids: Mapping[str, Sequence[Grid]], colours: Mapping[str, str], title: str
+              ) -> Figure:  # fmt: skip
+    """Several drives' grids (by drive label) as grouped bars, one colour per drive.
+
+    One row of panels per grid title ('Default', 'NVMe'): SEQ tests in MB/s (CDM's
+    decimal unit), RND tests in IOPS; every bar labelled with its value.
+    """
+    titles = list(dict.fromkeys(g.title for found in grids.values() for g in found))
+    fig = Figure(figsize=(11.0, 0.8 + 3.0 * max(len(titles), 1)))
+    for row, grid_title in enumerate(titles):
+        per_drive = {
+            label: next((g for g in found if g.title == grid_title), None)
+            for label, found in grids.items()
+        }  # fmt: skip
+        for column, rnd in enumerate((False, True)):
+            ax = fig.add_subplot(len(titles), 2, 2 * row + column + 1)
+            _grouped(ax, per_drive, colours, rnd)
+            pattern, unit = ("RND", "IOPS") if rnd else ("SEQ", "MB/s")
+            ax.set_title(f"{grid_title}: {pattern} in {unit}", fontsize="small")
+            ax.set_ylabel("IOPS" if rnd else "MB/s (10⁶ bytes/s)")
+    if grids:
+        fig.axes[0].legend(fontsize="x-small", loc="upper right")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def _grouped(
+    ax: Axes, grids: Mapping[str, Grid | None], colours: Mapping[str, str], rnd: bool
+) -> None:
+    """Bars of one pattern's cells: a group per test and direction, a bar per drive."""
+    first = next((g for g in grids.values() if g is not None), None)
+    rows = [r for r in first.rows if r.rnd == rnd] if first else []
+    groups = [(r.label, i) for r in rows for i, _ in enumerate(DIRECTIONS)]
+    width = 0.8 / max(len(grids), 1)
+    for index, (label, grid) in enumerate(grids.items()):
+        cells = {r.label: r.cells for r in grid.rows} if grid else {}
+        found = [cells.get(name, (None, None))[i] for name, i in groups]
+        heights = [np.nan if c is None else (c.iops if rnd else c.mb_s) for c in found]
+        xs = np.arange(len(groups)) + (index - (len(grids) - 1) / 2) * width
+        drawn = ax.bar(xs, heights, width, color=colours[label], label=label)
+        texts = ["–" if c is None else f"{c.iops:,.0f}" if rnd else f"{c.mb_s:,.0f}" for c in found]
+        ax.bar_label(drawn, labels=texts, fontsize="xx-small", rotation=90, padding=2)
+    ax.set_xticks(np.arange(len(groups)))
+    ax.set_xticklabels([f"{name}\n{DIRECTIONS[i]}" for name, i in groups], fontsize="x-small")
+    ax.margins(y=0.35)  # room for the rotated value labels
+    ax.grid(True, axis="y", alpha=0.3)
+
+
 @dataclass(frozen=True)
 class Bar:
     """One bar: a workload group ('SEQ 128KiB QD1 sync'), what it is (a device) and MiB/s."""
@@ -126,6 +195,8 @@ class Bar:
     group: str
     label: str
     mib_s: float
+    #: the drive's colour in a comparison; the first palette colour otherwise
+    colour: str | None = None
 
 
 def mib_bars(bars: Sequence[Bar], title: str) -> Figure:
@@ -136,7 +207,8 @@ def mib_bars(bars: Sequence[Bar], title: str) -> Figure:
     for index, group in enumerate(groups, start=1):
         ax = fig.add_subplot(len(groups), 1, index)
         chosen = sorted((b for b in bars if b.group == group), key=lambda b: b.mib_s)
-        drawn = ax.barh([b.label for b in chosen], [b.mib_s for b in chosen], color=PALETTE[0])
+        colours = [b.colour or PALETTE[0] for b in chosen]
+        drawn = ax.barh([b.label for b in chosen], [b.mib_s for b in chosen], color=colours)
         ax.bar_label(drawn, fmt="%.2f", fontsize="x-small", padding=2)
         ax.set_title(group, fontsize="small")
         ax.set_xlabel("MiB/s")

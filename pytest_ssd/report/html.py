@@ -12,10 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd.report import figures
-from pytest_ssd.report.conformance import conformance_html
-from pytest_ssd.report.summary import device_summary_html
-from pytest_ssd.report.transitions import transitions_html
+from pytest_ssd.report.build import sections_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SCRATCH_BANNER, SsdSession
 
@@ -90,49 +87,4 @@ class HtmlReport:
     def pytest_html_results_summary(
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
     ) -> None:
-        prefix.extend(self._devices_html())
-        summaries = [(d.id, d.summary) for d in self.session.duts.values() if d.summary]
-        prefix.append(device_summary_html(summaries))
-        store = self.session.store
-        if store is not None:
-            prefix.append(conformance_html(store.data["conformance"]))
-            prefix.append(transitions_html(store.data["transitions"]))
-        measurements = store.measurements if store is not None else []
-        if measurements:
-            fig = figures.workload_bars(measurements, list(self.session.duts))
-            rendered = figures.render(fig)
-            rendered.save(self.session.run_dir / "figures", "throughput-by-workload")
-            prefix.append(
-                "<h3>Throughput by workload</h3>"
-                f'<img alt="throughput by workload" src="data:image/png;base64,'
-                f'{rendered.png_base64}"/>'
-            )
-
-    def _devices_html(self) -> list[str]:
-        rows = []
-        for dut in self.session.duts.values():
-            ident = dut.identity
-            banner = (
-                f'<p style="color:#b00"><b>Scratch device:</b> {html.escape(dut.note)} — '
-                f"{SCRATCH_BANNER}.</p>"
-                if dut.scratch
-                else ""
-            )
-            rows.append(
-                f"<tr><td>{html.escape(dut.id)}</td><td>{html.escape(str(dut.path))}</td>"
-                f"<td>{html.escape(ident.model or '—')}</td>"
-                f"<td>{html.escape(ident.serial or '—')}</td>"
-                f"<td>{html.escape(ident.firmware or '—')}</td>"
-                f"<td>{ident.size_bytes / 2**30:,.2f} GiB ({ident.size_bytes / 1e9:,.2f} GB)</td>"
-                f"<td>{ident.logical_block_size}/{ident.physical_block_size}</td>"
-                f"<td>{html.escape(ident.transport)}</td></tr>"
-            )
-            if banner:
-                rows.append(f'<tr><td colspan="8">{banner}</td></tr>')
-        return [
-            "<h2>Devices under test</h2><table><tr><th>id</th><th>path</th><th>model</th>"
-            "<th>serial</th><th>firmware</th><th>capacity</th><th>LBA/phys (B)</th>"
-            "<th>transport</th></tr>",
-            *rows,
-            "</table>",
-        ]
+        prefix.append(sections_html(self.session))

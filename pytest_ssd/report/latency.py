@@ -5,11 +5,15 @@ all its directions merged: the 70 % read workload is judged on all its I/Os,
 as seed 000's table does.  Percentiles are read off the histogram exactly as
 fio does (:func:`pytest_ssd.fio.results.percentiles_from_bins`); one the sample
 cannot resolve (fewer than 1 / (1 − p) I/Os) is shown as "n/r".
+
+Across drives (:func:`tail_curves`) each drive's tail is a :class:`TailCurve`:
+its histogram when the results kept one (the ``.clat-<direction>`` series),
+else only fio's own percentiles, drawn as markers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,11 +55,18 @@ class LatencySample:
             pairs.extend(direction.clat.bins)
         if not pairs:
             raise ParseError(f"fio job {result.name} did no I/O: no latency sample")
-        raw = np.array(pairs, dtype=np.int64)
+        iops = sum(d.iops for d in result.directions.values())
+        return cls.of_bins(label, iops, pairs)
+
+    @classmethod
+    def of_bins(cls, label: str, iops: float, pairs: Iterable[tuple[int, int]]) -> LatencySample:
+        """A sample of ``(ns, count)`` pairs, from any number of histograms (merged)."""
+        raw = np.array(list(pairs), dtype=np.int64).reshape(-1, 2)
+        if not len(raw) or raw[:, 1].sum() <= 0:
+            raise ParseError(f"{label}: no latency sample")
         values, inverse = np.unique(raw[:, 0], return_inverse=True)
         counts = np.zeros(len(values), dtype=np.int64)
         np.add.at(counts, inverse, raw[:, 1])
-        iops = sum(d.iops for d in result.directions.values())
         return cls(label, iops, values, counts)
 
     @property
@@ -110,8 +121,8 @@ def tail_table(samples: Sequence[LatencySample], nines: Sequence[float] = TABLE_
     )
 
 
-def _legend(sample: LatencySample) -> str:
-    return f"{sample.label} ({sample.iops:,.0f} IOPS)"
+def _legend(label: str, iops: float) -> str:
+    return f"{label} ({iops:,.0f} IOPS)"
 
 
 def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
@@ -121,7 +132,8 @@ def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
     for index, sample in enumerate(samples):
         xs, ys = sample.cdf()
         ax.step(np.concatenate(([xs[0]], xs)), np.concatenate(([0.0], ys)), where="post",
-                color=PALETTE[index % len(PALETTE)], label=_legend(sample))  # fmt: skip
+                color=PALETTE[index % len(PALETTE)],
+                label=_legend(sample.label, sample.iops))  # fmt: skip
     ax.set_xscale("log")
     ax.set_ylim(0, 100)
     ax.set_xlabel("completion latency (µs)")
@@ -133,26 +145,56 @@ def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
     return fig
 
 
+@dataclass(frozen=True, eq=False)
+class TailCurve:
+    """One drive's (or workload's) tail: the sample's steps when known, and its table column."""
+
+    label: str
+    iops: float
+    #: the table's percentiles of this sample
+    column: tuple[Percentile, ...]
+    #: the whole histogram; None when only fio's percentiles were kept
+    sample: LatencySample | None = None
+
+    @classmethod
+    def of(cls, sample: LatencySample, nines: Sequence[float] = TABLE_NINES) -> TailCurve:
+        return cls(sample.label, sample.iops, sample.percentiles(nines), sample)
+
+
 def tail(samples: Sequence[LatencySample], table: TailTable, title: str) -> Figure:
     """The tail from 90 % on a nines axis (y = 1 / (1 − p)), and the table under it.
 
     The slowest I/O is drawn at 1 − 1/N, the highest percentile N I/Os resolve.
     The table's percentiles are marked: filled when resolved, hollow when not.
     """
+    curves = [TailCurve(s.label, s.iops, column, s)
+              for s, column in zip(samples, table.cells, strict=True)]  # fmt: skip
+    return tail_curves(curves, title, nines=table.nines)
+
+
+def tail_curves(
+    curves: Sequence[TailCurve], title: str, colours: Mapping[str, str] | None = None, *,
+    nines: Sequence[float] = TABLE_NINES,
+) -> Figure:  # fmt: skip
+    """:func:`tail` of several drives (or workloads): *colours* by label, else the palette.
+
+    A curve without a sample shows only its percentiles' markers.
+    """
     fig = Figure(figsize=(6.4, 6.2))
     ax, below = fig.subplots(2, 1, gridspec_kw={"height_ratios": (3, 1.3)})
     top = TAIL_FROM
-    for index, (sample, column) in enumerate(zip(samples, table.cells, strict=True)):
-        colour = PALETTE[index % len(PALETTE)]
-        xs, shares = sample.cdf()
-        limit = 100.0 * (1 - 1 / sample.total)
-        start = int(np.searchsorted(shares, TAIL_FROM))
-        ys = [nines_x(min(share, limit)) for share in shares[start:]]
-        ax.step(xs[start:], ys, where="post", color=colour, label=_legend(sample))
-        for p in column:
+    for index, curve in enumerate(curves):
+        colour = (colours or {}).get(curve.label, PALETTE[index % len(PALETTE)])
+        legend = _legend(curve.label, curve.iops)
+        if curve.sample is not None:
+            top = max(top, _tail_steps(ax, curve.sample, colour, legend))
+            legend = ""
+        for p in curve.column:
             ax.scatter(p.ns / 1000, nines_x(p.p), s=22, zorder=3, edgecolors=colour,
-                       facecolors=colour if p.resolved else "white")  # fmt: skip
-        top = max(top, limit, *(p.p for p in column))
+                       facecolors=colour if p.resolved else "white",
+                       label=legend or None)  # fmt: skip
+            legend = ""
+        top = max(top, *(p.p for p in curve.column))
     _nines_axis(ax, top)
     ax.set_xscale("log")
     ax.set_xlabel("completion latency (µs)")
@@ -160,9 +202,20 @@ def tail(samples: Sequence[LatencySample], table: TailTable, title: str) -> Figu
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="lower right", title="hollow: not resolved by the sample",
               title_fontsize="x-small")  # fmt: skip
+    table = TailTable(tuple(nines), tuple(c.label for c in curves), tuple(c.column for c in curves))
     _table(below, table)
     fig.tight_layout()
     return fig
+
+
+def _tail_steps(ax: Axes, sample: LatencySample, colour: str, legend: str) -> float:
+    """The sample's steps from 90 % up; the highest percentile it resolves."""
+    xs, shares = sample.cdf()
+    limit = 100.0 * (1 - 1 / sample.total)
+    start = int(np.searchsorted(shares, TAIL_FROM))
+    ys = [nines_x(min(share, limit)) for share in shares[start:]]
+    ax.step(xs[start:], ys, where="post", color=colour, label=legend)
+    return limit
 
 
 def _nines_axis(ax: Axes, top: float) -> None:

@@ -9,6 +9,7 @@ the ranking by their means.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -16,8 +17,27 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pytest_ssd.analysis.lowqd import WEIGHTS, RatioMatrix, ranking
+from pytest_ssd.errors import ConfigError, ParseError
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.figures import PALETTE
+
+
+def matrix_of(values: Mapping[str, Any]) -> RatioMatrix:
+    """The matrix the test derived (:meth:`RatioMatrix.as_dict`), back from the results."""
+    try:
+        qds = [int(qd) for qd in values["queue_depths"]]
+        samples = np.array([values["samples_mib_s"][f"qd{qd}"] for qd in qds], dtype=np.float64)
+        return RatioMatrix(
+            str(values["pattern"]), int(values["block_size"]),
+            tuple(int(p) for p in values["read_pct"]), tuple(qds), samples,
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError, ConfigError) as exc:
+        raise ParseError(f"low-QD values are not RatioMatrix.as_dict's: {exc!r}") from None
+
+
+def _colour(index: int, device: str, colours: Mapping[str, str] | None) -> str:
+    """The drive's colour when given, else the palette's by place."""
+    return colours[device] if colours and device in colours else PALETTE[index % len(PALETTE)]
 
 
 def weights_label() -> str:
@@ -82,8 +102,13 @@ def ratio_curves(matrix: RatioMatrix, device: str = "") -> Figure:
     return fig
 
 
-def weighted_curves(matrices: Mapping[str, RatioMatrix]) -> Figure:
-    """The weighted curve of every drive, best score first in the legend."""
+def weighted_curves(
+    matrices: Mapping[str, RatioMatrix], colours: Mapping[str, str] | None = None
+) -> Figure:
+    """The weighted curve of every drive, best score first in the legend.
+
+    *colours* by drive (a report's palette); without, the palette by place.
+    """
     fig = Figure(figsize=(7.2, 4.0))
     ax = fig.add_subplot()
     scores = {device: matrix.score() for device, matrix in matrices.items()}
@@ -91,7 +116,7 @@ def weighted_curves(matrices: Mapping[str, RatioMatrix]) -> Figure:
     for index, ranked in enumerate(ranking(scores)):
         matrix = matrices[ranked.device]
         ax.plot(
-            matrix.read_shares, matrix.weighted(), color=PALETTE[index % len(PALETTE)],
+            matrix.read_shares, matrix.weighted(), color=_colour(index, ranked.device, colours),
             marker="o", ms=4, label=f"{ranked.place}. {ranked.device}: {ranked.score:,.1f} MiB/s",
         )  # fmt: skip
     _shares_axis(ax, first.read_shares)
@@ -101,15 +126,17 @@ def weighted_curves(matrices: Mapping[str, RatioMatrix]) -> Figure:
     return fig
 
 
-def ranking_bars(scores: Mapping[str, float], title: str) -> Figure:
-    """Drives ranked by their score (MiB/s), best on top."""
+def ranking_bars(
+    scores: Mapping[str, float], title: str, colours: Mapping[str, str] | None = None
+) -> Figure:
+    """Drives ranked by score (MiB/s), best on top; *colours* as in :func:`weighted_curves`."""
     ranked = ranking(scores)
     fig = Figure(figsize=(6.4, 0.9 + 0.4 * len(ranked)))
     ax = fig.add_subplot()
     ys = np.arange(len(ranked))[::-1]
     bars = ax.barh(
         ys, [r.score for r in ranked],
-        color=[PALETTE[i % len(PALETTE)] for i in range(len(ranked))],
+        color=[_colour(i, r.device, colours) for i, r in enumerate(ranked)],
     )  # fmt: skip
     ax.bar_label(bars, fmt="%.1f", fontsize="small", padding=2)
     ax.set_yticks(ys)

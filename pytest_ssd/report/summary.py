@@ -7,7 +7,7 @@ serial strings come from the device and may contain anything.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_ssd.device.summary import (
     LBA_FORMAT_COLUMNS,
@@ -23,18 +23,23 @@ def device_summary_html(summaries: Sequence[tuple[str, DeviceSummary]]) -> str:
     if not summaries:
         return ""
     parts = ["<h2>Device summary</h2>"]
-    for dut_id, summary in summaries:
-        parts.append(f"<h3>{html.escape(dut_id)}</h3>")
-        parts.append(_key_value_table(summary.rows()))
-        if summary.nvme is not None:
-            parts.append("<h4>LBA formats</h4>")
-            parts.append(_table(LBA_FORMAT_COLUMNS, summary.nvme.lba_format_rows()))
-            parts.append("<h4>Power states</h4>")
-            parts.append(_table(POWER_STATE_COLUMNS, summary.nvme.power_state_rows()))
+    parts.extend(tables_html(dut_id, summary.tables()) for dut_id, summary in summaries)
     return "\n".join(parts)
 
 
-def _key_value_table(rows: Iterable[tuple[str, str]]) -> str:
+def tables_html(name: str, tables: Mapping[str, Sequence[Sequence[str]] | None]) -> str:
+    """One device's summary from :meth:`DeviceSummary.tables` (also as stored in the database)."""
+    parts = [f"<h3>{html.escape(name)}</h3>", _key_value_table(tables["rows"] or ())]
+    if tables.get("lba_formats") is not None:
+        parts.append("<h4>LBA formats</h4>")
+        parts.append(_table(LBA_FORMAT_COLUMNS, tables["lba_formats"] or ()))
+    if tables.get("power_states") is not None:
+        parts.append("<h4>Power states</h4>")
+        parts.append(_table(POWER_STATE_COLUMNS, tables["power_states"] or ()))
+    return "\n".join(parts)
+
+
+def _key_value_table(rows: Iterable[Sequence[str]]) -> str:
     body = "".join(
         f'<tr><th scope="row">{html.escape(label)}</th><td>{html.escape(value)}</td></tr>'
         for label, value in rows

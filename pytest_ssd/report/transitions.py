@@ -62,7 +62,6 @@ def transitions_html(transitions: Sequence[dict[str, Any]]) -> str:
             "</tr>"
         )
     return (
-        "<h2>Device state transitions</h2>"
         "<p>Bytes as the kernel counted them (/sys/block/&lt;dev&gt;/stat; n/a for files) and"
         " as fio reported writing them.</p>"
         "<table><tr><th>device</th><th>transition</th><th>steps</th><th>time</th>"

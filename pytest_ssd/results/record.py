@@ -17,6 +17,8 @@ PROPERTY = "ssd.measurement"
 DERIVED_PROPERTY = "ssd.derived"
 #: the user_properties name that carries a datasheet verdict (SsdBench.check_spec) as JSON
 SPEC_PROPERTY = "ssd.spec"
+#: the user_properties name that carries a series (named arrays in an npz file) as JSON
+SERIES_PROPERTY = "ssd.series"
 #: the percentiles shown as key metrics (table columns, junitxml properties)
 KEY_PERCENTILES = (50.0, 99.0, 99.99)
 

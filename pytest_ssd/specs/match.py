@@ -50,7 +50,7 @@ def require_match(datasheet: Datasheet, identity: DeviceIdentity, *, force: bool
             datasheet.path,
             "drive",
             f"{datasheet.drive.name} does not match {identity.path}: {reason} "
-            "(force the datasheet to use it anyway)",
+            "(add --datasheet-force to use it anyway)",
         )
 
 

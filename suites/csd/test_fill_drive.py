@@ -6,6 +6,10 @@ device ``filled``.  Bandwidth against data written shows the SLC cache, whose
 size the cache rule estimates (:class:`pytest_ssd.analysis.CacheRule`).  The
 speed profile (speed per quantum) comes from the same logs.
 
+Each pass's logs are kept as a series named after its job (``fill-pass-1``,
+``fill-pass-2``, ``speed-read``; :func:`pytest_ssd.report.fill.series_of`), so
+the results database can compare drives' curves long after the run.
+
 ``test_speed_profile_read`` reads the filled span once with fio, shaped like dd
 (1 MiB, one ``pread`` at a time, direct I/O), and once with dd, the independent
 reader (seed 002 validated its tool against ``cp``).  Both numbers and their
@@ -63,6 +67,12 @@ def logged(fio_run: FioRun, job: FioJob, name: str, direction: str) -> FillPass:
     bw = read_log(log_path(fio_run.artifacts, job.name, "bw"))
     lat = read_log(log_path(fio_run.artifacts, job.name, "lat"))
     return fill_pass(name, bw, lat, done.io_bytes, done.runtime_ms / 1000, direction=direction)
+
+
+def keep(ssd: SsdBench, name: str, one: FillPass, direction: str) -> None:
+    """Store the pass's logs with the results (the cross-drive comparison draws them)."""
+    meta, arrays = graphs.series_of(one, direction)
+    ssd.series(name, meta, **arrays)
 
 
 def check_log(one: FillPass, row: FillTiming) -> None:
@@ -124,6 +134,7 @@ def test_fill_drive(ssd: SsdBench) -> None:
         assert result.directions["write"].io_bytes == job.size, "a pass writes 100 % of the span"
         passes.append(logged(runs[-1], job, f"pass {number}", "write"))
         check_log(passes[-1], row)
+        keep(ssd, job.name, passes[-1], "write")
 
     caches = [estimate_cache(one, row.cache) for one in passes]
     for cache in caches:
@@ -165,6 +176,7 @@ def test_speed_profile_read(ssd: SsdBench) -> None:
     assert read.io_bytes == job.size, "fio read the whole span"
     one = logged(fio_run, job, "read", "read")
     check_log(one, row)
+    keep(ssd, job.name, one, "read")
     profile = profile_of(one, row)
 
     argv = dd_argv(which("env", COREUTILS), which("dd", COREUTILS), ssd.dut.path, span, row)

@@ -22,7 +22,8 @@ def _sh(*argv: str) -> None:
 @pytest.fixture
 def ext4_device(loop_device: Any) -> Path:
     dev: Path = loop_device(64)
-    _sh("mkfs.ext4", "-q", "-F", str(dev))
+    # no lazy init: the kernel would write inode tables and journal after the mount
+    _sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(dev))
     return dev
 
 

@@ -182,7 +182,7 @@ def test_mismatch_is_a_clear_error_unless_forced() -> None:
     assert str(caught.value) == (
         f"{EVO}: drive: Samsung SSD 850 EVO 1TB does not match /dev/nvme0n1: model "
         "'SAMSUNG MZQLB960HAJR-00007' is not Samsung SSD 850 EVO 1TB or Samsung SSD 850 "
-        "(force the datasheet to use it anyway)"
+        "(add --datasheet-force to use it anyway)"
     )
     require_match(sheet, PM983_IDENTITY, force=True)
 

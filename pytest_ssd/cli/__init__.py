@@ -1,0 +1,75 @@
+"""``pytest-ssd``: reports, comparisons and exports from the results database, without a run.
+
+Exit codes: 0 done, 2 bad command line (argparse), 3 the database lacks what
+was asked for or cannot be read, 4 the output cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_ssd.cli import commands
+from pytest_ssd.errors import DatabaseError, SsdError
+
+DEFAULT_DB = Path("reports/results.sqlite")
+EXIT_DB, EXIT_OUTPUT = 3, 4
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="pytest-ssd",
+        description="Reports, comparisons and exports from pytest-ssd's results database.",
+        epilog="Exit codes: 0 done, 2 bad arguments, 3 not in the database, 4 cannot write.",
+    )
+    top.add_argument(
+        "--db", type=Path, default=DEFAULT_DB,
+        help=f"the results database (default: {DEFAULT_DB}, what pytest --ssd-db defaults to)",
+    )  # fmt: skip
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="runs and device labels in the database")
+    p.set_defaults(func=commands.list_runs)
+
+    p = sub.add_parser("report", help="rebuild a run's report from the database")
+    p.add_argument("run", metavar="RUN-ID", help="a run id (pytest-ssd list), or latest")
+    p.add_argument(
+        "--compare", action="append", default=[], metavar="LABEL|RUN-ID|all",
+        help="overlay earlier drives on every comparison graph (may repeat)",
+    )  # fmt: skip
+    p.add_argument("-o", "--output", type=Path, help="the HTML file (default: in the run folder)")
+    p.set_defaults(func=commands.report)
+
+    p = sub.add_parser("compare", help="a comparison report of drives by label")
+    p.add_argument("labels", nargs="+", metavar="LABEL", help="labels (or run ids); first is base")
+    p.add_argument("-o", "--output", type=Path, help="the HTML file (default: beside the db)")
+    p.set_defaults(func=commands.compare)
+
+    p = sub.add_parser("export", help="flat tables (CSV or JSON) for spreadsheets")
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument(
+        "--table", choices=sorted(commands.TABLES), default="measurements",
+        help="what to export: one row per measurement and direction by default",
+    )  # fmt: skip
+    p.add_argument("--run", action="append", default=[], metavar="RUN-ID", help="only these runs")
+    p.add_argument("-o", "--output", type=Path, help="the file (default: standard output)")
+    p.set_defaults(func=commands.export)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.func(args)
+    except DatabaseError as exc:
+        print(f"pytest-ssd: {exc}", file=sys.stderr)
+        return EXIT_DB
+    except OSError as exc:
+        print(f"pytest-ssd: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return EXIT_OUTPUT
+    except SsdError as exc:
+        print(f"pytest-ssd: {exc}", file=sys.stderr)
+        return EXIT_DB
+    return 0

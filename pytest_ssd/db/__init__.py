@@ -1,0 +1,22 @@
+"""The results database: every run of every drive, in SQLite (``reports/results.sqlite``)."""
+
+from __future__ import annotations
+
+from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series, shared_test_id
+from pytest_ssd.db.reader import ALL, ResultsDb
+from pytest_ssd.db.schema import SCHEMA_VERSION, connect
+from pytest_ssd.db.writer import RunWriter, TestRecords
+
+__all__ = [
+    "ALL",
+    "SCHEMA_VERSION",
+    "DriveRef",
+    "DriveResults",
+    "ResultsDb",
+    "RunInfo",
+    "RunWriter",
+    "Series",
+    "TestRecords",
+    "connect",
+    "shared_test_id",
+]

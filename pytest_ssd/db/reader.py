@@ -1,0 +1,160 @@
+"""Reading the results database: runs, labels, a drive's results, what to compare with."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_ssd.db.arrays import unpack
+from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series
+from pytest_ssd.db.schema import connect
+from pytest_ssd.errors import DatabaseError
+from pytest_ssd.results.record import Measurement
+
+#: ``--ssd-compare=all``: every other labelled drive with results for the same tests
+ALL = "all"
+
+
+class ResultsDb:
+    """Read access to ``results.sqlite`` (readers never block the writing controller)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.conn = connect(path, create=False)
+        self.conn.row_factory = sqlite3.Row
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> ResultsDb:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def runs(self) -> list[RunInfo]:
+        """Every run, newest first."""
+        rows = self.conn.execute("SELECT * FROM runs ORDER BY start DESC, id DESC").fetchall()
+        return [self._run(row) for row in rows]
+
+    def run(self, run_id: str) -> RunInfo:
+        """The run *run_id* (``latest`` for the newest); DatabaseError when there is none."""
+        if run_id == "latest":
+            row = self.conn.execute("SELECT * FROM runs ORDER BY start DESC LIMIT 1").fetchone()
+        else:
+            row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise DatabaseError(f"{self.path}: no run {run_id!r} (pytest-ssd list shows the runs)")
+        return self._run(row)
+
+    def _run(self, row: sqlite3.Row) -> RunInfo:
+        drives = self.conn.execute(
+            "SELECT * FROM run_devices WHERE run_id = ? ORDER BY rowid", (row["id"],)
+        ).fetchall()
+        return RunInfo(
+            id=row["id"], start=row["start"], end=row["end"], complete=bool(row["complete"]),
+            outcome=json.loads(row["outcome"] or "{}"), run_dir=row["run_dir"],
+            environment=json.loads(row["environment"]),
+            drives=tuple(_drive(d) for d in drives),
+        )  # fmt: skip
+
+    def labels(self) -> list[tuple[str, int, str]]:
+        """(label, number of runs, newest run id) for every label, newest first."""
+        rows = self.conn.execute(
+            "SELECT d.label, count(DISTINCT d.run_id) AS n, max(r.start) AS last,"
+            " (SELECT d2.run_id FROM run_devices d2 JOIN runs r2 ON r2.id = d2.run_id"
+            "  WHERE d2.label = d.label ORDER BY r2.start DESC LIMIT 1) AS newest"
+            " FROM run_devices d JOIN runs r ON r.id = d.run_id GROUP BY d.label ORDER BY last DESC"
+        ).fetchall()
+        return [(r["label"], r["n"], r["newest"]) for r in rows]
+
+    def results(self, drive: DriveRef, *, series: bool = True) -> DriveResults:
+        """What *drive* measured in its run (with its arrays unless *series* is False)."""
+        key = (drive.run_id, drive.dut_id)
+        where = "WHERE run_id = ? AND dut_id = ? ORDER BY id"
+        found = DriveResults(drive)
+        for row in self.conn.execute(f"SELECT * FROM measurements {where}", key):
+            found.measurements.append(_measurement(row))
+        for row in self.conn.execute(f"SELECT * FROM derived {where}", key):
+            values = json.loads(row["values"])
+            found.derived.append(
+                {"test": row["test"], "device": drive.dut_id, "name": row["name"], "values": values}
+            )
+        for row in self.conn.execute(f"SELECT row FROM verdicts {where}", key):
+            found.verdicts.append(json.loads(row["row"]))
+        for row in self.conn.execute(f"SELECT data FROM transitions {where}", key):
+            found.transitions.append(json.loads(row["data"]))
+        if series:
+            for row in self.conn.execute(
+                f"SELECT test, name, meta, arrays FROM series {where}", key
+            ):
+                meta = json.loads(row["meta"])
+                found.series.append(Series(row["test"], row["name"], meta, unpack(row["arrays"])))
+        tests = self.conn.execute(
+            "SELECT nodeid, outcome FROM tests WHERE run_id = ?", (drive.run_id,)
+        ).fetchall()
+        found.tests = {r["nodeid"]: r["outcome"] for r in tests}
+        return found
+
+    def resolve(self, refs: Sequence[str], *, exclude_run: str | None = None) -> list[DriveRef]:
+        """The drives named by labels, run ids or ``all``; each label's newest run.
+
+        Drives of *exclude_run* (the run being reported) are left out; a name
+        that is neither a run nor a label is a :class:`DatabaseError`.
+        """
+        chosen: dict[tuple[str, str], DriveRef] = {}
+        for ref in refs:
+            for drive in self._resolve_one(ref, exclude_run):
+                chosen.setdefault((drive.run_id, drive.dut_id), drive)
+        return list(chosen.values())
+
+    def _resolve_one(self, ref: str, exclude_run: str | None) -> list[DriveRef]:
+        if ref == ALL:
+            drives = [self._newest(label, exclude_run) for label, _, _ in self.labels()]
+            return [d for d in drives if d is not None]
+        run = self.conn.execute("SELECT id FROM runs WHERE id = ?", (ref,)).fetchone()
+        if run is not None:
+            return [] if ref == exclude_run else list(self.run(ref).drives)
+        drive = self._newest(ref, exclude_run)
+        if drive is None:
+            known = ", ".join(repr(label) for label, _, _ in self.labels()[:10]) or "none yet"
+            raise DatabaseError(
+                f"{self.path}: no run or label {ref!r} to compare with (labels: {known})"
+            )
+        return [drive]
+
+    def _newest(self, label: str, exclude_run: str | None) -> DriveRef | None:
+        """The newest run's drive labelled *label* that measured something."""
+        row = self.conn.execute(
+            "SELECT d.* FROM run_devices d JOIN runs r ON r.id = d.run_id"
+            " WHERE d.label = ? AND d.run_id IS NOT ? AND EXISTS (SELECT 1 FROM measurements m"
+            "  WHERE m.run_id = d.run_id AND m.dut_id = d.dut_id)"
+            " ORDER BY r.start DESC LIMIT 1",
+            (label, exclude_run),
+        ).fetchone()
+        return None if row is None else _drive(row)
+
+    def table(self, name: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A table's column names and rows, for exports."""
+        cur = self.conn.execute(
+            f"SELECT * FROM {name}"
+        )  # names from a fixed list, never user input
+        return [c[0] for c in cur.description], [tuple(r) for r in cur.fetchall()]
+
+
+def _drive(row: sqlite3.Row) -> DriveRef:
+    return DriveRef(
+        row["run_id"], row["dut_id"], row["label"], bool(row["scratch"]),
+        json.loads(row["description"]),
+    )  # fmt: skip
+
+
+def _measurement(row: sqlite3.Row) -> Measurement:
+    return Measurement(
+        test=row["test"], device=row["dut_id"], name=row["name"],
+        workload=json.loads(row["workload"]), metrics=json.loads(row["metrics"]),
+        start=row["start"], end=row["end"], artifacts=row["artifacts"],
+    )  # fmt: skip

@@ -1,0 +1,178 @@
+"""The controller's writer: one run into the results database, a transaction per test."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ssd.db.schema import connect
+from pytest_ssd.results.record import Measurement, iso
+
+#: workload fields kept as columns of ``measurements`` (the whole job is in ``workload``)
+WORKLOAD_COLUMNS = ("pattern", "block_size", "iodepth", "numjobs", "read_pct")
+#: per-direction figures kept as columns of ``metrics``
+METRIC_COLUMNS = ("iops", "bw_mib_s", "bw_mb_s", "io_bytes", "runtime_s", "lat_mean_us")
+_KEEP = "ON CONFLICT (key) DO NOTHING"
+
+
+@dataclass
+class TestRecords:
+    """What one test report brought to the controller, stored together."""
+
+    nodeid: str
+    measurements: list[Measurement] = field(default_factory=list)
+    derived: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    transitions: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{"device", "name", "meta", "blob"}``: a compressed npz of named arrays
+    series: list[dict[str, Any]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return any((self.measurements, self.derived, self.verdicts, self.transitions, self.series))
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _insert(cur: sqlite3.Cursor, table: str, row: dict[str, Any], tail: str = "") -> int:
+    """INSERT *row* (column -> value) into *table*; the new row's id."""
+    names = ", ".join(f'"{name}"' for name in row)
+    marks = ", ".join("?" for _ in row)
+    cur.execute(f"INSERT INTO {table} ({names}) VALUES ({marks}) {tail}", tuple(row.values()))
+    return cur.lastrowid or 0
+
+
+class RunWriter:
+    """Writes one run; every method commits, so a killed run keeps what was written."""
+
+    def __init__(self, path: Path, run_id: str, run_dir: Path, environment: dict[str, Any]):
+        self.path = path
+        self.run_id = run_id
+        self.conn = connect(path)
+        with self._transaction() as cur:
+            host_id = self._host(cur, environment)
+            _insert(cur, "runs", {
+                "id": run_id, "host_id": host_id, "start": iso(time.time()),
+                "run_dir": str(run_dir), "environment": _json(environment),
+            })  # fmt: skip
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        cur = self.conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        cur.execute("COMMIT")
+
+    @staticmethod
+    def _host(cur: sqlite3.Cursor, env: dict[str, Any]) -> int:
+        values = [env.get(k) for k in ("host", "kernel", "machine", "cpu", "cpus")]
+        key = "|".join(str(v) for v in values)
+        columns = ("hostname", "kernel", "machine", "cpu", "cpus")
+        _insert(cur, "hosts", {"key": key, **dict(zip(columns, values, strict=True))}, _KEEP)
+        return int(cur.execute("SELECT id FROM hosts WHERE key = ?", (key,)).fetchone()[0])
+
+    def add_device(self, dut_id: str, description: dict[str, Any], label: str) -> None:
+        """A device of this run: its identity (shared across runs) and its label here."""
+        ident = description["identity"]
+        if ident.get("serial"):
+            key = f"{ident.get('model')}|{ident['serial']}|{ident.get('firmware')}"
+        else:  # scratch files and loop devices: one device per run
+            key = f"{self.run_id}|{dut_id}|{ident.get('path')}|{ident.get('size_bytes')}"
+        with self._transaction() as cur:
+            columns = ("model", "serial", "firmware", "size_bytes", "transport")
+            row = {"key": key, **{c: ident.get(c) for c in columns}, "identity": _json(ident)}
+            _insert(cur, "devices", row, _KEEP)
+            device_id = cur.execute("SELECT id FROM devices WHERE key = ?", (key,)).fetchone()[0]
+            _insert(cur, "run_devices", {
+                "run_id": self.run_id, "dut_id": dut_id, "device_id": device_id, "label": label,
+                "path": description.get("path"), "scratch": int(bool(description.get("scratch"))),
+                "datasheet": description.get("datasheet"), "description": _json(description),
+            })  # fmt: skip
+
+    def add(self, records: TestRecords) -> None:
+        """Everything one test report brought, in one transaction."""
+        if not records:
+            return
+        with self._transaction() as cur:
+            for m in records.measurements:
+                self._measurement(cur, m)
+            for t in records.transitions:
+                self._transition(cur, t)
+            for d in records.derived:
+                _insert(cur, "derived", {
+                    **self._of(d["device"], d["test"]), "name": d["name"],
+                    "values": _json(d["values"]),
+                })  # fmt: skip
+            for v in records.verdicts:
+                _insert(cur, "verdicts", {
+                    **self._of(v["device"], v["test"]), "datasheet": v.get("datasheet"),
+                    "line": v["id"], "verdict": v["verdict"], "ratio": v.get("ratio"),
+                    "row": _json(v),
+                })  # fmt: skip
+            for s in records.series:
+                _insert(cur, "series", {
+                    **self._of(s["device"], records.nodeid), "name": s["name"],
+                    "meta": _json(s["meta"]), "arrays": s["blob"],
+                })  # fmt: skip
+
+    def _of(self, dut_id: str, test: str) -> dict[str, Any]:
+        return {"run_id": self.run_id, "dut_id": dut_id, "test": test}
+
+    def _measurement(self, cur: sqlite3.Cursor, m: Measurement) -> None:
+        shape = {key: m.workload.get(key) for key in WORKLOAD_COLUMNS}
+        mid = _insert(cur, "measurements", {
+            **self._of(m.device, m.test), "name": m.name, **shape, "start": m.start,
+            "end": m.end, "artifacts": m.artifacts, "workload": _json(m.workload),
+            "metrics": _json(m.metrics),
+        })  # fmt: skip
+        for direction, data in m.metrics.items():
+            clat = data.get("clat") or {}
+            _insert(cur, "metrics", {
+                "measurement_id": mid, "direction": direction,
+                **{key: data.get(key) for key in METRIC_COLUMNS},
+                **{f"clat_{key}": clat.get(key) for key in ("min_us", "max_us", "samples")},
+            })  # fmt: skip
+            cur.executemany(
+                "INSERT INTO percentiles (measurement_id, direction, p, us, resolved)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(mid, direction, q["p"], q["us"] if q["resolved"] else None, int(q["resolved"]))
+                 for q in clat.get("percentiles", [])],
+            )  # fmt: skip
+
+    def _transition(self, cur: sqlite3.Cursor, t: dict[str, Any]) -> None:
+        totals = t.get("totals") or {}
+        _insert(cur, "transitions", {
+            **self._of(t["device"], t["test"]), "target": t["target"], "start": t.get("start"),
+            "end": t.get("end"), "seconds": t.get("seconds"),
+            **{f"bytes_{key}": totals.get(key) for key in ("written", "read", "discarded")},
+            "fio_written": totals.get("fio_written"), "data": _json(t),
+        })  # fmt: skip
+
+    def test_done(self, nodeid: str, outcome: str, duration_s: float, message: str | None) -> None:
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO tests (run_id, nodeid, outcome, duration_s, message)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id, nodeid) DO UPDATE SET"
+                " outcome = excluded.outcome, duration_s = tests.duration_s + excluded.duration_s,"
+                " message = coalesce(excluded.message, tests.message)",
+                (self.run_id, nodeid, outcome, duration_s, message),
+            )
+
+    def finish(self, outcome: dict[str, int], complete: bool) -> None:
+        with self._transaction() as cur:
+            cur.execute(
+                "UPDATE runs SET end = ?, complete = ?, outcome = ? WHERE id = ?",
+                (iso(time.time()), int(complete), _json(outcome), self.run_id),
+            )
+        self.conn.close()

@@ -1,0 +1,78 @@
+"""Reports from the results database: the sections of a pytest-html report, or a whole page.
+
+The same sections serve a run's report (written by pytest-html at the end of
+the run) and ``pytest-ssd report`` / ``pytest-ssd compare`` afterwards.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, RunInfo
+from pytest_ssd.report.sections import STYLE, build
+from pytest_ssd.session import SsdSession
+
+
+def gather(
+    db: ResultsDb, current: Sequence[DriveRef], compared: Sequence[DriveRef]
+) -> tuple[list[DriveResults], list[RunInfo]]:
+    """Each drive's results (this run's first) and the runs they come from, in order."""
+    drives = [db.results(ref) for ref in (*current, *compared)]
+    run_ids = list(dict.fromkeys(d.drive.run_id for d in drives))
+    return drives, [db.run(run_id) for run_id in run_ids]
+
+
+def sections_html(session: SsdSession) -> str:
+    """The run's sections for the top of its pytest-html report."""
+    with ResultsDb(session.options.db) as db:
+        run = db.run(session.run_id)
+        drives, runs = gather(db, run.drives, session.compared)
+        if not runs:
+            runs = [run]
+        parts = build(drives, len(run.drives), runs, session.run_dir / "figures")
+    return STYLE + "".join(part.html() for part in parts)
+
+
+def page(title: str, body: str) -> str:
+    """A self-contained HTML page (``pytest-ssd report`` and ``compare``)."""
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title>{STYLE}</head>"
+        f'<body style="font-family: sans-serif"><h1>{html.escape(title)}</h1>{body}</body></html>'
+    )
+
+
+def report_page(
+    db: ResultsDb,
+    run: RunInfo,
+    compared: Sequence[DriveRef],
+    folder: Path,
+    current: Sequence[DriveRef] | None = None,
+) -> str:
+    """A run's report rebuilt from the database (its drives, or *current* of them), compared."""
+    mine = run.drives if current is None else tuple(current)
+    drives, runs = gather(db, mine, compared)
+    parts = build(drives, len(mine), runs or [run], folder)
+    title = f"pytest-ssd run {run.id}"
+    if compared:
+        title += " compared with " + ", ".join(dict.fromkeys(d.label for d in compared))
+    return page(title, "".join(p.html() for p in parts) + tests_html(drives[: len(mine)]))
+
+
+def tests_html(drives: Sequence[DriveResults]) -> str:
+    """The tests of the run and their outcomes (pytest-html's table is not in the database)."""
+    outcomes: dict[str, str] = {}
+    for d in drives:
+        outcomes.update(d.tests)
+    if not outcomes:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(node)}</td><td>{html.escape(outcome)}</td></tr>"
+        for node, outcome in outcomes.items()
+    )
+    return (
+        '<section class="ssd-section" id="ssd-tests"><h2>Tests</h2>'
+        f'<table class="ssd-table"><tr><th>test</th><th>outcome</th></tr>{rows}</table></section>'
+    )

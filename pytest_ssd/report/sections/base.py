@@ -1,0 +1,103 @@
+"""What a report section is, and the tools every section uses.
+
+A section is built from the results database (:class:`DriveResults` of the
+run's drives first, then the drives it is compared with), so the same code
+serves the pytest-html report at the end of a run and ``pytest-ssd report`` /
+``pytest-ssd compare`` long after.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from pytest_ssd.db import DriveResults
+from pytest_ssd.report.figures import PALETTE, render
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: ``<section class="ssd-section" id="...">``."""
+
+    id: str
+    title: str
+    body: str
+
+    def html(self) -> str:
+        return (
+            f'<section class="ssd-section" id="{html.escape(self.id)}">'
+            f"<h2>{html.escape(self.title)}</h2>{self.body}</section>"
+        )
+
+
+@dataclass(frozen=True)
+class Palette:
+    """One colour per drive label, the same on every graph of a report."""
+
+    labels: tuple[str, ...]
+
+    @classmethod
+    def of(cls, drives: Sequence[DriveResults]) -> Palette:
+        labels: list[str] = []
+        for d in drives:
+            if d.drive.label not in labels:
+                labels.append(d.drive.label)
+        return cls(tuple(labels))
+
+    def colour(self, label: str) -> str:
+        index = self.labels.index(label) if label in self.labels else len(self.labels)
+        return PALETTE[index % len(PALETTE)]
+
+
+@dataclass
+class FigureSink:
+    """Renders figures once: PNG embedded in the page, PNG and SVG saved in *folder*."""
+
+    folder: Path
+    saved: list[Path] = field(default_factory=list)
+
+    def html(self, fig: Figure, title: str) -> str:
+        """``<figure>`` with the graph inline and its caption; the files go to *folder*."""
+        rendered = render(fig)
+        stem = f"{len(self.saved) + 1:02d}-{title}"
+        self.saved.append(rendered.save(self.folder, stem))
+        alt = html.escape(title)
+        return (
+            f'<figure class="ssd-figure"><img alt="{alt}" '
+            f'src="data:image/png;base64,{rendered.png_base64}"/>'
+            f"<figcaption>{alt}</figcaption></figure>"
+        )
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a section builder gets: the drives (this run's first) and where graphs go."""
+
+    drives: tuple[DriveResults, ...]
+    #: how many of :attr:`drives` are this run's (the rest are compared with)
+    current: int
+    palette: Palette
+    figures: FigureSink
+
+    @property
+    def compared(self) -> tuple[DriveResults, ...]:
+        return self.drives[self.current :]
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "ssd-table") -> str:
+    """An HTML table of already-escaped cells."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><tr>{head}</tr>{body}</table>'
+
+
+def notes(lines: Sequence[str]) -> str:
+    """Remarks under a section: what was left out of a comparison, and why."""
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return f'<ul class="ssd-notes">{items}</ul>'

@@ -1,0 +1,108 @@
+"""Quick profiles and sync writes across drives (METHOD §4.1, §4.3).
+
+Quick profiles: per device state, each profile item's best pass as grouped
+bars (SEQ in MB/s, RND in IOPS) and a table with MB/s, MiB/s and IOPS.  Sync
+writes: MiB/s bars per workload and cSSD round, fastest on top.
+"""
+
+from __future__ import annotations
+
+import html
+
+from pytest_ssd.db import DriveResults
+from pytest_ssd.report.grid import Bar, Grid, grid_bars, grid_of_values, mib_bars
+from pytest_ssd.report.sections.base import table
+from pytest_ssd.report.sections.csd_common import (
+    Drives,
+    Part,
+    derived,
+    measurements_of,
+    param_of,
+    state_of,
+)
+from pytest_ssd.workloads.profiles import CDM_PROFILE_ORDER, CDM_PROFILES, CDM_TITLES, DIRECTIONS
+
+
+def _grids(drive: DriveResults, key: str) -> list[Grid]:
+    """The drive's grids of the profiles it ran in test *key*."""
+    grids = []
+    for profile in CDM_PROFILE_ORDER:
+        found = derived(drive, key, f"cdm-{profile}")
+        if found is not None:
+            grids.append(grid_of_values(CDM_TITLES[profile], CDM_PROFILES[profile], found[1]))
+    return grids
+
+
+def _has_grids(drive: DriveResults, key: str) -> bool:
+    return bool(_grids(drive, key))
+
+
+def _grid_table(grids: dict[str, list[Grid]]) -> str:
+    """One row per profile item and direction, one column per drive: MB/s, MiB/s (IOPS for RND)."""
+    names = list(grids)
+    rows: list[list[str]] = []
+    first = next(iter(grids.values()))
+    for grid in first:
+        for row in grid.rows:
+            for index, direction in enumerate(DIRECTIONS):
+                cells = []
+                for name in names:
+                    other = next((g for g in grids[name] if g.title == grid.title), None)
+                    found = {r.label: r.cells[index] for r in other.rows} if other else {}
+                    cell = found.get(row.label)
+                    text = cell.text(row.rnd) if cell else "–"
+                    cells.append(html.escape(text).replace("\n", "<br>"))
+                rows.append([html.escape(f"{grid.title} {row.label} {direction}"), *cells])
+    return table(["test", *(html.escape(n) for n in names)], rows)
+
+
+def quick_profiles(drives: Drives) -> Part | None:
+    """Per state, every drive's best pass of each profile item, side by side."""
+    keys = drives.tests_of("test_quick_profiles.py")
+    if not keys:
+        return None
+    part = Part("Quick profiles (CrystalDiskMark-like, best pass)")
+    for key in keys:
+        state = state_of(param_of(key))
+        kept, left_out = drives.comparable(key, f"the quick profiles at {state}", _has_grids)
+        part.left_out += left_out
+        grids = {drives.name(d): _grids(d, key) for d in kept}
+        if not grids:
+            continue
+        fig = grid_bars(grids, drives.colours, f"Quick profiles at {state}: best pass per test")
+        part.body.append(f"<h4>{html.escape(state)}</h4>")
+        part.body.append(drives.figure(fig, f"csd quick profiles {param_of(key)}"))
+        part.body.append(_grid_table(grids))
+    return part
+
+
+def _sync_bars(drives: Drives, drive: DriveResults, key: str) -> list[Bar]:
+    state = state_of(param_of(key))
+    name = drives.name(drive)
+    return [
+        Bar(f"{m.workload.get('label', m.name)} + fsync, {state}", name,
+            m.metrics["write"]["bw_mib_s"], drives.colours[name])
+        for m in measurements_of(drive, key) if "write" in m.metrics
+    ]  # fmt: skip
+
+
+def _has_sync(drive: DriveResults, key: str) -> bool:
+    return any("write" in m.metrics for m in measurements_of(drive, key))
+
+
+def sync_writes(drives: Drives) -> Part | None:
+    """Sync-write MiB/s of every drive: one panel per workload and round, fastest on top."""
+    keys = drives.tests_of("test_sync_writes.py")
+    if not keys:
+        return None
+    part = Part("Sync writes (fsync after every write)")
+    bars: list[Bar] = []
+    for key in keys:
+        what = f"the sync writes in {state_of(param_of(key))}"
+        kept, left_out = drives.comparable(key, what, _has_sync)
+        part.left_out += left_out
+        bars += [bar for d in kept for bar in _sync_bars(drives, d, key)]
+    if bars:
+        fig = mib_bars(bars, "Sync writes: MiB/s, fastest on top")
+        part.body.append(drives.figure(fig, "csd sync writes"))
+    return part

@@ -1,0 +1,94 @@
+"""The sections at the top of every report: devices, host and environment, states, datasheets."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from pytest_ssd.db import RunInfo
+from pytest_ssd.device.identity import binary_size, decimal_size
+from pytest_ssd.report.conformance import conformance_html
+from pytest_ssd.report.sections.base import Context, Section, table
+from pytest_ssd.report.summary import tables_html
+from pytest_ssd.report.transitions import transitions_html
+from pytest_ssd.session import SCRATCH_BANNER
+
+#: environment keys shown, in this order, with their names
+ENVIRONMENT = (
+    ("host", "Host"), ("kernel", "Kernel"), ("machine", "Machine"), ("cpu", "CPU"),
+    ("cpus", "CPUs"), ("python", "Python"), ("pytest", "pytest"), ("pytest_ssd", "pytest-ssd"),
+    ("fio", "fio"), ("nvme_cli", "nvme-cli"), ("argv", "Command"),
+)  # fmt: skip
+
+
+def _e(value: object) -> str:
+    return html.escape("—" if value is None else str(value))
+
+
+def devices(ctx: Context) -> Section:
+    """Every drive of the report: this run's, then those compared; scratch devices flagged."""
+    rows = []
+    banners = []
+    for index, d in enumerate(ctx.drives):
+        ident: dict[str, Any] = d.drive.description.get("identity", {})
+        size = int(ident.get("size_bytes") or 0)
+        role = "this run" if index < ctx.current else "compared"
+        swatch = f'<span style="color:{ctx.palette.colour(d.drive.label)}">■</span>'
+        rows.append([
+            f"{swatch} <b>{_e(d.drive.label)}</b>", role, _e(d.drive.run_id), _e(d.drive.dut_id),
+            _e(ident.get("path")), _e(ident.get("model")), _e(ident.get("serial")),
+            _e(ident.get("firmware")), f"{binary_size(size)} ({decimal_size(size)})",
+            f"{_e(ident.get('logical_block_size'))}/{_e(ident.get('physical_block_size'))}",
+            _e(ident.get("transport")),
+        ])  # fmt: skip
+        if d.drive.scratch:
+            note = d.drive.description.get("note", "")
+            banners.append(
+                f'<p class="ssd-scratch" style="color:#b00"><b>Scratch device'
+                f" {_e(d.drive.label)}:</b> {_e(note)} — {SCRATCH_BANNER}.</p>"
+            )
+    header = ["label", "", "run", "id", "path", "model", "serial", "firmware", "capacity",
+              "LBA/phys (B)", "transport"]  # fmt: skip
+    summaries = [
+        tables_html(f"{d.drive.label} ({d.drive.dut_id})", d.drive.description["summary_tables"])
+        for d in ctx.drives[: ctx.current]
+        if d.drive.description.get("summary_tables")
+    ]
+    body = table(header, rows) + "".join(banners)
+    if summaries:
+        body += "<h3>Device summary</h3>" + "".join(summaries)
+    return Section("ssd-devices", "Devices under test", body)
+
+
+def environment(runs: list[RunInfo]) -> Section:
+    """Host and tool versions of each run in the report (this run first)."""
+    header = ["", *(_e(run.id) for run in runs)]
+    rows = []
+    for key, name in ENVIRONMENT:
+        values = [run.environment.get(key) for run in runs]
+        if key == "argv":
+            values = [" ".join(v) if isinstance(v, list) else v for v in values]
+        rows.append([name, *(_e(v) for v in values)])
+    rows.append(["Start", *(_e(run.start) for run in runs)])
+    rows.append(["End", *(_e(run.end or "never: the run was cut short") for run in runs)])
+    rows.append(["Complete", *("yes" if run.complete else "<b>no</b>" for run in runs)])
+    outcome = [", ".join(f"{n} {k}" for k, n in sorted(run.outcome.items())) for run in runs]
+    rows.append(["Tests", *(_e(o or "—") for o in outcome)])
+    return Section("ssd-environment", "Host and environment", table(header, rows))
+
+
+def transitions(ctx: Context) -> Section | None:
+    """The state-transition log of this run's drives, with the bytes each step wrote."""
+    rows = [t for d in ctx.drives[: ctx.current] for t in d.transitions]
+    if not rows:
+        return None
+    return Section("ssd-transitions", "Device state transitions", transitions_html(rows))
+
+
+def conformance(ctx: Context) -> Section | None:
+    """Datasheet verdicts of this run's drives, the lines not met first."""
+    rows = [v for d in ctx.drives[: ctx.current] for v in d.verdicts]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: r["verdict"] == "met")
+    return Section("ssd-conformance", "Datasheet conformance", conformance_html(rows))

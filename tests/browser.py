@@ -1,0 +1,425 @@
+"""Open an HTML page in headless Chromium and check what a reader would see.
+
+Why the DevTools protocol over ``--remote-debugging-pipe`` rather than ``--dump-dom`` with an
+injected checker script: only the protocol sees every console error as the browser reports it
+(``console.error``/``console.assert``, uncaught exceptions, and the "Failed to load resource"
+entries of images or scripts that do not load), whereas an injected script misses errors raised
+before it runs and never sees failed loads. The pipe needs no websocket library and no free TCP
+port: Chromium reads NUL-terminated JSON commands on fd 3 and writes replies and events on fd 4.
+The page is the real file (no copy), so relative links to figures resolve as for a reader.
+
+Images are checked after every ``<img>`` has finished loading: an image whose natural width or
+height is 0 did not decode. An ``<img>`` with no ``src`` that is not displayed (pytest-html keeps
+one, hidden, in the media viewer of each result without media) is no image and is not counted.
+
+The browser runs in its own process group with a throw-away profile; the group is killed when
+the check ends, also on a timeout or an error, so no renderer outlives a test.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+VIEWPORT_WIDTH = 1280
+VIEWPORT_HEIGHT = 800
+MAX_SCREENSHOT_HEIGHT = 16384  # CSS px; taller pages are cut (GPU texture limits)
+CLOSE_TIMEOUT = 5.0
+JsonObject = dict[str, Any]
+
+
+class BrowserError(RuntimeError):
+    """Chromium could not be started, died, or did not answer in time."""
+
+
+@dataclass(frozen=True)
+class PageCheck:
+    """What the browser saw on one page."""
+
+    console_errors: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    images: int = 0
+    broken_images: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        """One line per problem a reader would meet; empty when the page is fine."""
+        return [
+            *(f"console error: {text}" for text in self.console_errors),
+            *(f"missing element: {selector}" for selector in self.missing),
+            *(f"image did not decode: {label}" for label in self.broken_images),
+        ]
+
+
+def find_chromium() -> str | None:
+    """The first Chromium-like browser on PATH, or None."""
+    for name in BROWSERS:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def check_page(
+    html: Path, required: Sequence[str], screenshot: Path, timeout: float = 60
+) -> PageCheck:
+    """Load *html* in headless Chromium, check it, and save a full-page PNG to *screenshot*.
+
+    *required* are CSS selectors that must each match at least one element. Raises
+    BrowserError when no browser is found or it fails; page problems are in the result.
+    """
+    browser = find_chromium()
+    if browser is None:
+        raise BrowserError(f"none of {', '.join(BROWSERS)} is on PATH")
+    deadline = time.monotonic() + timeout
+    with _launch(browser, deadline) as cdp:
+        session = _open_page(cdp)
+        _load(cdp, session, html.resolve().as_uri())
+        found = _evaluate(cdp, session, _checker_js(required))
+        _screenshot(cdp, session, screenshot)
+        errors = [text for event in cdp.events if (text := _console_error(event, session))]
+    return PageCheck(
+        console_errors=errors,
+        missing=list(found["missing"]),
+        images=int(found["images"]),
+        broken_images=list(found["broken"]),
+        sections=list(found["sections"]),
+    )
+
+
+class _Cdp:
+    """A minimal DevTools protocol client on Chromium's debugging pipe.
+
+    Commands are answered in order of ids; events that arrive meanwhile are kept in
+    ``events`` (all of them: console errors are collected from there at the end).
+    """
+
+    def __init__(self, to_browser: int, from_browser: int, deadline: float, log: Path) -> None:
+        self.to_browser = to_browser
+        self.from_browser = from_browser
+        self.deadline = deadline
+        self.log = log
+        self.events: list[JsonObject] = []
+        self._buffer = b""
+        self._next_id = 0
+
+    def send(self, method: str, params: JsonObject | None = None, session: str = "") -> JsonObject:
+        """Send one command and wait for its result (BrowserError if it fails)."""
+        self._next_id += 1
+        message: JsonObject = {"id": self._next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self._receive(method)
+            if reply.get("id") == message["id"]:
+                break
+        if "error" in reply:
+            raise BrowserError(f"{method}: {reply['error'].get('message', reply['error'])}")
+        result: JsonObject = reply.get("result", {})
+        return result
+
+    def wait_for(self, what: str, matches: Any) -> JsonObject:
+        """Wait for (or find among those received) the first event ``matches(event)`` accepts."""
+        seen = 0
+        while True:
+            for event in self.events[seen:]:
+                if matches(event):
+                    return event
+            seen = len(self.events)
+            self._receive(what)
+
+    def _receive(self, what: str) -> JsonObject:
+        """The next message; events are also appended to ``events``."""
+        while b"\0" not in self._buffer:
+            self._buffer += self._read(what)
+        raw, self._buffer = self._buffer.split(b"\0", 1)
+        message: JsonObject = json.loads(raw)
+        if "method" in message:
+            self.events.append(message)
+        return message
+
+    def _read(self, what: str) -> bytes:
+        left = self.deadline - time.monotonic()
+        ready = select.select([self.from_browser], [], [], max(left, 0))[0] if left > 0 else []
+        if not ready:
+            raise BrowserError(f"timed out waiting for {what}{self._log_tail()}")
+        chunk = os.read(self.from_browser, 1 << 20)
+        if not chunk:
+            raise BrowserError(f"browser exited while waiting for {what}{self._log_tail()}")
+        return chunk
+
+    def _log_tail(self) -> str:
+        text = self.log.read_text(errors="replace").strip() if self.log.exists() else ""
+        return f"; browser said:\n{text[-2000:]}" if text else ""
+
+
+class _Fds:
+    """The pipe ends this process owns, each closed exactly once.
+
+    Closing a number twice could close an unrelated file that was given the number meanwhile.
+    Ends are moved to numbers >= 10 so the child's moves onto fds 3 and 4 cannot clobber them.
+    """
+
+    def __init__(self) -> None:
+        self.open: set[int] = set()
+
+    def pipe(self) -> tuple[int, int]:
+        """A new pipe: (read end, write end), both close-on-exec."""
+        ends = os.pipe()
+        try:
+            read, write = (self._keep(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)) for fd in ends)
+        finally:
+            for fd in ends:
+                os.close(fd)
+        return read, write
+
+    def _keep(self, fd: int) -> int:
+        self.open.add(fd)
+        return fd
+
+    def close(self, *fds: int) -> None:
+        """Close those of *fds* that are still open."""
+        for fd in fds:
+            if fd in self.open:
+                self.open.discard(fd)
+                os.close(fd)
+
+    def close_all(self) -> None:
+        self.close(*self.open)
+
+
+def _browser_argv(browser: str, profile: Path) -> list[str]:
+    """Chromium's command line: headless, as root, throw-away profile, no network chatter."""
+    return [
+        browser,
+        "--headless",
+        "--no-sandbox",  # required as root
+        "--disable-gpu",
+        "--disable-dev-shm-usage",  # a small /dev/shm (containers) would crash renderers
+        "--remote-debugging-pipe",
+        f"--user-data-dir={profile}",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--hide-scrollbars",
+        "--mute-audio",
+        f"--window-size={VIEWPORT_WIDTH},{VIEWPORT_HEIGHT}",
+        "about:blank",
+    ]
+
+
+_TRAMPOLINE = """
+import os, sys
+read, write = map(int, sys.argv[1].split(","))
+os.dup2(read, 3)
+os.dup2(write, 4)
+os.close(read)
+os.close(write)
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+@contextlib.contextmanager
+def _launch(browser: str, deadline: float) -> Iterator[_Cdp]:
+    """Start *browser* on a debugging pipe; close it and kill its process group on exit.
+
+    A tiny Python trampoline moves the pipe ends onto fds 3 and 4 and execs the browser, so
+    no ``preexec_fn`` runs in the forked child (unsafe with threads) and no shell limits the
+    fd numbers (dash only redirects fds 0-9).
+    """
+    with contextlib.ExitStack() as stack:
+        fds = _Fds()
+        stack.callback(fds.close_all)
+        cmd_read, cmd_write = fds.pipe()
+        out_read, out_write = fds.pipe()
+        tmp = stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="ssd-chromium-", ignore_cleanup_errors=True)
+        )
+        profile, log = Path(tmp) / "profile", Path(tmp) / "browser.log"
+        child_fds = f"{cmd_read},{out_write}"
+        argv = [sys.executable, "-c", _TRAMPOLINE, child_fds, *_browser_argv(browser, profile)]
+        with log.open("wb") as log_fh:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
+                pass_fds=(cmd_read, out_write), start_new_session=True,
+            )  # fmt: skip
+        fds.close(cmd_read, out_write)  # the browser's ends: EOF on ours when it exits
+        cdp = _Cdp(cmd_write, out_read, deadline, log)
+        try:
+            yield cdp
+        finally:
+            _close(cdp, proc)
+
+
+def _close(cdp: _Cdp, proc: subprocess.Popen[bytes]) -> None:
+    """Ask the browser to close, then kill whatever is left of its process group.
+
+    Safe after the leader is reaped: a group id is not reused while any member lives, and
+    when none does the kill finds nothing.
+    """
+    if proc.poll() is None:
+        cdp.deadline = min(cdp.deadline, time.monotonic() + CLOSE_TIMEOUT)
+        with contextlib.suppress(BrowserError, OSError, subprocess.TimeoutExpired):
+            cdp.send("Browser.close")
+            proc.wait(timeout=max(cdp.deadline - time.monotonic(), 0))
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=CLOSE_TIMEOUT)
+
+
+def _open_page(cdp: _Cdp) -> str:
+    """A new tab, attached in flat mode; its session id. Console and log reporting on."""
+    target = cdp.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    attach = {"targetId": target, "flatten": True}
+    session: str = cdp.send("Target.attachToTarget", attach)["sessionId"]
+    for domain in ("Page", "Runtime", "Log"):
+        cdp.send(f"{domain}.enable", session=session)
+    cdp.send("Page.setLifecycleEventsEnabled", {"enabled": True}, session=session)
+    _set_viewport(cdp, session, VIEWPORT_HEIGHT)
+    return session
+
+
+def _set_viewport(cdp: _Cdp, session: str, height: int) -> None:
+    metrics = {"width": VIEWPORT_WIDTH, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    cdp.send("Emulation.setDeviceMetricsOverride", metrics, session=session)
+
+
+def _load(cdp: _Cdp, session: str, url: str) -> None:
+    """Navigate and wait for the load event of this navigation (not of about:blank)."""
+    nav = cdp.send("Page.navigate", {"url": url}, session=session)
+    if nav.get("errorText"):
+        raise BrowserError(f"cannot open {url}: {nav['errorText']}")
+    loader = nav.get("loaderId")
+
+    def loaded(event: JsonObject) -> bool:
+        params = event.get("params", {})
+        return (
+            event.get("sessionId") == session
+            and event["method"] == "Page.lifecycleEvent"
+            and params.get("name") == "load"
+            and params.get("loaderId") == loader
+        )
+
+    cdp.wait_for(f"the load event of {url}", loaded)
+
+
+def _evaluate(cdp: _Cdp, session: str, expression: str) -> JsonObject:
+    """Run *expression* (may return a promise) in the page; its JSON value."""
+    params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
+    reply = cdp.send("Runtime.evaluate", params, session=session)
+    if "exceptionDetails" in reply:
+        raise BrowserError(f"checker script failed: {_exception_text(reply['exceptionDetails'])}")
+    value: JsonObject = reply["result"]["value"]
+    return value
+
+
+_CHECKER = """
+async (required, settleMs) => {
+  const loaded = (img) => img.complete ? null : new Promise((done) => {
+    img.addEventListener('load', done, {once: true});
+    img.addEventListener('error', done, {once: true});
+  });
+  const images = [...document.images].filter(
+    (img) => img.getAttribute('src') || img.getAttribute('srcset') || img.getClientRects().length);
+  await Promise.all(images.map(loaded));
+  await new Promise((done) => setTimeout(done, settleMs));
+  const label = (img) => {
+    const src = img.getAttribute('src') || img.currentSrc || '(no src)';
+    const alt = img.getAttribute('alt');
+    return (src.length > 60 ? src.slice(0, 60) + '…' : src) + (alt ? ` (alt "${alt}")` : '');
+  };
+  return {
+    missing: required.filter((selector) => !document.querySelector(selector)),
+    images: images.length,
+    broken: images.filter((img) => !img.naturalWidth || !img.naturalHeight).map(label),
+    sections: [...document.querySelectorAll('section.ssd-section')].map((s) => s.id),
+  };
+}
+"""
+
+
+def _checker_js(required: Sequence[str], settle_ms: int = 50) -> str:
+    """The in-page check; *settle_ms* lets errors of just-scheduled callbacks surface."""
+    return f"({_CHECKER.strip()})({json.dumps(list(required))}, {settle_ms})"
+
+
+def _screenshot(cdp: _Cdp, session: str, path: Path) -> None:
+    """A PNG of the whole page (up to MAX_SCREENSHOT_HEIGHT): the viewport grown to fit it."""
+    size = cdp.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
+    height = min(max(int(size["height"]), VIEWPORT_HEIGHT), MAX_SCREENSHOT_HEIGHT)
+    _set_viewport(cdp, session, height)
+    shot = cdp.send("Page.captureScreenshot", {"format": "png"}, session=session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def _console_error(event: JsonObject, session: str) -> str | None:
+    """The text of *event* if it is an error a reader's console would show, else None."""
+    if event.get("sessionId") != session:
+        return None
+    params = event.get("params", {})
+    method = event["method"]
+    if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+        text = " ".join(_remote_text(arg) for arg in params.get("args", []))
+        return f"console.{params['type']}: {text}{_where(params.get('stackTrace'))}"
+    if method == "Runtime.exceptionThrown":
+        return _exception_text(params["exceptionDetails"])
+    if method == "Log.entryAdded" and params["entry"].get("level") == "error":
+        entry = params["entry"]
+        url = entry.get("url", "")
+        return f"{entry.get('text', '')}{f' ({_short(url)})' if url else ''}"
+    return None
+
+
+def _remote_text(obj: JsonObject) -> str:
+    """A console argument or thrown value as the console prints it (objects by description)."""
+    if "value" in obj:
+        return str(obj["value"])
+    return str(obj.get("description") or obj.get("unserializableValue") or obj.get("type"))
+
+
+def _exception_text(details: JsonObject) -> str:
+    """As the console shows it: "Uncaught (in promise) Error: boom (page.html:3)"."""
+    prefix = str(details.get("text", "Uncaught"))
+    exception = details.get("exception")
+    thrown = _remote_text(exception).splitlines()[0] if exception else ""
+    line = details.get("lineNumber")
+    url = details.get("url")
+    where = f" ({_short(url)}:{line + 1})" if url and line is not None else ""
+    return f"{prefix} {thrown}".strip() + where
+
+
+def _where(stack: JsonObject | None) -> str:
+    frames = (stack or {}).get("callFrames") or []
+    if not frames:
+        return ""
+    top = frames[0]
+    return f" ({_short(top.get('url', ''))}:{top.get('lineNumber', 0) + 1})"
+
+
+def _short(url: str) -> str:
+    """A URL shortened for a message: data: URIs cut, file: URLs to their file name."""
+    if url.startswith("data:"):
+        return url[:40] + "…"
+    if url.startswith("file://"):
+        return url.rsplit("/", 1)[-1]
+    return url

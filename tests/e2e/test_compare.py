@@ -1,0 +1,107 @@
+"""The results database end to end: labelled runs compared, a killed run, the CLI on real data."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pytest_ssd.cli import main
+from pytest_ssd.device.scratch import sweep_stale
+from tests.e2e.conftest import REPO, SMOKE, attached_loops
+
+
+def test_a_second_drive_is_compared_with_the_first(run_ssd, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    first = run_ssd("--dut=scratch:512M", "--dut-label=drive one")
+    assert first.result.ret == 0, first.result.stdout.str()
+    second = run_ssd("--dut=scratch:512M", "--dut-label=drive two", "--ssd-compare=drive one")
+    assert second.result.ret == 0, second.result.stdout.str()
+    page = (second.run_dir / "report.html").read_text()
+    suite = page[page.index('id="ssd-suite-smoke"') :]
+    for label in ("drive one", "drive two"):
+        assert suite.count(f"<td>{label}</td>") == 4, label  # every corner of both drives
+    assert "compared" in page[page.index('id="ssd-devices"') :]
+    assert {p.suffix for p in (second.run_dir / "figures").iterdir()} == {".png", ".svg"}
+
+    db = second.report_dir / "results.sqlite"
+    out = tmp_path / "all.csv"
+    assert main(["--db", str(db), "export", "-o", str(out)]) == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert {r["label"] for r in rows} == {"drive one", "drive two"} and len(rows) == 8
+    assert all(float(r["iops"]) > 0 and r["direction"] in ("read", "write") for r in rows)
+
+
+def _measurements(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            return int(conn.execute("SELECT count(*) FROM measurements").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def _pids_naming(folder: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if str(folder) in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode():
+                pids.append(int(proc.name))
+    return pids
+
+
+def _kill_everything_of(folder: Path, timeout: float = 30) -> None:
+    """SIGKILL every process whose command line names *folder*, and wait until none is left.
+
+    fio runs in a session of its own (so pytest-ssd can stop its whole group) and
+    outlives a killed pytest until its job ends.
+    """
+    deadline = time.monotonic() + timeout
+    while (pids := _pids_naming(folder)) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+
+
+def test_kill_9_keeps_what_was_measured_and_the_report_rebuilds(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    db = reports / "results.sqlite"
+    argv = [sys.executable, "-m", "pytest", str(SMOKE), f"--ssd-report-dir={reports}",
+            "--dut=scratch:512M", "--ssd-profile=quick", "-p", "no:cacheprovider",
+            f"--rootdir={REPO}"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while _measurements(db) < 1 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)  # pytest and what it started in its group
+    finally:
+        _kill_everything_of(reports)  # the fio it started in a session of its own
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        sweep_stale(reports / ".scratch")
+    assert str(reports) not in attached_loops()
+
+    with sqlite3.connect(db) as conn:
+        run_id, complete, end = conn.execute("SELECT id, complete, end FROM runs").fetchone()
+        kept = conn.execute("SELECT count(*) FROM measurements").fetchone()[0]
+    assert (complete, end) == (0, None) and 1 <= kept < 4, (complete, end, kept)
+
+    out = tmp_path / "rebuilt.html"
+    assert main(["--db", str(db), "report", run_id, "-o", str(out)]) == 0
+    page = out.read_text()
+    assert 'id="ssd-suite-smoke"' in page and "never: the run was cut short" in page
+    assert page.count("<td>scratch 512.0 MiB</td>") == kept

@@ -1,0 +1,121 @@
+"""``pytest-ssd``: list, report, compare and export on a database written without fio."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_ssd.cli import EXIT_DB, main
+from tests.unit.db_fixtures import CORNERS, write_run
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "reports" / "results.sqlite"
+    write_run(path, "run-1", "drive A")
+    write_run(path, "run-2", "drive B", scale=2.0)
+    write_run(path, "run-3", "drive C", finish=False)
+    return path
+
+
+def test_list_shows_runs_complete_or_not_and_labels(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--db", str(db), "list"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    run3 = next(line for line in lines if line.startswith("run-3"))
+    run1 = next(line for line in lines if line.startswith("run-1"))
+    assert " NO " in run3 and "d0: drive C" in run3
+    assert " yes " in run1 and "4 passed" in run1
+    assert any(line.startswith("drive B") and line.endswith("run-2") for line in lines)
+
+
+def test_export_csv_is_one_flat_table(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m.csv"
+    assert main(["--db", str(db), "export", "--format", "csv", "-o", str(out)]) == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert len(rows) == 3 * len(CORNERS)  # one row per measurement and direction
+    row = next(r for r in rows if r["run_id"] == "run-2" and r["name"] == "rnd-read")
+    assert row["label"] == "drive B" and row["direction"] == "read"
+    assert float(row["iops"]) == 6000.0 and row["block_size"] == "4096"
+    assert float(row["p99_us"]) == 300.0 and row["p99_999_us"] == "600.0"
+
+
+def test_export_json_of_one_run_and_other_tables(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--db", str(db), "export", "--format", "json", "--run", "run-1"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert {r["run_id"] for r in records} == {"run-1"} and len(records) == len(CORNERS)
+    assert main(["--db", str(db), "export", "--table", "runs", "--format", "json"]) == 0
+    runs = {r["run_id"]: r["complete"] for r in json.loads(capsys.readouterr().out)}
+    assert runs == {"run-1": 1, "run-2": 1, "run-3": 0}
+
+
+def test_report_rebuilds_a_page_with_sections_and_figures(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rebuilt.html"
+    argv = ["--db", str(db), "report", "run-3", "--compare", "drive A", "-o", str(out)]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    page = out.read_text()
+    for section in ("ssd-devices", "ssd-environment", "ssd-suite-smoke", "ssd-tests"):
+        assert f'id="{section}"' in page
+    assert "never: the run was cut short" in page  # run-3 did not finish
+    assert page.count("<img") == 1 and "drive A" in page and "drive C" in page
+    assert {p.suffix for p in (tmp_path / "figures-from-db").iterdir()} == {".png", ".svg"}
+
+
+def test_compare_labels_puts_them_on_one_graph(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cmp.html"
+    assert main(["--db", str(db), "compare", "drive B", "drive A", "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "compared with drive A" in page
+    suite = page[page.index('id="ssd-suite-smoke"') :]
+    assert suite.count("<td>drive A</td>") == 4 and suite.count("<td>drive B</td>") == 4
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "no-such-run"],
+        ["compare", "no such label"],
+        ["export", "--run", "no-such-run"],
+    ],
+)
+def test_what_the_database_lacks_is_exit_3_and_one_line(
+    db: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--db", str(db), *argv]) == EXIT_DB
+    err = capsys.readouterr().err
+    assert err.startswith("pytest-ssd: ") and err.count("\n") == 1
+
+
+def test_a_missing_database_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--db", str(tmp_path / "none.sqlite"), "list"]) == EXIT_DB
+    assert "no results database here" in capsys.readouterr().err
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_bad_arguments_are_exit_2() -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["export", "--format", "xls"])
+    assert stop.value.code == 2
+
+
+def test_the_console_script_has_help_everywhere() -> None:
+    script = shutil.which("pytest-ssd")
+    if script is None:
+        pytest.skip("pytest-ssd is not installed as a console script here")
+    for sub in ([], ["list"], ["report"], ["compare"], ["export"]):
+        done = subprocess.run([script, *sub, "--help"], capture_output=True, text=True,
+                              timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0 and "usage: pytest-ssd" in done.stdout
