@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +14,13 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 from pytest_html import extras
 
+from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
+from pytest_ssd.health import Sampler, summarize
+from pytest_ssd.health.sources import KELVIN
 from pytest_ssd.report import figures
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
@@ -29,6 +32,7 @@ from pytest_ssd.results.record import (
 )
 from pytest_ssd.session import Dut, SsdSession
 from pytest_ssd.specs import Datasheet, Quantity, SpecCheck, SpecLine, Verdict
+from pytest_ssd.state.actions import discard
 from pytest_ssd.state.keeper import TRANSITION_PROPERTY
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
@@ -50,6 +54,8 @@ class SsdBench:
     need: Need | None = None
     layout: Layout | None = None
     wrote: bool = False
+    #: the health sampler of the last ``run`` (its samples, or why there are none)
+    health: Sampler | None = None
     _runs: int = 0
 
     @property
@@ -102,6 +108,9 @@ class SsdBench:
 
         *setup* jobs (a prefill, say) run first in the same process, one after
         another (``stonewall``), and are not recorded: one fio start-up, not two.
+        With ``--ssd-repeat=N`` a recorded run happens N times in seed 004's cycle
+        (see :meth:`_next_cycle`); each run is recorded, their spread goes to the
+        derived record ``<job>.repeat``, and the last run is returned.
         """
         every = (*setup, *jobs)
         if any(job.writes for job in every):
@@ -110,15 +119,56 @@ class SsdBench:
             keeper = self.session.keeper(self.dut.id)
             for job in every:
                 keeper.state.observe(job, self.node.nodeid)
+        times = self.session.options.repeat if record else 1
+        fio_run = None
+        measured_writes = any(job.writes for job in jobs)
+        for index in range(times):
+            if index and measured_writes:
+                self._next_cycle(every)
+            # reads: preconditioned once (the setup), then ramp + measure per run (seed 004)
+            fio_run = self._run_once(every if index == 0 or measured_writes else tuple(jobs))
+            for job in jobs if record else ():
+                self._record(job, fio_run, repeat=index + 1 if times > 1 else None)
+        if times > 1:
+            for job in jobs:
+                self._aggregate(job.name)
+        assert fio_run is not None
+        return fio_run
+
+    def _run_once(self, every: tuple[FioJob, ...]) -> FioRun:
         self._runs += 1
         folder = self.artifacts / f"{self._runs:02d}-{every[0].name}"
-        fio_run = run_jobs(every, self.dut.path, artifacts=folder, readonly=self.dut.readonly)
+        with self.session.sampler(self.dut) as sampler:
+            fio_run = run_jobs(every, self.dut.path, artifacts=folder, readonly=self.dut.readonly)
+        self._keep_health(sampler, every[0].name)
         for job in every:
             self._note_written(job)
-        if record:
-            for job in jobs:
-                self._record(job, fio_run)
         return fio_run
+
+    def _next_cycle(self, every: tuple[FioJob, ...]) -> None:
+        """Before a repeated write run: TRIM -> precondition -> cool-down (seed 004).
+
+        A declared state is re-established from scratch (the keeper purges or
+        trims and preconditions as the state's path says); without one the span
+        the jobs touch is discarded and the setup jobs run again with the job.
+        """
+        if self.need is not None:
+            transition, self.layout = self.session.keeper(self.dut.id).bring(
+                replace(self.need, pristine=True), self.node.nodeid
+            )
+            if transition is not None:
+                self.node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
+        else:
+            start = min(job.offset for job in every)
+            end = max(_span_end(job, self.dut) for job in every)
+            self.session.guard_writes(self.dut)
+            discard(self.dut.identity, start, end - start, self.artifacts / "trim")
+            self.dut.written = min(self.dut.written, start)
+        time.sleep(self.profile.seconds(self.profile.idle.between_tests_s))
+
+    def _aggregate(self, name: str) -> None:
+        runs = [m for m in self.measurements if m.name == name and "repeat" in m.workload]
+        self.derive(f"{name}.repeat", aggregate(runs, self.session.options.cv_max))
 
     def unwritten(self, fill: FioJob) -> tuple[FioJob, ...]:
         """``(fill,)`` when the span *fill* writes is not written yet on this device, else ``()``.
@@ -130,6 +180,20 @@ class SsdBench:
             return ()
         return (fill,)
 
+    def _keep_health(self, sampler: Sampler, name: str) -> None:
+        """The run's temperature series and its summary (throttling signs) on the test."""
+        self.health = sampler
+        if not sampler.active:
+            return
+        nvme = self.dut.identity.nvme
+        warning_c = nvme.controller.wctemp_k - KELVIN if nvme and nvme.controller.wctemp_k else None
+        summary = summarize(sampler, warning_c)
+        if sampler.samples:
+            self.series(f"{name}.health", {"kind": "health", **summary}, **sampler.arrays())
+        self.note(f"{name}.health", summary)
+        for flag in summary["throttling"]:
+            self.node.user_properties.append(("ssd.throttling", f"{name}: {flag}"))
+
     def _note_written(self, job: FioJob) -> None:
         """A sequential full write from the start extends the known-written prefix."""
         whole_pass = job.runtime_s is None and job.io_bytes is None
@@ -137,13 +201,19 @@ class SsdBench:
         if job.pattern == "seq" and job.read_pct == 0 and whole_pass and contiguous:
             self.dut.written = max(self.dut.written, _span_end(job, self.dut))
 
-    def _record(self, job: FioJob, fio_run: FioRun) -> None:
+    def record(self, fio_run: FioRun, *jobs: FioJob) -> None:
+        """Record *jobs* of a run made with ``record=False`` (say, the last of many rounds)."""
+        for job in jobs:
+            self._record(job, fio_run)
+
+    def _record(self, job: FioJob, fio_run: FioRun, repeat: int | None = None) -> None:
         result = fio_run.result(job)
+        workload = job.as_dict() if repeat is None else {**job.as_dict(), "repeat": repeat}
         measurement = Measurement(
             test=self.node.nodeid,
             device=self.dut.id,
             name=job.name,
-            workload=job.as_dict(),
+            workload=workload,
             metrics={d: r.as_dict() for d, r in result.directions.items()},
             start=iso(fio_run.started),
             end=iso(fio_run.ended),

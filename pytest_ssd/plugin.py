@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class, item_skip_reason
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fixture import FIGURES_KEY, SsdBench
+from pytest_ssd.host import HostReport
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.report.html import HtmlReport, terminal_lines
 from pytest_ssd.results.collector import RunRecorder
@@ -88,9 +90,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         " after-purge (900), between-steps (300), fill-gap (300), between-tests (60); may repeat",
     )  # fmt: skip
     group.addoption(
+        "--ssd-repeat", dest="ssd_repeat", default=1, type=_repeat, metavar="N",
+        help="run every measurement N times (seed 004: reads ramp + measure each time; writes"
+        " trim, precondition, cool down, ramp, measure) and report mean, sd, CV, min, max and"
+        " the trimmed mean",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-cv-max", dest="ssd_cv_max", default=5.0, type=_percent, metavar="PERCENT",
+        help="flag a repeated measurement unstable above this coefficient of variation (5)",
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-health-interval", dest="ssd_health_interval", default=1.0, type=_seconds,
+        metavar="SECONDS",
+        help="read the device's temperature and health every SECONDS while fio runs"
+        " (nvme smart-log, hwmon or smartctl; 0: never; default 1)",
+    )  # fmt: skip
+    group.addoption(
+        "--dut-class", dest="ssd_class", action="append", type=dut_class,
+        metavar="|".join(CLASS_NAMES),
+        help="the drive's class, which decides the suites that apply (one per --dut, in order;"
+        " default: guessed from model and capacity, shown in the report)",
+    )  # fmt: skip
+    group.addoption(
         "--ssd-purge", dest="ssd_purge", default=None, type=_purge_method, metavar="METHOD",
         help="purge with METHOD instead of the strongest the device supports: "
         + ", ".join(m.value for m in PurgeMethod),
+    )  # fmt: skip
+    group.addoption(
+        "--ssd-tune", dest="ssd_tune", action="store_true",
+        help="set METHOD §9's host settings for the session (governor performance, boost off,"
+        " THP never, ASLR 0, scheduler none, NVMe APST off) and restore them afterwards",
     )  # fmt: skip
 
 
@@ -98,6 +127,32 @@ def _profile(text: str) -> str:
     if text not in PROFILE_NAMES:
         raise argparse.ArgumentTypeError(f"--ssd-profile must be one of {', '.join(PROFILE_NAMES)}")
     return text
+
+
+def _repeat(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"--ssd-repeat needs a whole number >= 1, not {text!r}")
+    return int(text)
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage in (0, 100]")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
 
 
 def _purge_method(text: str) -> str:
@@ -148,6 +203,7 @@ def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ssd_writes: the test writes to the device under test")
     config.addinivalue_line("markers", plan.MARKER_HELP)
+    config.addinivalue_line("markers", APPLIES_HELP)
     if getattr(config.option, "help", False) or getattr(config.option, "version", False):
         return
     if _is_worker(config) and WORKERINPUT_KEY in config.workerinput:  # type: ignore[attr-defined]
@@ -181,6 +237,8 @@ def pytest_configure(config: pytest.Config) -> None:
         f"files:   {session.run_dir}",
     ]
     config.pluginmanager.register(RunRecorder(session, lines), "ssd-recorder")
+    assert session.tuner is not None and session.host is not None
+    config.pluginmanager.register(HostReport(session.tuner, session.host), "ssd-host")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -281,8 +339,15 @@ def ssd_session(pytestconfig: pytest.Config) -> SsdSession:
 
 @pytest.fixture
 def dut(request: pytest.FixtureRequest, ssd_session: SsdSession) -> Dut:
-    """The device under test (tests using it are parametrized over every ``--dut``)."""
-    return ssd_session.duts[request.param]
+    """The device under test (tests using it are parametrized over every ``--dut``).
+
+    A test whose ``ssd_applies`` classes leave the drive out is skipped here, with the reason.
+    """
+    device = ssd_session.duts[request.param]
+    reason = item_skip_reason(request.node, device.drive_class)
+    if reason is not None:
+        pytest.skip(reason)
+    return device
 
 
 @pytest.fixture

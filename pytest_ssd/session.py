@@ -19,12 +19,21 @@ import pytest
 
 from pytest_ssd.db import DriveRef, ResultsDb, RunWriter
 from pytest_ssd.device import guard
+from pytest_ssd.device.drive_class import (
+    DriveClass,
+    DriveClassName,
+    IndirectionUnit,
+    classify,
+    indirection_unit,
+)
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
 from pytest_ssd.device.scratch import ScratchDevice, create, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.errors import DeviceError
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
+from pytest_ssd.health import Sampler, Source, find_source
+from pytest_ssd.host import HostRecord, Tuner
 from pytest_ssd.proc import which
 from pytest_ssd.results import ResultsStore, runinfo
 from pytest_ssd.specs.load import load_datasheet
@@ -74,9 +83,16 @@ class Options:
     purge: str | None
     idle: tuple[tuple[str, float], ...] = ()
     datasheets: DatasheetOptions = field(default_factory=DatasheetOptions)
+    health_interval: float = 1.0
+    repeat: int = 1
+    cv_max: float = 0.05
     db: Path = Path("reports/results.sqlite")
     labels: tuple[str, ...] = ()
     compare: tuple[str, ...] = ()
+    #: --dut-class, one per --dut in order (the rest guessed)
+    classes: tuple[DriveClassName, ...] = ()
+    #: --ssd-tune: METHOD §9's host settings for the session, restored afterwards
+    tune: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -90,6 +106,11 @@ class Options:
             raise pytest.UsageError(
                 f"--dut-label given {len(labels)} times for {len(duts)} device(s): one per --dut"
             )
+        classes = tuple(config.getoption("ssd_class") or ())
+        if len(classes) > len(duts):
+            raise pytest.UsageError(
+                f"--dut-class given {len(classes)} times for {len(duts)} device(s): one per --dut"
+            )
         return cls(
             duts=duts,
             confirm=tuple(config.getoption("ssd_confirm") or ()),
@@ -97,6 +118,9 @@ class Options:
             report_dir=report_dir,
             profile=config.getoption("ssd_profile"),
             purge=config.getoption("ssd_purge"),
+            health_interval=float(config.getoption("ssd_health_interval")),
+            repeat=int(config.getoption("ssd_repeat")),
+            cv_max=float(config.getoption("ssd_cv_max")) / 100,
             idle=tuple(config.getoption("ssd_idle") or ()),
             datasheets=DatasheetOptions(
                 files=tuple(Path(p) for p in config.getoption("ssd_datasheet") or ()),
@@ -106,6 +130,8 @@ class Options:
             db=Path(db).absolute() if db else report_dir / DB_FILE,
             labels=labels,
             compare=tuple(config.getoption("ssd_compare") or ()),
+            classes=classes,
+            tune=bool(config.getoption("ssd_tune", False)),
         )
 
 
@@ -125,6 +151,15 @@ class Dut:
     summary: DeviceSummary | None = None
     #: the name of its results in the database and on graphs (--dut-label)
     label: str = ""
+    #: its class (--dut-class or the guess) and indirection unit: which suites and writes apply
+    drive_class: DriveClass | None = None
+    iu: IndirectionUnit | None = None
+
+    def classify(self, classes: tuple[DriveClassName, ...], index: int) -> None:
+        """Set the class (the index-th ``--dut-class``, else the guess) and the IU."""
+        given = classes[index] if index < len(classes) else None
+        self.drive_class = classify(self.identity, self.scratch, given)
+        self.iu = indirection_unit(self.identity)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -137,6 +172,8 @@ class Dut:
             "identity": self.identity.as_dict(),
             "summary": self.summary.as_dict() if self.summary else None,
             "summary_tables": self.summary.tables() if self.summary else None,
+            "drive_class": self.drive_class.as_dict() if self.drive_class else None,
+            "iu": self.iu.as_dict() if self.iu else None,
         }
 
 
@@ -156,8 +193,13 @@ class SsdSession:
     compared: list[DriveRef] = field(default_factory=list)
     keepers: dict[str, StateKeeper] = field(default_factory=dict)
     progress: Write | None = None
+    #: device id -> its health source (or None) and what it is, or why there is none
+    health_sources: dict[str, tuple[Source | None, str]] = field(default_factory=dict)
     #: device id -> the datasheet its measurements are checked against
     datasheets: dict[str, Datasheet] = field(default_factory=dict)
+    #: the host's settings: read, tuned with --ssd-tune and put back (controller only)
+    tuner: Tuner | None = None
+    host: HostRecord | None = None
 
     @property
     def dut_ids(self) -> list[str]:
@@ -173,11 +215,12 @@ class SsdSession:
     def for_worker(cls, config: pytest.Config) -> SsdSession:
         data = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
         session = cls(Options.from_config(config), data["run_id"], Path(data["run_dir"]), True)
-        for item in data["duts"]:
+        for index, item in enumerate(data["duts"]):
             path = Path(item["path"])
             session.duts[item["id"]] = Dut(
                 item["id"], path, identify(path), item["scratch"], item["readonly"], item["note"]
             )
+            session.duts[item["id"]].classify(session.options.classes, index)
         for dut_id, sheet in data.get("datasheets", {}).items():
             session.datasheets[dut_id] = load_datasheet(sheet)
         return session
@@ -197,6 +240,9 @@ class SsdSession:
 
         Datasheets are read first: a bad one stops the run before a device is touched.
         """
+        # first of all: put back what a session that died left tuned
+        self.tuner = Tuner(self.options.report_dir, self.options.tune)
+        self.tuner.recover()
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
         given = load_given(self.options.datasheets, len(self.options.duts))
         candidates = () if given else load_candidates(self.options.datasheets)
@@ -205,22 +251,30 @@ class SsdSession:
                 self.compared = db.resolve(self.options.compare)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._link_latest()
-        environment = runinfo.collect(args)
-        self.store = ResultsStore(self.run_dir, self.run_id, environment)
-        self.store.write()
-        self.db = RunWriter(self.options.db, self.run_id, self.run_dir, environment)
         sweep_stale(self.options.report_dir / ".scratch")
         for dut_id, spec in zip(self.dut_ids, self.options.duts, strict=True):
             dut = self._resolve(dut_id, spec, len(self.scratch))
             dut.summary = summarize(dut.identity)
+            dut.classify(self.options.classes, len(self.duts))
             dut.label = default_label(dut, self.options.labels, len(self.duts))
             self.duts[dut_id] = dut
         identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
+        # the record says what the run measures under: after --ssd-tune, with every device
+        self.host = self.tuner.start(identities)
+        environment = runinfo.collect(args, self.host)
+        self.store = ResultsStore(self.run_dir, self.run_id, environment)
+        self.store.write()
+        self.db = RunWriter(self.options.db, self.run_id, self.run_dir, environment)
         force = self.options.datasheets.force
         self.datasheets = assign(identities, given, candidates, force)
         for dut_id, dut in self.duts.items():
             sheet = self.datasheets.get(dut_id)
-            description = {**dut.describe(), "datasheet": str(sheet.path) if sheet else None}
+            health = self.sampler(dut)
+            description = {
+                **dut.describe(),
+                "datasheet": str(sheet.path) if sheet else None,
+                "health": health.source.name if health.source else health.reason,
+            }
             self.store.add_device(dut_id, description)
             self.db.add_device(dut_id, description, dut.label)
 
@@ -251,6 +305,15 @@ class SsdSession:
         """The profile for *dut*: the option's, else quick on scratch and full on real devices."""
         return profile_for(self.options.profile, dut.scratch, self.options.idle)
 
+    def sampler(self, dut: Dut) -> Sampler:
+        """A health sampler for *dut* (inactive, with the reason, where it has no sensor)."""
+        if dut.id not in self.health_sources:
+            self.health_sources[dut.id] = find_source(dut.identity)
+        source, what = self.health_sources[dut.id]
+        interval = self.options.health_interval
+        reason = what if source is None else ("" if interval else "--ssd-health-interval=0")
+        return Sampler(source if interval else None, interval, reason)
+
     def guard_writes(self, dut: Dut) -> None:
         """Refuse (SafetyError) unless *dut* may be written now: the guard and --ssd-confirm."""
         guard.check_writable(dut.path)
@@ -274,7 +337,7 @@ class SsdSession:
             self.keepers[dut_id] = StateKeeper(
                 dut_id, dut.path, dut.identity, state, self.run_dir / "states" / dut_id,
                 lambda: self.guard_writes(dut), self.speeds, speed_key(dut.identity, dut.scratch),
-                self.options.purge, self.progress,
+                self.options.purge, self.progress, sampler=lambda: self.sampler(dut),
             )  # fmt: skip
         return self.keepers[dut_id]
 
@@ -285,7 +348,9 @@ class SsdSession:
         latest.symlink_to(self.run_id)
 
     def close(self) -> None:
-        """Release scratch devices; always called, also after errors and Ctrl-C."""
+        """Restore tuned settings, release scratch devices; always called, also after Ctrl-C."""
+        if self.tuner is not None:
+            self.tuner.restore()
         while self.scratch:
             self.scratch.pop().release()
 

@@ -138,8 +138,24 @@ def bw_vs_data_drives(
     return fig
 
 
-def bw_vs_time(passes: Sequence[FillPass]) -> Figure:
-    """MiB/s against time, one panel per pass, with the pass's mean as a horizontal line."""
+Temperatures = Sequence[Mapping[str, npt.NDArray[Any]] | None]
+
+
+def _temperature(ax: Axes, health: Mapping[str, npt.NDArray[Any]] | None) -> None:
+    """The device's temperature on a right-hand axis of the same time scale, when it has any."""
+    if health is None or not np.isfinite(health["temp_c"]).any():
+        return
+    right = ax.twinx()
+    right.plot(health["t_s"], health["temp_c"], color="#555", linestyle="--", linewidth=1)
+    right.set_ylabel("temperature (°C)", color="#555")
+
+
+def bw_vs_time(passes: Sequence[FillPass], temperatures: Temperatures = ()) -> Figure:
+    """MiB/s against time, one panel per pass, with the pass's mean as a horizontal line.
+
+    *temperatures*: per pass, the health sampler's arrays (``t_s``, ``temp_c``), drawn dashed
+    on a right-hand axis; None (or absent) where the device has no sensor.
+    """
     fig = Figure(figsize=(_SIZE[0], 2.4 * len(passes)))
     for index, fill in enumerate(passes):
         ax = fig.add_subplot(len(passes), 1, index + 1)
@@ -154,6 +170,7 @@ def bw_vs_time(passes: Sequence[FillPass]) -> Figure:
         ax.set_xlabel("time (s)")
         ax.set_ylabel("MiB/s")
         _finish(fig, ax, f"{fill.name}: {fill.runtime_s:,.1f} s, mean {mean:,.0f} MiB/s")
+        _temperature(ax, temperatures[index] if index < len(temperatures) else None)
     return fig
 
 

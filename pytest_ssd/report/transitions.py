@@ -23,7 +23,16 @@ def _step_line(step: dict[str, Any]) -> str:
         else f"fio wrote {_bytes(step['fio_written'])}"
     )
     detail = f" — {step['detail']}" if step.get("detail") else ""
-    return f"{step['text']}: {step['seconds']:.1f} s, {moved}{detail}"
+    return f"{step['text']}: {step['seconds']:.1f} s, {moved}{detail}{_health(step.get('health'))}"
+
+
+def _health(health: dict[str, Any] | None) -> str:
+    """' — 41.0–45.5 °C; throttling: ...' when the step was sampled."""
+    if not health or health.get("temp_min_c") is None:
+        return ""
+    text = f" — {health['temp_min_c']:.1f}–{health['temp_max_c']:.1f} °C"
+    flags = health.get("throttling") or []
+    return text + (f"; throttling: {'; '.join(flags)}" if flags else "")
 
 
 def _figures(transitions: Sequence[dict[str, Any]]) -> str:

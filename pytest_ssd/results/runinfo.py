@@ -1,4 +1,4 @@
-"""What a run was measured on: host, kernel, CPU, tool versions."""
+"""What a run was measured on: host, kernel, CPU, tool versions, METHOD §9's settings."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from pytest_ssd import __version__
 from pytest_ssd.errors import ToolError
+from pytest_ssd.host import HostRecord
 from pytest_ssd.proc import run, which
 
 
@@ -35,8 +36,11 @@ def _tool_version(program: str, *args: str) -> str | None:
     return first[0].strip() if done.returncode == 0 and first else None
 
 
-def collect(args: list[str]) -> dict[str, Any]:
-    """The run's environment, as recorded in results.json and shown in the report."""
+def collect(args: list[str], host: HostRecord | None = None) -> dict[str, Any]:
+    """The run's environment, as recorded in results.json and shown in the report.
+
+    *host* adds the settings METHOD §9 controls, their warnings and what --ssd-tune did.
+    """
     uname = os.uname()
     return {
         "host": socket.gethostname(),
@@ -50,4 +54,5 @@ def collect(args: list[str]) -> dict[str, Any]:
         "fio": _tool_version("fio", "--version"),
         "nvme_cli": _tool_version("nvme", "version"),
         "argv": [Path(sys.argv[0]).name, *args],
+        **(host.as_dict() if host is not None else {}),
     }

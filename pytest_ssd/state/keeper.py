@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.fio.engine import run_jobs
+from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.results.record import iso
 from pytest_ssd.state import actions
 from pytest_ssd.state.accounting import Counters, read_counters, stat_file
@@ -44,6 +46,8 @@ class StepDone:
     #: a steady-state verdict (window, fitted line, excursions, limits) and its graphs
     verdict: dict[str, Any] | None = None
     figures: tuple[str, ...] = ()
+    #: the device's temperature during the step (pytest_ssd.health.summarize), if sampled
+    health: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class StateKeeper:
     transitions: int = 0
     #: a test has used the device (the consumer flow rests before the next measurement)
     used: bool = False
+    #: a new health sampler for the device (fio and steady-state steps are sampled)
+    sampler: Callable[[], Sampler] | None = None
 
     @property
     def context(self) -> Context:
@@ -167,37 +173,55 @@ class StateKeeper:
         stat_path = stat_file(self.target)
         before = read_counters(stat_path)
         clock = time.monotonic()
-        fio_written, detail, verdict = 0, "", None
-        shown: tuple[str, ...] = ()
+        sampled = self.sampler is not None and step.kind in ("fio", "steady")
+        sampler = self.sampler() if self.sampler is not None and sampled else Sampler(None, 0)
+        with sampler:
+            fio_written, detail, verdict, shown = self._execute(step, artifacts)
+        seconds = time.monotonic() - clock
+        health = _health(sampler, artifacts) if sampler.active else None
+        after = read_counters(stat_path)
+        kernel = _delta(after, before)
+        self.speeds.record(self.speed_key, step, seconds)
+        return StepDone(
+            step.kind, step.name, step.text, seconds, kernel, fio_written, detail, verdict, shown,
+            health,
+        )  # fmt: skip
+
+    def _execute(
+        self, step: Step, artifacts: Path
+    ) -> tuple[int, str, dict[str, Any] | None, tuple[str, ...]]:
+        """Run one step: (bytes fio wrote, detail, steady-state verdict, figures)."""
         if step.kind == "purge":
-            detail = actions.purge(self.identity, self.purge_method, artifacts)
-        elif step.kind == "fio":
+            return 0, actions.purge(self.identity, self.purge_method, artifacts), None, ()
+        if step.kind == "fio":
             write = self.progress or log_writer(artifacts / "progress.log")
             follow = Progress(f"{self.device} {step.name}", step.write_bytes, write)
             fio_run = run_jobs(step.jobs, self.target, artifacts=artifacts, on_status=follow)
             follow.close()
-            fio_written = sum(
+            written = sum(
                 d.io_bytes
                 for job in step.jobs
                 for name, d in fio_run.result(job).directions.items()
                 if name == "write"
             )
-        elif step.kind == "discard":
+            return written, "", None, ()
+        if step.kind == "discard":
             assert step.discard is not None
             actions.discard(self.identity, *step.discard, artifacts)
-        elif step.kind == "idle":
+            return 0, "", None, ()
+        if step.kind == "idle":
             time.sleep(step.idle_s)
-        else:
-            outcome = actions.steady(self, step, artifacts)
-            fio_written, detail, verdict = outcome.written, outcome.summary, outcome.verdict
-            shown = outcome.figures
-        seconds = time.monotonic() - clock
-        after = read_counters(stat_path)
-        kernel = _delta(after, before)
-        self.speeds.record(self.speed_key, step, seconds)
-        return StepDone(
-            step.kind, step.name, step.text, seconds, kernel, fio_written, detail, verdict, shown
-        )
+            return 0, "", None, ()
+        outcome = actions.steady(self, step, artifacts)
+        return outcome.written, outcome.summary, outcome.verdict, outcome.figures
+
+
+def _health(sampler: Sampler, artifacts: Path) -> dict[str, Any]:
+    """The step's health summary; its samples go to ``health.npz`` in the step's artifacts."""
+    if sampler.samples:
+        artifacts.mkdir(parents=True, exist_ok=True)
+        (artifacts / "health.npz").write_bytes(pack(sampler.arrays()))
+    return summarize(sampler)
 
 
 def _delta(after: Counters | None, before: Counters | None) -> dict[str, int] | None:

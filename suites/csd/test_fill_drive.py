@@ -21,6 +21,7 @@ scratch loop device, whose speed jumps between reads).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -38,6 +39,7 @@ from pytest_ssd.analysis import (
     read_log,
     speed_profile,
 )
+from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.proc import run, which
@@ -52,6 +54,8 @@ from pytest_ssd.workloads.fill import (
     read_job,
     timing,
 )
+
+pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ALL_CLASSES)  # csd applies to every class
 
 MiB, GiB = 1 << 20, 1 << 30
 COREUTILS = "install coreutils"
@@ -124,11 +128,14 @@ def test_fill_drive(ssd: SsdBench) -> None:
     gap = idle_gap_s(ssd.profile)
     passes: list[FillPass] = []
     runs: list[FioRun] = []
+    temperatures: list[dict[str, Any] | None] = []
     for number in range(1, row.passes + 1):
         if number > 1:
             time.sleep(gap)
         job = fill_job(number, span, row)
         runs.append(ssd.run(job))
+        health = ssd.health
+        temperatures.append(health.arrays() if health and health.samples else None)
         result = runs[-1].result(job)
         assert set(result.directions) == {"write"}
         assert result.directions["write"].io_bytes == job.size, "a pass writes 100 % of the span"
@@ -159,7 +166,7 @@ def test_fill_drive(ssd: SsdBench) -> None:
     series = [(one.name, profile_of(one, row)) for one in passes]
     ssd.derive("fill-speed", speed_values(series, row))
     ssd.figure(graphs.bw_vs_written(passes, caches), "fill bandwidth vs written")
-    ssd.figure(graphs.bw_vs_time(passes), "fill bandwidth vs time")
+    ssd.figure(graphs.bw_vs_time(passes, temperatures), "fill bandwidth vs time")
     ssd.figure(graphs.latency_vs_time(passes, gap), "fill latency vs time")
     ssd.figure(graphs.mean_bars(passes), "fill mean bandwidth")
     ssd.figure(graphs.speed_per_quantum(series, row.moving_n), "fill speed profile")

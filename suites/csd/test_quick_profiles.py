@@ -18,6 +18,7 @@ import time
 import pytest
 
 from pytest_ssd import SsdBench
+from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import DirectionResult
 from pytest_ssd.report.grid import Grid, grid_of, results_grid
@@ -34,6 +35,8 @@ from pytest_ssd.workloads.profiles import (
     cdm_prepare,
     cdm_scores,
 )
+
+pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ALL_CLASSES)  # csd applies to every class
 
 #: FOB before preconditioning (purged first), cssd in both rounds, used75 after the second
 QUICK_PROFILE_STATES = [

@@ -11,9 +11,12 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd import SsdBench
+from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
 from pytest_ssd.report.grid import Bar, mib_bars
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import SYNC_SIZE, sync_jobs
+
+pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ALL_CLASSES)  # csd applies to every class
 
 
 @pytest.mark.parametrize("phase", CSSD_ROUNDS)

@@ -7,6 +7,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,8 @@ def test_report_rebuilds_a_page_with_sections_and_figures(
     for section in ("ssd-devices", "ssd-environment", "ssd-suite-smoke", "ssd-tests"):
         assert f'id="{section}"' in page
     assert "never: the run was cut short" in page  # run-3 did not finish
-    assert page.count("<img") == 1 and "drive A" in page and "drive C" in page
+    assert page.count("<img") == 2 and "drive A" in page and "drive C" in page  # smoke, pair
+    assert 'id="ssd-pair"' in page
     assert {p.suffix for p in (tmp_path / "figures-from-db").iterdir()} == {".png", ".svg"}
 
 
@@ -112,9 +114,10 @@ def test_bad_arguments_are_exit_2() -> None:
 
 
 def test_the_console_script_has_help_everywhere() -> None:
-    script = shutil.which("pytest-ssd")
-    if script is None:
-        pytest.skip("pytest-ssd is not installed as a console script here")
+    # pip installs the console script beside the interpreter (.venv/bin), maybe not on PATH
+    beside = Path(sys.executable).with_name("pytest-ssd")
+    script = str(beside) if beside.exists() else shutil.which("pytest-ssd")
+    assert script is not None, "pytest-ssd is not installed: pip install -e ."
     for sub in ([], ["list"], ["report"], ["compare"], ["export"]):
         done = subprocess.run([script, *sub, "--help"], capture_output=True, text=True,
                               timeout=60, check=False)  # fmt: skip

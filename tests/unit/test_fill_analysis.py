@@ -297,3 +297,16 @@ def test_graphs_mark_the_cache_and_the_idle_gap() -> None:
 
 def line_x(line: Line2D) -> float:
     return float(np.asarray(line.get_xdata())[0])
+
+
+def test_bandwidth_vs_time_draws_the_temperature_on_the_same_time_axis() -> None:
+    one = synthetic((500.0, 20))
+    health = {"t_s": np.array([0.0, 1.0, 2.0]), "temp_c": np.array([41.0, 43.5, 45.0])}
+    fig = graphs.bw_vs_time([one, one], [health, None])
+    first, second = (ax for ax in fig.axes if ax.get_ylabel() == "MiB/s")
+    twins = [ax for ax in fig.axes if ax.get_ylabel() == "temperature (°C)"]
+    assert len(twins) == 1 and twins[0].get_shared_x_axes().joined(twins[0], first)
+    assert twins[0].lines[0].get_ydata().tolist() == [41.0, 43.5, 45.0]
+    no_sensor = {"t_s": np.array([0.0]), "temp_c": np.array([np.nan])}
+    assert len(graphs.bw_vs_time([one], [no_sensor]).axes) == 1
+    assert second is not first

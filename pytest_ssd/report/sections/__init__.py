@@ -8,12 +8,14 @@ every graph.
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 from pytest_ssd.db import DriveResults, RunInfo
-from pytest_ssd.report.sections import general, workloads
+from pytest_ssd.report.sections import general, pair, workloads
 from pytest_ssd.report.sections.base import Context, FigureSink, Palette, Section
 
 Builder = Callable[[Context], Section | None]
@@ -31,8 +33,9 @@ figure.ssd-figure figcaption { font-size: small; color: #555; }
 SUITES = (
     ("smoke", "Four corners (suites/smoke)", None),
     ("csd", "Consumer SSD suite (suites/csd)", "pytest_ssd.report.sections.csd"),
-    ("esd", "Enterprise SSD suite (suites/esd)", None),
-    ("wsat", "Write saturation (suites/wsat)", None),
+    ("esd", "Enterprise SSD suite (suites/esd)", "pytest_ssd.report.sections.esd"),
+    ("snia", "SNIA PTS tests (suites/snia)", "pytest_ssd.report.sections.snia"),
+    ("wsat", "Write saturation (suites/wsat)", "pytest_ssd.report.sections.wsat"),
     ("datasheet", "Datasheet measurements (suites/datasheet)", None),
 )
 
@@ -60,16 +63,26 @@ def _builder(suite: str) -> Builder:
     return partial(workloads.section, suite=suite, title=f"Tests in {suite}/", prefix=f"{suite}/")
 
 
+def _distinct_labels(drives: Sequence[DriveResults]) -> None:
+    """A label shown twice (one drive against its own earlier run) gets its run id added."""
+    counts = Counter(d.drive.label for d in drives)
+    for d in drives:
+        if counts[d.drive.label] > 1:
+            d.drive = replace(d.drive, label=f"{d.drive.label} (run {d.drive.run_id})")
+
+
 def build(
     drives: Sequence[DriveResults], current: int, runs: list[RunInfo], figures: Path
 ) -> list[Section]:
     """Every section for *drives* (the first *current* from the run reported, then compared)."""
+    _distinct_labels(drives)
     ctx = Context(tuple(drives), current, Palette.of(drives), FigureSink(figures))
     sections: list[Section | None] = [
         general.devices(ctx),
         general.environment(runs),
         general.transitions(ctx),
         general.conformance(ctx),
+        pair.section(ctx),
     ]
     sections.extend(_builder(suite)(ctx) for suite in suites_of(drives))
     return [s for s in sections if s is not None]

@@ -7,6 +7,7 @@ from typing import Any
 
 from pytest_ssd.db import RunInfo
 from pytest_ssd.device.identity import binary_size, decimal_size
+from pytest_ssd.host.record import side_by_side, tune_summary
 from pytest_ssd.report.conformance import conformance_html
 from pytest_ssd.report.sections.base import Context, Section, table
 from pytest_ssd.report.summary import tables_html
@@ -39,7 +40,7 @@ def devices(ctx: Context) -> Section:
             _e(ident.get("path")), _e(ident.get("model")), _e(ident.get("serial")),
             _e(ident.get("firmware")), f"{binary_size(size)} ({decimal_size(size)})",
             f"{_e(ident.get('logical_block_size'))}/{_e(ident.get('physical_block_size'))}",
-            _e(ident.get("transport")),
+            _e(ident.get("transport")), _drive_class(d.drive.description),
         ])  # fmt: skip
         if d.drive.scratch:
             note = d.drive.description.get("note", "")
@@ -48,20 +49,40 @@ def devices(ctx: Context) -> Section:
                 f" {_e(d.drive.label)}:</b> {_e(note)} — {SCRATCH_BANNER}.</p>"
             )
     header = ["label", "", "run", "id", "path", "model", "serial", "firmware", "capacity",
-              "LBA/phys (B)", "transport"]  # fmt: skip
+              "LBA/phys (B)", "transport", "class"]  # fmt: skip
     summaries = [
         tables_html(f"{d.drive.label} ({d.drive.dut_id})", d.drive.description["summary_tables"])
         for d in ctx.drives[: ctx.current]
         if d.drive.description.get("summary_tables")
     ]
+    health = [
+        f"<li><b>{_e(d.drive.label)}</b>: {_e(d.drive.description.get('health') or 'not recorded')}"
+        "</li>"
+        for d in ctx.drives[: ctx.current]
+    ]
     body = table(header, rows) + "".join(banners)
+    body += f'<p>Temperature and health from:</p><ul class="ssd-health">{"".join(health)}</ul>'
+
     if summaries:
         body += "<h3>Device summary</h3>" + "".join(summaries)
     return Section("ssd-devices", "Devices under test", body)
 
 
+def _drive_class(description: dict[str, Any]) -> str:
+    """The drive class cell: name, and how it was decided (runs before classes: a dash)."""
+    found = description.get("drive_class")
+    if not found:
+        return _e(None)
+    iu = description.get("iu") or {}
+    unit = f"<br>IU {_e(iu['bytes'])} B ({_e(iu['source'])})" if iu.get("bytes") else ""
+    return _e(found["text"]) + unit
+
+
 def environment(runs: list[RunInfo]) -> Section:
-    """Host and tool versions of each run in the report (this run first)."""
+    """Host, tool versions and METHOD §9's settings of each run in the report (this run first).
+
+    A setting off the method's recommendation is marked, and listed under Warnings.
+    """
     header = ["", *(_e(run.id) for run in runs)]
     rows = []
     for key, name in ENVIRONMENT:
@@ -69,6 +90,14 @@ def environment(runs: list[RunInfo]) -> Section:
         if key == "argv":
             values = [" ".join(v) if isinstance(v, list) else v for v in values]
         rows.append([name, *(_e(v) for v in values)])
+    envs = [run.environment for run in runs]
+    for name, cells in side_by_side(envs):
+        rows.append([_e(name), *(f'<b class="ssd-warn">{_e(c.text)}</b>' if c.warn
+                                 else _e(c.text) for c in cells)])  # fmt: skip
+    warnings = [env.get("host_warnings") for env in envs]
+    rows.append(["Warnings", *(_e(("; ".join(w) or "none") if w is not None else None)
+                               for w in warnings)])  # fmt: skip
+    rows.append(["--ssd-tune", *(_e(tune_summary(env)) for env in envs)])
     rows.append(["Start", *(_e(run.start) for run in runs)])
     rows.append(["End", *(_e(run.end or "never: the run was cut short") for run in runs)])
     rows.append(["Complete", *("yes" if run.complete else "<b>no</b>" for run in runs)])

@@ -7,10 +7,12 @@ of its own: SEQ in MiB/s, RND in k-IOPS, and a table with p99 latency.
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
+from pytest_ssd.db import shared_test_id
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import Context, Palette, Section, notes, table
 from pytest_ssd.report.sections.match import Matched, match, measurement_keys
@@ -18,6 +20,8 @@ from pytest_ssd.results.record import Measurement, percentile_us
 
 #: more workloads than this make bars nobody can read: the table (and the CSV export) carry them
 MAX_BARS = 32
+#: the table's figures: (metric key, decimals)
+TABLE_FIGURES = (("iops", 0), ("bw_mib_s", 1), ("bw_mb_s", 1), ("lat_mean_us", 1), ("p99_us", 1))
 #: (pattern, unit, metric key, scale) of each panel
 PANELS = (("seq", "MiB/s", "bw_mib_s", 1.0), ("rnd", "k-IOPS", "iops", 1e-3))
 
@@ -29,7 +33,25 @@ def workload_label(m: Measurement, direction: str) -> str:
     return f"{w['pattern'].upper()} {bs} Q{w['iodepth']}T{w['numjobs']}{share} {direction}"
 
 
-Bars = dict[str, dict[str, float]]  # workload label -> drive label -> value
+#: workload label -> drive label -> (value, sd over repeated runs or 0)
+Bars = dict[str, dict[str, tuple[float, float]]]
+
+
+def repeated(one: Matched) -> dict[str, Any] | None:
+    """The spread over ``--ssd-repeat`` runs of the matched measurement, if it was repeated."""
+    m = one.measurement
+    return one.drive.derived_values(shared_test_id(m.test, m.device), f"{m.name}.repeat")
+
+
+def value_of(one: Matched, direction: str, key: str) -> tuple[float, float]:
+    """(mean over runs, sd) when repeated, else (the one run's value, 0); NaN: not resolved."""
+    spread = (repeated(one) or {}).get(direction, {}).get(key)
+    if spread is not None:
+        return float(spread["mean"]), float(spread["sd"])
+    data = one.measurement.metrics[direction]
+    is_percentile = key.startswith("p") and key.endswith("_us")
+    value = percentile_us(data, float(key[1:-3])) if is_percentile else data.get(key)
+    return (np.nan if value is None else float(value)), 0.0
 
 
 def _bars(groups: list[list[Matched]], pattern: str, key: str, scale: float) -> Bars:
@@ -39,8 +61,10 @@ def _bars(groups: list[list[Matched]], pattern: str, key: str, scale: float) -> 
             m = one.measurement
             if m.workload.get("pattern") != pattern:
                 continue
-            for direction, data in sorted(m.metrics.items()):
-                bars.setdefault(workload_label(m, direction), {})[one.label] = data[key] * scale
+            for direction in sorted(m.metrics):
+                mean, sd = value_of(one, direction, key)
+                label = workload_label(m, direction)
+                bars.setdefault(label, {})[one.label] = (mean * scale, sd * scale)
     return bars
 
 
@@ -54,8 +78,12 @@ def grouped_bars(panels: list[tuple[str, Bars]], palette: Palette) -> Figure:
         width = 0.8 / max(len(drives), 1)
         for index, drive in enumerate(drives):
             xs = np.arange(len(labels)) + index * width
-            heights = [bars[label].get(drive, np.nan) for label in labels]
-            drawn = ax.bar(xs, heights, width, color=palette.colour(drive), label=drive)
+            heights = [bars[label].get(drive, (np.nan, 0.0))[0] for label in labels]
+            errors = [bars[label].get(drive, (np.nan, 0.0))[1] for label in labels]
+            drawn = ax.bar(
+                xs, heights, width, color=palette.colour(drive), label=drive,
+                yerr=errors if any(errors) else None, capsize=3,
+            )  # fmt: skip
             ax.bar_label(drawn, fmt="%.0f", fontsize="x-small")
         ax.set_xticks(np.arange(len(labels)) + width * (len(drives) - 1) / 2)
         ax.set_xticklabels(labels, rotation=20, ha="right", fontsize="small")
@@ -67,15 +95,32 @@ def grouped_bars(panels: list[tuple[str, Bars]], palette: Palette) -> Figure:
     return fig
 
 
+def _figure(one: Matched, direction: str, key: str, digits: int) -> str:
+    """'9,222' or, over repeated runs, '9,222 ± 520'."""
+    mean, sd = value_of(one, direction, key)
+    if np.isnan(mean):
+        return "not resolved" if key.startswith("p") else "—"
+    return f"{mean:,.{digits}f}" + (f" ± {sd:,.{digits}f}" if repeated(one) else "")
+
+
+def _runs(one: Matched, direction: str) -> str:
+    """'1', or '3, CV 5.6 %' and UNSTABLE beyond the threshold the run used."""
+    spread = repeated(one)
+    if spread is None:
+        return "1"
+    iops = spread.get(direction, {}).get("iops", {})
+    text = f"{spread['runs']}, CV {iops.get('cv', 0.0):.1%}"
+    unstable = [u for u in spread["unstable"] if u.startswith(direction)]
+    return text + (" <b>unstable</b>" if unstable else "")
+
+
 def _row(one: Matched) -> list[list[str]]:
     rows = []
-    for direction, data in sorted(one.measurement.metrics.items()):
-        p99 = percentile_us(data, 99.0)
+    for direction in sorted(one.measurement.metrics):
+        figures = [_figure(one, direction, key, digits) for key, digits in TABLE_FIGURES]
         rows.append([
             html.escape(workload_label(one.measurement, direction)), html.escape(one.label),
-            f"{data['iops']:,.0f}", f"{data['bw_mib_s']:,.1f}", f"{data['bw_mb_s']:,.1f}",
-            f"{data['lat_mean_us']:,.1f}" if data.get("lat_mean_us") is not None else "—",
-            "not resolved" if p99 is None else f"{p99:,.1f}",
+            *figures, _runs(one, direction),
         ])  # fmt: skip
     return rows
 
@@ -96,6 +141,6 @@ def section(ctx: Context, suite: str, title: str, prefix: str) -> Section | None
         left_out.append(f"{len(keys)} workloads: too many for one bar chart; see the table")
     elif panels:
         body = ctx.figures.html(grouped_bars(panels, ctx.palette), f"{suite} by workload")
-    header = ["workload", "drive", "IOPS", "MiB/s", "MB/s", "mean lat (µs)", "p99 (µs)"]
+    header = ["workload", "drive", "IOPS", "MiB/s", "MB/s", "mean lat (µs)", "p99 (µs)", "runs"]
     body += table(header, [row for group in groups for one in group for row in _row(one)])
     return Section(f"ssd-suite-{suite}", title, body + notes(left_out))

@@ -1,0 +1,167 @@
+"""Where a device's temperature and health come from: nvme smart-log, hwmon, smartctl.
+
+Each source reads one :class:`HealthSample`; :func:`find_source` picks the
+first that applies to a device, or says why there is none (a loop device or a
+file has no sensor: the report says so instead of drawing nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.errors import ParseError, ToolError
+from pytest_ssd.proc import run, which
+
+#: kelvin of 0 °C (NVMe reports temperatures in kelvin)
+KELVIN = 273.15
+#: critical_warning bit 1: a temperature is above an over- or below an under-temperature threshold
+TEMPERATURE_WARNING_BIT = 0x02
+READ_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class HealthSample:
+    """One reading: the composite temperature, other sensors, and the thermal counters."""
+
+    t: float
+    temperature_c: float | None
+    sensors_c: tuple[float, ...] = ()
+    critical_warning: int = 0
+    #: thermal-management transitions so far (NVMe TMT1 + TMT2 counts)
+    thermal_transitions: int = 0
+    #: minutes spent above the warning composite temperature so far (NVMe WCTEMP time)
+    warning_minutes: int = 0
+
+
+class Source(Protocol):
+    """Something that reads the device's health now."""
+
+    name: str
+
+    def read(self) -> HealthSample: ...
+
+
+def _load(text: str, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"{what}: output is not JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ParseError(f"{what}: expected a JSON object")
+    return data
+
+
+def parse_smart_log(text: str, t: float) -> HealthSample:
+    """``nvme smart-log -o json`` (nvme-cli 2.x): kelvin temperatures, sensors only when present."""
+    data = _load(text, "nvme smart-log")
+    if "temperature" not in data:
+        raise ParseError("nvme smart-log: field 'temperature' is missing")
+    sensors = tuple(
+        float(data[f"temperature_sensor_{n}"]) - KELVIN
+        for n in range(1, 9)
+        if data.get(f"temperature_sensor_{n}")
+    )
+    return HealthSample(
+        t=t,
+        temperature_c=float(data["temperature"]) - KELVIN if data["temperature"] else None,
+        sensors_c=sensors,
+        critical_warning=int(data.get("critical_warning", 0)),
+        thermal_transitions=int(data.get("thm_temp1_trans_count", 0))
+        + int(data.get("thm_temp2_trans_count", 0)),
+        warning_minutes=int(data.get("warning_temp_time", 0)),
+    )
+
+
+def parse_smartctl(text: str, t: float) -> HealthSample:
+    """``smartctl -j -A``: ``temperature.current`` in °C (absent when the drive reports none)."""
+    data = _load(text, "smartctl")
+    current = (data.get("temperature") or {}).get("current")
+    return HealthSample(t=t, temperature_c=None if current is None else float(current))
+
+
+@dataclass
+class NvmeSmartLog:
+    """``nvme smart-log DEVICE -o json`` every time it is read."""
+
+    nvme: str
+    device: Path
+    name: str = "nvme smart-log"
+
+    def read(self) -> HealthSample:
+        argv = [self.nvme, "smart-log", str(self.device), "-o", "json"]
+        done = run(argv, timeout=READ_TIMEOUT_S).check(f"nvme smart-log {self.device}")
+        return parse_smart_log(done.stdout, time.time())
+
+
+@dataclass
+class Smartctl:
+    """``smartctl -j -A DEVICE`` (SATA and SAS drives)."""
+
+    smartctl: str
+    device: Path
+    name: str = "smartctl"
+
+    def read(self) -> HealthSample:
+        done = run([self.smartctl, "-j", "-A", str(self.device)], timeout=READ_TIMEOUT_S)
+        if done.returncode & 0b11:  # bits 0-1: the command line or the device open failed
+            raise ToolError(f"smartctl {self.device}: exit {done.returncode}")
+        return parse_smartctl(done.stdout, time.time())
+
+
+@dataclass
+class Hwmon:
+    """A hwmon folder of the device (drivetemp, nvme): ``temp*_input`` in m°C, temp1 first."""
+
+    folder: Path
+    name: str = "hwmon"
+
+    def read(self) -> HealthSample:
+        inputs = sorted(self.folder.glob("temp*_input"), key=lambda p: _index(p.name))
+        values = [int(p.read_text().strip()) / 1000 for p in inputs]
+        if not values:
+            raise ParseError(f"{self.folder}: no temp*_input")
+        return HealthSample(time.time(), values[0], tuple(values[1:]))
+
+
+def _index(name: str) -> int:
+    digits = "".join(c for c in name.removeprefix("temp").split("_")[0] if c.isdigit())
+    return int(digits or 0)
+
+
+def hwmon_folder(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> Path | None:
+    """The hwmon folder of the device's disk or NVMe controller, if the kernel has one."""
+    name = identity.kernel_name
+    if not name:
+        return None
+    candidates = [sysfs / "block" / name / "device" / "hwmon", sysfs / "block" / name / "device"]
+    for base in candidates:
+        for folder in sorted(base.glob("hwmon*")):
+            if any(folder.glob("temp*_input")):
+                return folder
+    return None
+
+
+def find_source(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> tuple[Source | None, str]:
+    """The device's health source and what it is, or None and why there is none."""
+    if identity.kind == "file":
+        return None, "a regular file has no temperature sensor"
+    if identity.transport == "loop":
+        return None, "a loop device has no temperature sensor"
+    if identity.nvme is not None:
+        try:
+            return NvmeSmartLog(which("nvme", "install nvme-cli"), Path(identity.path)), "nvme"
+        except ToolError as exc:
+            return None, str(exc)
+    folder = hwmon_folder(identity, sysfs)
+    if folder is not None:
+        return Hwmon(folder), f"hwmon {folder}"
+    try:
+        path = which("smartctl", "install smartmontools")
+    except ToolError:
+        return None, "no hwmon sensor and smartctl is not installed (apt-get install smartmontools)"
+    return Smartctl(path, Path(identity.path)), "smartctl"

@@ -1,0 +1,22 @@
+"""The host a run measures on (METHOD §9): its settings recorded, and --ssd-tune."""
+
+from __future__ import annotations
+
+from pytest_ssd.host.hooks import HostReport
+from pytest_ssd.host.io import Roots, SystemIo, TuneError
+from pytest_ssd.host.record import HostRecord, TuneLog
+from pytest_ssd.host.settings import NOT_AVAILABLE, Reading
+from pytest_ssd.host.tune import RESTORE_FILE, Tuner
+
+__all__ = [
+    "NOT_AVAILABLE",
+    "RESTORE_FILE",
+    "HostRecord",
+    "HostReport",
+    "Reading",
+    "Roots",
+    "SystemIo",
+    "TuneError",
+    "TuneLog",
+    "Tuner",
+]

@@ -1,0 +1,192 @@
+"""The enterprise suite's section (``suites/esd``, METHOD §5): every drive on every graph.
+
+In the flow's order: the SEQ preconditioning (full and close up) and its
+table, the SEQ sweeps, the RND preconditioning, the RND sweeps and the 70/30
+mix, then QoS at QD1 (nines graph per workload and the datasheet table:
+typical, p99, p99.99).  Everything is read from the derived records and series
+the tests stored (:mod:`pytest_ssd.workloads.esd_run`); a drive without them
+is listed under the part with the reason.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pytest_ssd.db import DriveResults, Series
+from pytest_ssd.fio.job import format_bytes
+from pytest_ssd.report.latency import LatencySample
+from pytest_ssd.report.sections import esd_figures as figs
+from pytest_ssd.report.sections.base import Context, Section, notes, table
+
+ID = "ssd-suite-esd"
+TITLE = "Enterprise SSD suite (suites/esd)"
+ESD = "suites/esd/"
+#: (derived record, heading) of the sweeps in the flow's order
+SWEEPS = {
+    "seq": ("seq-read-bs", "seq-write-bs", "seq-read-qd", "seq-write-qd"),
+    "rnd": ("rnd-read-bs", "rnd-write-bs", "rnd-read-qd", "rnd-write-qd", "rnd-70r-qd"),
+}
+QOS_WORKLOADS = (("qos-read", "RND 4 KiB QD1 read"), ("qos-write", "RND 4 KiB QD1 write"),
+                 ("qos-70r", "RND 4 KiB QD1 70 % read"))  # fmt: skip
+
+
+def _e(value: object) -> str:
+    return html.escape("—" if value is None else str(value))
+
+
+class EsdDrives:
+    """The drives with enterprise-suite results, their legend names and colours."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.all = [d for d in ctx.drives if any(r["test"].startswith(ESD) for r in d.derived)]
+        self.colours = {self.name(d): ctx.palette.colour(d.drive.label) for d in self.all}
+        self.missing: list[str] = []
+
+    def name(self, drive: DriveResults) -> str:
+        return drive.drive.label
+
+    def derived(self, drive: DriveResults, name: str) -> tuple[str, dict[str, Any]] | None:
+        """(node id, values) of the drive's derived record *name* from suites/esd."""
+        for record in drive.derived:
+            if record["name"] == name and record["test"].startswith(ESD):
+                return record["test"], record["values"]
+        return None
+
+    def having(self, name: str, what: str) -> list[tuple[DriveResults, str, dict[str, Any]]]:
+        found = []
+        for drive in self.all:
+            record = self.derived(drive, name)
+            if record is None:
+                self.missing.append(f"{self.name(drive)}: no {what} ({name})")
+            else:
+                found.append((drive, *record))
+        return found
+
+
+def _series(drive: DriveResults, test: str, name: str) -> Series | None:
+    return next((s for s in drive.series if s.test == test and s.name == name), None)
+
+
+def _floats(values: object) -> figs.Floats:
+    return np.asarray(values, dtype=np.float64)
+
+
+def _precondition(drives: EsdDrives, pattern: str) -> str:
+    found = drives.having(f"precondition-{pattern}", f"{pattern.upper()} preconditioning")
+    logs, rows = [], []
+    for drive, test, values in found:
+        stored = _series(drive, test, f"precondition-{pattern}")
+        if stored is not None:
+            meta, arrays = stored.meta, stored.arrays
+            window = tuple(meta.get("window") or ())
+            logs.append(figs.PreconditionLog(
+                drives.name(drive), _floats(arrays["t_s"]), _floats(arrays["value"]),
+                _floats(arrays["lat_us"]),
+                str(meta.get("unit")), float(meta.get("wdpc_start_s", 0.0)),
+                (float(window[0]), float(window[1])) if len(window) == 2 else None,
+            ))  # fmt: skip
+        rows.append([
+            _e(drives.name(drive)), _e(values.get("workload")),
+            f"{values['wipc_bytes'] / 2**30:,.1f} GiB in {values['wipc_s']:,.0f} s",
+            f"{values['wdpc_bytes'] / 2**30:,.1f} GiB in {values['wdpc_s']:,.0f} s",
+            f"{values['wdpc_cap_bytes'] / 2**30:,.1f} GiB", "yes" if values["attained"] else
+            "<b>no</b> (cap)", _e(values.get("summary")),
+        ])  # fmt: skip
+    if not rows:
+        return ""
+    body = f"<h3>{pattern.upper()} preconditioning</h3>"
+    if logs:
+        title = f"{pattern.upper()} preconditioning"
+        body += drives.ctx.figures.html(figs.precondition_figure(logs, title, drives.colours),
+                                        f"esd precondition {pattern}")  # fmt: skip
+        body += drives.ctx.figures.html(figs.precondition_zoom(logs, title, drives.colours),
+                                        f"esd precondition {pattern} zoom")  # fmt: skip
+    header = ["drive", "workload", "WIPC", "WDPC", "WDPC cap", "steady state", "fio's verdict"]
+    return body + table(header, rows)
+
+
+def _sweep(drives: EsdDrives, name: str) -> str:
+    found = drives.having(name, "sweep")
+    if not found:
+        return ""
+    curves, title, axis, unit = [], name, "", ""
+    for drive, _, values in found:
+        title, axis, unit = values["title"], values["axis"], values["unit"]
+        curves.append(figs.SweepCurve(drives.name(drive), tuple(values["x"]),
+                                      tuple(values["values"])))  # fmt: skip
+        drives.missing += [f"{drives.name(drive)}: {title}: {job} skipped: {why}"
+                           for job, why in values.get("skipped", {}).items()]  # fmt: skip
+    xs = sorted({x for c in curves for x in c.xs})
+    label: Callable[[int], str] = format_bytes if axis == "block size" else str
+    rows = [[_e(c.label), *(_cell(c, x, unit) for x in xs)] for c in curves]
+    fig = figs.sweep_figure(curves, title, axis, unit, drives.colours)
+    return (drives.ctx.figures.html(fig, f"esd {name}")
+            + table([f"{_e(unit)} \\ {_e(axis)}", *(label(x) for x in xs)], rows))  # fmt: skip
+
+
+def _cell(curve: figs.SweepCurve, x: int, unit: str) -> str:
+    if x not in curve.xs:
+        return "—"
+    value = curve.ys[curve.xs.index(x)]
+    return f"{value:,.0f}" if unit == "IOPS" else f"{value:,.1f}"
+
+
+def _qos(drives: EsdDrives) -> str:
+    found = drives.having("qos", "QoS")
+    if not found:
+        return ""
+    body, rows = "<h3>QoS at QD1</h3>", []
+    for name, heading in QOS_WORKLOADS:
+        curves = []
+        for drive, test, values in found:
+            numbers = values.get(name)
+            if numbers is None:
+                why = values.get("skipped", {}).get(name, "not measured")
+                drives.missing.append(f"{drives.name(drive)}: {heading}: {why}")
+                continue
+            cells = [_us(numbers.get(k)) for k in ("mean_us", "p99_us", "p99.99_us")]
+            rows.append([_e(heading), _e(drives.name(drive)), f"{numbers['ios']:,}", *cells])
+            sample = _sample(drive, test, name)
+            if sample is not None:
+                curves.append(figs.QosCurve(drives.name(drive), sample, numbers["mean_us"]))
+        if curves:
+            fig = figs.qos_figure(curves, f"QoS: {heading}", drives.colours)
+            body += drives.ctx.figures.html(fig, f"esd {name}")
+    header = ["workload", "drive", "I/Os", "typical (mean, µs)", "p99 (µs)", "p99.99 (µs)"]
+    return body + table(header, rows)
+
+
+def _us(value: float | None) -> str:
+    return "n/r" if value is None else f"{value:,.1f}"
+
+
+def _sample(drive: DriveResults, test: str, name: str) -> LatencySample | None:
+    """The workload's histograms (every direction) merged, from the stored series."""
+    pairs: list[tuple[int, int]] = []
+    for direction in ("read", "write"):
+        stored = _series(drive, test, f"{name}.clat-{direction}")
+        if stored is not None:
+            pairs += zip(stored.arrays["ns"].tolist(), stored.arrays["count"].tolist(),
+                         strict=True)  # fmt: skip
+    return LatencySample.of_bins(name, 0.0, pairs) if pairs else None
+
+
+def section(ctx: Context) -> Section | None:
+    """Every drive's enterprise-suite results compared; None when no drive has any."""
+    drives = EsdDrives(ctx)
+    if not drives.all:
+        return None
+    body = ""
+    for pattern in ("seq", "rnd"):
+        body += _precondition(drives, pattern)
+        body += f"<h3>{pattern.upper()} performance</h3>"
+        body += "".join(_sweep(drives, name) for name in SWEEPS[pattern])
+    body += _qos(drives)
+    without = [f"{d.drive.label}: no results from suites/esd" for d in ctx.drives
+               if not any(d is kept for kept in drives.all)]  # fmt: skip
+    return Section(ID, TITLE, notes(without) + body + notes(drives.missing))

@@ -1,0 +1,212 @@
+"""The enterprise suite's graphs (METHOD §5), for one drive (the test's row) or several.
+
+* sweeps: MiB/s (SEQ) or IOPS (RND) against block size or outstanding I/Os;
+* preconditioning: bandwidth (SEQ) or IOPS (RND) and mean latency against time
+  over WIPC and WDPC, the steady-state window shaded, and a zoomed view of the
+  WDPC part (its time span, its 1st to 99th percentile of values): seed 001
+  shows both because the full view's peaks flatten what steady state looks like;
+* QoS at QD1: the latency distribution on seed 001's percentile axis (linear
+  to 90 %, one step per nine above) and the table datasheets quote: typical
+  (mean), p99, p99.99.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from pytest_ssd.fio.job import format_bytes
+from pytest_ssd.fio.results import Percentile
+from pytest_ssd.report.figures import PALETTE
+from pytest_ssd.report.latency import NOT_RESOLVED, LatencySample
+
+Floats = npt.NDArray[np.float64]
+#: the nines axis starts where the linear part ends
+LINEAR_TO = 90.0
+NINE_TICKS = (0.0, 30.0, 60.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
+
+
+def _colour(colours: Mapping[str, str] | None, label: str, index: int) -> str:
+    return (colours or {}).get(label, PALETTE[index % len(PALETTE)])
+
+
+@dataclass(frozen=True)
+class SweepCurve:
+    """One drive's points of a sweep: x (bytes or outstanding I/Os) and the value."""
+
+    label: str
+    xs: tuple[int, ...]
+    ys: tuple[float, ...]
+    names: tuple[str, ...] = ()
+
+
+def sweep_figure(
+    curves: Sequence[SweepCurve], title: str, axis: str, unit: str,
+    colours: Mapping[str, str] | None = None,
+) -> Figure:  # fmt: skip
+    """Value against block size or QD (log 2 axis), one line per drive."""
+    fig = Figure(figsize=(6.4, 3.8))
+    ax = fig.add_subplot()
+    ticks: set[int] = set()
+    for index, curve in enumerate(curves):
+        ax.plot(curve.xs, curve.ys, marker="o", color=_colour(colours, curve.label, index),
+                label=curve.label)  # fmt: skip
+        ticks.update(curve.xs)
+    ax.set_xscale("log", base=2)
+    ordered = sorted(ticks)
+    ax.xaxis.set_major_locator(FixedLocator(ordered))
+    ax.xaxis.set_minor_locator(NullLocator())
+    names = (
+        [format_bytes(x) for x in ordered] if axis == "block size" else [str(x) for x in ordered]
+    )
+    ax.set_xticklabels(names, rotation=30 if axis == "block size" else 0, fontsize="small")
+    ax.set_xlabel(axis)
+    ax.set_ylabel(unit)
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+@dataclass(frozen=True, eq=False)
+class PreconditionLog:
+    """A preconditioning's logs: time (s), value (MiB/s or IOPS), mean latency (µs)."""
+
+    label: str
+    t_s: Floats
+    value: Floats
+    lat_us: Floats
+    unit: str
+    #: where WDPC starts (s) and the steady-state window (s), None when not attained
+    wdpc_start_s: float
+    window: tuple[float, float] | None
+
+
+def _shade(ax: Axes, log: PreconditionLog, colour: str) -> None:
+    ax.axvline(log.wdpc_start_s, color="grey", linewidth=0.8)
+    if log.window is not None:
+        ax.axvspan(*log.window, color=colour, alpha=0.15)
+
+
+def _series(ax: Axes, logs: Sequence[PreconditionLog], colours: Mapping[str, str] | None,
+            latency: bool) -> None:  # fmt: skip
+    for index, log in enumerate(logs):
+        colour = _colour(colours, log.label, index)
+        ys = log.lat_us if latency else log.value
+        ax.plot(log.t_s, ys, color=colour, linewidth=0.8, label=log.label)
+        _shade(ax, log, colour)
+    ax.set_ylabel("mean latency (µs)" if latency else logs[0].unit)
+    ax.grid(True, alpha=0.3)
+
+
+def precondition_figure(
+    logs: Sequence[PreconditionLog], title: str, colours: Mapping[str, str] | None = None
+) -> Figure:
+    """Bandwidth or IOPS and latency against time over WIPC and WDPC (grey line: WDPC starts;
+    shaded: the steady-state window fio judged)."""
+    fig = Figure(figsize=(7.2, 5.4))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    _series(top, logs, colours, latency=False)
+    _series(bottom, logs, colours, latency=True)
+    top.set_ylim(bottom=0)
+    top.set_title(title, fontsize="medium")
+    top.legend(fontsize="small")
+    bottom.set_xlabel("time (s)")
+    fig.tight_layout()
+    return fig
+
+
+def _robust(values: Floats) -> tuple[float, float]:
+    low, high = np.percentile(values, (1, 99)) if len(values) else (0.0, 1.0)
+    margin = max((high - low) * 0.15, abs(high) * 0.02, 1e-9)
+    return float(low - margin), float(high + margin)
+
+
+def precondition_zoom(
+    logs: Sequence[PreconditionLog], title: str, colours: Mapping[str, str] | None = None
+) -> Figure:
+    """The WDPC part only, values between their 1st and 99th percentile: steady state close up."""
+    fig = Figure(figsize=(7.2, 5.4))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    _series(top, logs, colours, latency=False)
+    _series(bottom, logs, colours, latency=True)
+    parts = [(log, log.t_s >= log.wdpc_start_s) for log in logs]
+    start = min(log.wdpc_start_s for log in logs)
+    end = max(float(log.t_s[-1]) if len(log.t_s) else start + 1 for log in logs)
+    top.set_xlim(start, max(end, start + 1e-3))
+    for ax, pick in ((top, "value"), (bottom, "lat_us")):
+        values = np.concatenate([getattr(log, pick)[mask] for log, mask in parts])
+        ax.set_ylim(*_robust(values))
+    top.set_title(f"{title}: WDPC close up (1st-99th percentile)", fontsize="medium")
+    top.legend(fontsize="small")
+    bottom.set_xlabel("time (s)")
+    fig.tight_layout()
+    return fig
+
+
+def nines_forward(p: npt.ArrayLike) -> Floats:
+    """Percentile -> axis position: p / 90 up to 90 %, then one unit per nine (99 % -> 2)."""
+    arr = np.clip(np.asarray(p, dtype=np.float64), 0.0, 100.0 - 1e-12)
+    tail = np.log10(100.0 / (100.0 - np.maximum(arr, LINEAR_TO)))
+    return np.where(arr <= LINEAR_TO, arr / LINEAR_TO, tail)
+
+
+def nines_inverse(y: npt.ArrayLike) -> Floats:
+    arr = np.asarray(y, dtype=np.float64)
+    return np.where(arr <= 1.0, arr * LINEAR_TO, 100.0 - 100.0 / 10 ** np.maximum(arr, 1.0))
+
+
+@dataclass(frozen=True, eq=False)
+class QosCurve:
+    """One QoS workload of one drive: its latency sample and the table's values."""
+
+    label: str
+    sample: LatencySample
+    mean_us: float
+
+
+def qos_figure(
+    curves: Sequence[QosCurve], title: str, colours: Mapping[str, str] | None = None
+) -> Figure:
+    """Percentile (linear to 90 %, nines above) against latency (µs, log), one line each."""
+    fig = Figure(figsize=(6.4, 4.4))
+    ax = fig.add_subplot()
+    top = LINEAR_TO
+    for index, curve in enumerate(curves):
+        xs, shares = curve.sample.cdf()
+        limit = 100.0 * (1 - 1 / curve.sample.total)
+        ys = np.minimum(shares, limit)
+        top = max(top, limit)
+        ax.step(np.concatenate(([xs[0]], xs)), np.concatenate(([0.0], ys)), where="post",
+                color=_colour(colours, curve.label, index),
+                label=f"{curve.label} (mean {curve.mean_us:,.1f} µs)")  # fmt: skip
+    ax.set_yscale("function", functions=(nines_forward, nines_inverse))
+    ticks = [p for p in NINE_TICKS if p <= top]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_yticklabels([f"{p:g}" for p in ticks])
+    ax.set_ylim(0, top)
+    ax.set_xscale("log")
+    ax.set_xlabel("completion latency (µs)")
+    ax.set_ylabel("percentile of I/Os (%)")
+    ax.set_title(title, fontsize="medium")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def qos_cells(curve: QosCurve, nines: Sequence[float]) -> list[str]:
+    """Mean, then each percentile in µs ('n/r' when the sample cannot resolve it)."""
+    found: tuple[Percentile, ...] = curve.sample.percentiles(nines)
+    cells = [f"{curve.mean_us:,.1f}"]
+    cells += [f"{p.ns / 1000:,.1f}" if p.resolved else NOT_RESOLVED for p in found]
+    return cells

@@ -1,0 +1,132 @@
+"""The SNIA PTS section (``suites/snia``): per test the steady-state pages and the results.
+
+For each PTS test (IOPS, throughput per block size, latency) and each drive
+that ran it: the steady-state table (rounds, measurement window, range and
+fitted-line excursions against their limits, the verdict), the convergence
+plot, the measurement-window plot (window mean ± 10 % band and the fitted
+line), every block size of the tracked R/W mix per round, and the window's
+per-cell results as tables (R/W mix x block size) and 2-D plots.  Everything is
+redrawn from the results database: the derived record ``snia-<test>`` and the
+series of the same name.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from pytest_ssd.db import DriveResults
+from pytest_ssd.fio.job import format_bytes
+from pytest_ssd.report import snia as figs
+from pytest_ssd.report.sections.base import Context, Section, notes, table
+from pytest_ssd.report.steady import snia_convergence, snia_window
+from pytest_ssd.steady.snia import SniaRule, SniaVerdict, SteadyStateError, evaluate
+from pytest_ssd.workloads.snia import mix_label
+
+ID = "ssd-suite-snia"
+TITLE = "SNIA PTS tests (suites/snia)"
+SNIA = "suites/snia/"
+#: the PTS's order of tests
+ORDER = ("snia-iops", "snia-throughput-1MiB", "snia-throughput-128KiB", "snia-latency")
+
+
+def _records(drive: DriveResults) -> list[dict[str, Any]]:
+    return [
+        r
+        for r in drive.derived
+        if r["test"].startswith(SNIA) and r["name"].startswith("snia-") and "window" in r["values"]
+    ]
+
+
+def _order(name: str) -> tuple[int, str]:
+    return (ORDER.index(name) if name in ORDER else len(ORDER)), name
+
+
+def verdict_of(values: Mapping[str, Any]) -> SniaVerdict:
+    """The rule applied again to the recorded rounds (the record keeps values and rule)."""
+    return evaluate(values["values"], SniaRule(**values["rule"]))
+
+
+def _steady_row(name: str, v: SniaVerdict) -> list[str]:
+    outcome = (f"reached at round {v.reached_round}" if v.attained
+               else f"<b>not reached</b> after {v.rounds} rounds")  # fmt: skip
+    return [
+        html.escape(name), outcome, f"{v.window_first}–{v.window_last}",
+        ", ".join(f"{x:,.6g}" for x in v.window_values), f"{v.mean:,.6g}",
+        f"{v.range_excursion_pct:.1f} % (≤ {v.range_limit_pct:g} %)",
+        f"{v.slope:+,.4g} / round", f"{v.slope_excursion_pct:.1f} % (≤ {v.slope_limit_pct:g} %)",
+    ]  # fmt: skip
+
+
+STEADY_HEADER = ["drive", "steady state", "window rounds", "window values", "mean",
+                 "range excursion (limit)", "fitted slope", "slope excursion (limit)"]  # fmt: skip
+
+
+def _format(value: float) -> str:
+    return "n/r" if np.isnan(value) else f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
+
+
+def cell_table(result: figs.CellTable) -> str:
+    """Mixes as rows, block sizes as columns; 'n/r': not resolved by the window's I/Os."""
+    header = [f"R/W mix \\ {html.escape(result.what)} ({result.unit})"] + [
+        format_bytes(bs) for bs in result.block_sizes
+    ]
+    rows = [[mix_label(mix), *(_format(v) for v in result.values[i])]
+            for i, mix in enumerate(result.mixes)]  # fmt: skip
+    return table(header, rows)
+
+
+def _drive_part(ctx: Context, drive: DriveResults, record: dict[str, Any]) -> str:
+    values, name, label = record["values"], record["name"], drive.drive.label
+    verdict = verdict_of(values)
+    quantity, unit = values["quantity"], values["unit"]
+
+    def caption(page: str) -> str:
+        return f"{name} {page}: {label}"
+
+    body = [
+        ctx.figures.html(snia_convergence(verdict, quantity=quantity, unit=unit),
+                         caption("convergence")),
+        ctx.figures.html(snia_window(verdict, quantity=quantity, unit=unit), caption("window")),
+    ]  # fmt: skip
+    series = next((s for s in drive.series if s.test == record["test"] and s.name == name), None)
+    if series is not None:
+        rounds = np.asarray(series.arrays[values["metric"]], dtype=float)
+        body.append(ctx.figures.html(figs.tracked_mix_rounds(values, rounds, verdict),
+                                     caption("rounds")))  # fmt: skip
+    window = f"rounds {verdict.window_first}–{verdict.window_last}"
+    for metric in figs.CELL_METRICS[values["metric"]]:
+        cells = figs.CellTable.of(values, values["window"], metric)
+        title = f"{label}: SNIA {values['title']}, {cells.what}, window {window}"
+        if cells.resolved:
+            body.append(ctx.figures.html(figs.by_block_size(cells, title), caption(metric)))
+        body.append(cell_table(cells))
+    return f"<h4>{html.escape(label)}</h4>" + "".join(body)
+
+
+def section(ctx: Context) -> Section | None:
+    """Every SNIA PTS test any drive ran; None when none did."""
+    found: dict[str, list[tuple[DriveResults, dict[str, Any]]]] = {}
+    for drive in ctx.drives:
+        for record in _records(drive):
+            found.setdefault(record["name"], []).append((drive, record))
+    if not found:
+        return None
+    parts, left_out = [], []
+    for name in sorted(found, key=_order):
+        rows, bodies = [], []
+        for drive, record in found[name]:
+            try:
+                rows.append(_steady_row(drive.drive.label, verdict_of(record["values"])))
+            except SteadyStateError as exc:
+                left_out.append(f"{drive.drive.label}: {name}: {exc}")
+                continue
+            bodies.append(_drive_part(ctx, drive, record))
+        first = found[name][0][1]["values"]
+        heading = f"{first['title']} (tracked: {first['quantity']}, {first['cell_s']:g} s cells)"
+        parts.append(f"<h3>{html.escape(heading)}</h3>" + table(STEADY_HEADER, rows)
+                     + "".join(bodies))  # fmt: skip
+    return Section(ID, TITLE, notes(left_out) + "".join(parts))

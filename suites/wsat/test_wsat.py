@@ -1,0 +1,26 @@
+"""Write saturation from FOB (METHOD §6; SNIA PTS WSAT): IOPS until 4 x capacity or a time cap.
+
+RND 4 KiB writes, and SEQ 512 B at 50/50 read/write, each from a fresh purge,
+logged throughout; IOPS against time and against GiB written with the
+steady-state region (the SNIA rule over rounds of time) marked.  Applies to
+write-intensive enterprise drives (``--dut-class=essd-wi``) and to scratch
+devices; other drives skip with the reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ssd import SsdBench
+from pytest_ssd.device.drive_class import APPLIES_MARKER, WSAT_CLASSES
+from pytest_ssd.workloads.wsat import WORKLOADS
+from pytest_ssd.workloads.wsat_run import check_run, run_wsat
+
+pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*WSAT_CLASSES)
+
+
+@pytest.mark.dut_state("fob", pristine=True)
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+def test_write_saturation(ssd: SsdBench, workload: str) -> None:
+    run = run_wsat(ssd, WORKLOADS[workload])
+    check_run(run)

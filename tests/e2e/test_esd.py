@@ -1,0 +1,51 @@
+"""suites/esd end to end on a 2 GiB scratch device (quick profile): the whole enterprise flow."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from tests.e2e.conftest import REPO, SMOKE, attached_loops
+
+ESD = REPO / "suites" / "esd"
+SECTION_FIGURES = (
+    "esd precondition seq", "esd precondition seq zoom", "esd seq-read-bs", "esd seq-write-bs",
+    "esd seq-read-qd", "esd seq-write-qd", "esd precondition rnd", "esd precondition rnd zoom",
+    "esd rnd-read-bs", "esd rnd-write-bs", "esd rnd-read-qd", "esd rnd-write-qd",
+    "esd rnd-70r-qd", "esd qos-read", "esd qos-write", "esd qos-70r",
+)  # fmt: skip
+
+
+def test_esd_quick_walks_the_flow_and_reports_every_graph(run_ssd: Any) -> None:
+    run = run_ssd("--dut=scratch:2G", suite=ESD, timeout=900)
+    run.result.assert_outcomes(passed=12)
+    data = run.results()
+    order = [m["name"] for m in data["measurements"]]
+    # SEQ preconditioning, SEQ measurements, RND preconditioning, RND measurements, QoS
+    assert order.index("wdpc-seq") < order.index("seq-read-bs512B") < order.index("wipc-rnd")
+    assert order.index("wdpc-rnd") < order.index("rnd-read-qd1") < order.index("qos-read")
+    assert not data["transitions"], "the tests themselves precondition a new scratch device"
+    assert {m["workload"]["ioengine"] for m in data["measurements"]} == {"io_uring"}
+    derived = {d["name"]: d["values"] for d in data["derived"]}
+    assert Counter(d["name"] for d in data["derived"]) == dict.fromkeys(derived, 1)
+    for pattern in ("seq", "rnd"):
+        pre = derived[f"precondition-{pattern}"]
+        assert pre["wipc_bytes"] == 2 * pre["span_bytes"] and pre["wdpc_bytes"] > 0
+        assert pre["wdpc_bytes"] <= 23 * pre["span_bytes"]
+    assert len(derived["seq-read-bs"]["values"]) == 12 and len(derived["rnd-write-qd"]["x"]) == 10
+    assert set(derived["qos"]) == {"qos-read", "qos-write", "qos-70r", "skipped"}
+    html = (run.run_dir / "report.html").read_text()
+    section = html[html.index('id="ssd-suite-esd"') :]
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", section.split("</section>")[0])
+    assert captions == list(SECTION_FIGURES)
+    assert "typical (mean, µs)" in section and "p99.99 (µs)" in section
+    assert "a scratch device (every suite applies)" in html, "the class in the devices table"
+    assert str(run.report_dir) not in attached_loops()
+
+
+def test_bad_dut_class_is_one_line(run_ssd: Any) -> None:
+    run = run_ssd("--dut=scratch:1G", "--dut-class=enterprise", suite=SMOKE)
+    assert run.result.ret != 0
+    run.result.stderr.fnmatch_lines(["*--dut-class=enterprise: use one of cssd, essd-ri*"])
+    assert "Traceback" not in run.result.stderr.str()

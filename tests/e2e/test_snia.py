@@ -1,0 +1,44 @@
+"""suites/snia end to end on a 1 GiB scratch device (quick profile): the PTS round loop for real.
+
+Every test starts from a purge and WIPC, runs rounds of one fio process each
+until the SNIA rule holds or the quick cap of 6 rounds, and reports the
+verdict with its window; the report has the SNIA section with every page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.conftest import REPO
+
+SNIA = REPO / "suites" / "snia"
+TESTS = {"snia-iops": 9, "snia-throughput-1MiB": 2, "snia-throughput-128KiB": 2,
+         "snia-latency": 9}  # fmt: skip
+PAGES = ("convergence", "window", "rounds")
+
+
+def test_snia_quick_reports_steady_state_and_its_window(run_ssd: Any) -> None:
+    run = run_ssd("--dut=scratch:1G", suite=SNIA, timeout=600)
+    run.result.assert_outcomes(passed=4)
+    data = run.results()
+    derived = {d["name"]: d["values"] for d in data["derived"] if d["name"] in TESTS}
+    assert set(derived) == set(TESTS)
+    for name, cells in TESTS.items():
+        v = derived[name]
+        assert 5 <= len(v["values"]) <= 6, name
+        assert v["attained"] or v["exhausted"], v["summary"]
+        assert v["window_values"] == v["values"][-5:], "the window is the last 5 rounds"
+        assert v["range_limit_pct"] == 20 and v["slope_limit_pct"] == 10
+        assert len(v["window"]) == cells and all(c["iops"] > 0 for c in v["window"])
+    # the last round's cells are the tests' measurements
+    assert len(data["measurements"]) == sum(TESTS.values())
+    for transition in data["transitions"]:
+        kinds = [s["kind"] for s in transition["steps"] if s["kind"] != "idle"]
+        assert transition["target"] == "wipc" and kinds[-1] == "fio"
+    assert len(data["transitions"]) == 4, "a fresh purge and WIPC for every test"
+    html = (run.run_dir / "report.html").read_text()
+    assert 'id="ssd-suite-snia"' in html and "steady state" in html
+    missing = [f"{name} {page}" for name in TESTS for page in PAGES
+               if f"{name} {page}: scratch" not in html]  # fmt: skip
+    assert not missing, missing
+    assert "R/W mix \\ IOPS (IOPS)" in html and "p99.999 latency" in html

@@ -1,0 +1,156 @@
+"""--ssd-tune on the real machine: tuned during the run, exactly as found afterwards.
+
+Every test reads THP, ASLR (and a loop device's scheduler) before and after, and puts
+back whatever differs in a finally, so the machine is left as found whatever happens.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ssd.host import RESTORE_FILE
+from tests.e2e.conftest import REPO, SMOKE, attached_loops
+
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+ASLR = Path("/proc/sys/kernel/randomize_va_space")
+GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+Reader = Callable[[], dict[Path, str]]
+
+
+def _selected(text: str) -> str:
+    match = re.search(r"\[([^\]]+)\]", text)
+    return match.group(1) if match else text.strip()
+
+
+@pytest.fixture
+def as_found() -> Iterator[Callable[..., Reader]]:
+    """``as_found(*paths)`` reads them now; at teardown, writes back any that changed."""
+    found: dict[Path, str] = {}
+
+    def watch(*paths: Path) -> Reader:
+        found.update({p: p.read_text() for p in paths if p.exists()})
+        return lambda: {p: p.read_text() for p in found if p.exists()}
+
+    yield watch
+    for path, text in found.items():
+        if path.exists() and path.read_text() != text:
+            path.write_text(_selected(text))
+
+
+def _settings(run: Any) -> dict[tuple[str, str | None], Any]:
+    rows = run.results()["run"]["host_settings"]
+    return {(r["key"], r["device"]): r["value"] for r in rows}
+
+
+def test_smoke_with_tune_is_tuned_and_leaves_everything_as_found(
+    run_ssd: Any, as_found: Callable[..., Reader]
+) -> None:
+    now = as_found(THP, ASLR)
+    before = now()
+    run = run_ssd("--dut=scratch:1G", "--ssd-tune")
+    out = run.result.stdout.str()
+    assert run.result.ret == 0, out
+    assert "pytest-ssd environment (METHOD §9)" in out
+    assert re.search(r"^Transparent huge pages\s+never$", out, re.M), out
+    if not GOVERNOR.exists():
+        assert re.search(r"^CPU frequency governor\s+not available here \(no cpufreq", out, re.M)
+    assert re.search(r"^NVMe APST \(scratch\)\s+not available here \(not an NVMe", out, re.M)
+    during = _settings(run)
+    assert during[("thp", None)] == "never" and during[("aslr", None)] == "0"
+    assert during[("scheduler", "scratch")] == "none"
+    changed = run.results()["run"]["tune"]["changed"]
+    if _selected(before[THP]) != "never":
+        assert f"{THP}: {_selected(before[THP])} -> never" in changed
+        assert f"--ssd-tune restored: {THP}: {_selected(before[THP])} again" in out
+    assert "not available here" in (run.run_dir / "report.html").read_text()
+    assert now() == before, "THP and ASLR exactly as found"
+    assert not (run.report_dir / RESTORE_FILE).exists()
+
+
+def test_a_loop_devices_scheduler_is_set_and_put_back(
+    run_ssd: Any, loop_device: Any, as_found: Callable[..., Reader]
+) -> None:
+    dev: Path = loop_device(256)
+    scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
+    if "mq-deadline" not in scheduler.read_text():
+        pytest.skip(f"{scheduler} offers no mq-deadline to start from")
+    now = as_found(THP, ASLR, scheduler)
+    scheduler.write_text("mq-deadline")
+    before = now()
+    assert _selected(before[scheduler]) == "mq-deadline"
+    run = run_ssd(f"--dut={dev}", f"--ssd-confirm={dev}", "--ssd-tune", "-k", "seq-read")
+    assert run.result.ret == 0, run.result.stdout.str()
+    assert _settings(run)[("scheduler", dev.name)] == "none", "none while measuring"
+    assert now() == before, "the scheduler's selection exactly as found"
+
+
+FAILING = {
+    "fail": "assert False, 'forced failure'",
+    "interrupt": "raise KeyboardInterrupt",
+}
+
+
+@pytest.mark.parametrize("how", list(FAILING))
+def test_a_failing_or_interrupted_run_restores(
+    run_ssd: Any, tmp_path: Path, as_found: Callable[..., Reader], how: str
+) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
+    (suite / "test_boom.py").write_text(
+        "from pathlib import Path\n\n\n"
+        "def test_tuned_then_boom() -> None:\n"
+        f"    assert '[never]' in Path('{THP}').read_text(), 'tuned during the run'\n"
+        f"    assert Path('{ASLR}').read_text().strip() == '0'\n"
+        f"    {FAILING[how]}\n"
+    )
+    now = as_found(THP, ASLR)
+    before = now()
+    run = run_ssd("--dut=scratch:64M", "--ssd-tune", suite=suite)
+    out = run.result.stdout.str()
+    assert run.result.ret == (1 if how == "fail" else 2), out
+    # line 7 is the forced end: the checks that the run was tuned (lines 5, 6) passed
+    assert f"test_boom.py:7: {'AssertionError' if how == 'fail' else 'KeyboardInterrupt'}" in out
+    assert now() == before
+    assert not (run.report_dir / RESTORE_FILE).exists()
+
+
+def test_a_killed_session_is_restored_by_the_next(
+    run_ssd: Any, tmp_path: Path, as_found: Callable[..., Reader]
+) -> None:
+    now = as_found(THP, ASLR)
+    before = now()
+    reports = tmp_path / "reports"
+    argv = [sys.executable, "-m", "pytest", str(SMOKE), "--dut=scratch:256M", "--ssd-tune", "-p",
+            "no:cacheprovider", f"--ssd-report-dir={reports}", f"--rootdir={REPO}"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(reports.glob("latest/artifacts/*/*/fio.job")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no fio started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)  # no finally, no unconfigure: the restore file stays
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert (reports / RESTORE_FILE).exists()
+    assert "[never]" in THP.read_text(), "the killed session left THP tuned"
+    run = run_ssd("--dut=scratch:64M", "-k", "seq-read")  # the next session, without --ssd-tune
+    out = run.result.stdout.str()
+    assert run.result.ret == 0, out
+    assert re.search(r"^recovered: .*transparent_hugepage/enabled: \w+ again \(left by pid", out,
+                     re.M), out  # fmt: skip
+    assert now() == before
+    assert not (reports / RESTORE_FILE).exists()
+    assert str(reports) not in attached_loops(), "the killed session's scratch is swept too"

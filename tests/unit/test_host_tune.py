@@ -1,0 +1,174 @@
+"""--ssd-tune's tuner: restore file first, restore on failure and interrupt, leftovers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.host import RESTORE_FILE, Roots, TuneError, Tuner
+from pytest_ssd.host.changes import FileWrite
+from pytest_ssd.host.nvme_features import APST
+from pytest_ssd.host.tune import Journal
+from tests.unit.host_fakes import KernelIo, fake_host, put, snapshot
+from tests.unit.test_host_settings import LOOP
+
+NVME = DeviceIdentity(
+    path="/dev/nvme0n1", kind="block", kernel_name="nvme0n1", size_bytes=2**30,
+    logical_block_size=512, physical_block_size=512, rotational=False, discard=True,
+    model="M", serial="S", firmware="F", transport="nvme",
+)  # fmt: skip
+THP = "kernel/mm/transparent_hugepage/enabled"
+FAST = 0.01  # seconds spent looking for busy processes (the fake /proc has none)
+
+
+def _stat(pid: int, start: int) -> str:
+    """/proc/PID/stat: start time is the 22nd field."""
+    return f"{pid} (pytest) S 1 {pid} {pid} 0 -1 0 0 0 0 0 5 3 0 0 20 0 1 0 {start} 0 0"
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> tuple[Roots, KernelIo, Path]:
+    sysfs, procfs = fake_host(tmp_path)
+    put(sysfs, "class/block/nvme0n1/queue/scheduler", "[none] mq-deadline")
+    return Roots(sysfs, procfs), KernelIo(features={APST: "get-feature-apst.txt"}), tmp_path / "r"
+
+
+def test_tune_then_restore_leaves_everything_as_found(host: tuple[Roots, KernelIo, Path]) -> None:
+    roots, io, reports = host
+    before = snapshot(roots.sysfs, roots.procfs)
+    tuner = Tuner(reports, True, roots, io, FAST)
+    record = tuner.start({"loop3": LOOP, "nvme0n1": NVME})
+    shown = {(r.key, r.device): r.value for r in record.readings}
+    assert shown[("governor", None)] == "performance" and shown[("boost", None)] == "off"
+    assert shown[("thp", None)] == "never" and shown[("aslr", None)] == "0"
+    assert shown[("scheduler", "loop3")] == "none" and shown[("apst", "nvme0n1")] == "off"
+    assert shown[("power-state", "nvme0n1")] is None, "no 0x02 in this fake: not available"
+    assert len(tuner.log.changed) == 7  # 2 governors, boost, THP, ASLR, loop3 scheduler, APST
+    assert (reports / RESTORE_FILE).is_file()
+    tuner.restore()
+    tuner.restore()  # idempotent: sessionfinish, then unconfigure
+    assert snapshot(roots.sysfs, roots.procfs) == before
+    assert io.features[APST] == "get-feature-apst.txt", "APST back on"
+    assert not (reports / RESTORE_FILE).exists()
+    assert len(tuner.log.restored) == 7 and tuner.log.failed == []
+
+
+def test_the_restore_file_is_written_before_the_first_change(
+    host: tuple[Roots, KernelIo, Path],
+) -> None:
+    roots, io, reports = host
+    seen: list[dict[str, object]] = []
+    write = io.write
+
+    def spy(path: Path, value: str) -> None:
+        if not seen:
+            seen.append(json.loads((reports / RESTORE_FILE).read_text()))
+        write(path, value)
+
+    io.write = spy  # type: ignore[method-assign]
+    Tuner(reports, True, roots, io, FAST).start({"loop3": LOOP})
+    journal = seen[0]
+    assert journal["pid"] == os.getpid()
+    changes = journal["changes"]
+    assert isinstance(changes, list) and len(changes) == 6, "every planned change, up front"
+    assert {"setting": "thp", "original": "madvise", "target": "never"}.items() <= {
+        **next(c for c in changes if c["setting"] == "thp")
+    }.items()
+
+
+def test_a_failing_change_restores_what_was_changed(host: tuple[Roots, KernelIo, Path]) -> None:
+    roots, io, reports = host
+    before = snapshot(roots.sysfs, roots.procfs)
+    io.refuse.add(roots.procfs / "sys/kernel/randomize_va_space")
+    with pytest.raises(TuneError, match=r"randomize_va_space.*every setting changed is back"):
+        Tuner(reports, True, roots, io, FAST).start({"loop3": LOOP})
+    assert len(io.writes) > 4, "governors, boost and THP were changed first"
+    assert snapshot(roots.sysfs, roots.procfs) == before
+    assert not (reports / RESTORE_FILE).exists()
+
+
+def test_ctrl_c_while_tuning_restores_and_propagates(host: tuple[Roots, KernelIo, Path]) -> None:
+    roots, io, reports = host
+    before = snapshot(roots.sysfs, roots.procfs)
+    write = io.write
+    calls = []
+
+    def interrupted(path: Path, value: str) -> None:
+        calls.append(path)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        write(path, value)
+
+    io.write = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(reports, True, roots, io, FAST).start({})
+    assert snapshot(roots.sysfs, roots.procfs) == before
+
+
+def test_without_the_option_nothing_is_touched(host: tuple[Roots, KernelIo, Path]) -> None:
+    roots, io, reports = host
+    record = Tuner(reports, False, roots, io, FAST).start({"loop3": LOOP})
+    assert io.writes == [] and not [c for c in io.nvme_calls if c[0] == "set-feature"]
+    assert not (reports / RESTORE_FILE).exists()
+    assert "Transparent huge pages is madvise, the method recommends never" in record.warnings()
+
+
+def _leftover(reports: Path, roots: Roots, pid: int, started: str | None) -> None:
+    change = FileWrite("thp", roots.sysfs / THP, "madvise", "never")
+    Journal(reports / RESTORE_FILE, pid, started, [change]).write()
+    change.apply(KernelIo())
+
+
+def test_a_leftover_of_a_dead_session_is_restored_first(host: tuple[Roots, KernelIo, Path]) -> None:
+    roots, io, reports = host
+    _leftover(reports, roots, 4242, "777")  # pid 4242 is not in the fake /proc
+    assert (roots.sysfs / THP).read_text() == "always madvise [never]\n"
+    tuner = Tuner(reports, False, roots, io, FAST)
+    tuner.recover()
+    assert (roots.sysfs / THP).read_text() == "always [madvise] never\n"
+    assert not (reports / RESTORE_FILE).exists()
+    assert tuner.log.recovered == [f"{roots.sysfs / THP}: madvise again (left by pid 4242)"]
+
+
+def test_a_reused_pid_is_a_dead_session(host: tuple[Roots, KernelIo, Path]) -> None:
+    roots, io, reports = host
+    put(roots.procfs, "4242/stat", _stat(4242, 999))
+    _leftover(reports, roots, 4242, "777")  # same pid, another start time
+    Tuner(reports, True, roots, io, FAST).recover()
+    assert (roots.sysfs / THP).read_text() == "always [madvise] never\n"
+
+
+def test_a_live_session_is_left_alone_and_blocks_tuning(
+    host: tuple[Roots, KernelIo, Path],
+) -> None:
+    roots, io, reports = host
+    put(roots.procfs, "4242/stat", _stat(4242, 777))
+    _leftover(reports, roots, 4242, "777")
+    Tuner(reports, False, roots, io, FAST).recover()
+    assert (roots.sysfs / THP).read_text() == "always madvise [never]\n", "not ours to restore"
+    with pytest.raises(TuneError, match=r"pid 4242\) has tuned this machine and is still running"):
+        Tuner(reports, True, roots, io, FAST).recover()
+
+
+def test_a_setting_that_cannot_be_restored_keeps_the_file(
+    host: tuple[Roots, KernelIo, Path],
+) -> None:
+    roots, io, reports = host
+    tuner = Tuner(reports, True, roots, io, FAST)
+    tuner.start({})
+    io.refuse.add(roots.sysfs / THP)
+    tuner.restore()
+    assert [line for line in tuner.log.failed if "transparent_hugepage" in line]
+    assert (reports / RESTORE_FILE).exists(), "the next session tries again"
+    assert any("could NOT restore" in line for line in tuner.summary_lines())
+
+
+def test_a_mangled_restore_file_is_one_line(host: tuple[Roots, KernelIo, Path]) -> None:
+    roots, io, reports = host
+    put(reports, RESTORE_FILE, '{"pid": 1, "changes": [{"kind": "file"}]}')
+    with pytest.raises(TuneError, match="lacks or mangles 'setting'"):
+        Tuner(reports, True, roots, io, FAST).recover()
