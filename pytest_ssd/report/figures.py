@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
@@ -54,6 +57,24 @@ def render(fig: Figure, dpi: int = 100) -> Rendered:
     fig.savefig(png, format="png", dpi=dpi, bbox_inches=bbox)
     fig.savefig(svg, format="svg", bbox_inches=bbox)
     return Rendered(png.getvalue(), svg.getvalue())
+
+
+#: a health sampler's arrays (``t_s`` seconds from the start, ``temp_c``), or None: no sensor
+Health = Mapping[str, npt.NDArray[Any]] | None
+
+
+def temperature_axis(ax: Axes, health: Health, offset_s: float = 0.0) -> None:
+    """The device's temperature, dashed on a right-hand axis of *ax*'s time scale.
+
+    Nothing is drawn when the device has no sensor (no samples, or none with a value).
+    *offset_s* moves the samples to the graph's time origin.
+    """
+    if health is None or not np.isfinite(health["temp_c"]).any():
+        return
+    right = ax.twinx()
+    right.plot(np.asarray(health["t_s"]) + offset_s, health["temp_c"], color="#555",
+               linestyle="--", linewidth=1)  # fmt: skip
+    right.set_ylabel("temperature (°C)", color="#555")
 
 
 def nines_x(p: float) -> float:

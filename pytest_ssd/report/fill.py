@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from pytest_ssd.analysis.fill import CacheEstimate, FillPass
 from pytest_ssd.analysis.speed import SpeedProfile
 from pytest_ssd.errors import ParseError
-from pytest_ssd.report.figures import PALETTE
+from pytest_ssd.report.figures import PALETTE, Health, temperature_axis
 
 MiB, GiB = 1 << 20, 1 << 30
 _SIZE = (6.4, 3.6)
@@ -138,16 +138,7 @@ def bw_vs_data_drives(
     return fig
 
 
-Temperatures = Sequence[Mapping[str, npt.NDArray[Any]] | None]
-
-
-def _temperature(ax: Axes, health: Mapping[str, npt.NDArray[Any]] | None) -> None:
-    """The device's temperature on a right-hand axis of the same time scale, when it has any."""
-    if health is None or not np.isfinite(health["temp_c"]).any():
-        return
-    right = ax.twinx()
-    right.plot(health["t_s"], health["temp_c"], color="#555", linestyle="--", linewidth=1)
-    right.set_ylabel("temperature (°C)", color="#555")
+Temperatures = Sequence[Health]
 
 
 def bw_vs_time(passes: Sequence[FillPass], temperatures: Temperatures = ()) -> Figure:
@@ -170,7 +161,7 @@ def bw_vs_time(passes: Sequence[FillPass], temperatures: Temperatures = ()) -> F
         ax.set_xlabel("time (s)")
         ax.set_ylabel("MiB/s")
         _finish(fig, ax, f"{fill.name}: {fill.runtime_s:,.1f} s, mean {mean:,.0f} MiB/s")
-        _temperature(ax, temperatures[index] if index < len(temperatures) else None)
+        temperature_axis(ax, temperatures[index] if index < len(temperatures) else None)
     return fig
 
 

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from pytest_ssd.report.figures import Health, temperature_axis
 from pytest_ssd.workloads.wsat import SteadyRegion, WsatLog
 
 GiB = 1 << 30
@@ -93,10 +94,14 @@ def _finish(fig: Figure, ax: Axes, title: str, xlabel: str) -> Figure:
     return fig
 
 
-def iops_vs_time(curves: Sequence[WsatCurve], title: str) -> Figure:
-    """IOPS per log window and per round against time, the steady region shaded."""
+def iops_vs_time(curves: Sequence[WsatCurve], title: str, health: Health = None) -> Figure:
+    """IOPS per log window and per round against time, the steady region shaded.
+
+    *health*: the device's temperature during the run (one drive's graph), dashed on the right.
+    """
     fig = Figure(figsize=_SIZE)
     ax = fig.add_subplot()
+    temperature_axis(ax, health)
     for curve in curves:
         ax.plot(curve.t_s, curve.iops, color=curve.colour, linewidth=0.6, alpha=0.6)
         label = f"{curve.label}: per {curve.round_s:g} s round"

@@ -149,7 +149,8 @@ def run_precondition(ssd: SsdBench, state: str) -> figs.PreconditionLog:
         "steady_mean_mib_s": steady.bw_mean_bytes_s / MiB, "steady_mean_iops": steady.iops_mean,
     })  # fmt: skip
     title = f"{pattern.upper()} preconditioning ({plan.workload})"
-    ssd.figure(figs.precondition_figure([log], title), f"precondition {pattern}")
+    health = ssd.health.arrays() if ssd.health and ssd.health.samples else None
+    ssd.figure(figs.precondition_figure([log], title, health=health), f"precondition {pattern}")
     ssd.figure(figs.precondition_zoom([log], title), f"precondition {pattern} zoom")
     return log
 

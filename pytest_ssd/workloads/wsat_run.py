@@ -110,7 +110,8 @@ def run_wsat(ssd: SsdBench, workload: WsatWorkload) -> WsatRun:
     ssd.derive(name, values)
     ssd.note(f"{name}.steady", run.region.summary(plan.round_s))
     curve = figs.WsatCurve.of(ssd.dut.id, PALETTE[0], log, run.region, plan.round_s)
-    ssd.figure(figs.iops_vs_time([curve], workload.title), f"{name} iops vs time")
+    health = ssd.health.arrays() if ssd.health and ssd.health.samples else None
+    ssd.figure(figs.iops_vs_time([curve], workload.title, health), f"{name} iops vs time")
     ssd.figure(figs.iops_vs_written([curve], workload.title), f"{name} iops vs written")
     return run
 

@@ -28,6 +28,10 @@ def test_a_second_drive_is_compared_with_the_first(run_ssd, tmp_path: Path) -> N
     for label in ("drive one", "drive two"):
         assert suite.count(f"<td>{label}</td>") == 4, label  # every corner of both drives
     assert "compared" in page[page.index('id="ssd-devices"') :]
+    # seed 004's two-device comparison: ratio per workload and the rank correlation
+    pair = page[page.index('id="ssd-pair"') : page.index('id="ssd-suite-smoke"')]
+    assert "Two-device comparison: drive two and drive one" in pair
+    assert pair.count("<td>SEQ 128KiB") == 2 and "Spearman rho" in pair
     assert {p.suffix for p in (second.run_dir / "figures").iterdir()} == {".png", ".svg"}
 
     db = second.report_dir / "results.sqlite"

@@ -23,7 +23,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.fio.results import Percentile
-from pytest_ssd.report.figures import PALETTE
+from pytest_ssd.report.figures import PALETTE, Health, temperature_axis
 from pytest_ssd.report.latency import NOT_RESOLVED, LatencySample
 
 Floats = npt.NDArray[np.float64]
@@ -108,12 +108,14 @@ def _series(ax: Axes, logs: Sequence[PreconditionLog], colours: Mapping[str, str
 
 
 def precondition_figure(
-    logs: Sequence[PreconditionLog], title: str, colours: Mapping[str, str] | None = None
-) -> Figure:
+    logs: Sequence[PreconditionLog], title: str, colours: Mapping[str, str] | None = None,
+    health: Health = None,
+) -> Figure:  # fmt: skip
     """Bandwidth or IOPS and latency against time over WIPC and WDPC (grey line: WDPC starts;
-    shaded: the steady-state window fio judged)."""
+    shaded: the steady-state window fio judged); *health*: one drive's temperature, dashed."""
     fig = Figure(figsize=(7.2, 5.4))
     top, bottom = fig.subplots(2, 1, sharex=True)
+    temperature_axis(top, health)
     _series(top, logs, colours, latency=False)
     _series(bottom, logs, colours, latency=True)
     top.set_ylim(bottom=0)
