@@ -7,6 +7,7 @@ was asked for or cannot be read, 4 the output cannot be written.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         args.func(args)
+    except BrokenPipeError:  # `pytest-ssd list | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except DatabaseError as exc:
         print(f"pytest-ssd: {exc}", file=sys.stderr)
         return EXIT_DB

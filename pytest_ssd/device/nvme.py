@@ -127,7 +127,8 @@ class NvmeInfo:
         return {"controller": self.controller.as_dict(), "namespace": self.namespace.as_dict()}
 
 
-def _load(text: str, what: str) -> dict[str, Any]:
+def load_object(text: str, what: str) -> dict[str, Any]:
+    """A tool's JSON output that must be an object; :class:`ParseError` naming *what* else."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -182,7 +183,7 @@ def version_text(ver: int) -> str:
 
 def parse_id_ctrl(text: str) -> NvmeController:
     """Parse ``nvme id-ctrl -o json``; :class:`ParseError` names the missing or bad field."""
-    data = _load(text, _ID_CTRL)
+    data = load_object(text, _ID_CTRL)
     sanicap = _int(data, "sanicap", _ID_CTRL)
     fna = _int(data, "fna", _ID_CTRL)
     oacs = _int(data, "oacs", _ID_CTRL)
@@ -267,7 +268,7 @@ def _lba_formats(data: dict[str, Any]) -> tuple[int, tuple[LbaFormat, ...]]:
 
 def parse_id_ns(text: str) -> NvmeNamespace:
     """Parse ``nvme id-ns -o json``; :class:`ParseError` names the missing or bad field."""
-    data = _load(text, _ID_NS)
+    data = load_object(text, _ID_NS)
     in_use, formats = _lba_formats(data)
     lba_size, metadata_size = formats[in_use].data_size, formats[in_use].metadata_size
     dlfeat = _int(data, "dlfeat", _ID_NS)

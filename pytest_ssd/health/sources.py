@@ -7,13 +7,13 @@ file has no sensor: the report says so instead of drawing nothing).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.device.nvme import load_object
 from pytest_ssd.errors import ParseError, ToolError
 from pytest_ssd.proc import run, which
 
@@ -46,19 +46,9 @@ class Source(Protocol):
     def read(self) -> HealthSample: ...
 
 
-def _load(text: str, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"{what}: output is not JSON ({exc.msg})") from None
-    if not isinstance(data, dict):
-        raise ParseError(f"{what}: expected a JSON object")
-    return data
-
-
 def parse_smart_log(text: str, t: float) -> HealthSample:
     """``nvme smart-log -o json`` (nvme-cli 2.x): kelvin temperatures, sensors only when present."""
-    data = _load(text, "nvme smart-log")
+    data = load_object(text, "nvme smart-log")
     if "temperature" not in data:
         raise ParseError("nvme smart-log: field 'temperature' is missing")
     sensors = tuple(
@@ -79,7 +69,7 @@ def parse_smart_log(text: str, t: float) -> HealthSample:
 
 def parse_smartctl(text: str, t: float) -> HealthSample:
     """``smartctl -j -A``: ``temperature.current`` in °C (absent when the drive reports none)."""
-    data = _load(text, "smartctl")
+    data = load_object(text, "smartctl")
     current = (data.get("temperature") or {}).get("current")
     return HealthSample(t=t, temperature_c=None if current is None else float(current))
 

@@ -12,6 +12,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from matplotlib.figure import Figure
 
@@ -86,6 +87,20 @@ class Context:
     @property
     def compared(self) -> tuple[DriveResults, ...]:
         return self.drives[self.current :]
+
+
+#: derived-record name -> the drives that recorded it, each with its record
+Records = dict[str, list[tuple[DriveResults, dict[str, Any]]]]
+
+
+def derived_records(drives: Sequence[DriveResults], prefix: str, suite: str) -> Records:
+    """The derived records named ``<prefix>…`` of tests under *suite*, grouped by name."""
+    found: Records = {}
+    for drive in drives:
+        for record in drive.derived:
+            if record["test"].startswith(suite) and record["name"].startswith(prefix):
+                found.setdefault(record["name"], []).append((drive, record))
+    return found
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "ssd-table") -> str:

@@ -21,7 +21,7 @@ import numpy as np
 from pytest_ssd.db import DriveResults
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report import snia as figs
-from pytest_ssd.report.sections.base import Context, Section, notes, table
+from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
 from pytest_ssd.report.steady import snia_convergence, snia_window
 from pytest_ssd.steady.snia import SniaRule, SniaVerdict, SteadyStateError, evaluate
 from pytest_ssd.workloads.snia import mix_label
@@ -31,14 +31,6 @@ TITLE = "SNIA PTS tests (suites/snia)"
 SNIA = "suites/snia/"
 #: the PTS's order of tests
 ORDER = ("snia-iops", "snia-throughput-1MiB", "snia-throughput-128KiB", "snia-latency")
-
-
-def _records(drive: DriveResults) -> list[dict[str, Any]]:
-    return [
-        r
-        for r in drive.derived
-        if r["test"].startswith(SNIA) and r["name"].startswith("snia-") and "window" in r["values"]
-    ]
 
 
 def _order(name: str) -> tuple[int, str]:
@@ -109,10 +101,11 @@ def _drive_part(ctx: Context, drive: DriveResults, record: dict[str, Any]) -> st
 
 def section(ctx: Context) -> Section | None:
     """Every SNIA PTS test any drive ran; None when none did."""
-    found: dict[str, list[tuple[DriveResults, dict[str, Any]]]] = {}
-    for drive in ctx.drives:
-        for record in _records(drive):
-            found.setdefault(record["name"], []).append((drive, record))
+    found = {}
+    for name, runs in derived_records(ctx.drives, "snia-", SNIA).items():
+        kept = [(drive, record) for drive, record in runs if "window" in record["values"]]
+        if kept:
+            found[name] = kept
     if not found:
         return None
     parts, left_out = [], []

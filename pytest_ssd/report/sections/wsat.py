@@ -13,8 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pytest_ssd.db import DriveResults
-from pytest_ssd.report.sections.base import Context, Section, notes, table
+from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
 from pytest_ssd.report.wsat import WsatCurve, iops_vs_time, iops_vs_written
 
 ID = "ssd-suite-wsat"
@@ -23,11 +22,6 @@ WSAT = "suites/wsat/"
 GiB = 1 << 30
 HEADER = ["drive", "ended by", "GiB written", "× capacity", "time (s)", "mean IOPS",
           "steady IOPS", "steady state (SNIA rule over rounds)"]  # fmt: skip
-
-
-def _records(drive: DriveResults) -> list[dict[str, Any]]:
-    return [r for r in drive.derived
-            if r["test"].startswith(WSAT) and r["name"].startswith("wsat-")]  # fmt: skip
 
 
 def _row(label: str, v: dict[str, Any]) -> list[str]:
@@ -41,10 +35,7 @@ def _row(label: str, v: dict[str, Any]) -> list[str]:
 
 def section(ctx: Context) -> Section | None:
     """Both WSAT workloads across the drives that ran them; None when none did."""
-    found: dict[str, list[tuple[DriveResults, dict[str, Any]]]] = {}
-    for drive in ctx.drives:
-        for record in _records(drive):
-            found.setdefault(record["name"], []).append((drive, record))
+    found = derived_records(ctx.drives, "wsat-", WSAT)
     if not found:
         return None
     parts, left_out = [], []
