@@ -19,6 +19,7 @@ from pytest_ssd.db.arrays import pack
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
+from pytest_ssd.fio.results import JobResult
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
 from pytest_ssd.report import figures
@@ -31,13 +32,19 @@ from pytest_ssd.results.record import (
     iso,
 )
 from pytest_ssd.session import Dut, SsdSession
-from pytest_ssd.specs import Datasheet, Quantity, SpecCheck, SpecLine, Verdict
+from pytest_ssd.specs import Datasheet, SpecCheck, SpecLine, Verdict, measured, unknown_line
 from pytest_ssd.state.actions import discard
 from pytest_ssd.state.keeper import TRANSITION_PROPERTY
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
 from pytest_ssd.state.profile import RESTING_STATES, Profile
 from pytest_ssd.state.tracker import Need
+from pytest_ssd.state.written import WrittenMap, prefill_job, span
+
+#: the conformance row of a line checked on a device without a datasheet
+NOT_CHECKED: dict[str, object] = {"verdict": "not checked", "reason": "the device has no datasheet",
+               "measured": None, "ratio": None, "spec": None, "unit": "", "conditions": {},
+               "message": "not checked: the device has no datasheet"}  # fmt: skip
 
 FIGURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -53,7 +60,6 @@ class SsdBench:
     #: the state the test declared (``@pytest.mark.dut_state``) and its regions, once reached
     need: Need | None = None
     layout: Layout | None = None
-    wrote: bool = False
     #: the health sampler of the last ``run`` (its samples, or why there are none)
     health: Sampler | None = None
     _runs: int = 0
@@ -92,8 +98,6 @@ class SsdBench:
         if transition is None and need.state.name in RESTING_STATES and keeper.used:
             time.sleep(self.profile.seconds(self.profile.idle.between_tests_s))
         keeper.used = True
-        if transition is not None and transition.purges:
-            self.dut.written = 0  # the prefix a prefill wrote is gone
         if transition is not None:
             self.node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
 
@@ -101,7 +105,7 @@ class SsdBench:
         """After the test: a declared ``leaves=`` state, or what a failed write did."""
         keeper = self.session.keepers.get(self.dut.id)
         if keeper is not None:
-            keeper.state.after_test(self.need, self.node.nodeid, passed, self.wrote)
+            keeper.state.after_test(self.need, self.node.nodeid, passed)
 
     def run(self, *jobs: FioJob, setup: Sequence[FioJob] = (), record: bool = True) -> FioRun:
         """Run *jobs* in one fio process on the device; record each job's measurement.
@@ -112,10 +116,9 @@ class SsdBench:
         (see :meth:`_next_cycle`); each run is recorded, their spread goes to the
         derived record ``<job>.repeat``, and the last run is returned.
         """
-        every = (*setup, *jobs)
+        every = (*self._prefill(setup, jobs), *setup, *jobs)
         if any(job.writes for job in every):
             self.guard_writes()
-            self.wrote = True
             keeper = self.session.keeper(self.dut.id)
             for job in every:
                 keeper.state.observe(job, self.node.nodeid)
@@ -160,10 +163,10 @@ class SsdBench:
                 self.node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
         else:
             start = min(job.offset for job in every)
-            end = max(_span_end(job, self.dut) for job in every)
+            end = max(span(job, self._capacity)[1] for job in every)
             self.session.guard_writes(self.dut)
+            self.dut.written.remove(start, end)
             discard(self.dut.identity, start, end - start, self.artifacts / "trim")
-            self.dut.written = min(self.dut.written, start)
         time.sleep(self.profile.seconds(self.profile.idle.between_tests_s))
 
     def _aggregate(self, name: str) -> None:
@@ -176,9 +179,40 @@ class SsdBench:
         Pass the answer as ``setup=`` so reads measure written data, not holes.
         Under ``--ssd-readonly`` nothing is written: reads measure the data as found.
         """
-        if self.dut.readonly or self.dut.written >= _span_end(fill, self.dut):
+        if self.dut.readonly or self.dut.written.covers(*span(fill, self._capacity)):
             return ()
         return (fill,)
+
+    @property
+    def _capacity(self) -> int:
+        return self.dut.identity.size_bytes
+
+    def _prefill(self, setup: Sequence[FioJob], jobs: Sequence[FioJob]) -> tuple[FioJob, ...]:
+        """Writes of what the reads among *jobs* would find unwritten, to run before them.
+
+        A read of a never-written or deallocated LBA measures no drive: whatever a
+        read addresses that the written map (and *setup*) leaves out is written
+        first, sequentially, in the same fio process; the test's properties say so
+        (``ssd.prefill``).  Under ``--ssd-readonly`` reads measure the data as found.
+        """
+        if self.dut.readonly:
+            return ()
+        known = WrittenMap(list(self.dut.written.intervals))
+        for job in setup:
+            known.note(job, self._capacity)
+        gaps: list[tuple[int, int]] = []
+        for job in jobs:
+            if job.read_pct > 0:
+                for gap in known.missing(*span(job, self._capacity)):
+                    gaps.append(gap)
+                    known.add(*gap)
+        if not gaps:
+            return ()
+        fills = tuple(prefill_job(f"prefill-{n}", a, b) for n, (a, b) in enumerate(gaps, 1))
+        why = "reads measure only LBAs written since the last purge"
+        spans = [list(gap) for gap in gaps]
+        self.note("ssd.prefill", {"bytes": sum(b - a for a, b in gaps), "spans": spans, "why": why})
+        return fills
 
     def _keep_health(self, sampler: Sampler, name: str) -> None:
         """The run's temperature series and its summary (throttling signs) on the test."""
@@ -195,11 +229,8 @@ class SsdBench:
             self.node.user_properties.append(("ssd.throttling", f"{name}: {flag}"))
 
     def _note_written(self, job: FioJob) -> None:
-        """A sequential full write from the start extends the known-written prefix."""
-        whole_pass = job.runtime_s is None and job.io_bytes is None
-        contiguous = job.offset <= self.dut.written
-        if job.pattern == "seq" and job.read_pct == 0 and whole_pass and contiguous:
-            self.dut.written = max(self.dut.written, _span_end(job, self.dut))
+        """A write that covered its span adds it to the device's written map."""
+        self.dut.written.note(job, self._capacity)
 
     def record(self, fio_run: FioRun, *jobs: FioJob) -> None:
         """Record *jobs* of a run made with ``record=False`` (say, the last of many rounds)."""
@@ -251,25 +282,56 @@ class SsdBench:
         return self.session.datasheets.get(self.dut.id)
 
     def spec(self, line_id: str) -> SpecLine | None:
-        """A line of the device's datasheet by id, or None (no datasheet, or no such line)."""
-        sheet = self.datasheet
-        return next((line for line in sheet.specs if line.id == line_id), None) if sheet else None
+        """A line of the device's datasheet by id; None without a datasheet.
 
-    def check_spec(self, line: SpecLine, measured: Quantity | float) -> Verdict:
-        """Check *measured* against *line*; the verdict goes to the conformance table."""
-        verdict = SpecCheck(line).evaluate(measured)
+        Raises :class:`ConfigError` when the datasheet has no such line.
+        """
         sheet = self.datasheet
-        row = {"test": self.node.nodeid, "device": self.dut.id,
-               "datasheet": str(sheet.path) if sheet else None, **verdict.as_dict()}  # fmt: skip
+        if sheet is None:
+            return None
+        found = next((line for line in sheet.specs if line.id == line_id), None)
+        if found is None:
+            raise ConfigError(unknown_line(line_id, sheet))
+        return found
+
+    def check_spec(self, line: SpecLine | str, result: JobResult) -> Verdict | None:
+        """Check fio's *result* against a datasheet line (a :class:`SpecLine` or its id).
+
+        The figure is read through the line's own measure (:func:`specs.measured`):
+        its direction, its unit, its percentile.  The verdict goes to the conformance
+        table: met, not met, not judged (a percentile the sample cannot resolve), or
+        not checked (the device has no datasheet: None is returned).
+        """
+        spec = self.spec(line) if isinstance(line, str) else line
+        sheet = self.datasheet
+        where: dict[str, object] = {"test": self.node.nodeid, "device": self.dut.id,
+                 "datasheet": str(sheet.path) if sheet else None}  # fmt: skip
+        if spec is None:
+            row = {**where, **NOT_CHECKED, "id": line, "line": line}
+            self.node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
+            return None
+        verdict = SpecCheck(spec).evaluate(measured(spec, result))
+        row = {**where, **verdict.as_dict()}
         self.node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
         return verdict
 
-    def assert_meets_spec(self, line_id: str, measured: Quantity | float) -> None:
-        """Fail with the ratio message when the datasheet has *line_id* and it is not met."""
-        line = self.spec(line_id)
-        if line is not None:
-            verdict = self.check_spec(line, measured)
-            assert verdict.met, verdict.message
+    def assert_meets_spec(self, line: SpecLine | str, result: JobResult) -> Verdict | None:
+        """:meth:`check_spec`, then fail the test unless the line is met.
+
+        Not met: the test fails with the ratio message.  Not judged: under the full
+        profile, whose sample sizes must resolve the figure, the test fails; under
+        quick it is skipped with the reason.  Not checked (no datasheet): passes.
+        """
+        verdict = self.check_spec(line, result)
+        if verdict is None:
+            return None
+        if verdict.status == "not met":
+            pytest.fail(verdict.message, pytrace=False)
+        if verdict.status == "not judged":
+            if self.profile.quick:
+                pytest.skip(f"{verdict.message} (the quick profile's sample is small)")
+            pytest.fail(verdict.message, pytrace=False)
+        return verdict
 
     def series(self, name: str, meta: dict[str, Any] | None = None, **arrays: ArrayLike) -> Path:
         """Keep named arrays (a bandwidth log, a histogram ...) with the test's results.
@@ -298,7 +360,3 @@ class SsdBench:
         for key, value in values.items():
             if isinstance(value, int | float | str):
                 self.node.user_properties.append((f"{name}.{key}", value))
-
-
-def _span_end(job: FioJob, dut: Dut) -> int:
-    return job.offset + (job.size or dut.identity.size_bytes - job.offset)

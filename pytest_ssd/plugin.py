@@ -19,11 +19,17 @@ from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fixture import FIGURES_KEY, SsdBench
 from pytest_ssd.host import HostReport
+from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.report.html import HtmlReport, terminal_lines
 from pytest_ssd.results.collector import RunRecorder
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
-from pytest_ssd.specs.params import SPEC_FIXTURE, spec_params
+from pytest_ssd.specs.params import (
+    SPEC_FIXTURE,
+    SPEC_MARKER_HELP,
+    check_spec_markers,
+    spec_params,
+)
 from pytest_ssd.state import plan
 from pytest_ssd.state.overview import plan_lines
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
@@ -129,9 +135,17 @@ def _profile(text: str) -> str:
     return text
 
 
+#: --ssd-repeat's ceiling: seed 004 repeats 3 to 10 times; 100 is already days on a real drive
+MAX_REPEAT = 100
+#: --ssd-health-interval's ceiling: an hour between temperature readings
+MAX_HEALTH_INTERVAL_S = 3600.0
+
+
 def _repeat(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"--ssd-repeat needs a whole number >= 1, not {text!r}")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(
+            f"--ssd-repeat needs a whole number from 1 to {MAX_REPEAT}, not {text!r}"
+        )
     return int(text)
 
 
@@ -150,8 +164,10 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    if not 0 <= value <= MAX_HEALTH_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds from 0 to {MAX_HEALTH_INTERVAL_S:g}"
+        )
     return value
 
 
@@ -204,9 +220,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ssd_writes: the test writes to the device under test")
     config.addinivalue_line("markers", plan.MARKER_HELP)
     config.addinivalue_line("markers", APPLIES_HELP)
+    config.addinivalue_line("markers", SPEC_MARKER_HELP)
     if getattr(config.option, "help", False) or getattr(config.option, "version", False):
         return
     if _is_worker(config) and WORKERINPUT_KEY in config.workerinput:  # type: ignore[attr-defined]
+        # a worker whose controller was killed must not go on measuring (and writing)
+        controller = config.workerinput[WORKERINPUT_KEY].get("controller_pid")  # type: ignore[attr-defined]
+        die_with_parent(signal.SIGTERM, controller)
         config.stash[SESSION_KEY] = SsdSession.for_worker(config)
         # workers re-parse the command line (dist=load): keep the controller's grouping
         config.option.loadgroup = True
@@ -219,8 +239,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if _only_informational(config):
         return
     _pin_devices_to_workers(config)
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill, a closed terminal or ssh
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _sigterm_as_interrupt)
     try:
         session.open(list(config.invocation_params.args))
     except SsdError as exc:
@@ -283,6 +304,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     try:
         plan.check(items)
+        check_spec_markers(config.stash[SESSION_KEY], items)
     except SsdError as exc:
         raise pytest.UsageError(str(exc)) from None
     plan.order(items)

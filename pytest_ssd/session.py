@@ -8,8 +8,10 @@ before a single test starts.  xdist workers get the resolved devices through
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,16 +28,21 @@ from pytest_ssd.device.drive_class import (
     classify,
     indirection_unit,
 )
-from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, unique_ids
+from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, MIN_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
-from pytest_ssd.device.scratch import ScratchDevice, create, sweep_stale
+from pytest_ssd.device.node import DeviceLock, canonical, device_key
+from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
-from pytest_ssd.errors import DeviceError
+from pytest_ssd.errors import DeviceError, SafetyError
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
+from pytest_ssd.fio.job import fio_path
 from pytest_ssd.health import Sampler, Source, find_source
 from pytest_ssd.host import HostRecord, Tuner
 from pytest_ssd.proc import which
+from pytest_ssd.purge import PurgeMethod
+from pytest_ssd.purge import choose as choose_purge
 from pytest_ssd.results import ResultsStore, runinfo
+from pytest_ssd.results.files import storage_error
 from pytest_ssd.specs.load import load_datasheet
 from pytest_ssd.specs.model import Datasheet
 from pytest_ssd.specs.selection import DatasheetOptions, assign, load_candidates, load_given
@@ -45,11 +52,35 @@ from pytest_ssd.state.progress import Write
 from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import FOB
 from pytest_ssd.state.tracker import DeviceState
+from pytest_ssd.state.written import WrittenMap
 
 WORKERINPUT_KEY = "pytest_ssd"
 SCRATCH_BANNER = "these results describe no SSD"
+SCRATCH_DIR = ".scratch"
+LATEST = "latest"
+_RUN_ID = re.compile(r"^\d{8}-\d{6}-\d+$")
 SPEEDS_FILE = ".ssd-speeds.json"
 DB_FILE = "results.sqlite"
+
+
+#: the smallest target measured: the smallest workloads and states need this much
+MIN_TARGET_SIZE = MIN_SCRATCH_SIZE
+
+
+def _check_size(node: Path, size: int, kind: str | None) -> None:
+    """Refuse an empty target, or one smaller than the smallest workload (before any confirm)."""
+    if size <= 0:
+        hint = (
+            "give it a size first, e.g. 'fallocate -l 4G FILE'"
+            if kind == "file"
+            else ("is a medium inserted?")
+        )
+        raise DeviceError(f"{node} has no capacity (0 bytes): {hint}")
+    if size < MIN_TARGET_SIZE:
+        raise DeviceError(
+            f"{node} holds {binary_size(size)}: pytest-ssd measures targets of at least"
+            f" {binary_size(MIN_TARGET_SIZE)} (its smallest workloads need that); check the path"
+        )
 
 
 def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
@@ -145,8 +176,8 @@ class Dut:
     scratch: bool
     readonly: bool
     note: str = ""
-    #: bytes from the start of the device known to hold written data (prefill)
-    written: int = 0
+    #: what holds data written since the last purge: reads read only that (prefill first)
+    written: WrittenMap = field(default_factory=WrittenMap)
     #: the DUT summary (controller only: workers do not need it)
     summary: DeviceSummary | None = None
     #: the name of its results in the database and on graphs (--dut-label)
@@ -200,6 +231,12 @@ class SsdSession:
     #: the host's settings: read, tuned with --ssd-tune and put back (controller only)
     tuner: Tuner | None = None
     host: HostRecord | None = None
+    #: the session's locks on its devices (controller only): one session per device
+    locks: list[DeviceLock] = field(default_factory=list)
+    #: what the user should know about the run folder (shown in the terminal header)
+    warnings: list[str] = field(default_factory=list)
+    #: the report folder did not exist before this session (it may remove it, left empty)
+    made_report_dir: bool = False
 
     @property
     def dut_ids(self) -> list[str]:
@@ -233,15 +270,18 @@ class SsdSession:
         ]  # fmt: skip
         sheets = {dut_id: str(d.path) for dut_id, d in self.datasheets.items()}
         return {"run_id": self.run_id, "run_dir": str(self.run_dir), "duts": duts,
-                "datasheets": sheets}  # fmt: skip
+                "datasheets": sheets, "controller_pid": os.getpid()}  # fmt: skip
 
     def open(self, args: list[str]) -> None:
         """Create the run folder, attach scratch devices, identify and guard every device.
 
         Datasheets are read first: a bad one stops the run before a device is touched.
         """
+        # released at exit too: pytest skips its unconfigure when a sessionfinish hook raises
+        # (a closed pipe: `pytest ... | tee log` after Ctrl-C)
+        atexit.register(self.close)
         # first of all: put back what a session that died left tuned
-        self.tuner = Tuner(self.options.report_dir, self.options.tune)
+        self.tuner = Tuner(None, self.options.tune)  # its journal: the machine's state folder
         self.tuner.recover()
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
         given = load_given(self.options.datasheets, len(self.options.duts))
@@ -249,24 +289,40 @@ class SsdSession:
         if self.options.compare:  # a name that is not in the database stops the run here
             with ResultsDb(self.options.db) as db:
                 self.compared = db.resolve(self.options.compare)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._link_latest()
-        sweep_stale(self.options.report_dir / ".scratch")
-        for dut_id, spec in zip(self.dut_ids, self.options.duts, strict=True):
-            dut = self._resolve(dut_id, spec, len(self.scratch))
-            dut.summary = summarize(dut.identity)
-            dut.classify(self.options.classes, len(self.duts))
-            dut.label = default_label(dut, self.options.labels, len(self.duts))
-            self.duts[dut_id] = dut
-        identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
+        self.made_report_dir = not self.options.report_dir.exists()
+        for leaked in sweep_stale(self.options.report_dir / SCRATCH_DIR):
+            self.warnings.append(f"released {leaked}, a scratch device of a session that died")
+        try:
+            self._resolve_all()
+            identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
+            force = self.options.datasheets.force
+            self.datasheets = assign(identities, given, candidates, force)
+        except BaseException:
+            self.close()
+            raise
+        # a refused run leaves nothing: the run folder comes once every check has passed
+        try:
+            self._start_run(args, identities)
+        except BaseException:
+            self.close()  # devices unlocked, scratch released, settings back
+            raise
+
+    def _start_run(self, args: list[str], identities: dict[str, DeviceIdentity]) -> None:
+        """The run folder, the ``latest`` link, the host record, results.json and the database."""
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self._link_latest()
+        except OSError as exc:
+            raise storage_error(
+                Path(exc.filename or self.run_dir), exc, "--ssd-report-dir"
+            ) from None
         # the record says what the run measures under: after --ssd-tune, with every device
+        assert self.tuner is not None
         self.host = self.tuner.start(identities)
         environment = runinfo.collect(args, self.host)
         self.store = ResultsStore(self.run_dir, self.run_id, environment)
         self.store.write()
         self.db = RunWriter(self.options.db, self.run_id, self.run_dir, environment)
-        force = self.options.datasheets.force
-        self.datasheets = assign(identities, given, candidates, force)
         for dut_id, dut in self.duts.items():
             sheet = self.datasheets.get(dut_id)
             health = self.sampler(dut)
@@ -278,28 +334,77 @@ class SsdSession:
             self.store.add_device(dut_id, description)
             self.db.add_device(dut_id, description, dut.label)
 
-    def _resolve(self, dut_id: str, spec: DutSpec, index: int) -> Dut:
-        if spec.scratch_size is not None:
-            device = create(spec.scratch_size, self.options.report_dir / ".scratch", index)
-            self.scratch.append(device)
-            identity = identify(device.path)
-            return Dut(dut_id, device.path, identity, True, self.options.readonly, device.note)
+    def _resolve_all(self) -> None:
+        """Resolve, lock and guard every device: the named ones before scratch is made."""
+        specs = list(zip(self.dut_ids, self.options.duts, strict=True))
+        seen: dict[tuple[str, int, int], str] = {}
+        named = {
+            dut_id: self._resolve_named(dut_id, spec, seen)
+            for dut_id, spec in specs
+            if spec.path is not None
+        }
+        self._check_scratch_space()
+        for index, (dut_id, spec) in enumerate(specs):
+            dut = named[dut_id] if dut_id in named else self._make_scratch(dut_id, spec, index)
+            dut.summary = summarize(dut.identity)
+            dut.classify(self.options.classes, index)
+            dut.label = default_label(dut, self.options.labels, index)
+            self.duts[dut_id] = dut
+        forced = self.options.purge
+        if forced and not self.options.readonly:  # the plan must not promise what cannot run
+            for dut in self.duts.values():
+                choose_purge(dut.identity, PurgeMethod(forced))
+
+    def _lock(self, node: Path) -> None:
+        lock = DeviceLock(node)
+        lock.acquire()
+        self.locks.append(lock)
+
+    def _resolve_named(
+        self, dut_id: str, spec: DutSpec, seen: dict[tuple[str, int, int], str]
+    ) -> Dut:
+        """A device or file the user named: its node, lock, size, guard and confirmation."""
         assert spec.path is not None
-        facts = guard.check_readable(spec.path)
-        identity = identify(spec.path)
-        if identity.size_bytes <= 0:
-            hint = (
-                "give it a size first, e.g. 'fallocate -l 4G FILE'"
-                if facts.kind == "file"
-                else "is a medium inserted?"
+        node = canonical(spec.path)
+        facts = guard.check_readable(node)
+        fio_path(str(node))  # a name fio would split or cut is refused before anything
+        key = device_key(node)
+        if key in seen:
+            raise SafetyError(
+                f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]} ({node});"
+                " name each device once"
             )
-            raise DeviceError(f"{spec.path} has no capacity (0 bytes): {hint}")
+        seen[key] = spec.raw
+        self._lock(node)
+        identity = identify(node)
+        _check_size(node, identity.size_bytes, facts.kind)
         if not self.options.readonly:
-            guard.check_writable(spec.path)
+            guard.check_writable(node)
             guard.check_confirmation(
-                str(spec.path), identity.summary(), identity.confirm_token, self.options.confirm
+                str(node), identity.summary(), identity.confirm_token, self.options.confirm
             )
-        return Dut(dut_id, spec.path, identity, False, self.options.readonly)
+        return Dut(dut_id, node, identity, False, self.options.readonly)
+
+    def _check_scratch_space(self) -> None:
+        sizes = [spec.scratch_size for spec in self.options.duts if spec.scratch_size]
+        if not sizes:
+            return
+        folder, free = free_bytes(self.options.report_dir / SCRATCH_DIR)
+        if sum(sizes) > free:
+            asked = " + ".join(binary_size(n) for n in sizes)
+            raise DeviceError(
+                f"scratch devices of {asked} do not fit in the {binary_size(free)} free in"
+                f" {folder}; give a smaller scratch:SIZE or --ssd-report-dir on a larger"
+                " filesystem"
+            )
+
+    def _make_scratch(self, dut_id: str, spec: DutSpec, index: int) -> Dut:
+        assert spec.scratch_size is not None
+        device = create(spec.scratch_size, self.options.report_dir / SCRATCH_DIR, index)
+        self.scratch.append(device)
+        self._lock(device.path)
+        identity = identify(device.path)
+        return Dut(dut_id, device.path, identity, True, self.options.readonly, device.note)
 
     def profile(self, dut: Dut) -> Profile:
         """The profile for *dut*: the option's, else quick on scratch and full on real devices."""
@@ -338,21 +443,39 @@ class SsdSession:
                 dut_id, dut.path, dut.identity, state, self.run_dir / "states" / dut_id,
                 lambda: self.guard_writes(dut), self.speeds, speed_key(dut.identity, dut.scratch),
                 self.options.purge, self.progress, sampler=lambda: self.sampler(dut),
+                written=dut.written,
             )  # fmt: skip
         return self.keepers[dut_id]
 
     def _link_latest(self) -> None:
-        latest = self.options.report_dir / "latest"
-        with contextlib.suppress(FileNotFoundError):
-            latest.unlink()
-        latest.symlink_to(self.run_id)
+        """Point ``<report dir>/latest`` at this run, unless it is something not ours."""
+        latest = self.options.report_dir / LATEST
+        if latest.is_symlink() and not _RUN_ID.match(str(latest.readlink())):
+            self.warnings.append(f"{latest} is a link pytest-ssd did not make: left as it is")
+            return
+        if latest.exists() and not latest.is_symlink():
+            self.warnings.append(f"{latest} is not pytest-ssd's link: left as it is")
+            return
+        tmp = latest.with_name(f".{LATEST}.{os.getpid()}")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(self.run_id)
+        tmp.replace(latest)
 
     def close(self) -> None:
-        """Restore tuned settings, release scratch devices; always called, also after Ctrl-C."""
+        """Restore tuned settings, unlock devices, release scratch; always called, also after
+        Ctrl-C, and safe to call twice."""
         if self.tuner is not None:
             self.tuner.restore()
-        while self.scratch:
-            self.scratch.pop().release()
+        while self.locks:
+            self.locks.pop().release()
+        if self.scratch:
+            while self.scratch:
+                self.scratch.pop().release()
+            with contextlib.suppress(OSError):  # when no other session keeps its scratch here
+                (self.options.report_dir / SCRATCH_DIR).rmdir()
+                if self.made_report_dir:  # a refused run leaves no folder it made
+                    self.options.report_dir.rmdir()
+        atexit.unregister(self.close)
 
     def artifacts_for(self, nodeid: str) -> Path:
         """The test's artifact folder under the run directory."""

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ssd.statedir import STATE_DIR_ENV
+
 pytest_plugins = ["pytester"]
 
 LoopFactory = Callable[..., Path]
@@ -43,3 +45,21 @@ def loop_device(tmp_path: Path) -> Iterator[LoopFactory]:
     for dev in attached:
         subprocess.run(["umount", "-l", dev], check=False, capture_output=True, timeout=30)
         subprocess.run(["losetup", "-d", dev], check=False, capture_output=True, timeout=30)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """pytest-ssd's machine state (tune journal, scratch registry) of this test process.
+
+    Every run these tests start inherits it, so they never touch /var/lib/pytest-ssd and
+    parallel test processes keep out of each other's state.
+    """
+    folder = tmp_path_factory.mktemp("ssd-state")
+    folder.chmod(0o700)
+    saved = os.environ.get(STATE_DIR_ENV)
+    os.environ[STATE_DIR_ENV] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop(STATE_DIR_ENV, None)
+    else:
+        os.environ[STATE_DIR_ENV] = saved

@@ -1,19 +1,23 @@
 """``pytest-ssd``: reports, comparisons and exports from the results database, without a run.
 
 Exit codes: 0 done, 2 bad command line (argparse), 3 the database lacks what
-was asked for or cannot be read, 4 the output cannot be written.
+was asked for or cannot be read (missing, damaged, not pytest-ssd's), 4 the
+output cannot be written, or is a file the command reads (the database).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_ssd.cli import commands
+from pytest_ssd.db.faults import database_error
 from pytest_ssd.errors import DatabaseError, SsdError
+from pytest_ssd.results.files import StorageError
 
 DEFAULT_DB = Path("reports/results.sqlite")
 EXIT_DB, EXIT_OUTPUT = 3, 4
@@ -23,7 +27,8 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="pytest-ssd",
         description="Reports, comparisons and exports from pytest-ssd's results database.",
-        epilog="Exit codes: 0 done, 2 bad arguments, 3 not in the database, 4 cannot write.",
+        epilog="Exit codes: 0 done, 2 bad arguments, 3 not in the database (or unreadable),"
+        " 4 cannot write the output (or it is the database).",
     )
     top.add_argument(
         "--db", type=Path, default=DEFAULT_DB,
@@ -63,6 +68,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if getattr(args, "output", None) is not None:  # before anything is read or written
+            commands.refuse_inputs(args.output, args.db)
         args.func(args)
     except BrokenPipeError:  # `pytest-ssd list | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -70,6 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DatabaseError as exc:
         print(f"pytest-ssd: {exc}", file=sys.stderr)
         return EXIT_DB
+    except sqlite3.Error as exc:  # a damaged page found outside a ResultsDb block
+        print(f"pytest-ssd: {database_error(args.db, exc)}", file=sys.stderr)
+        return EXIT_DB
+    except (commands.OutputError, StorageError) as exc:
+        print(f"pytest-ssd: {exc}", file=sys.stderr)
+        return EXIT_OUTPUT
     except OSError as exc:
         print(f"pytest-ssd: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
         return EXIT_OUTPUT

@@ -1,17 +1,51 @@
-"""The commands of ``pytest-ssd``; each prints what it made and raises SsdError otherwise."""
+"""The commands of ``pytest-ssd``; each prints what it made and raises SsdError otherwise.
+
+Output files are written through a temporary file beside them and a rename (a
+failure leaves no partial file), and never onto a file the command reads.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import stat
 import sys
 from pathlib import Path
 
 from pytest_ssd.cli.export import TABLES, as_csv, as_json, rows
 from pytest_ssd.db import ResultsDb
-from pytest_ssd.errors import DatabaseError
+from pytest_ssd.errors import DatabaseError, SsdError
 from pytest_ssd.report.build import report_page
+from pytest_ssd.results.files import storage_error, write_atomic
 
-__all__ = ["TABLES", "compare", "export", "list_runs", "report"]
+__all__ = ["TABLES", "OutputError", "compare", "export", "list_runs", "report"]
+
+#: files SQLite keeps beside a database, which a reader reads too
+SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+class OutputError(SsdError):
+    """The output file given is one the command reads (the database or its side files)."""
+
+
+def refuse_inputs(output: Path, db: Path) -> None:
+    """OutputError when *output* is the database or one of its side files.
+
+    Compared by resolved name (symlinks) and, for files that exist, by device
+    and inode (hard links, another path to the same file).
+    """
+    target = output.resolve()
+    for name in (db, *(db.with_name(db.name + side) for side in SIDE_FILES)):
+        same = name.resolve() == target
+        if not same:
+            with contextlib.suppress(OSError):  # either missing: not the same file
+                same = output.samefile(name)
+        if same:
+            what = "the results database" if name == db else f"{name.name}, beside the database"
+            raise OutputError(
+                f"refusing to write {output}: it is {what} this command reads ({db});"
+                " give -o another file"
+            )
 
 
 def list_runs(args: argparse.Namespace) -> None:
@@ -29,8 +63,16 @@ def list_runs(args: argparse.Namespace) -> None:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    """Write *path* whole or not at all (a device or pipe such as /dev/stdout: straight)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+            with path.open("w") as fh:
+                fh.write(text)
+        else:  # through a symlink: replace the file it points to, not the link
+            write_atomic(path.resolve(), text)
+    except OSError as exc:
+        raise storage_error(path, exc, "-o") from None
     print(path.absolute())
 
 

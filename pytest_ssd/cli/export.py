@@ -5,11 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_ssd.db import ResultsDb
 
+#: what a spreadsheet takes for the start of a formula (OWASP, CSV injection)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 #: the percentiles a measurement row carries as columns
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
@@ -62,11 +66,23 @@ def rows(db: ResultsDb, table: str, runs: Sequence[str]) -> tuple[list[str], lis
 
 
 def as_csv(columns: list[str], data: list[tuple[Any, ...]]) -> str:
+    """CSV for spreadsheets: a text cell a spreadsheet would run as a formula starts with ``'``."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(data)
+    writer = csv.writer(out)  # RFC 4180: CRLF, so a CR inside a cell is quoted, not a new row
+    writer.writerow([spreadsheet_safe(c) for c in columns])
+    writer.writerows([spreadsheet_safe(cell) for cell in row] for row in data)
     return out.getvalue()
+
+
+def spreadsheet_safe(cell: Any) -> Any:
+    """*cell*, or a text beginning ``= + - @``, tab or CR with a ``'`` before it (OWASP).
+
+    Spreadsheets run such a cell as a formula: a label ``=HYPERLINK(...)`` would.
+    Numbers stay numbers, also as text (``-1.5``): a number is no formula.
+    """
+    if isinstance(cell, str) and cell.startswith(_FORMULA_START) and not _NUMBER.match(cell):
+        return "'" + cell
+    return cell
 
 
 def as_json(columns: list[str], data: list[tuple[Any, ...]]) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series, shared_test_id
 from pytest_ssd.db.reader import ALL, ResultsDb
-from pytest_ssd.db.schema import SCHEMA_VERSION, connect
+from pytest_ssd.db.schema import APPLICATION_ID, SCHEMA_VERSION, check, connect
 from pytest_ssd.db.writer import RunWriter, TestRecords
 
 __all__ = [
     "ALL",
+    "APPLICATION_ID",
     "SCHEMA_VERSION",
     "DriveRef",
     "DriveResults",
@@ -17,6 +18,7 @@ __all__ = [
     "RunWriter",
     "Series",
     "TestRecords",
+    "check",
     "connect",
     "shared_test_id",
 ]

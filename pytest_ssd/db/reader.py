@@ -6,9 +6,11 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from pytest_ssd.db.arrays import unpack
+from pytest_ssd.db.faults import database_error
 from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series
 from pytest_ssd.db.schema import connect
 from pytest_ssd.errors import DatabaseError
@@ -19,7 +21,12 @@ ALL = "all"
 
 
 class ResultsDb:
-    """Read access to ``results.sqlite`` (readers never block the writing controller)."""
+    """Read access to ``results.sqlite`` (readers never block the writing controller).
+
+    Used as a context manager, an SQLite error inside the ``with`` block (a
+    damaged page, a failing disk) leaves it as a one-line :class:`DatabaseError`
+    naming the file.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -32,8 +39,12 @@ class ResultsDb:
     def __enter__(self) -> ResultsDb:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
+        if isinstance(exc, sqlite3.Error):
+            raise database_error(self.path, exc) from None
 
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""

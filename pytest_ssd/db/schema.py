@@ -3,13 +3,21 @@
 SQLite in WAL mode: the controller writes each test's records in one
 transaction, so a run killed at any point keeps every test finished before it
 (and stays ``complete = 0``).  Readers never block the writer.
+
+A database is ours when SQLite's ``application_id`` is :data:`APPLICATION_ID`
+(or, written before it was set, when its ``user_version`` and tables are
+ours).  Anything else is refused before a byte of it is written: it is looked
+at through a read-only connection first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_ssd.db.faults import database_error
 from pytest_ssd.errors import DatabaseError
 
 #: seconds a connection waits for another writer's lock before it gives up
@@ -110,23 +118,128 @@ CREATE TABLE verdicts (
 #: (version, SQL) in order; a database at version N gets every later script
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1),)
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+#: SQLite's ``PRAGMA application_id`` of a pytest-ssd database: "pSSD"
+APPLICATION_ID = int.from_bytes(b"pSSD", "big")
+#: the tables every version of the schema has: an older database of ours without the id
+_OURS = frozenset({"runs", "devices", "run_devices", "tests", "measurements", "metrics"})
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a file at the database's path holds, as far as pytest-ssd cares."""
+
+    application_id: int
+    version: int
+    tables: frozenset[str]
+
+    @property
+    def empty(self) -> bool:
+        return not self.application_id and not self.version and not self.tables
+
+    @property
+    def ours(self) -> bool:
+        if self.application_id == APPLICATION_ID:
+            return True
+        return self.application_id == 0 and self.version >= 1 and self.tables >= _OURS
 
 
 def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
-    """A connection to the database at *path*, migrated to :data:`SCHEMA_VERSION`."""
-    if not create and not path.is_file():
+    """A connection to the database at *path*, migrated to :data:`SCHEMA_VERSION`.
+
+    Refuses (:class:`DatabaseError`, the file untouched) anything that is not a
+    pytest-ssd database or is newer than this pytest-ssd; *create* makes a new
+    one where there is none (an empty file counts as none).
+    """
+    found = check(path)
+    if found is None and not create:
         raise DatabaseError(f"{path}: no results database here (a pytest-ssd run creates it)")
+    made = found is None and not path.exists()
     try:
-        if create:
+        if found is None:
             path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        conn.execute("PRAGMA journal_mode = WAL")
+    except (OSError, sqlite3.Error) as exc:
+        raise database_error(path, exc) from None
+    try:
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = NORMAL")
         migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
-        raise DatabaseError(f"{path}: not a pytest-ssd results database ({exc})") from None
+        # after the schema: a file this connection did not make ours stays as it was
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException as exc:
+        conn.close()
+        if made:  # a file this call made and could not fill: leave no empty database behind
+            with contextlib.suppress(OSError):
+                if path.stat().st_size == 0:
+                    path.unlink()
+        if isinstance(exc, sqlite3.Error):
+            raise database_error(path, exc) from None
+        raise
     return conn
+
+
+def check(path: Path) -> Found | None:
+    """What is at *path*: None where there is no database yet (no file, or an empty one).
+
+    Reads the file only (no journal, no lock) and raises :class:`DatabaseError`
+    for a file that is not a pytest-ssd database, or one newer than this pytest-ssd.
+    """
+    try:
+        if path.is_dir():
+            raise DatabaseError(f"{path}: a folder, not a results database: give a file")
+        if path.stat().st_size == 0 and not _beside(path, "-wal").exists():
+            return None
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise database_error(path, exc) from None
+    try:
+        # immutable: no lock, no -wal or -shm made beside someone else's file; the header and
+        # the table list are all it reads, and migrate() looks again inside its transaction
+        uri = f"{path.absolute().as_uri()}?mode=ro&immutable=1"
+        probe = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from None
+    try:
+        found = _look(probe)
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from None
+    finally:
+        probe.close()
+    _accept(path, found)
+    return found
+
+
+def _beside(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _look(conn: sqlite3.Connection) -> Found:
+    tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return Found(
+        int(conn.execute("PRAGMA application_id").fetchone()[0]),
+        int(conn.execute("PRAGMA user_version").fetchone()[0]),
+        frozenset(str(name) for (name,) in tables),
+    )
+
+
+def _accept(path: Path, found: Found, *, empty: bool = False) -> None:
+    """Raise DatabaseError unless *found* is a database of ours we can read (or *empty* one)."""
+    if empty and found.empty:  # the new file being made (check() let only 0 bytes through)
+        return
+    if not found.ours:
+        tables = ", ".join(sorted(found.tables)[:5]) or "none"
+        raise DatabaseError(
+            f"{path}: not a pytest-ssd results database (SQLite application id"
+            f" {found.application_id:#x}, user version {found.version}, tables: {tables});"
+            " it was left untouched: give another file"
+        )
+    if found.version > SCHEMA_VERSION:
+        raise DatabaseError(
+            f"{path}: schema version {found.version} is newer than this pytest-ssd's"
+            f" ({SCHEMA_VERSION}): upgrade pytest-ssd"
+        )
 
 
 def version(conn: sqlite3.Connection) -> int:
@@ -134,26 +247,33 @@ def version(conn: sqlite3.Connection) -> int:
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring the schema to :data:`SCHEMA_VERSION`, one migration per transaction."""
-    current = version(conn)
-    if current > SCHEMA_VERSION:
-        raise DatabaseError(
-            f"{path}: schema version {current} is newer than this pytest-ssd's"
-            f" ({SCHEMA_VERSION}): upgrade pytest-ssd"
-        )
+    """Bring the schema to :data:`SCHEMA_VERSION`, one migration per transaction.
+
+    Each transaction looks again at what the file holds (another process may
+    have created or migrated it meanwhile) and sets the application id with the
+    schema, so a file is never half ours.
+    """
+    found = _look(conn)
+    if found.application_id == APPLICATION_ID and found.version == SCHEMA_VERSION:
+        return
     for number, script in MIGRATIONS:
-        if number <= current:
+        if number <= found.version and found.application_id == APPLICATION_ID:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if version(conn) < number:  # another process may have migrated meanwhile
+            found = _look(conn)
+            _accept(path, found, empty=True)
+            if found.version < number:
                 for statement in _statements(script):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
+        found = _look(conn)
 
 
 def _statements(script: str) -> list[str]:

@@ -1,7 +1,13 @@
-"""The controller's writer: one run into the results database, a transaction per test."""
+"""The controller's writer: one run into the results database, a transaction per test.
+
+A write that fails (disk full, read-only, damaged file) rolls back its own
+transaction only and raises a one-line :class:`DatabaseError`; every test
+committed before stays readable.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -11,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.db.faults import damaged, database_error
 from pytest_ssd.db.schema import connect
 from pytest_ssd.results.record import Measurement, iso
 
@@ -24,6 +31,8 @@ _KEEP = "ON CONFLICT (key) DO NOTHING"
 @dataclass
 class TestRecords:
     """What one test report brought to the controller, stored together."""
+
+    __test__ = False  # not a test class, whatever pytest makes of its name
 
     nodeid: str
     measurements: list[Measurement] = field(default_factory=list)
@@ -56,6 +65,11 @@ class RunWriter:
         self.path = path
         self.run_id = run_id
         self.conn = connect(path)
+        try:
+            self._check_intact()
+        except BaseException:
+            self.conn.close()
+            raise
         with self._transaction() as cur:
             host_id = self._host(cur, environment)
             _insert(cur, "runs", {
@@ -63,16 +77,30 @@ class RunWriter:
                 "run_dir": str(run_dir), "environment": _json(environment),
             })  # fmt: skip
 
+    def _check_intact(self) -> None:
+        """Refuse to add a run to a damaged database: writing into it could spread the damage."""
+        try:
+            problem = self.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise database_error(self.path, exc) from None
+        if problem != "ok":
+            raise damaged(self.path, "quick_check: " + " ".join(str(problem).split()))
+
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        """One transaction; a failure rolls back this one only and becomes a DatabaseError."""
         cur = self.conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
         try:
+            cur.execute("BEGIN IMMEDIATE")
             yield cur
-        except BaseException:
-            cur.execute("ROLLBACK")
+            cur.execute("COMMIT")
+        except BaseException as exc:
+            if self.conn.in_transaction:  # SQLite may have rolled back already (disk full)
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise database_error(self.path, exc) from None
             raise
-        cur.execute("COMMIT")
 
     @staticmethod
     def _host(cur: sqlite3.Cursor, env: dict[str, Any]) -> int:
@@ -170,9 +198,17 @@ class RunWriter:
             )
 
     def finish(self, outcome: dict[str, int], complete: bool) -> None:
-        with self._transaction() as cur:
-            cur.execute(
-                "UPDATE runs SET end = ?, complete = ?, outcome = ? WHERE id = ?",
-                (iso(time.time()), int(complete), _json(outcome), self.run_id),
-            )
-        self.conn.close()
+        """Mark the run finished and close the database (also when the mark fails)."""
+        try:
+            with self._transaction() as cur:
+                cur.execute(
+                    "UPDATE runs SET end = ?, complete = ?, outcome = ? WHERE id = ?",
+                    (iso(time.time()), int(complete), _json(outcome), self.run_id),
+                )
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the connection; what was committed stays (in the WAL when it cannot be merged)."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()

@@ -10,6 +10,8 @@ from pathlib import Path
 #: size of a scratch device when ``scratch`` is given without one
 DEFAULT_SCRATCH_SIZE = 2 << 30
 MIN_SCRATCH_SIZE = 64 << 20
+#: the largest file size the kernel takes (loff_t): a scratch device beyond it is no size
+MAX_SCRATCH_SIZE = (1 << 63) - 1
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^(\d+)\s*([KMGT]?)(?:i?B)?$", re.IGNORECASE)
 
@@ -56,6 +58,10 @@ def dut_spec(text: str) -> DutSpec:
         if size < MIN_SCRATCH_SIZE:
             raise argparse.ArgumentTypeError(
                 f"--dut {text}: a scratch device needs at least {MIN_SCRATCH_SIZE >> 20} MiB"
+            )
+        if size > MAX_SCRATCH_SIZE:
+            raise argparse.ArgumentTypeError(
+                f"--dut {text}: {size:,} bytes is beyond any file size (8 EiB at most)"
             )
         return DutSpec(raw=text, scratch_size=size)
     return DutSpec(raw=text, path=Path(text))

@@ -6,10 +6,19 @@ gathers what the kernel knows about a target (reading only, never opening for
 writing); :func:`refusal` turns those facts into the one-line reason writing is
 refused.  Facts are matched by device number, not by name, so symlinks such as
 ``/dev/disk/by-id/...`` and mounts through ``/dev/root`` are caught as well.
+
+The guard walks up (partitions, holders, loop devices the target backs) and down
+(what the target is built on: device-mapper and md slaves, a loop device's
+backing device): a loop device set up at an offset on a disk holding a mounted
+filesystem writes into that filesystem, so every block device below the target
+must pass the same checks.  Any process holding the target (or what it is built
+on) open counts, found in ``/proc`` as ``fuser`` does (:mod:`.openers`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -20,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_ssd.device.node import describe_pid, kernel_node
+from pytest_ssd.device.openers import openers
 from pytest_ssd.errors import SafetyError
 from pytest_ssd.proc.runner import run, which
 
@@ -50,10 +61,17 @@ class TargetFacts:
     backs_loop: tuple[str, ...] = ()
     #: why the target could not be probed (open or wipefs failed), else None
     probe_error: str | None = None
+    #: processes holding it (or a partition or holder of it) open: 'pid 12 (cmd)'
+    openers: tuple[str, ...] = ()
+    #: the block devices it is built on (dm/md slaves, a loop's backing device), checked alike
+    built_on: tuple[TargetFacts, ...] = ()
 
 
-def inspect(path: str | Path) -> TargetFacts:
+def inspect(path: str | Path, above: frozenset[str] = frozenset()) -> TargetFacts:
     """Gather the facts about *path*; reads only, never writes or opens for writing.
+
+    *above* names the devices built on *path* that the walk came down from: they
+    are the target's own chain, not users of *path*.
 
     Raises :class:`~pytest_ssd.errors.ToolError` only when ``wipefs`` is missing;
     every other failure to probe is recorded in ``probe_error`` (and refused).
@@ -63,11 +81,40 @@ def inspect(path: str | Path) -> TargetFacts:
     if st is None:
         return TargetFacts(text, exists=False, kind=None)
     if stat.S_ISBLK(st.st_mode):
-        busy, open_error = _exclusive_open(text)
-        return _inspect_related(text, "block", _block_tree(st.st_rdev), busy, open_error)
+        tree = _block_tree(st.st_rdev)
+        claimed = any(h in above for h in tree.holders)  # a dm/md above holds it exclusively
+        busy, open_error = (False, None) if claimed else _exclusive_open(text)
+        facts = _inspect_related(text, "block", tree, busy, open_error, above=above)
+        by = _openers(tree.devs, ())
+        lower = tuple(_built_on(st.st_rdev, above))
+        return dataclasses.replace(facts, openers=by, built_on=lower)
     if stat.S_ISREG(st.st_mode):
-        return _inspect_related(text, "file", _Tree(set(), [], [], []), False, None)
+        facts = _inspect_related(text, "file", _Tree(set(), [], [], []), False, None, above=above)
+        return dataclasses.replace(facts, openers=_openers((), ((st.st_dev, st.st_ino),)))
     return TargetFacts(text, exists=True, kind=None)
+
+
+def _openers(devices: Iterable[int], files: Iterable[tuple[int, int]]) -> tuple[str, ...]:
+    return tuple(describe_pid(pid) for pid in openers(devices, files))
+
+
+def _built_on(rdev: int, above: frozenset[str]) -> Iterable[TargetFacts]:
+    """Facts of every block device directly below *rdev* (each walks further down itself)."""
+    sysdir = _sysfs_dir(rdev)
+    if sysdir is None:
+        return
+    chain = above | {sysdir.name}
+    slaves = sysdir / "slaves"
+    lower = [_dev_of(s.resolve()) for s in sorted(slaves.iterdir())] if slaves.is_dir() else []
+    backing = sysdir / "loop" / "backing_file"
+    if backing.is_file():
+        with contextlib.suppress(OSError):
+            lower.append(_block_rdev(backing.read_text().strip().removesuffix(" (deleted)")))
+    for dev in lower:
+        if dev is None:
+            continue  # a loop on a regular file: its file system is not the target's data
+        node = kernel_node(dev)
+        yield inspect(node or f"/dev/block/{os.major(dev)}:{os.minor(dev)}", frozenset(chain))
 
 
 @dataclass
@@ -81,9 +128,12 @@ class _Tree:
 
 
 def _inspect_related(
-    path: str, kind: str, tree: _Tree, busy: bool, open_error: str | None
-) -> TargetFacts:
+    path: str, kind: str, tree: _Tree, busy: bool, open_error: str | None, *,
+    above: frozenset[str] = frozenset(),
+) -> TargetFacts:  # fmt: skip
     _add_loops(path, tree)
+    tree.holders = [h for h in tree.holders if h not in above]
+    tree.loops = [loop for loop in tree.loops if loop not in above]
     mounts = _mounts(tree.devs)
     signatures, probe_error = _signatures(path)
     return TargetFacts(
@@ -277,6 +327,10 @@ def _reasons(f: TargetFacts) -> Iterable[str | None]:
             "it is in use (an exclusive open failed: held open by another program); "
             "close that program first or use --ssd-readonly"
         )
+    if f.openers:
+        yield (
+            f"it is open in {', '.join(f.openers)}; close that program first or use --ssd-readonly"
+        )
     if f.probe_error:
         yield f"it could not be probed ({f.probe_error}); check the target and your permissions"
     if f.signatures:
@@ -289,9 +343,21 @@ def _reasons(f: TargetFacts) -> Iterable[str | None]:
         )
 
 
+def _reason(facts: TargetFacts) -> str | None:
+    """The first reason of *facts*, then of what it is built on ('it is built on X, which ...')."""
+    reason = next((r for r in _reasons(facts) if r is not None), None)
+    if reason is not None:
+        return reason
+    for lower in facts.built_on:
+        below = _reason(lower)
+        if below is not None:
+            return f"it is built on {lower.path}, which {below.removeprefix('it ')}"
+    return None
+
+
 def refusal(facts: TargetFacts) -> str | None:
     """The one-line reason writing to the target is refused, or None when it is safe."""
-    reason = next((r for r in _reasons(facts) if r is not None), None)
+    reason = _reason(facts)
     return None if reason is None else _one_line(f"refusing to write to {facts.path}: {reason}")
 
 

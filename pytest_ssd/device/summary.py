@@ -23,6 +23,10 @@ from pytest_ssd.device.link import PcieLink, SataLink, pcie_link, read_attr, sat
 from pytest_ssd.device.nvme import LbaFormat, NvmeInfo, PowerState
 
 NOT_EXPOSED = "not exposed"
+#: sysfs has the attribute, but the device or bus gave no value (a link speed "Unknown",
+#: a width of 0 or 255 on a controller on the root bus, as QEMU's microvm shows)
+NOT_REPORTED = "not reported"
+_NO_WIDTH = ("0", "255")
 NOT_REPORTED = "not reported"
 KELVIN_AT_0_C = 273.15
 LBA_FORMAT_COLUMNS = ("Format", "Data size", "Metadata size", "Relative performance", "In use")
@@ -164,11 +168,17 @@ class DeviceSummary:
                 "Block size (logical / physical)",
                 f"{self.logical_block_size} B / {self.physical_block_size} B",
             ),
-            ("Rotational", _yes_no(self.rotational)),
+            ("Rotational", self._rotational()),
             *self._link_rows(),
             ("Volatile write cache", self._write_cache()),
             *((label, text(nvme) if nvme else NOT_EXPOSED) for label, text in _NVME_ROWS),
         ]
+
+    def _rotational(self) -> str:
+        if self.interface in ("loop", "file"):
+            # a loop device's flag is the kernel's default, not a medium's: it has none
+            return f"not applicable (a {self.interface} has no medium of its own)"
+        return _yes_no(self.rotational)
 
     def _vendor(self) -> str:
         if self.nvme:
@@ -186,7 +196,7 @@ class DeviceSummary:
             p = self.pcie
             return [
                 (link, f"PCIe, PCI function {p.address}"),
-                (speed, f"{_or_not_exposed(p.current_speed)} / {_or_not_exposed(p.max_speed)}"),
+                (speed, f"{_link_speed(p.current_speed)} / {_link_speed(p.max_speed)}"),
                 (width, f"{_lanes(p.current_width)} / {_lanes(p.max_width)}"),
             ]
         if self.sata:
@@ -220,7 +230,15 @@ def _or_not_exposed(text: str | None) -> str:
     return text if text is not None else NOT_EXPOSED
 
 
+def _link_speed(text: str | None) -> str:
+    if text is not None and text.startswith("Unknown"):
+        return NOT_REPORTED
+    return _or_not_exposed(text)
+
+
 def _lanes(width: str | None) -> str:
+    if width in _NO_WIDTH:
+        return NOT_REPORTED
     return f"x{width}" if width is not None else NOT_EXPOSED
 
 

@@ -8,13 +8,14 @@ fio reports with exit 0, e.g. on a mounted device).
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.errors import FioError, ParseError, ToolError
-from pytest_ssd.fio.job import FioJob, render
+from pytest_ssd.fio.job import FioJob, fio_path, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
 from pytest_ssd.fio.status import StatusCallback, StatusSink
 from pytest_ssd.proc import Completed, run, which
@@ -75,6 +76,53 @@ def _check(jobs: Sequence[FioJob], output: FioOutput, target: str, stderr: str) 
             )
 
 
+def _block_family(target: str) -> set[str] | None:
+    """Kernel names of block device *target* and every device it is built on; None for a file."""
+    try:
+        st = Path(target).stat()
+    except OSError:
+        return None
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    todo = [Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve()]
+    names: set[str] = set()
+    while todo:
+        sysdir = todo.pop()
+        if sysdir.name in names:
+            continue
+        names.add(sysdir.name)
+        slaves = sysdir / "slaves"
+        todo += [s.resolve() for s in slaves.iterdir()] if slaves.is_dir() else []
+    return names
+
+
+def check_target(output: FioOutput, target: str) -> None:
+    """Raise :class:`FioError` unless fio worked on *target* and nothing else.
+
+    fio names the file of each job in its options and the disks it saw busy in
+    ``disk_util``: a job on another file, or a disk that is not the target (or what
+    it is built on), means fio was pointed somewhere else.
+    """
+    expected = fio_path(target)
+    for job in output.jobs:
+        given = job.options.get("filename")
+        if given != expected:
+            raise FioError(
+                f"fio job {job.name} ran on {given!r}, not on the guarded target {target}:"
+                " treat the device's contents as unknown"
+            )
+    family = _block_family(target)
+    disks = {str(d.get("name")) for d in output.disk_util}
+    if family is None or not disks:
+        return
+    strangers = sorted(disks - family)
+    if strangers:
+        raise FioError(
+            f"fio reported I/O on {', '.join(strangers)}, not on the guarded"
+            f" target {target}: treat those devices' contents as unknown"
+        )
+
+
 def run_jobs(
     jobs: Sequence[FioJob],
     target: str | Path,
@@ -120,4 +168,5 @@ def run_jobs(
             f"fio exited {completed.returncode} on {target}: {completed.last_error_line()}"
         )
     _check(jobs, output, str(target), completed.stderr)
+    check_target(output, str(target))
     return FioRun(tuple(jobs), output, completed, artifacts, started, ended)

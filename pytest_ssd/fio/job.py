@@ -8,6 +8,8 @@ share one fio start-up.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -19,6 +21,38 @@ Pattern = Literal["seq", "rnd"]
 
 #: fio accepts at most 20 entries in percentile_list
 MAX_PERCENTILES = 20
+#: the deepest queue a job may ask for: io_uring's IORING_MAX_ENTRIES (32768), the
+#: smallest limit of the engines used (fio 3.33's iodepth has no maximum of its own and
+#: crashed on 1e9: a double free)
+MAX_IODEPTH = 32768
+#: fio 3.33's REAL_MAX_JOBS (os/os.h): jobs of one fio process, numjobs clones included
+MAX_NUMJOBS = 4096
+#: the largest block a job may ask for (fio allocates iodepth x bs of buffers)
+MAX_BLOCK_SIZE = 128 << 20
+#: the longest a job may run: a week (the method's longest steady-state caps are a day)
+MAX_RUNTIME_S = 7 * 24 * 3600.0
+
+
+#: what a path given to fio may hold: fio cuts option values at ';' and '#', expands '$VAR'
+#: and strips surrounding blanks, so anything else is refused rather than escaped
+_FIO_PATH = re.compile(r"^[\w/.+,=@~:-](?:[\w /.+,=@~:-]*[\w/.+,=@~:-])?$")
+
+
+def fio_path(path: str, *, filename: bool = True) -> str:
+    """*path* as a fio option value; in ``filename=`` (*filename*), ``:`` escaped as ``\\:``.
+
+    fio splits ``filename=`` into several files at ``:``; other path options (logs) keep it.
+
+    Raises :class:`ConfigError` for a path fio would read as something else.
+    """
+    if not _FIO_PATH.match(path):
+        bad = sorted({c for c in path if not _FIO_PATH.match(c) and c != " "})
+        shown = " ".join(repr(c) for c in bad) or "blanks at its ends"
+        raise ConfigError(
+            f"fio cannot be given the path {path!r} safely: it holds {shown} (fio cuts option"
+            " values at ';' and '#', expands '$' and strips blanks); rename it"
+        )
+    return path.replace(":", "\\:") if filename else path
 
 
 def format_bytes(n: int) -> str:
@@ -69,10 +103,22 @@ class FioJob:
         problems = []
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
             problems.append(f"name {self.name!r} must be letters, digits, '-' or '_'")
-        if self.block_size <= 0 or self.block_size % 512:
-            problems.append(f"block size {self.block_size} is not a positive multiple of 512")
-        if self.iodepth < 1 or self.numjobs < 1:
-            problems.append("iodepth and numjobs must be at least 1")
+        if self.block_size <= 0 or self.block_size % 512 or self.block_size > MAX_BLOCK_SIZE:
+            problems.append(
+                f"block size {self.block_size} is not a positive multiple of 512 up to"
+                f" {MAX_BLOCK_SIZE >> 20} MiB"
+            )
+        if not 1 <= self.iodepth <= MAX_IODEPTH or not 1 <= self.numjobs <= MAX_NUMJOBS:
+            problems.append(
+                f"iodepth {self.iodepth} and numjobs {self.numjobs} must lie within"
+                f" 1..{MAX_IODEPTH} and 1..{MAX_NUMJOBS} (fio's and its engines' limits)"
+            )
+        times = [t for t in (self.runtime_s, self.ramp_s) if t is not None]
+        if not all(math.isfinite(t) and t <= MAX_RUNTIME_S for t in times):
+            problems.append(f"runtime and ramp time must be finite, at most {MAX_RUNTIME_S:g} s")
+        amounts = [n for n in (self.size, self.io_bytes) if n is not None]
+        if any(n <= 0 for n in amounts) or self.offset < 0:
+            problems.append("size and io_bytes must be positive and the offset not negative")
         if not 0 <= self.read_pct <= 100:
             problems.append(f"read share {self.read_pct} % is not within 0..100")
         if (self.runtime_s is not None and self.runtime_s < 0.001) or self.ramp_s < 0:
@@ -160,14 +206,14 @@ def render(jobs: Sequence[FioJob], filename: str, log_prefix: str | None = None)
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):
         raise ConfigError(f"fio job names repeat: {', '.join(names)}")
-    lines = ["[global]", f"filename={filename}", ""]
+    lines = ["[global]", f"filename={fio_path(filename)}", ""]
     for index, job in enumerate(jobs):
         lines.append(f"[{job.name}]")
         if index:
             lines.append("stonewall")
         lines += [f"{key}={value}" for key, value in job.options()]
         if log_prefix is not None and job.log_avg_ms:
-            stem = f"{log_prefix}-{job.name}"
+            stem = fio_path(f"{log_prefix}-{job.name}", filename=False)
             lines += [
                 f"write_bw_log={stem}",
                 f"write_lat_log={stem}",

@@ -1,8 +1,12 @@
 """Typed results parsed from fio's ``--output-format=json+`` (or plain ``json``) output.
 
-Percentiles come from the completion-latency histogram (``clat_ns.bins``) and
-reproduce fio's own ``calc_clat_percentiles`` bit for bit, so any percentile can
-be asked for after the run, not only those in fio's ``--percentile_list``.
+Percentiles come from the completion-latency histogram (``clat_ns.bins``), so any
+percentile can be asked for after the run, not only those in fio's ``--percentile_list``.
+One definition serves both the value and whether the sample resolves it: nearest rank
+on p as written in decimal (the value of the ``ceil(p/100 * N)``-th fastest I/O), as
+``fio_jsonplus_clat2csv`` computes it.  fio's own ``calc_clat_percentiles`` uses the
+binary double of p and differs by one rank where ``p/100 * N`` is a whole number
+(p99.95 at N = 2,000: fio gives the slowest I/O, nearest rank the second slowest).
 """
 
 from __future__ import annotations
@@ -47,8 +51,26 @@ class Percentile:
         return {"p": self.p, "us": self.ns / 1000, "resolved": self.resolved}
 
 
+def _decimal(p: float) -> Fraction:
+    """p as written (99.9 is 999/10, not the double nearest to it)."""
+    return Fraction(str(float(p)))
+
+
+def nearest_rank(p: float, total: int) -> int:
+    """The rank (1-based, fastest first) of the p-th percentile of *total* values."""
+    need = _decimal(p) / 100 * total
+    return max(1, -(-need.numerator // need.denominator))
+
+
+def ios_to_resolve(p: float) -> int:
+    """How many I/Os a sample needs before its p-th percentile is resolved (p99.99: 10,000)."""
+    need = 100 / (100 - _decimal(p))
+    return -(-need.numerator // need.denominator)
+
+
 def _resolved(p: float, total: int) -> bool:
-    return total * (1 - Fraction(str(float(p))) / 100) >= 1
+    """At least one I/O lies beyond the percentile: its rank is not the slowest."""
+    return total * (1 - _decimal(p) / 100) >= 1
 
 
 def _check_p(p: float) -> None:
@@ -61,9 +83,9 @@ def percentiles_from_bins(
 ) -> tuple[Percentile, ...]:
     """Percentiles ``ps`` of a latency histogram of ``(value ns, count)`` pairs.
 
-    Reproduces fio (stat.c ``calc_clat_percentiles``): walking the buckets in
-    value order, the p-th percentile is the value of the first bucket whose
-    cumulative count reaches ``p/100 * N``, N being the sum of all counts.
+    Nearest rank: walking the buckets in value order, the p-th percentile is the
+    value of the first bucket whose cumulative count reaches ``ceil(p/100 * N)``,
+    N being the sum of all counts and p the decimal written (see the module).
     """
     ordered = sorted(bins)
     cumulative = list(accumulate(count for _, count in ordered))
@@ -73,11 +95,7 @@ def percentiles_from_bins(
     result = []
     for p in ps:
         _check_p(p)
-        # exact, like fio 3.33 measured here: neither double nor x87 long double arithmetic
-        # matches it where p/100 * N is about a whole number (p30 at N=50, p99.95 at N=2000)
-        need = Fraction(p) / 100 * total
-        # counts are whole numbers: the first cumsum >= need is the first >= ceil(need)
-        index = bisect.bisect_left(cumulative, -(-need.numerator // need.denominator))
+        index = bisect.bisect_left(cumulative, nearest_rank(p, total))
         result.append(Percentile(float(p), ordered[index][0], _resolved(p, total)))
     return tuple(result)
 

@@ -6,6 +6,7 @@ Tests pass their own :class:`Io` to emulate the kernel (a sysfs file that re-ren
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -39,9 +40,13 @@ class SystemIo:
     """The real machine."""
 
     def write(self, path: Path, value: str) -> None:
-        # one write() call, as echo does: sysfs takes the value from a single write
-        with path.open("w") as fh:
-            fh.write(value)
+        # one write() call, as echo does: sysfs takes the value from a single write; never
+        # O_CREAT: a kernel attribute exists, and no other file is ever made
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
 
     def nvme(self, args: list[str]) -> Completed:
         return run([which("nvme", INSTALL_HINT), *args], timeout=NVME_TIMEOUT_S)

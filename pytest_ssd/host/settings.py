@@ -126,7 +126,7 @@ class FileSetting:
     def _target(self) -> str:
         return {shown: raw for raw, shown in self.names}.get(self.recommended, self.recommended)
 
-    def _choices(self, path: Path) -> list[str] | None:
+    def choices(self, path: Path) -> list[str] | None:
         if self.bracketed:
             text = read_attribute(path) or ""
             return text.replace("[", " ").replace("]", " ").split()
@@ -155,7 +155,7 @@ class FileSetting:
             raw = self._raw(path)
             if raw is None or self._shown(raw) == self.recommended:
                 continue
-            choices = self._choices(path)
+            choices = self.choices(path)
             if choices is not None and target not in choices:
                 raise TuneError(
                     f"{self.title}: {path} does not offer {target!r} (offers {' '.join(choices)})"

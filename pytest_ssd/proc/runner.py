@@ -7,6 +7,8 @@ artifact folder keeping the command, stdout, stderr and exit code.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import selectors
 import shlex
@@ -23,6 +25,21 @@ from pytest_ssd.errors import ToolError
 
 #: how long a process group gets between SIGTERM and SIGKILL
 KILL_GRACE_S = 5.0
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def die_with_parent(signum: int = signal.SIGTERM, parent: int | None = None) -> None:
+    """Have the kernel send *signum* to this process when its parent dies (Linux prctl).
+
+    A program pytest-ssd starts (fio above all) must not go on writing after a
+    ``kill -9`` of its pytest: it runs in a session of its own, so nothing else
+    would stop it.  When the parent (*parent*, if known) is already gone, exit at once.
+    """
+    if _LIBC.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
+        return  # not Linux: nothing to ask for
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
 
 
 @dataclass(frozen=True)
@@ -142,6 +159,7 @@ def run(
     argv = tuple(str(a) for a in argv)
     label = name or Path(argv[0]).name
     start = time.monotonic()
+    parent = os.getpid()
     try:
         proc = subprocess.Popen(
             argv,
@@ -150,6 +168,7 @@ def run(
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            preexec_fn=lambda: die_with_parent(signal.SIGTERM, parent),  # noqa: PLW1509
         )
     except FileNotFoundError as exc:
         raise ToolError(f"{argv[0]} not found: {exc.strerror}") from None

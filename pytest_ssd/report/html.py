@@ -56,6 +56,7 @@ def _cells(measurements: list[Measurement]) -> dict[str, str]:
 def terminal_lines(session: SsdSession) -> list[str]:
     """Lines for the terminal header: the run folder and every device."""
     lines = [f"pytest-ssd {session.run_id}: {session.run_dir}"]
+    lines += [f"  warning: {line}" for line in session.warnings]
     for dut in session.duts.values():
         lines.append(f"  {dut.id}: {dut.identity.summary()}")
         if dut.scratch:

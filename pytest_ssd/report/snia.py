@@ -28,15 +28,15 @@ _SIZE = (6.4, 3.8)
 CELL_METRICS: dict[str, tuple[str, ...]] = {
     "iops": ("iops",),
     "bw_mib_s": ("bw_mib_s",),
-    "lat_mean_us": ("lat_mean_us", "lat_p99999_us", "lat_max_us"),
+    "clat_mean_us": ("clat_mean_us", "clat_p99999_us", "clat_max_us"),
 }
 #: per-cell result -> (words, unit)
 CELL_UNITS = {
     "iops": ("IOPS", "IOPS"),
     "bw_mib_s": ("throughput", "MiB/s"),
-    "lat_mean_us": ("mean latency", "µs"),
-    "lat_p99999_us": ("p99.999 latency", "µs"),
-    "lat_max_us": ("max latency", "µs"),
+    "clat_mean_us": ("mean completion latency (clat)", "µs"),
+    "clat_p99999_us": ("p99.999 completion latency (clat)", "µs"),
+    "clat_max_us": ("max completion latency (clat)", "µs"),
 }
 
 

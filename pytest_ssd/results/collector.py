@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
 
 from pytest_ssd.db import TestRecords
+from pytest_ssd.errors import SsdError
+from pytest_ssd.results.files import STORAGE_ERRNOS, StorageError
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
     PROPERTY,
@@ -31,6 +35,11 @@ class RunRecorder:
     each record is stored the first time any report of its test carries it:
     a test interrupted after measuring keeps what it measured.  What one report
     brings goes to the database in one transaction.
+
+    A record that cannot be stored (full or read-only filesystem, damaged
+    database) stops the run the way ``-x`` does: the test running finishes, fio
+    and the devices are released as after any run, and nothing more is written
+    to the file that failed, so what it holds stays as last written.
     """
 
     def __init__(self, session: SsdSession, report_lines: list[str]) -> None:
@@ -41,23 +50,63 @@ class RunRecorder:
         self.report_lines = report_lines
         self.outcomes: Counter[str] = Counter()
         self._seen: dict[str, set[str]] = {}
+        self._pytest_session: pytest.Session | None = None
+        #: the one line of the storage fault that stopped the run
+        self.fault: str | None = None
+        #: where it happened: "store" (results.json) or "db"
+        self._broken: set[str] = set()
+        #: faults as the run finished, when there was nothing left to stop: shown in the summary
+        self.late: list[str] = []
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._pytest_session = session
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.fault is not None:  # the run is stopping: nothing more is recorded
+            return
+        try:
+            self._record(report)
+        except SsdError as exc:
+            self._stop(exc)
+
+    def _record(self, report: pytest.TestReport) -> None:
         records = self._new_records(report)
-        for m in records.measurements:
-            self.store.add(m)
-        for d in records.derived:
-            self.store.add_derived(d)
-        for v in records.verdicts:
-            self.store.add_conformance(v)
-        for t in records.transitions:
-            self.store.add_transition(t)
-        self.db.add(records)
-        if report.when == "call" or report.outcome != "passed":
-            outcome = _outcome(report)
-            self.outcomes[outcome] += 1
-            message = report.longreprtext.splitlines()[-1:] if report.failed else []
-            self.db.test_done(report.nodeid, outcome, report.duration, "".join(message) or None)
+        with self._sink("store"):
+            for m in records.measurements:
+                self.store.add(m)
+            for d in records.derived:
+                self.store.add_derived(d)
+            for v in records.verdicts:
+                self.store.add_conformance(v)
+            for t in records.transitions:
+                self.store.add_transition(t)
+        with self._sink("db"):
+            self.db.add(records)
+            if report.when == "call" or report.outcome != "passed":
+                outcome = _outcome(report)
+                self.outcomes[outcome] += 1
+                message = report.longreprtext.splitlines()[-1:] if report.failed else []
+                self.db.test_done(report.nodeid, outcome, report.duration, "".join(message) or None)
+
+    @contextlib.contextmanager
+    def _sink(self, name: str) -> Iterator[None]:
+        """Remember which file failed, so that it is not written again."""
+        try:
+            yield
+        except SsdError:
+            self._broken.add(name)
+            raise
+
+    def _stop(self, exc: SsdError) -> None:
+        """Stop the run after the test running now (as ``-x``), with *exc* as its one line."""
+        self.fault = f"pytest-ssd stopped the run: {exc}"
+        if self._pytest_session is not None:
+            self._pytest_session.shouldstop = self.fault
+            # under xdist the controller's loop stops on its own flag, not the session's
+            plugins = self._pytest_session.config.pluginmanager
+            dsession = plugins.get_plugin("dsession")
+            if dsession is not None:
+                dsession.shouldstop = self.fault
 
     def _new_records(self, report: pytest.TestReport) -> TestRecords:
         seen = self._seen.setdefault(report.nodeid, set())
@@ -80,18 +129,60 @@ class RunRecorder:
 
     def _series(self, record: dict[str, Any]) -> dict[str, Any]:
         """A series' arrays, read from the npz file the test wrote into its artifacts."""
-        blob = (self.session.run_dir / record["file"]).read_bytes()
+        path = self.session.run_dir / record["file"]
+        try:
+            blob = path.read_bytes()
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc.strerror}: check that folder") from None
         return {**record, "blob": blob}
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        complete = exitstatus not in _INCOMPLETE
-        self.store.finish(dict(self.outcomes), complete=complete)
-        self.db.finish(dict(self.outcomes), complete=complete)
+        """Mark the run finished in each file that still works; never raise from here."""
+        complete = exitstatus not in _INCOMPLETE and self.fault is None
+        outcomes = dict(self.outcomes)
+        failed: list[str] = []
+        if "store" not in self._broken:
+            try:
+                self.store.finish(outcomes, complete=complete)
+            except SsdError as exc:
+                failed.append(str(exc))
+        if "db" in self._broken:
+            self.db.close()
+        else:
+            try:
+                self.db.finish(outcomes, complete=complete)
+            except SsdError as exc:
+                failed.append(str(exc))
+        if self.fault is None:  # else the stop's line has said it: the same cause, no news
+            self.late.extend(failed)
+
+    # pytest takes only names that start with pytest_: specname says which hook it is
+    @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_report_files(
+        self, session: pytest.Session
+    ) -> Generator[None, None, None]:
+        """report.html comes last (pytest-html): a full or read-only folder is one line too.
+
+        Innermost of the wrappers, so the terminal summary still shows it; the
+        report can be made again from the database with ``pytest-ssd report``.
+        """
+        try:
+            return (yield)
+        except OSError as exc:
+            if exc.errno not in STORAGE_ERRNOS:
+                raise
+            self.late.append(
+                f"cannot write the report into {self.session.run_dir}: {exc.strerror}: free"
+                f" space there, then rebuild it with 'pytest-ssd report {self.session.run_id}'"
+            )
+            return None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", "pytest-ssd")
         for line in self.report_lines:
             terminalreporter.write_line(line)
+        for line in self.late:
+            terminalreporter.write_line(f"ERROR: pytest-ssd: {line}", red=True)
 
 
 def _outcome(report: pytest.TestReport) -> str:

@@ -17,6 +17,15 @@ PROPERTY = "ssd.measurement"
 DERIVED_PROPERTY = "ssd.derived"
 #: the user_properties name that carries a datasheet verdict (SsdBench.check_spec) as JSON
 SPEC_PROPERTY = "ssd.spec"
+#: a datasheet verdict's status, in the order the conformance table lists them
+VERDICTS = ("not met", "not judged", "not checked", "met")
+
+
+def verdict_order(status: str) -> int:
+    """Sort key of a conformance row: not met, not judged, not checked, met."""
+    return VERDICTS.index(status) if status in VERDICTS else len(VERDICTS)
+
+
 #: the user_properties name that carries a series (named arrays in an npz file) as JSON
 SERIES_PROPERTY = "ssd.series"
 #: the percentiles shown as key metrics (table columns, junitxml properties)

@@ -1,7 +1,8 @@
 """results.json: the per-run record, rewritten atomically after every measurement.
 
 A run that is killed keeps every measurement finished before, and says
-``"complete": false``.
+``"complete": false``.  A write that fails (full or read-only filesystem) is a
+:class:`StorageError` and leaves results.json as last written.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_ssd.results.record import Measurement, iso
+from pytest_ssd.results.files import storage_error, write_atomic
+from pytest_ssd.results.record import Measurement, iso, verdict_order
 
 SCHEMA_VERSION = 1
 
@@ -57,7 +59,7 @@ class ResultsStore:
     def add_conformance(self, row: dict[str, Any]) -> None:
         """A datasheet verdict; the list stays sorted with the lines not met first."""
         rows = [*self.data["conformance"], row]
-        self.data["conformance"] = sorted(rows, key=lambda r: r["verdict"] == "met")
+        self.data["conformance"] = sorted(rows, key=lambda r: verdict_order(r["verdict"]))
         self.write()
 
     def add_transition(self, transition: dict[str, Any]) -> None:
@@ -69,6 +71,8 @@ class ResultsStore:
         self.write()
 
     def write(self) -> None:
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=False) + "\n")
-        tmp.replace(self.path)
+        """Replace results.json whole; StorageError (the file unchanged) when that fails."""
+        try:
+            write_atomic(self.path, json.dumps(self.data, indent=1, sort_keys=False) + "\n")
+        except OSError as exc:
+            raise storage_error(self.path, exc, "--ssd-report-dir") from None

@@ -7,10 +7,16 @@ a measurement against one line, and :func:`plan` says how to measure a line.
 
 from __future__ import annotations
 
-from pytest_ssd.specs.check import SpecCheck, Verdict, checks, failures_first
+from pytest_ssd.specs.check import (
+    SpecCheck,
+    Verdict,
+    checks,
+    failures_first,
+    unknown_line,
+)
 from pytest_ssd.specs.load import Loaded, datasheet_files, load_datasheet, load_datasheets
 from pytest_ssd.specs.match import mismatch, require_match, select
-from pytest_ssd.specs.measure import Plan, measured, plan
+from pytest_ssd.specs.measure import Plan, Reading, measured, plan
 from pytest_ssd.specs.model import DEFAULT_TOLERANCE, Datasheet, Drive, Metric, SpecLine
 from pytest_ssd.specs.units import Quantity, convert
 
@@ -22,6 +28,7 @@ __all__ = [
     "Metric",
     "Plan",
     "Quantity",
+    "Reading",
     "SpecCheck",
     "SpecLine",
     "Verdict",
@@ -36,4 +43,5 @@ __all__ = [
     "plan",
     "require_match",
     "select",
+    "unknown_line",
 ]

@@ -1,7 +1,8 @@
 """Checking a measurement against a spec line.
 
 A :class:`SpecCheck` is the small object of the style guide: ``fails(measured)``
-returns a message that reads like the seeds' tables, or None.  ``evaluate``
+returns a message that reads like the seeds' tables, or None.  A figure the
+sample cannot resolve gets no verdict: it is "not judged", with the reason.  ``evaluate``
 gives the whole :class:`Verdict`, whose ``as_dict()`` is a conformance-table row.
 """
 
@@ -11,18 +12,34 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
+from pytest_ssd.results.record import verdict_order
+from pytest_ssd.specs.measure import Reading
 from pytest_ssd.specs.model import Datasheet, SpecLine
 from pytest_ssd.specs.units import Quantity, exact
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """A spec line, what was measured, the ratio measured / spec, and whether the line is met."""
+    """A spec line, what was measured, the ratio measured / spec, and the verdict.
+
+    ``status`` is ``met`` or ``not met``; ``not judged`` when the sample cannot
+    resolve the figure (``reason`` says why; ``measured`` and ``ratio`` are then
+    None); ``not checked`` when the device has no datasheet line to check.
+    """
 
     line: SpecLine
-    measured: Quantity
-    ratio: Fraction
-    met: bool
+    measured: Quantity | None
+    ratio: Fraction | None
+    status: str
+    reason: str = ""
+
+    @property
+    def met(self) -> bool:
+        return self.status == "met"
+
+    @property
+    def judged(self) -> bool:
+        return self.status in ("met", "not met")
 
     @property
     def needs(self) -> str:
@@ -33,7 +50,12 @@ class Verdict:
 
     @property
     def message(self) -> str:
-        """'SEQ read QD8 128KiB: 534 MB/s = 98.9 % of spec 540 MB/s (needs ≥ 90 %)'."""
+        """'SEQ read QD8 128KiB: 534 MB/s = 98.9 % of spec 540 MB/s (needs ≥ 90 %)'.
+
+        A figure not judged: 'QoS read p99.99: not judged: p99.99 needs ≥ 10,000 I/Os, had 247'.
+        """
+        if self.measured is None or self.ratio is None:
+            return f"{self.line.label}: {self.status}: {self.reason}"
         return (
             f"{self.line.label}: {self.measured} = {float(self.ratio) * 100:.1f} % "
             f"of spec {self.line.spec} (needs {self.needs})"
@@ -49,10 +71,11 @@ class Verdict:
             "kind": self.line.kind,
             "tolerance": self.line.tolerance if self.line.kind == "ceiling" else None,
             "spec": self.line.value,
-            "measured": self.measured.value,
+            "measured": None if self.measured is None else self.measured.value,
             "unit": self.line.unit,
-            "ratio": float(self.ratio),
-            "verdict": "met" if self.met else "not met",
+            "ratio": None if self.ratio is None else float(self.ratio),
+            "verdict": self.status,
+            "reason": self.reason or None,
             "message": self.message,
         }
 
@@ -61,27 +84,40 @@ class Verdict:
 class SpecCheck:
     """The check of one spec line.
 
-    *measured* is a :class:`Quantity` in any unit of the line's dimension, or a
-    bare number taken in the line's own unit.
+    *measured* is a :class:`Reading` (see :func:`~pytest_ssd.specs.measure.measured`)
+    or a :class:`Quantity` in any unit of the line's dimension; never a bare
+    number, whose unit would be a guess (raw IOPS against a line in kIOPS).
     """
 
     line: SpecLine
 
-    def evaluate(self, measured: Quantity | float) -> Verdict:
+    def evaluate(self, measured: Reading | Quantity) -> Verdict:
         """The verdict for *measured*; ValueError when it is not the line's dimension."""
-        quantity = (
-            measured if isinstance(measured, Quantity) else Quantity(measured, self.line.unit)
-        )
+        if not isinstance(measured, Reading | Quantity):
+            raise TypeError(
+                f"spec line {self.line.id!r}: give a Quantity with its unit or the result's"
+                f" Reading (specs.measured), not {type(measured).__name__} {measured!r}"
+            )
+        reading = measured if isinstance(measured, Reading) else Reading(measured)
+        if not reading.resolved:
+            return Verdict(self.line, None, None, "not judged", reading.why_not(self.line))
+        quantity = reading.quantity
         shown = quantity.to(self.line.unit)
         ratio = quantity.base / self.line.spec.base
         ceiling = self.line.kind == "ceiling"
         met = ratio >= exact(self.line.tolerance) if ceiling else ratio <= 1
-        return Verdict(self.line, shown, ratio, met)
+        return Verdict(self.line, shown, ratio, "met" if met else "not met")
 
-    def fails(self, measured: Quantity | float) -> str | None:
-        """The message when *measured* does not meet the line, else None."""
+    def fails(self, measured: Reading | Quantity) -> str | None:
+        """The message when *measured* does not meet the line, else None (met or not judged)."""
         verdict = self.evaluate(measured)
-        return None if verdict.met else verdict.message
+        return verdict.message if verdict.status == "not met" else None
+
+
+def unknown_line(line_id: str, sheet: Datasheet) -> str:
+    """The one line for a spec id the datasheet does not have."""
+    known = ", ".join(line.id for line in sheet.specs)
+    return f"{sheet.path}: no spec line {line_id!r} (its lines: {known})"
 
 
 def checks(datasheet: Datasheet) -> dict[str, SpecCheck]:
@@ -90,5 +126,5 @@ def checks(datasheet: Datasheet) -> dict[str, SpecCheck]:
 
 
 def failures_first(verdicts: Iterable[Verdict]) -> list[Verdict]:
-    """*verdicts* with the lines not met first; each group keeps its order."""
-    return sorted(verdicts, key=lambda verdict: verdict.met)
+    """*verdicts* with the lines not met first, then not judged; each group keeps its order."""
+    return sorted(verdicts, key=lambda verdict: verdict_order(verdict.status))

@@ -7,6 +7,7 @@ spec lines count from 0) and what is wrong.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.errors import ConfigError, DatasheetError
+from pytest_ssd.fio.job import MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_NUMJOBS
 from pytest_ssd.specs.model import (
     DEFAULT_TOLERANCE,
     KIND_OF,
@@ -38,6 +40,12 @@ _METRIC = re.compile(r"^(?:throughput|iops|latency-mean|latency-p(\d+(?:\.\d+)?)
 _SIZE = re.compile(r"^(\d+)\s*(B|KiB|MiB|k|m)?$")
 _SIZE_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "k": 1 << 10, "MiB": 1 << 20, "m": 1 << 20}
 _SYNTAX_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+#: integer keys and the fio limit they must stay within (see pytest_ssd.fio.job)
+LIMITS = {"qd": (MAX_IODEPTH, "the deepest queue fio's engines take"),
+          "jobs": (MAX_NUMJOBS, "the jobs one fio process runs")}  # fmt: skip
+#: physical bounds: no drive reports more (a capacity in GB, the rest in base units)
+MAX_CAPACITY_GB = 1e9  # 1 EB
+MAX_BASE = {"throughput": 1e12, "iops": 1e9, "latency": 3.6e12}  # 1 TB/s, 1 G IOPS, an hour
 
 
 class _Problem(Exception):
@@ -128,6 +136,7 @@ def _drive(raw: Mapping[str, Any]) -> Drive:
     capacity = _number(raw, "capacity_gb", at)
     if capacity <= 0:
         raise _Problem(f"{at}.capacity_gb", f"must be positive, not {capacity:g}")
+    _within(capacity, MAX_CAPACITY_GB, f"{at}.capacity_gb", "a capacity (GB)")
     return Drive(
         name=_str(raw, "name", at),
         models=_globs(raw, "model", at, required=True),
@@ -156,6 +165,8 @@ def _line(raw: Mapping[str, Any], at: str, default_tolerance: float) -> SpecLine
     value = _number(raw, "value", at)
     if value <= 0:
         raise _Problem(f"{at}.value", f"must be positive, not {value:g}")
+    limit = MAX_BASE[metric.dimension] / float(UNITS[unit_name].factor)
+    _within(value, limit, f"{at}.value", f"{metric} in {unit_name}")
     kind = _kind(raw, at, metric)
     if kind == "bound" and "tolerance" in raw:
         raise _Problem(f"{at}.tolerance", "a bound (measured ≤ spec) takes no tolerance")
@@ -216,8 +227,11 @@ def _block_size(raw: Mapping[str, Any], at: str) -> int:
         size = int(found[1]) * _SIZE_UNITS[found[2]]
     else:
         raise _Problem(where, f"{value!r}: write bytes or a size such as '4KiB', '128KiB', '1MiB'")
-    if size <= 0 or size % 512:
-        raise _Problem(where, f"{value!r} is not a positive multiple of 512 bytes")
+    if size <= 0 or size % 512 or size > MAX_BLOCK_SIZE:
+        raise _Problem(
+            where,
+            f"{value!r} is not a positive multiple of 512 bytes up to {MAX_BLOCK_SIZE >> 20} MiB",
+        )
     return size
 
 
@@ -299,7 +313,15 @@ def _number(raw: Mapping[str, Any], key: str, at: str) -> float:
     value = _get(raw, key, at)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Problem(_key(at, key), f"must be a number, not {_type(value)} {value!r}")
+    if not math.isfinite(value):
+        raise _Problem(_key(at, key), f"must be a finite number, not {value!r}")
     return float(value)
+
+
+def _within(value: float, limit: float, where: str, what: str) -> float:
+    if value > limit:
+        raise _Problem(where, f"{value:g} is beyond any drive: {what} is at most {limit:g}")
+    return value
 
 
 def _positive_int(raw: Mapping[str, Any], key: str, at: str, default: int | None = None) -> int:
@@ -310,6 +332,9 @@ def _positive_int(raw: Mapping[str, Any], key: str, at: str, default: int | None
         raise _Problem(_key(at, key), f"must be an integer, not {_type(value)} {value!r}")
     if value < 1:
         raise _Problem(_key(at, key), f"must be at least 1, not {value}")
+    limit = LIMITS.get(key)
+    if limit is not None and value > limit[0]:
+        raise _Problem(_key(at, key), f"{value} is beyond {limit[1]} ({limit[0]:,} at most)")
     return int(value)
 
 

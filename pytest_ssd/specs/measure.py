@@ -2,6 +2,9 @@
 
 A datasheet suite is then a loop: reach ``plan.state``, run ``plan.job``,
 and check :func:`measured` of its result with the line's :class:`SpecCheck`.
+:func:`measured` gives a :class:`Reading`: the figure, and for a percentile
+whether the sample resolves it (a p99.99 of 247 I/Os is the slowest I/O seen,
+and no verdict is drawn from it).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from dataclasses import dataclass
 
 from pytest_ssd.errors import ParseError
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.results import DEFAULT_PERCENTILES, DirectionResult, JobResult
+from pytest_ssd.fio.results import DEFAULT_PERCENTILES, DirectionResult, JobResult, ios_to_resolve
 from pytest_ssd.specs.model import SpecLine
 from pytest_ssd.specs.units import BASE, Quantity
 from pytest_ssd.state.spec import StateSpec
@@ -18,6 +21,25 @@ from pytest_ssd.state.spec import StateSpec
 #: seed 001 measures 5 minutes after a 30-second ramp
 RUNTIME_S = 300.0
 RAMP_S = 30.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A line's figure as measured; ``needs`` I/Os when the sample cannot resolve it."""
+
+    quantity: Quantity
+    samples: int | None = None
+    needs: int | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.needs is None
+
+    def why_not(self, line: SpecLine) -> str:
+        """'p99.99 needs ≥ 10,000 I/Os, had 247' (empty when resolved)."""
+        if self.needs is None:
+            return ""
+        return f"p{line.metric.percentile:g} needs ≥ {self.needs:,} I/Os, had {self.samples:,}"
 
 
 @dataclass(frozen=True)
@@ -49,16 +71,16 @@ def plan(
     return Plan(line, line.state, job)
 
 
-def measured(line: SpecLine, result: JobResult) -> Quantity:
+def measured(line: SpecLine, result: JobResult) -> Reading:
     """The figure *line* is about, read from fio's *result* (a mixed line sums both directions)."""
     names = {"read": ("read",), "write": ("write",)}.get(line.direction, ("read", "write"))
     directions = [_direction(result, name) for name in names]
     dimension = line.metric.dimension
     if dimension == "throughput":
-        return Quantity(sum(d.bw_bytes_s for d in directions), BASE[dimension])
+        return Reading(Quantity(sum(d.bw_bytes_s for d in directions), BASE[dimension]))
     if dimension == "iops":
-        return Quantity(sum(d.iops for d in directions), BASE[dimension])
-    return Quantity(_latency_ns(line, result.name, directions[0]), BASE[dimension])
+        return Reading(Quantity(sum(d.iops for d in directions), BASE[dimension]))
+    return _latency(line, result.name, directions[0])
 
 
 def _direction(result: JobResult, name: str) -> DirectionResult:
@@ -68,15 +90,18 @@ def _direction(result: JobResult, name: str) -> DirectionResult:
     return found
 
 
-def _latency_ns(line: SpecLine, job: str, direction: DirectionResult) -> float:
+def _latency(line: SpecLine, job: str, direction: DirectionResult) -> Reading:
+    base = BASE[line.metric.dimension]
     percentile = line.metric.percentile
     if percentile is not None:
         if direction.clat is None:
             raise ParseError(f"fio job {job!r} has no completion latencies")
-        return direction.clat.percentile(percentile).ns
+        value = direction.clat.percentile(percentile)
+        needs = None if value.resolved else ios_to_resolve(percentile)
+        return Reading(Quantity(value.ns, base), direction.clat.samples, needs)
     mean = direction.lat_mean_ns
     if mean is None and direction.clat is not None:
         mean = direction.clat.mean_ns
     if mean is None:
         raise ParseError(f"fio job {job!r} has no latency mean")
-    return mean
+    return Reading(Quantity(mean, base))

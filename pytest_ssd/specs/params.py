@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.errors import ConfigError
 from pytest_ssd.session import SsdSession
+from pytest_ssd.specs.check import unknown_line
 from pytest_ssd.specs.measure import plan
 from pytest_ssd.specs.model import Datasheet
 from pytest_ssd.specs.selection import load_given
@@ -37,3 +39,27 @@ def spec_params(session: SsdSession) -> list[Any]:
             state = pytest.mark.dut_state(str(plan(line).state))
             params.append(pytest.param(dut_id, line, id=f"{dut_id}-{line.id}", marks=state))
     return params
+
+
+#: ``@pytest.mark.ssd_spec("rnd-read-qd32", ...)``: the datasheet lines a test checks
+SPEC_MARKER = "ssd_spec"
+SPEC_MARKER_HELP = (
+    f"{SPEC_MARKER}(*line_ids): the datasheet lines the test checks with ssd.assert_meets_spec;"
+    " an id a device's datasheet does not have stops the run at collection"
+)
+
+
+def check_spec_markers(session: SsdSession, items: list[pytest.Item]) -> None:
+    """Raise :class:`ConfigError` for a marked line id a device's datasheet does not have."""
+    sheets = _datasheets(session)
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        dut_id = callspec.params.get("dut") if callspec is not None else None
+        sheet = sheets.get(dut_id) if isinstance(dut_id, str) else None
+        if sheet is None:
+            continue
+        known = {line.id for line in sheet.specs}
+        for marker in item.iter_markers(SPEC_MARKER):
+            for line_id in marker.args:
+                if line_id not in known:
+                    raise ConfigError(f"{item.nodeid}: {unknown_line(str(line_id), sheet)}")

@@ -27,6 +27,7 @@ from pytest_ssd.state.progress import Progress, Write, log_writer
 from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import Context, Step, path
 from pytest_ssd.state.tracker import DeviceState, Need
+from pytest_ssd.state.written import WrittenMap
 
 #: the user_properties name that carries a transition as JSON to the controller
 TRANSITION_PROPERTY = "ssd.transition"
@@ -122,6 +123,8 @@ class StateKeeper:
     used: bool = False
     #: a new health sampler for the device (fio and steady-state steps are sampled)
     sampler: Callable[[], Sampler] | None = None
+    #: the device's written map: a purge empties it, covering writes fill it, discards cut it
+    written: WrittenMap = field(default_factory=WrittenMap)
 
     @property
     def context(self) -> Context:
@@ -192,12 +195,15 @@ class StateKeeper:
     ) -> tuple[int, str, dict[str, Any] | None, tuple[str, ...]]:
         """Run one step: (bytes fio wrote, detail, steady-state verdict, figures)."""
         if step.kind == "purge":
+            self.written.clear()  # from the first command on, nothing is known written
             return 0, actions.purge(self.identity, self.purge_method, artifacts), None, ()
         if step.kind == "fio":
             write = self.progress or log_writer(artifacts / "progress.log")
             follow = Progress(f"{self.device} {step.name}", step.write_bytes, write)
             fio_run = run_jobs(step.jobs, self.target, artifacts=artifacts, on_status=follow)
             follow.close()
+            for job in step.jobs:
+                self.written.note(job, self.state.capacity)
             written = sum(
                 d.io_bytes
                 for job in step.jobs
@@ -207,7 +213,9 @@ class StateKeeper:
             return written, "", None, ()
         if step.kind == "discard":
             assert step.discard is not None
-            actions.discard(self.identity, *step.discard, artifacts)
+            offset, size = step.discard
+            self.written.remove(offset, offset + size)
+            actions.discard(self.identity, offset, size, artifacts)
             return 0, "", None, ()
         if step.kind == "idle":
             time.sleep(step.idle_s)

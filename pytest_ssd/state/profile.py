@@ -79,6 +79,10 @@ IDLE_NAMES = {"after-purge": "after_purge_s", "between-steps": "between_steps_s"
 RESTING_STATES = ("fob", "filled", "cssd", "used75")
 
 
+#: the longest idle period an option may set: a day (the method's longest is 15 minutes)
+MAX_IDLE_S = 86_400.0
+
+
 def idle_option(text: str) -> tuple[str, float]:
     """argparse type for ``--ssd-idle=NAME=SECONDS`` (the full-profile value; quick scales it)."""
     name, _, value = text.partition("=")
@@ -86,9 +90,10 @@ def idle_option(text: str) -> tuple[str, float]:
         seconds = float(value)
     except ValueError:
         seconds = -1.0
-    if name not in IDLE_NAMES or seconds < 0:
+    if name not in IDLE_NAMES or not 0 <= seconds <= MAX_IDLE_S:
         raise argparse.ArgumentTypeError(
             f"--ssd-idle={text}: give NAME=SECONDS with NAME one of {', '.join(IDLE_NAMES)}"
+            f" and SECONDS from 0 to {MAX_IDLE_S:g} (a day)"
         )
     return IDLE_NAMES[name], seconds
 

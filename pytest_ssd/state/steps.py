@@ -80,8 +80,14 @@ def _seq_write(name: str, text: str, shape: tuple[int, int], size: int, amount: 
     return Step("fio", name, text, jobs=(job,), write_bytes=amount)
 
 
+#: purges the kernel counts as a discard of the whole device (blkdiscard, a punched hole)
+DISCARDING_PURGES = ("discard", "punch-hole")
+
+
 def purge_steps(ctx: Context) -> list[Step]:
-    return [Step("purge", "purge", f"purge ({ctx.purge_name})"),
+    # the plan says what the kernel's counters will say: a discard purge discards it all
+    whole = (0, ctx.capacity) if ctx.purge_name in DISCARDING_PURGES else None
+    return [Step("purge", "purge", f"purge ({ctx.purge_name})", discard=whole),
             *ctx.idle("after-purge", ctx.profile.idle.after_purge_s)]  # fmt: skip
 
 

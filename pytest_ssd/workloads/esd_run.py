@@ -17,6 +17,7 @@ from pytest_ssd.fio.results import JobResult
 from pytest_ssd.fixture import SsdBench
 from pytest_ssd.report.latency import LatencySample
 from pytest_ssd.report.sections import esd_figures as figs
+from pytest_ssd.steady.fio_native import FioSteadyState
 from pytest_ssd.workloads.esd import (
     QOS_NINES,
     Limits,
@@ -85,9 +86,11 @@ def run_sweep(ssd: SsdBench, sweep: Sweep) -> figs.SweepCurve:
     assert all(v > 0 for v in values)
     unit = unit_of(kept[0].job)
     curve = figs.SweepCurve(ssd.dut.id, tuple(p.x for p in kept), tuple(values),
-                            tuple(p.job.name for p in kept))  # fmt: skip
+                            tuple(p.job.name for p in kept),
+                            tuple(p.job.numjobs for p in kept))  # fmt: skip
     ssd.derive(sweep.name, {"unit": unit, "axis": sweep.axis, "x": list(curve.xs),
                             "values": list(values), "jobs": list(curve.names),
+                            "workers": list(curve.workers),
                             "skipped": skipped, "title": sweep.title})  # fmt: skip
     ssd.figure(figs.sweep_figure([curve], sweep.title, sweep.axis, unit), sweep.name)
     return curve
@@ -98,6 +101,26 @@ def _log(fio_run: FioRun, job: FioJob, kind: str) -> tuple[np.ndarray, np.ndarra
     found = sorted(fio_run.artifacts.glob(f"log-{job.name}_{kind}.*.log"))
     log = read_log(found[0] if found else log_path(fio_run.artifacts, job.name, kind))
     return log.t_s, log.value
+
+
+def steady_verdict(
+    steady: FioSteadyState, wdpc_start_s: float, wdpc_s: float
+) -> tuple[tuple[float, float] | None, str]:
+    """The steady-state window to shade and the verdict's words, from the same numbers.
+
+    The window is the rule's last ``duration_s`` seconds of WDPC; a WDPC shorter
+    than that (the quick profile's small spans) holds no such window, whatever fio
+    says, and is not judged.
+    """
+    end = wdpc_start_s + wdpc_s
+    if wdpc_s < steady.duration_s:
+        return None, (
+            f"not judged: WDPC ran {wdpc_s:.3g} s, shorter than the rule's"
+            f" {steady.duration_s} s window (fio: {steady.summary()})"
+        )
+    if not steady.attained:
+        return None, steady.summary()
+    return (end - steady.duration_s, end), steady.summary()
 
 
 def precondition_log(label: str, plan: Precondition, fio_run: FioRun) -> figs.PreconditionLog:
@@ -114,8 +137,8 @@ def precondition_log(label: str, plan: Precondition, fio_run: FioRun) -> figs.Pr
     seq = plan.workload.pattern == "seq"
     value = bw / MiB if seq else bw / plan.workload.block_size
     steady = fio_run.result(plan.wdpc).steadystate
-    end = offset + fio_run.result(plan.wdpc).directions["write"].runtime_ms / 1000
-    window = (end - steady.duration_s, end) if steady is not None and steady.attained else None
+    wdpc_s = fio_run.result(plan.wdpc).directions["write"].runtime_ms / 1000
+    window = steady_verdict(steady, offset, wdpc_s)[0] if steady is not None else None
     unit = "MiB/s" if seq else "IOPS"
     return figs.PreconditionLog(label, t_s, value, lat_us, unit, offset, window)
 
@@ -134,6 +157,7 @@ def run_precondition(ssd: SsdBench, state: str) -> figs.PreconditionLog:
     steady = wdpc_result.steadystate
     assert steady is not None, "fio reports its steady-state verdict"
     log = precondition_log(ssd.dut.id, plan, fio_run)
+    window, verdict = steady_verdict(steady, log.wdpc_start_s, wdpc.runtime_ms / 1000)
     assert len(log.t_s) and np.all(np.diff(log.t_s) >= 0), "one clock over both jobs"
     pattern = plan.workload.pattern
     ssd.series(f"precondition-{pattern}", {"kind": "esd-precondition", "unit": log.unit,
@@ -144,8 +168,9 @@ def run_precondition(ssd: SsdBench, state: str) -> figs.PreconditionLog:
         "workload": str(plan.workload), "span_bytes": span,
         "wipc_bytes": wipc.io_bytes, "wipc_s": wipc.runtime_ms / 1000,
         "wdpc_bytes": wdpc.io_bytes, "wdpc_s": wdpc.runtime_ms / 1000,
-        "wdpc_cap_bytes": plan.wdpc.io_bytes, "attained": steady.attained,
-        "rule": plan.rule.spec, "hold_s": plan.rule.duration_s, "summary": steady.summary(),
+        "wdpc_cap_bytes": plan.wdpc.io_bytes, "attained": window is not None,
+        "fio_attained": steady.attained, "window": list(window or ()),
+        "rule": plan.rule.spec, "hold_s": plan.rule.duration_s, "summary": verdict,
         "steady_mean_mib_s": steady.bw_mean_bytes_s / MiB, "steady_mean_iops": steady.iops_mean,
     })  # fmt: skip
     title = f"{pattern.upper()} preconditioning ({plan.workload})"

@@ -2,14 +2,16 @@
 
 Every round is one fio process over the test's cells.  From each cell the
 round keeps what fio measured: IOPS and MiB/s (all directions), completion
-latency mean, maximum and histogram (all directions merged, as the PTS reports a
-mixed cell).  The window's per-cell results are the PTS's report: IOPS and MiB/s
+completion latency (fio's clat: submission to completion in the device's queue,
+without fio's submission latency) mean, maximum and histogram, all directions merged,
+as the PTS reports a mixed cell; a cell without clat data has them None ("not measured"),
+never 0.  The window's per-cell results are the PTS's report: IOPS and MiB/s
 averaged over the window's rounds, latency over every I/O of the window (the
 histograms merged, so p99.999 is resolved from five rounds of I/Os, else
 ``None``: not resolved), the maximum the largest seen.
 
 Recorded on the test: the series ``snia-<test>`` (per round and cell: ``iops``,
-``bw_mib_s``, ``lat_mean_us``, ``lat_max_us``), the derived record
+``bw_mib_s``, ``clat_mean_us``, ``clat_max_us``; NaN where not measured), the derived record
 ``snia-<test>`` (the verdict: window, fitted line, excursions and limits, and
 the window's per-cell results), the last round's cells as measurements, and the
 convergence, measurement-window and per-block-size graphs.
@@ -18,7 +20,7 @@ convergence, measurement-window and per-block-size graphs.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +37,7 @@ from pytest_ssd.workloads.snia import PtsTest, SniaPlan, plan
 #: the tail the latency test reports (PTS: five nines)
 TAIL_P = 99.999
 #: what a round keeps per cell, the series' arrays
-ROUND_FIELDS = ("iops", "bw_mib_s", "lat_mean_us", "lat_max_us")
+ROUND_FIELDS = ("iops", "bw_mib_s", "clat_mean_us", "clat_max_us")
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,8 @@ class CellStats:
     iops: float
     bw_mib_s: float
     ios: int
-    lat_mean_us: float
-    lat_max_us: float
+    clat_mean_us: float | None
+    clat_max_us: float | None
     #: completion-latency histogram (ns, count); dropped once the round leaves the window
     bins: tuple[tuple[int, int], ...] = ()
 
@@ -59,14 +61,26 @@ class CellStats:
             iops=sum(d.iops for d in result.directions.values()),
             bw_mib_s=sum(d.bw_mib_s for d in result.directions.values()),
             ios=ios,
-            lat_mean_us=sum(c.mean_ns * c.samples for c in clats) / ios / 1000 if ios else 0.0,
-            lat_max_us=max((c.max_ns for c in clats), default=0) / 1000,
+            clat_mean_us=sum(c.mean_ns * c.samples for c in clats) / ios / 1000 if ios else None,
+            clat_max_us=max(c.max_ns for c in clats) / 1000 if clats else None,
             bins=tuple(pair for c in clats for pair in c.bins),
         )
 
     def value(self, field: str) -> float:
-        number: float = getattr(self, field)
-        return number
+        """One field for the series and the rule; NaN where it was not measured."""
+        number: float | None = getattr(self, field)
+        return float("nan") if number is None else number
+
+
+def _known(values: Iterable[float | None]) -> list[float]:
+    return [v for v in values if v is not None]
+
+
+def _weighted_mean(cell: Sequence[CellStats]) -> float | None:
+    """Mean completion latency over every I/O of the cell's rounds that has clat data."""
+    known = [c for c in cell if c.clat_mean_us is not None and c.ios]
+    ios = sum(c.ios for c in known)
+    return sum((c.clat_mean_us or 0.0) * c.ios for c in known) / ios if ios else None
 
 
 def window_results(rounds: Sequence[Sequence[CellStats]]) -> list[dict[str, Any]]:
@@ -80,9 +94,9 @@ def window_results(rounds: Sequence[Sequence[CellStats]]) -> list[dict[str, Any]
             "iops": float(np.mean([c.iops for c in cell])),
             "bw_mib_s": float(np.mean([c.bw_mib_s for c in cell])),
             "ios": ios,
-            "lat_mean_us": sum(c.lat_mean_us * c.ios for c in cell) / ios if ios else None,
-            "lat_p99999_us": tail.ns / 1000 if tail is not None and tail.resolved else None,
-            "lat_max_us": max(c.lat_max_us for c in cell),
+            "clat_mean_us": _weighted_mean(cell),
+            "clat_p99999_us": tail.ns / 1000 if tail is not None and tail.resolved else None,
+            "clat_max_us": max(maxima) if (maxima := _known(c.clat_max_us for c in cell)) else None,
         })  # fmt: skip
     return results
 

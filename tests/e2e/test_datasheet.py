@@ -79,3 +79,90 @@ def test_datasheet_for_another_drive_is_refused_unless_forced(run_ssd: Any, tmp_
     assert run.result.ret == 4
     errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
     assert len(errors) == 1 and "does not match" in errors[0] and "force" in errors[0], errors
+
+
+P99999 = """
+[[specs]]
+id = "tail-read"
+metric = "latency-p99.9999"
+unit = "ms"
+pattern = "rnd"
+direction = "read"
+block_size = "4KiB"
+qd = 1
+state = "fob"
+value = 1000
+kind = "bound"
+"""
+
+
+def test_a_percentile_the_sample_cannot_resolve_is_not_judged(run_ssd: Any, tmp_path: Path) -> None:
+    # quick: 3 s at QD1 on scratch is some 10^5 I/Os, never the 10^6 a p99.9999 needs
+    sheet = tmp_path / "sheet.toml"
+    sheet.write_text(HEAD.format(model="*") + P99999)
+    run = run_ssd(
+        "--dut=scratch:128M", f"--datasheet={sheet}", "--datasheet-force", "-rs", suite=SUITE
+    )
+    run.result.assert_outcomes(skipped=1)
+    out = run.result.stdout.str()
+    assert (
+        "RND read QD1 4KiB p99.9999 latency: not judged: p99.9999 needs ≥ 1,000,000 I/Os, had"
+        in out
+    )
+    (row,) = run.results()["conformance"]
+    assert (row["verdict"], row["measured"], row["ratio"]) == ("not judged", None, None)
+    assert row["reason"].startswith("p99.9999 needs ≥ 1,000,000 I/Os, had ")
+    html = (run.run_dir / "report.html").read_text()
+    assert "not judged" in html and "n/r" in html
+
+
+def test_a_suite_naming_a_line_its_datasheet_lacks_stops_at_collection(
+    run_ssd: Any, tmp_path: Path, pytester: pytest.Pytester
+) -> None:
+    sheet = _sheet(tmp_path, ("easy-read", 100))
+    pytester.makeconftest("pytest_ssd_suite = True\n")
+    pytester.makepyfile(
+        test_mine="""
+import pytest
+from pytest_ssd.fio.job import FioJob
+
+@pytest.mark.ssd_spec("easy-read", "typo-read")
+def test_mine(ssd):
+    job = FioJob("r", "rnd", 4096, iodepth=32, size=64 << 20, runtime_s=1)
+    ssd.assert_meets_spec("easy-read", ssd.run(job).result(job))
+"""
+    )
+    args = ("--dut=scratch:128M", f"--datasheet={sheet}", "--datasheet-force")
+    run = run_ssd(*args, suite=pytester.path)
+    errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
+    assert run.result.ret == 4 and len(errors) == 1, run.result.errlines
+    assert "no spec line 'typo-read' (its lines: easy-read)" in errors[0]
+    assert "Traceback" not in run.result.stdout.str() + run.result.stderr.str()
+    (pytester.path / "test_mine.py").write_text(
+        (pytester.path / "test_mine.py").read_text().replace(', "typo-read"', "")
+    )
+    run = run_ssd(*args, suite=pytester.path)
+    run.result.assert_outcomes(passed=1)
+    (row,) = run.results()["conformance"]
+    assert (row["id"], row["verdict"]) == ("easy-read", "met")
+
+
+def test_a_fob_read_line_reads_written_lbas_only(
+    run_ssd: Any, tmp_path: Path, pytester: pytest.Pytester
+) -> None:
+    # a FOB read over never-written LBAs read holes at 240 % of spec: the span is written
+    # first, in the same fio process, and the test says so
+    sheet = _sheet(tmp_path, ("fob-read", 100))
+    run = run_ssd(
+        "--dut=scratch:128M", f"--datasheet={sheet}", "--datasheet-force", "--junitxml=j.xml",
+        suite=SUITE,
+    )  # fmt: skip
+    run.result.assert_outcomes(passed=1)
+    (jobfile,) = run.run_dir.glob("artifacts/*/*/fio.job")
+    sections = [line for line in jobfile.read_text().splitlines() if line.startswith("[")]
+    assert sections == ["[global]", "[prefill-1]", "[fob-read]"], sections
+    text = jobfile.read_text()
+    prefill = text[text.index("[prefill-1]") : text.index("[fob-read]")]
+    assert "rw=write" in prefill and f"size={128 << 20}" in prefill and "offset=0" in prefill
+    junit = (pytester.path / "j.xml").read_text()
+    assert 'name="ssd.prefill"' in junit and "reads measure only LBAs written" in junit

@@ -57,7 +57,7 @@ def test_regular_file_without_confirmation_is_refused_unchanged(
     run_ssd: Any, tmp_path: Path
 ) -> None:
     target = tmp_path / "data.bin"
-    target.write_bytes(bytes(range(256)) * 4096)
+    target.write_bytes(bytes(range(256)) * 4096 * 64)  # 64 MiB: the smallest target measured
     before = digest(target)
     line = _error_line(run_ssd(f"--dut={target}"))
     assert f"--ssd-confirm={target}" in line
@@ -111,6 +111,6 @@ def test_interrupt_releases_scratch_and_keeps_measured_results(
     assert str(reports) not in attached_loops(), "scratch loop device detached"
     assert not list((reports / ".scratch").glob("*.img")), "backing file removed"
     jobfiles = [str(p) for p in run_dir.glob("artifacts/*/*/fio.job")]
-    ps = ["ps", "-eo", "args"]
+    ps = ["ps", "-eww", "-o", "args"]
     running = subprocess.run(ps, check=False, capture_output=True, text=True, timeout=30)
     assert not [line for line in running.stdout.splitlines() if any(j in line for j in jobfiles)]

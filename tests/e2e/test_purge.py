@@ -147,3 +147,16 @@ def test_mounted_device_is_refused_before_any_command(
 
 def test_ext4_signature_is_refused_before_any_command(ext4_device: Path, tmp_path: Path) -> None:
     _refused(ext4_device, tmp_path, "ext4", "wipefs -a")
+
+
+def test_a_forced_purge_the_device_cannot_do_stops_the_run_before_the_plan(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    # caught once only at the test's set-up, after the plan had promised it
+    run = run_ssd("--dut=scratch:64M", "--ssd-purge=format-ses1")
+    assert run.result.ret == 4
+    errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "--ssd-purge=format-ses1 cannot purge /dev/loop" in errors[0]
+    out = run.result.stdout.str() + run.result.stderr.str()
+    assert "pytest-ssd plan" not in out and "Traceback" not in out
+    assert not (tmp_path / "reports").exists()

@@ -41,4 +41,4 @@ def test_snia_quick_reports_steady_state_and_its_window(run_ssd: Any) -> None:
     missing = [f"{name} {page}" for name in TESTS for page in PAGES
                if f"{name} {page}: scratch" not in html]  # fmt: skip
     assert not missing, missing
-    assert "R/W mix \\ IOPS (IOPS)" in html and "p99.999 latency" in html
+    assert "R/W mix \\ IOPS (IOPS)" in html and "p99.999 completion latency (clat)" in html

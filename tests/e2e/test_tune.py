@@ -6,6 +6,8 @@ back whatever differs in a finally, so the machine is left as found whatever hap
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import signal
 import subprocess
@@ -18,12 +20,18 @@ from typing import Any
 import pytest
 
 from pytest_ssd.host import RESTORE_FILE
+from pytest_ssd.statedir import STATE_DIR_ENV
 from tests.e2e.conftest import REPO, SMOKE, attached_loops
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 ASLR = Path("/proc/sys/kernel/randomize_va_space")
 GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 Reader = Callable[[], dict[Path, str]]
+
+
+def _journal() -> Path:
+    """The restore journal: in the machine's state folder (the tests' own), never a report's."""
+    return Path(os.environ[STATE_DIR_ENV]) / "tune" / RESTORE_FILE
 
 
 def _selected(text: str) -> str:
@@ -73,7 +81,7 @@ def test_smoke_with_tune_is_tuned_and_leaves_everything_as_found(
         assert f"--ssd-tune restored: {THP}: {_selected(before[THP])} again" in out
     assert "not available here" in (run.run_dir / "report.html").read_text()
     assert now() == before, "THP and ASLR exactly as found"
-    assert not (run.report_dir / RESTORE_FILE).exists()
+    assert not _journal().exists()
 
 
 def test_a_loop_devices_scheduler_is_set_and_put_back(
@@ -121,7 +129,7 @@ def test_a_failing_or_interrupted_run_restores(
     # line 7 is the forced end: the checks that the run was tuned (lines 5, 6) passed
     assert f"test_boom.py:7: {'AssertionError' if how == 'fail' else 'KeyboardInterrupt'}" in out
     assert now() == before
-    assert not (run.report_dir / RESTORE_FILE).exists()
+    assert not _journal().exists()
 
 
 def test_a_killed_session_is_restored_by_the_next(
@@ -144,7 +152,7 @@ def test_a_killed_session_is_restored_by_the_next(
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
-    assert (reports / RESTORE_FILE).exists()
+    assert _journal().exists() and not (reports / RESTORE_FILE).exists()
     assert "[never]" in THP.read_text(), "the killed session left THP tuned"
     run = run_ssd("--dut=scratch:64M", "-k", "seq-read")  # the next session, without --ssd-tune
     out = run.result.stdout.str()
@@ -152,5 +160,44 @@ def test_a_killed_session_is_restored_by_the_next(
     assert re.search(r"^recovered: .*transparent_hugepage/enabled: \w+ again \(left by pid", out,
                      re.M), out  # fmt: skip
     assert now() == before
-    assert not (reports / RESTORE_FILE).exists()
+    assert not _journal().exists()
     assert str(reports) not in attached_loops(), "the killed session's scratch is swept too"
+
+
+def test_a_planted_restore_file_in_the_report_folder_writes_nothing(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    # the old journal's place: any writable report folder was an arbitrary root write
+    victim = tmp_path / "etc" / "cron.d" / "planted"
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    entry = {"kind": "file", "setting": "thp", "path": str(victim),
+             "original": "* * * * * root sh -c pwned", "target": "never"}  # fmt: skip
+    planted = {"pid": 1, "started": "1", "changes": [entry]}
+    (reports / ".ssd-tune-restore.json").write_text(json.dumps(planted))
+    run = run_ssd("--dut=scratch:64M", "-k", "seq-read")
+    run.result.assert_outcomes(passed=1, deselected=3)
+    assert not victim.exists() and not victim.parent.exists()
+    assert "recovered:" not in run.result.stdout.str()
+
+
+def test_a_state_folder_others_may_write_is_refused_in_one_line(
+    run_ssd: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    (state / "tune").mkdir(parents=True)
+    state.chmod(0o777)
+    victim = tmp_path / "victim"
+    entry = {"kind": "file", "setting": "thp", "path": str(victim), "original": "x",
+             "target": "never"}  # fmt: skip
+    (state / "tune" / RESTORE_FILE).write_text(json.dumps({"pid": 1, "changes": [entry]}))
+    monkeypatch.setenv(STATE_DIR_ENV, str(state))
+    run = run_ssd("--dut=scratch:64M")
+    out = run.result.stdout.str() + run.result.stderr.str()
+    errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
+    assert run.result.ret == 4 and errors == [
+        f"ERROR: refusing pytest-ssd's state folder {state}: it is writable by others (mode 0777);"
+        " make it a private folder (chmod 700) or remove it"
+    ], out
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    assert not victim.exists()

@@ -1,9 +1,20 @@
-"""Runs written straight into a results database, without fio: for db, report and CLI tests."""
+"""Runs written straight into a results database, without fio: for db, report and CLI tests.
+
+Also what storage faults need: a damaged page, a foreign SQLite file, a small tmpfs.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pytest_ssd.db import RunWriter, TestRecords
 from pytest_ssd.db.arrays import pack
@@ -67,3 +78,56 @@ def write_run(
     if finish:
         writer.finish({"passed": len(CORNERS)}, complete=True)
     return writer
+
+
+def corrupt_page(db: Path, table: str) -> None:
+    """Overwrite the root page of *table* with garbage (the database closed, its WAL merged)."""
+    conn = sqlite3.connect(db)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    conn.close()
+    assert not db.with_name(db.name + "-wal").exists(), "the WAL holds pages: close every writer"
+    with db.open("r+b") as fh:
+        fh.seek((root - 1) * page_size)
+        fh.write(b"\xff" * page_size)
+
+
+def foreign_db(path: Path, *, wal: bool = False) -> str:
+    """A user's own SQLite file (a table of notes, no pytest-ssd marks); its SHA-256."""
+    conn = sqlite3.connect(path)
+    if wal:
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    conn.executemany("INSERT INTO notes (text) VALUES (?)", [("keep me",), ("and me",)])
+    conn.commit()
+    conn.close()
+    return sha256(path)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@contextmanager
+def tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
+    """A small tmpfs at *mountpoint* (root only): a filesystem to fill, or to make read-only.
+
+    ``size`` as mount takes it (``"64k"``); unmounted on the way out, also on failure.
+    """
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    _mount("-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(mountpoint))
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], check=False, timeout=60)
+
+
+def remount(mountpoint: Path, options: str) -> None:
+    """Remount a tmpfs of :func:`tmpfs` with new options (``ro``, ``size=1m``)."""
+    _mount("-o", f"remount,{options}", str(mountpoint))
+
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, capture_output=True, timeout=60)

@@ -5,15 +5,26 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_ssd.cli import EXIT_DB, main
-from tests.unit.db_fixtures import CORNERS, write_run
+from pytest_ssd.cli import EXIT_DB, EXIT_OUTPUT, main
+from pytest_ssd.cli.export import as_csv
+from tests.unit.db_fixtures import (
+    CORNERS,
+    corrupt_page,
+    foreign_db,
+    remount,
+    sha256,
+    tmpfs,
+    write_run,
+)
 
 
 @pytest.fixture
@@ -122,3 +133,117 @@ def test_the_console_script_has_help_everywhere() -> None:
         done = subprocess.run([script, *sub, "--help"], capture_output=True, text=True,
                               timeout=60, check=False)  # fmt: skip
         assert done.returncode == 0 and "usage: pytest-ssd" in done.stdout
+
+
+# --- output files: never onto the database, whole or not at all; safe CSV ----------------
+
+
+def _db_files(db: Path) -> dict[str, str]:
+    return {p.name: sha256(p) for p in db.parent.iterdir() if p.name.startswith(db.name)}
+
+
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(argv) == EXIT_OUTPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pytest-ssd: refusing to write ")
+    return err
+
+
+@pytest.mark.parametrize("command", [["export"], ["report", "run-1"], ["compare", "drive A"]])
+def test_output_onto_the_database_or_its_side_files_is_refused(
+    db: Path, tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    reader = sqlite3.connect(db)  # an open reader keeps -wal and -shm beside the database
+    reader.execute("SELECT count(*) FROM runs").fetchone()
+    before = _db_files(db)
+    assert {f"{db.name}-wal", f"{db.name}-shm"} <= set(before)
+    hard = tmp_path / "hard-link.csv"
+    hard.hardlink_to(db)
+    link = tmp_path / "symlink.csv"
+    link.symlink_to(db)
+    relative = Path(os.path.relpath(db.parent, Path.cwd())) / ".." / db.parent.name / db.name
+    for output in (db, relative, db.parent / f"{db.name}-wal", db.parent / f"{db.name}-shm",
+                   db.parent / f"{db.name}-journal", hard, link):  # fmt: skip
+        err = _refused(["--db", str(db), *command, "-o", str(output)], capsys)
+        assert f"this command reads ({db}); give -o another file" in err
+    assert _db_files(db) == before  # the reader still open: SQLite itself changed nothing
+    reader.close()
+    assert main(["--db", str(db), "list"]) == 0
+
+
+def test_an_output_is_written_whole_or_left_as_it_was(db: Path, tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", "4k") as mnt:  # one page: the old file's
+        out = mnt / "m.csv"
+        out.write_text("the previous export\n")
+        assert main(["--db", str(db), "export", "-o", str(out)]) == EXIT_OUTPUT
+        assert out.read_text() == "the previous export\n"
+        assert [p.name for p in mnt.iterdir()] == ["m.csv"], "no partial temporary file"
+        remount(mnt, "size=1m")
+        assert main(["--db", str(db), "export", "--format", "json", "-o", str(out)]) == 0
+        assert len(json.loads(out.read_text())) == 3 * len(CORNERS)
+        assert [p.name for p in mnt.iterdir()] == ["m.csv"]
+
+
+def test_a_full_or_read_only_output_folder_is_one_line_exit_4(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with tmpfs(tmp_path / "small", "4k") as mnt:
+        (mnt / "filler").write_bytes(b"x" * 4096)
+        assert main(["--db", str(db), "export", "-o", str(mnt / "m.csv")]) == EXIT_OUTPUT
+        err = capsys.readouterr().err
+        assert err == (
+            f"pytest-ssd: cannot write {mnt / 'm.csv'}: No space left on device: free space on"
+            " its filesystem or give -o another folder\n"
+        )
+        remount(mnt, "ro,size=1m")
+        assert main(["--db", str(db), "export", "-o", str(mnt / "m.csv")]) == EXIT_OUTPUT
+        assert capsys.readouterr().err == (
+            f"pytest-ssd: cannot write {mnt / 'm.csv'}: Read-only file system: make its folder"
+            " writable or give -o another folder\n"
+        )
+
+
+def test_a_damaged_or_foreign_database_is_one_line_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "results.sqlite"
+    write_run(db, "run-1", "drive A")
+    corrupt_page(db, "runs")
+    assert main(["--db", str(db), "list"]) == EXIT_DB
+    err = capsys.readouterr().err
+    assert err.startswith(f"pytest-ssd: {db}: the database is damaged (database disk image")
+    assert err.count("\n") == 1
+    mine = tmp_path / "mine.sqlite"
+    before = foreign_db(mine)
+    assert main(["--db", str(mine), "export"]) == EXIT_DB
+    err = capsys.readouterr().err
+    assert err.startswith(f"pytest-ssd: {mine}: not a pytest-ssd results database (") and (
+        err.count("\n") == 1
+    )
+    assert sha256(mine) == before
+
+
+FORMULAS = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "\tx", "\rx", '=HYPERLINK("http://x","y")']
+
+
+@pytest.mark.parametrize("label", FORMULAS)
+def test_csv_cells_a_spreadsheet_would_run_start_with_a_quote(
+    tmp_path: Path, label: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "results.sqlite"
+    write_run(path, "run-1", label)
+    assert main(["--db", str(path), "export", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert {r["label"] for r in rows} == {"'" + label}
+    assert main(["--db", str(path), "export", "--format", "json"]) == 0
+    assert {r["label"] for r in json.loads(capsys.readouterr().out)} == {label}  # JSON as is
+
+
+@pytest.mark.parametrize(
+    ("cell", "safe"),
+    [(-1.5, "-1.5"), ("-1.5", "-1.5"), ("+2e-3", "+2e-3"), (-3, "-3"), (None, ""),
+     ("-1.5x", "'-1.5x"), ("-", "'-"), ("a=b", "a=b"), ("x\r=1+1", "x\r=1+1")],
+)  # fmt: skip
+def test_numbers_stay_numbers_and_a_cr_inside_a_cell_is_no_new_row(cell: object, safe: str) -> None:
+    text = as_csv(["x", "y"], [(cell, "=y")])
+    assert list(csv.reader(io.StringIO(text, newline=""))) == [["x", "y"], [safe, "'=y"]]

@@ -11,10 +11,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ssd.db import SCHEMA_VERSION, ResultsDb, connect, shared_test_id
+from pytest_ssd.db import (
+    APPLICATION_ID,
+    SCHEMA_VERSION,
+    ResultsDb,
+    TestRecords,
+    connect,
+    shared_test_id,
+)
 from pytest_ssd.db.arrays import pack, unpack
 from pytest_ssd.errors import DatabaseError
-from tests.unit.db_fixtures import CORNERS, write_run
+from pytest_ssd.results import ResultsStore, StorageError
+from tests.unit.db_fixtures import (
+    CORNERS,
+    corner,
+    corrupt_page,
+    foreign_db,
+    remount,
+    sha256,
+    tmpfs,
+    write_run,
+)
 
 
 def test_a_run_reads_back_as_written(tmp_path: Path) -> None:
@@ -150,3 +167,150 @@ def test_the_database_is_shared_by_runs_of_one_host(tmp_path: Path) -> None:
     assert conn.execute("SELECT count(*) FROM hosts").fetchone()[0] == 1
     assert conn.execute("SELECT count(DISTINCT run_id) FROM measurements").fetchone()[0] == 2
     assert path.stat().st_size > 0
+
+
+# --- what is ours, and storage faults -------------------------------------------------------
+
+
+def _one_line(exc: pytest.ExceptionInfo[DatabaseError] | pytest.ExceptionInfo[StorageError]) -> str:
+    message = str(exc.value)
+    assert "\n" not in message
+    return message
+
+
+def test_our_database_carries_the_application_id(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    write_run(path, "run-1", "A")
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_an_older_database_of_ours_without_the_id_is_kept_and_marked(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    write_run(path, "run-1", "A")
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id = 0")  # as pytest-ssd wrote it before the id
+    conn.commit()
+    conn.close()
+    write_run(path, "run-2", "B")
+    with ResultsDb(path) as db:
+        assert [r.id for r in db.runs()] == ["run-2", "run-1"]
+    assert sqlite3.connect(path).execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+
+
+@pytest.mark.parametrize("wal", [False, True], ids=["rollback-journal", "wal"])
+def test_a_foreign_sqlite_file_is_refused_untouched(tmp_path: Path, wal: bool) -> None:
+    path = tmp_path / "mine.sqlite"
+    before = foreign_db(path, wal=wal)
+    side = sorted(p.name for p in tmp_path.iterdir())
+    for open_it in (connect, ResultsDb, lambda p: write_run(p, "run-1", "A")):
+        with pytest.raises(DatabaseError) as refused:
+            open_it(path)
+        assert _one_line(refused).startswith(f"{path}: not a pytest-ssd results database (")
+        assert "tables: notes" in str(refused.value) and "left untouched" in str(refused.value)
+        assert sha256(path) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == side  # not even a -wal or -shm
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == ("wal" if wal else "delete")
+    assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 2
+
+
+def test_an_empty_sqlite_file_is_foreign_but_an_empty_file_is_new(tmp_path: Path) -> None:
+    made = tmp_path / "made.sqlite"
+    conn = sqlite3.connect(made)
+    conn.execute("PRAGMA user_version = 0")
+    conn.execute("VACUUM")  # a header, no table: someone's database, not ours to fill
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("DROP TABLE t")
+    conn.close()
+    before = sha256(made)
+    with pytest.raises(DatabaseError, match="not a pytest-ssd results database"):
+        connect(made)
+    assert sha256(made) == before
+    touched = tmp_path / "touched.sqlite"
+    touched.touch()
+    write_run(touched, "run-1", "A")
+    with ResultsDb(touched) as db:
+        assert [r.id for r in db.runs()] == ["run-1"]
+
+
+def test_a_damaged_page_is_one_line_for_the_writer_and_the_reader(tmp_path: Path) -> None:
+    path = tmp_path / "results.sqlite"
+    write_run(path, "run-1", "A")
+    corrupt_page(path, "runs")
+    before = sha256(path)
+    with pytest.raises(DatabaseError) as refused:
+        write_run(path, "run-2", "B")
+    assert _one_line(refused).startswith(f"{path}: the database is damaged (")
+    assert "move it aside" in str(refused.value) and ".recover" in str(refused.value)
+    assert sha256(path) == before, "nothing is written into a damaged database"
+    with pytest.raises(DatabaseError) as unreadable, ResultsDb(path) as db:
+        db.runs()
+    assert _one_line(unreadable).startswith(f"{path}: the database is damaged (database disk")
+
+
+def test_a_full_filesystem_keeps_every_committed_test(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", "512k") as mnt:
+        path = mnt / "results.sqlite"
+        writer = write_run(path, "run-1", "A", finish=False)
+        blob = pack({"noise": np.random.default_rng(1).random(100_000)})  # 800 kB, barely packed
+        series = {"device": "d0", "name": "big", "meta": {}, "blob": blob}
+        with pytest.raises(DatabaseError) as full:
+            writer.add(TestRecords("t::big", series=[series]))
+        assert _one_line(full) == (
+            f"{path}: database or disk is full: free space on its filesystem, or give another"
+            " database file"
+        )
+        writer.close()
+        remount(mnt, "size=4m")
+        with ResultsDb(path) as db:
+            (run,) = db.runs()
+            assert not run.complete
+            results = db.results(run.drives[0])
+            assert len(results.measurements) == len(CORNERS) and len(results.series) == 4
+
+
+def test_a_database_in_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro", "1m") as mnt:
+        write_run(mnt / "results.sqlite", "run-1", "A")
+        remount(mnt, "ro")
+        with pytest.raises(DatabaseError) as refused:
+            write_run(mnt / "results.sqlite", "run-2", "B")
+        assert _one_line(refused).startswith(f"{mnt / 'results.sqlite'}: ")
+        assert "make it and its folder writable" in str(refused.value)
+        with pytest.raises(DatabaseError) as new:
+            write_run(mnt / "new" / "results.sqlite", "run-1", "A")
+        assert "Read-only file system: make it and its folder writable" in _one_line(new)
+
+
+def _store(folder: Path) -> ResultsStore:
+    store = ResultsStore(folder, "run-1", {"host": "lab"})
+    store.add(corner("d0", CORNERS[0], 1000.0))
+    return store
+
+
+def test_results_json_on_a_full_filesystem_keeps_its_last_version(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "small", "64k") as mnt:
+        store = _store(mnt)
+        before = (mnt / "results.json").read_bytes()
+        store.data["run"]["padding"] = "x" * 200_000  # more than the filesystem holds
+        with pytest.raises(StorageError) as full:
+            store.add(corner("d0", CORNERS[1], 2000.0))
+        assert _one_line(full) == (
+            f"cannot write {mnt / 'results.json'}: No space left on device: free space on its"
+            " filesystem or give --ssd-report-dir another folder"
+        )
+        assert (mnt / "results.json").read_bytes() == before
+        assert sorted(p.name for p in mnt.iterdir()) == ["results.json"], "no partial file"
+
+
+def test_results_json_in_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "ro", "64k") as mnt:
+        remount(mnt, "ro")
+        with pytest.raises(StorageError) as refused:
+            _store(mnt)
+        assert _one_line(refused) == (
+            f"cannot write {mnt / 'results.json'}: Read-only file system: make its folder"
+            " writable or give --ssd-report-dir another folder"
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import subprocess
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd.device import guard
+from pytest_ssd.device import guard, openers
 from pytest_ssd.device.guard import TargetFacts
 from pytest_ssd.errors import SafetyError
 from pytest_ssd.proc.runner import run
@@ -392,3 +393,61 @@ def test_confirmation_wrong() -> None:
 
 def test_confirmation_given() -> None:
     guard.check_confirmation("/dev/nvme0n1", DESCRIPTION, "GOLDEN0001", ["x", "GOLDEN0001"])
+
+
+# -- what the target is built on, and who holds it open ------------------------------------
+
+
+def test_a_reason_below_the_target_names_the_device_it_is_built_on() -> None:
+    dm = replace(CLEAN, path="/dev/dm-0", mounts=("/srv",))
+    md = replace(CLEAN, path="/dev/md0", built_on=(dm,))
+    message = guard.refusal(replace(CLEAN, built_on=(replace(CLEAN, path="/dev/sdy"), md)))
+    assert message == (
+        "refusing to write to /dev/sdz: it is built on /dev/md0, which is built on /dev/dm-0,"
+        " which is mounted at /srv; unmount it first or use --ssd-readonly"
+    )
+    assert guard.refusal(replace(CLEAN, built_on=(replace(CLEAN, path="/dev/sdy"),))) is None
+
+
+def test_the_targets_own_reason_comes_before_what_it_is_built_on() -> None:
+    below = replace(CLEAN, path="/dev/loop1", signatures=("ext4",))
+    facts = replace(CLEAN, swap=True, built_on=(below,))
+    message = guard.refusal(facts)
+    assert message is not None and "it is an active swap area" in message
+
+
+def test_openers_are_named_with_their_command() -> None:
+    message = guard.refusal(replace(CLEAN, openers=("pid 42 (dd if=/dev/sdz)",)))
+    assert message == (
+        "refusing to write to /dev/sdz: it is open in pid 42 (dd if=/dev/sdz); close that"
+        " program first or use --ssd-readonly"
+    )
+
+
+def test_the_scan_finds_a_plain_opener_but_not_this_process_or_its_parents(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "data.bin"
+    target.write_bytes(b"x" * 4096)
+    st = target.stat()
+    key = (st.st_dev, st.st_ino)
+    assert os.getpid() in openers.ancestors() and os.getppid() in openers.ancestors()
+    with target.open("rb"):
+        assert openers.scan((), (key,)) == set(), "this process does not count"
+        with target.open("rb") as held:
+            child = subprocess.Popen(["sleep", "30"], stdin=held)
+        try:
+            assert openers.openers((), (key,)) == [child.pid]
+        finally:
+            child.kill()
+            child.wait(timeout=10)
+    assert openers.openers((), (key,)) == []
+
+
+def test_an_opener_seen_only_once_is_a_passing_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    scans = iter([{11, 12}, {12}, {12, 13}])
+    monkeypatch.setattr(openers, "scan", lambda devices, files: next(scans))
+    monkeypatch.setattr(openers, "SCAN_PAUSE_S", 0.0)
+    assert openers.openers((1,)) == [12]
+    monkeypatch.setattr(openers, "scan", lambda devices, files: set())
+    assert openers.openers((1,)) == []

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.host import RESTORE_FILE, Roots, TuneError, Tuner
+from pytest_ssd.host import RESTORE_FILE, Roots, SystemIo, TuneError, Tuner
 from pytest_ssd.host.changes import FileWrite
 from pytest_ssd.host.nvme_features import APST
-from pytest_ssd.host.tune import Journal
+from pytest_ssd.host.tune import LOCK_FILE
+from pytest_ssd.statedir import write_private
 from tests.unit.host_fakes import KernelIo, fake_host, put, snapshot
 from tests.unit.test_host_settings import LOOP
 
@@ -23,11 +27,6 @@ NVME = DeviceIdentity(
 )  # fmt: skip
 THP = "kernel/mm/transparent_hugepage/enabled"
 FAST = 0.01  # seconds spent looking for busy processes (the fake /proc has none)
-
-
-def _stat(pid: int, start: int) -> str:
-    """/proc/PID/stat: start time is the 22nd field."""
-    return f"{pid} (pytest) S 1 {pid} {pid} 0 -1 0 0 0 0 0 5 3 0 0 20 0 1 0 {start} 0 0"
 
 
 @pytest.fixture
@@ -117,15 +116,21 @@ def test_without_the_option_nothing_is_touched(host: tuple[Roots, KernelIo, Path
     assert "Transparent huge pages is madvise, the method recommends never" in record.warnings()
 
 
-def _leftover(reports: Path, roots: Roots, pid: int, started: str | None) -> None:
+def _journal(reports: Path, *entries: dict[str, object], pid: int = 4242) -> None:
+    reports.mkdir(mode=0o700, exist_ok=True)
+    data = {"pid": pid, "started": "777", "changes": list(entries)}
+    write_private(reports / RESTORE_FILE, json.dumps(data))
+
+
+def _leftover(reports: Path, roots: Roots, pid: int) -> None:
     change = FileWrite("thp", roots.sysfs / THP, "madvise", "never")
-    Journal(reports / RESTORE_FILE, pid, started, [change]).write()
+    _journal(reports, change.as_dict(), pid=pid)
     change.apply(KernelIo())
 
 
 def test_a_leftover_of_a_dead_session_is_restored_first(host: tuple[Roots, KernelIo, Path]) -> None:
     roots, io, reports = host
-    _leftover(reports, roots, 4242, "777")  # pid 4242 is not in the fake /proc
+    _leftover(reports, roots, 4242)  # nobody holds the lock: its session is gone
     assert (roots.sysfs / THP).read_text() == "always madvise [never]\n"
     tuner = Tuner(reports, False, roots, io, FAST)
     tuner.recover()
@@ -134,24 +139,91 @@ def test_a_leftover_of_a_dead_session_is_restored_first(host: tuple[Roots, Kerne
     assert tuner.log.recovered == [f"{roots.sysfs / THP}: madvise again (left by pid 4242)"]
 
 
-def test_a_reused_pid_is_a_dead_session(host: tuple[Roots, KernelIo, Path]) -> None:
-    roots, io, reports = host
-    put(roots.procfs, "4242/stat", _stat(4242, 999))
-    _leftover(reports, roots, 4242, "777")  # same pid, another start time
-    Tuner(reports, True, roots, io, FAST).recover()
-    assert (roots.sysfs / THP).read_text() == "always [madvise] never\n"
-
-
 def test_a_live_session_is_left_alone_and_blocks_tuning(
     host: tuple[Roots, KernelIo, Path],
 ) -> None:
     roots, io, reports = host
-    put(roots.procfs, "4242/stat", _stat(4242, 777))
-    _leftover(reports, roots, 4242, "777")
-    Tuner(reports, False, roots, io, FAST).recover()
-    assert (roots.sysfs / THP).read_text() == "always madvise [never]\n", "not ours to restore"
-    with pytest.raises(TuneError, match=r"pid 4242\) has tuned this machine and is still running"):
+    _leftover(reports, roots, os.getpid())
+    lock = reports / LOCK_FILE
+    holder = subprocess.Popen(["flock", "-o", str(lock), "sleep", "30"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while str(holder.pid) not in Path("/proc/locks").read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        Tuner(reports, False, roots, io, FAST).recover()
+        assert (roots.sysfs / THP).read_text() == "always madvise [never]\n", "not ours"
+        with pytest.raises(TuneError) as info:
+            Tuner(reports, True, roots, io, FAST).recover()
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=10)
+    assert str(info.value) == (
+        f"pytest-ssd (pid {holder.pid} (flock -o {lock} sleep 30)) has tuned this machine and"
+        f" is still running ({reports / RESTORE_FILE}): let it finish before --ssd-tune"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ({"setting": "thp", "path": "{victim}", "original": "madvise", "target": "never"},
+         "is not a file --ssd-tune sets for 'thp'"),
+        ({"setting": "cron", "path": "{victim}", "original": "* * * * * root x", "target": ""},
+         "is not a file --ssd-tune sets for 'cron'"),
+        ({"setting": "thp", "path": "{thp}", "original": "yes-please", "target": "never"},
+         "'yes-please' is not a value"),
+        ({"setting": "aslr", "path": "{aslr}", "original": "7", "target": "0"},
+         "'7' is not a value"),
+    ],
+)  # fmt: skip
+def test_a_journal_entry_is_restored_only_to_its_own_path_and_values(
+    host: tuple[Roots, KernelIo, Path], tmp_path: Path, entry: dict[str, str], why: str
+) -> None:
+    roots, io, reports = host
+    victim = tmp_path / "etc" / "cron.d" / "pwned"
+    paths = {"victim": victim, "thp": roots.sysfs / THP,
+             "aslr": roots.procfs / "sys/kernel/randomize_va_space"}  # fmt: skip
+    before = snapshot(roots.sysfs, roots.procfs)
+    _journal(reports, {"kind": "file", **entry, "path": entry["path"].format(**paths)})
+    tuner = Tuner(reports, False, roots, io, FAST)
+    tuner.recover()
+    assert not victim.exists() and not victim.parent.exists(), "no file is ever created"
+    assert io.writes == [] and snapshot(roots.sysfs, roots.procfs) == before
+    (line,) = tuner.log.recovered
+    assert line.startswith("refused to restore ") and why in line
+    assert not (reports / RESTORE_FILE).exists(), "a refused entry is reported once"
+
+
+def test_a_mangled_entry_is_reported_and_nothing_written(
+    host: tuple[Roots, KernelIo, Path],
+) -> None:
+    roots, io, reports = host
+    _journal(reports, {"kind": "file"})
+    tuner = Tuner(reports, True, roots, io, FAST)
+    tuner.recover()
+    assert io.writes == []
+    assert "lacks or mangles 'setting'" in tuner.log.recovered[0]
+
+
+def test_a_journal_others_could_have_written_is_refused(
+    host: tuple[Roots, KernelIo, Path],
+) -> None:
+    roots, io, reports = host
+    _journal(reports, FileWrite("thp", roots.sysfs / THP, "madvise", "never").as_dict())
+    (reports / RESTORE_FILE).chmod(0o644)
+    with pytest.raises(TuneError, match=r"restore.json: not a private file of uid 0 \(mode 0644"):
         Tuner(reports, True, roots, io, FAST).recover()
+    reports.chmod(0o770)
+    with pytest.raises(TuneError, match=r"it is writable by others \(mode 0770\)"):
+        Tuner(reports, True, roots, io, FAST).recover()
+    assert io.writes == []
+
+
+def test_the_system_io_never_creates_a_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        SystemIo().write(tmp_path / "missing", "1")
+    assert not (tmp_path / "missing").exists()
 
 
 def test_a_setting_that_cannot_be_restored_keeps_the_file(
@@ -169,6 +241,7 @@ def test_a_setting_that_cannot_be_restored_keeps_the_file(
 
 def test_a_mangled_restore_file_is_one_line(host: tuple[Roots, KernelIo, Path]) -> None:
     roots, io, reports = host
-    put(reports, RESTORE_FILE, '{"pid": 1, "changes": [{"kind": "file"}]}')
-    with pytest.raises(TuneError, match="lacks or mangles 'setting'"):
+    reports.mkdir(mode=0o700)
+    write_private(reports / RESTORE_FILE, '{"changes": "nope"}')
+    with pytest.raises(TuneError, match="not a restore file"):
         Tuner(reports, True, roots, io, FAST).recover()

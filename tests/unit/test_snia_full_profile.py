@@ -67,7 +67,7 @@ def test_throughput_and_latency_rounds_on_960gb() -> None:
     ]
     assert {(j["iodepth"], j["numjobs"], j["runtime"]) for j in jobs} == {("1", "1", "60")}
     assert latency.cells[latency.tracked_index] == Cell(0, 4 * KiB)
-    assert latency.metric == "lat_mean_us"
+    assert latency.metric == "clat_mean_us"
 
 
 def test_a_round_is_one_fio_process_with_stonewalled_cells() -> None:

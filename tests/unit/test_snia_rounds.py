@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -30,24 +31,37 @@ def test_a_mixed_cell_is_all_its_ios() -> None:
     assert cell.bw_mib_s == pytest.approx(READ.bw_mib_s + WRITE.bw_mib_s)
     # the mean over every I/O: 21835 reads of 19,950.4 ns and 9342 writes of 24,359.9 ns
     expected = (21_835 * 19_950.427021 + 9_342 * 24_359.943909) / 31_177 / 1000
-    assert cell.lat_mean_us == pytest.approx(expected)
-    assert cell.lat_max_us == 257.964, "the slower direction's maximum"
+    assert cell.clat_mean_us == pytest.approx(expected)
+    assert cell.clat_max_us == 257.964, "the slower direction's maximum"
     assert sum(count for _, count in cell.bins) == cell.ios
+
+
+def test_a_cell_without_clat_data_is_not_measured_never_zero() -> None:
+    bare = {k: dataclasses.replace(d, clat=None) for k, d in RESULT.directions.items()}
+    cell = CellStats.of(dataclasses.replace(RESULT, directions=bare))
+    assert (cell.clat_mean_us, cell.clat_max_us, cell.bins) == (None, None, ())
+    assert math.isnan(cell.value("clat_mean_us")) and cell.value("iops") == cell.iops
+    (result,) = window_results([[cell]] * 5)
+    assert (result["clat_mean_us"], result["clat_max_us"], result["clat_p99999_us"]) == (
+        None,
+        None,
+        None,
+    )
 
 
 def test_window_results_merge_the_rounds() -> None:
     cell = CellStats.of(RESULT)
-    slower = CellStats(cell.iops * 0.8, cell.bw_mib_s * 0.8, cell.ios, cell.lat_mean_us * 2,
-                       cell.lat_max_us * 3, cell.bins)  # fmt: skip
+    slower = CellStats(cell.iops * 0.8, cell.bw_mib_s * 0.8, cell.ios, cell.clat_mean_us * 2,
+                       cell.clat_max_us * 3, cell.bins)  # fmt: skip
     one, five = window_results([[cell]]), window_results([[cell]] * 4 + [[slower]])
     (result,) = five
     assert result["iops"] == pytest.approx(cell.iops * 4.8 / 5), "mean of the rounds"
-    assert result["lat_mean_us"] == pytest.approx(cell.lat_mean_us * 6 / 5), "mean of the I/Os"
-    assert result["lat_max_us"] == cell.lat_max_us * 3 and result["ios"] == 5 * cell.ios
+    assert result["clat_mean_us"] == pytest.approx(cell.clat_mean_us * 6 / 5), "mean of the I/Os"
+    assert result["clat_max_us"] == cell.clat_max_us * 3 and result["ios"] == 5 * cell.ios
     # 31,177 I/Os cannot resolve p99.999 (needs 100,000); five rounds' 155,885 can
-    assert one[0]["lat_p99999_us"] is None
+    assert one[0]["clat_p99999_us"] is None
     tail = percentiles_from_bins(list(cell.bins) * 5, [99.999])[0]
-    assert tail.resolved and result["lat_p99999_us"] == tail.ns / 1000
+    assert tail.resolved and result["clat_p99999_us"] == tail.ns / 1000
 
 
 def test_rounds_keep_histograms_only_inside_the_window() -> None:

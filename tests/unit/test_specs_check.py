@@ -14,6 +14,7 @@ from pytest_ssd.specs import (
     Datasheet,
     Metric,
     Quantity,
+    Reading,
     SpecCheck,
     checks,
     failures_first,
@@ -44,18 +45,25 @@ PM983_MEASURED = {
     "qos-write-p9999": Quantity(0.04, "ms"),
 }
 #: seed 003: the 850 EVO's figures and the verdicts at tolerance 0.9
+MB_S, IOPS = "MB/s", "IOPS"
 EVO_MEASURED = {
-    "seq-read-qd8": (534, "SEQ read QD8 128KiB: 534 MB/s = 98.9 % of spec 540 MB/s (needs ≥ 90 %)"),
+    "seq-read-qd8": (
+        Quantity(534, MB_S),
+        "SEQ read QD8 128KiB: 534 MB/s = 98.9 % of spec 540 MB/s (needs ≥ 90 %)",
+    ),
     "seq-write-qd8": (
-        515, "SEQ write QD8 128KiB: 515 MB/s = 99.0 % of spec 520 MB/s (needs ≥ 90 %)",
+        Quantity(515, MB_S),
+        "SEQ write QD8 128KiB: 515 MB/s = 99.0 % of spec 520 MB/s (needs ≥ 90 %)",
     ),
     "rnd-read-qd32": (
-        80_000, "RND read QD32 4KiB: 80,000 IOPS = 81.6 % of spec 98,000 IOPS (needs ≥ 90 %)",
+        Quantity(80_000, IOPS),
+        "RND read QD32 4KiB: 80,000 IOPS = 81.6 % of spec 98,000 IOPS (needs ≥ 90 %)",
     ),
     "rnd-write-qd32": (
-        67_000, "RND write QD32 4KiB: 67,000 IOPS = 74.4 % of spec 90,000 IOPS (needs ≥ 90 %)",
+        Quantity(67_000, IOPS),
+        "RND write QD32 4KiB: 67,000 IOPS = 74.4 % of spec 90,000 IOPS (needs ≥ 90 %)",
     ),
-}  # fmt: skip
+}
 
 
 def identity(model: str | None, size: int, firmware: str | None) -> DeviceIdentity:
@@ -131,8 +139,8 @@ def test_measured_in_another_unit_is_converted_for_the_message() -> None:
 def test_limits_are_exact() -> None:
     evo, pm983 = load_datasheet(EVO), load_datasheet(PM983)
     ceiling = SpecCheck(evo.line("seq-read-qd8"))  # 540 MB/s, needs 90 % = 486 MB/s
-    assert ceiling.fails(486) is None
-    assert ceiling.fails(485.99) is not None
+    assert ceiling.fails(Quantity(486, "MB/s")) is None
+    assert ceiling.fails(Quantity(485.99, "MB/s")) is not None
     bound = SpecCheck(pm983.line("qos-write-p99"))  # 0.06 ms
     assert bound.fails(Quantity(60, "µs")) is None
     assert bound.fails(Quantity(60_001, "ns")) == (
@@ -142,8 +150,48 @@ def test_limits_are_exact() -> None:
 
 def test_line_tolerance_overrides_the_default() -> None:
     line = dataclasses.replace(load_datasheet(EVO).line("rnd-read-qd32"), tolerance=0.8)
-    assert SpecCheck(line).fails(80_000) is None
-    assert SpecCheck(line).evaluate(80_000).needs == "≥ 80 %"
+    assert SpecCheck(line).fails(Quantity(80_000, "IOPS")) is None
+    assert SpecCheck(line).evaluate(Quantity(80_000, "IOPS")).needs == "≥ 80 %"
+
+
+def test_a_bare_number_is_refused_its_unit_would_be_a_guess() -> None:
+    # the PM983 sheet is in kIOPS: 46 read as a bare number in the line's unit would be
+    # 46,000 IOPS for a drive that measured 46 IOPS
+    line = load_datasheet(PM983).line("rnd-write-qd32x4")
+    with pytest.raises(TypeError, match=r"give a Quantity with its unit or the result's Reading"):
+        SpecCheck(line).evaluate(46)  # type: ignore[arg-type]
+
+
+def test_a_percentile_the_sample_cannot_resolve_is_not_judged() -> None:
+    # seed 001's PM983 p99.99 from 247 I/Os: the slowest I/O, 513.8 ms, is no p99.99
+    line = load_datasheet(PM983).line("qos-read-p9999")
+    verdict = SpecCheck(line).evaluate(Reading(Quantity(513.8, "ms"), samples=247, needs=10_000))
+    assert (verdict.status, verdict.met, verdict.measured, verdict.ratio) == (
+        "not judged", False, None, None,
+    )  # fmt: skip
+    assert verdict.message == (
+        "RND read QD1 4KiB p99.99 latency: not judged: p99.99 needs ≥ 10,000 I/Os, had 247"
+    )
+    row = verdict.as_dict()
+    assert (row["verdict"], row["measured"], row["ratio"]) == ("not judged", None, None)
+    assert row["reason"] == "p99.99 needs ≥ 10,000 I/Os, had 247"
+    assert SpecCheck(line).fails(Reading(Quantity(513.8, "ms"), 247, 10_000)) is None
+    met = SpecCheck(line).evaluate(Quantity(0.11, "ms"))
+    assert failures_first([met, verdict]) == [verdict, met]
+
+
+def test_measured_marks_a_percentile_unresolved_from_the_sample_size() -> None:
+    line = load_datasheet(PM983).line("qos-read-p99")  # p99 needs 100 I/Os
+    bins = tuple((1000 + i, 1) for i in range(69))
+    few = Latency(69, 1000, 1068, 1034.0, 1.0, bins, {})
+    result = job(dataclasses.replace(direction("read", 1.0, 1.0), clat=few))
+    reading = measured(line, result)
+    assert (reading.resolved, reading.samples, reading.needs) == (False, 69, 100)
+    assert reading.why_not(line) == "p99 needs ≥ 100 I/Os, had 69"
+    assert SpecCheck(line).evaluate(reading).status == "not judged"
+    enough = Latency(100, 1000, 1099, 1050.0, 1.0, tuple((1000 + i, 1) for i in range(100)), {})
+    full = measured(line, job(dataclasses.replace(direction("read", 1.0, 1.0), clat=enough)))
+    assert full.resolved and full.quantity == Quantity(1098, "ns")
 
 
 PM983_IDENTITY = identity("SAMSUNG MZQLB960HAJR-00007", 960_197_124_096, "EDA5202Q")
@@ -227,11 +275,12 @@ def job(*directions: DirectionResult) -> JobResult:
 def test_measured_reads_the_lines_figure_from_fio() -> None:
     sheet = load_datasheet(PM983)
     result = job(direction("read", 442_000.0, 1.81e9, p99_ns=90_000), direction("write", 1.0, 2.0))
-    assert measured(sheet.line("rnd-read-qd32x4"), result) == Quantity(442_000, "IOPS")
-    assert measured(sheet.line("seq-read-qd32"), result) == Quantity(1.81e9, "B/s")
-    assert measured(sheet.line("qos-read-p99"), result) == Quantity(90_000, "ns")
-    assert measured(sheet.line("qos-read-mean"), result) == Quantity(74_000, "ns")
+    assert measured(sheet.line("rnd-read-qd32x4"), result) == Reading(Quantity(442_000, "IOPS"))
+    assert measured(sheet.line("seq-read-qd32"), result) == Reading(Quantity(1.81e9, "B/s"))
+    p99 = measured(sheet.line("qos-read-p99"), result)
+    assert p99 == Reading(Quantity(90_000, "ns"), samples=1000)
+    assert measured(sheet.line("qos-read-mean"), result) == Reading(Quantity(74_000, "ns"))
     mixed = dataclasses.replace(sheet.line("rnd-read-qd32x4"), read_pct=70)
-    assert measured(mixed, result) == Quantity(442_001, "IOPS")
+    assert measured(mixed, result) == Reading(Quantity(442_001, "IOPS"))
     with pytest.raises(ParseError, match="fio job 'j' has no write results"):
         measured(sheet.line("seq-write-qd32"), job(direction("read", 1.0, 1.0)))

@@ -211,6 +211,22 @@ def test_pcie_link_attributes_absent(tmp_path: Path) -> None:
     assert rows["Link width (current / max)"] == "not exposed / not exposed"
 
 
+def test_pcie_link_sentinels_read_as_not_reported(tmp_path: Path) -> None:
+    # a controller on QEMU microvm's root bus: sysfs says "Unknown" and widths 0 / 255
+    ctrl = f"{ENDPOINT}/nvme/nvme0"
+    sentinels = {
+        "current_link_speed": "Unknown",
+        "max_link_speed": "Unknown",
+        "current_link_width": "0",
+        "max_link_width": "255",
+    }
+    root = nvme_tree(tmp_path / "sys", ctrl=ctrl, disk=f"{ctrl}/nvme0n1", link=sentinels)
+    rows = dict(summarize(identify_nvme(root, None), sysfs_root=root).rows())
+    assert rows["Link speed (current / max)"] == "not reported / not reported"
+    assert rows["Link width (current / max)"] == "not reported / not reported"
+    assert "x0" not in str(rows) and "x255" not in str(rows) and "Unknown" not in str(rows)
+
+
 def test_pcie_link_through_native_multipath(tmp_path: Path) -> None:
     ctrl = f"{ENDPOINT}/nvme/nvme0"
     subsys = "devices/virtual/nvme-subsystem/nvme-subsys0"
@@ -369,6 +385,8 @@ def test_loop_device_from_fake_sysfs(tmp_path: Path) -> None:
     )
     for label in ("Vendor", "Model", "Serial", "Link", "Volatile write cache", *NVME_ROW_LABELS):
         assert rows[label] == NOT_EXPOSED, label
+    # the kernel marks loop devices rotational by default: that describes no medium
+    assert rows["Rotational"] == "not applicable (a loop has no medium of its own)"
 
 
 def test_real_loop_device(loop_device: Callable[..., Path], tmp_path: Path) -> None:
@@ -386,7 +404,7 @@ def test_regular_file(tmp_path: Path) -> None:
     s = summarize(identify(target))
     assert (s.interface, s.ssd, s.kernel_name, s.capacity_bytes) == ("file", False, None, 3 << 20)
     assert s.description.startswith(f"regular file {target}: not an SSD")
-    assert dict(s.rows())["Rotational"] == NOT_EXPOSED
+    assert dict(s.rows())["Rotational"] == "not applicable (a file has no medium of its own)"
 
 
 def test_as_dict_is_json(golden_summary: DeviceSummary) -> None:

@@ -92,10 +92,10 @@ def _precondition(drives: EsdDrives, pattern: str) -> str:
             ))  # fmt: skip
         rows.append([
             _e(drives.name(drive)), _e(values.get("workload")),
-            f"{values['wipc_bytes'] / 2**30:,.1f} GiB in {values['wipc_s']:,.0f} s",
-            f"{values['wdpc_bytes'] / 2**30:,.1f} GiB in {values['wdpc_s']:,.0f} s",
-            f"{values['wdpc_cap_bytes'] / 2**30:,.1f} GiB", "yes" if values["attained"] else
-            "<b>no</b> (cap)", _e(values.get("summary")),
+            f"{values['wipc_bytes'] / 2**30:,.1f} GiB in {values['wipc_s']:,.3g} s",
+            f"{values['wdpc_bytes'] / 2**30:,.1f} GiB in {values['wdpc_s']:,.3g} s",
+            f"{values['wdpc_cap_bytes'] / 2**30:,.1f} GiB", _attained(values),
+            _e(values.get("summary")),
         ])  # fmt: skip
     if not rows:
         return ""
@@ -110,6 +110,14 @@ def _precondition(drives: EsdDrives, pattern: str) -> str:
     return body + table(header, rows)
 
 
+def _attained(values: dict[str, Any]) -> str:
+    if values["attained"]:
+        return "yes"
+    if str(values.get("summary", "")).startswith("not judged"):
+        return "not judged"
+    return "<b>no</b> (cap)"
+
+
 def _sweep(drives: EsdDrives, name: str) -> str:
     found = drives.having(name, "sweep")
     if not found:
@@ -118,7 +126,8 @@ def _sweep(drives: EsdDrives, name: str) -> str:
     for drive, _, values in found:
         title, axis, unit = values["title"], values["axis"], values["unit"]
         curves.append(figs.SweepCurve(drives.name(drive), tuple(values["x"]),
-                                      tuple(values["values"])))  # fmt: skip
+                                      tuple(values["values"]),
+                                      workers=tuple(values.get("workers", ()))))  # fmt: skip
         drives.missing += [f"{drives.name(drive)}: {title}: {job} skipped: {why}"
                            for job, why in values.get("skipped", {}).items()]  # fmt: skip
     xs = sorted({x for c in curves for x in c.xs})

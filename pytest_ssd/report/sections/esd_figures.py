@@ -44,6 +44,19 @@ class SweepCurve:
     xs: tuple[int, ...]
     ys: tuple[float, ...]
     names: tuple[str, ...] = ()
+    #: workers (fio numjobs) of each point; empty: one each.  A point of several
+    #: workers (QD32 x 4 at x = 128) is no point of the one-worker QD line
+    workers: tuple[int, ...] = ()
+
+    def split(self) -> tuple[list[tuple[int, float]], dict[int, list[tuple[int, float]]]]:
+        """The one-worker points, and the others by their number of workers."""
+        counts = self.workers or (1,) * len(self.xs)
+        line = [(x, y) for x, y, n in zip(self.xs, self.ys, counts, strict=True) if n == 1]
+        others: dict[int, list[tuple[int, float]]] = {}
+        for x, y, n in zip(self.xs, self.ys, counts, strict=True):
+            if n > 1:
+                others.setdefault(n, []).append((x, y))
+        return line, others
 
 
 def sweep_figure(
@@ -55,8 +68,18 @@ def sweep_figure(
     ax = fig.add_subplot()
     ticks: set[int] = set()
     for index, curve in enumerate(curves):
-        ax.plot(curve.xs, curve.ys, marker="o", color=_colour(colours, curve.label, index),
-                label=curve.label)  # fmt: skip
+        colour = _colour(colours, curve.label, index)
+        line, others = curve.split()
+        if line:
+            xs, ys = zip(*line, strict=True)
+            ax.plot(xs, ys, marker="o", color=colour, label=curve.label)
+        for marker, (workers, points) in zip("DsP^", sorted(others.items()), strict=False):
+            xs, ys = zip(*points, strict=True)
+            qds = ", ".join(f"QD{x // workers}" for x in xs)
+            ax.plot(
+                xs, ys, linestyle="none", marker=marker, markersize=8, color=colour,
+                markerfacecolor="none", label=f"{curve.label}: {workers} workers × {qds}",
+            )  # fmt: skip
         ticks.update(curve.xs)
     ax.set_xscale("log", base=2)
     ordered = sorted(ticks)

@@ -12,6 +12,7 @@ from pytest_ssd.report.conformance import conformance_html
 from pytest_ssd.report.sections.base import Context, Section, table
 from pytest_ssd.report.summary import tables_html
 from pytest_ssd.report.transitions import transitions_html
+from pytest_ssd.results.record import verdict_order
 from pytest_ssd.session import SCRATCH_BANNER
 
 #: environment keys shown, in this order, with their names
@@ -119,5 +120,5 @@ def conformance(ctx: Context) -> Section | None:
     rows = [v for d in ctx.drives[: ctx.current] for v in d.verdicts]
     if not rows:
         return None
-    rows.sort(key=lambda r: r["verdict"] == "met")
+    rows.sort(key=lambda r: verdict_order(r["verdict"]))
     return Section("ssd-conformance", "Datasheet conformance", conformance_html(rows))

@@ -1,0 +1,145 @@
+"""The node fio will really open for a ``--dut`` path, and the session's lock on it.
+
+A user names a device any way the system offers (``/dev/disk/by-path/pci-0000:00:04.0``,
+``/dev/disk/by-id/...``, a symlink of their own).  fio must never see that name: it
+splits ``filename=`` on ``:``, cuts option values at ``;`` and ``#`` and expands
+``$VARIABLES``, so a by-path name made fio create regular files named after its pieces.
+:func:`canonical` resolves every path to one node: for a block device the kernel's own
+``/dev/<name>`` of its device number (a ``mknod`` copy elsewhere becomes that node too),
+for a file its real path.  The guard, the lock, fio and the report all use that node.
+
+:class:`DeviceLock` is the "one session per device" rule: a BSD ``flock`` on the node
+for the whole session, the convention udev and util-linux follow (``flock /dev/sdb``
+and ``udevadm lock`` wait for it, and udev does not probe a device locked this way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import stat
+from pathlib import Path
+
+from pytest_ssd.errors import SafetyError
+
+SYS_DEV_BLOCK = Path("/sys/dev/block")
+PROC_LOCKS = Path("/proc/locks")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_DEVNAME = re.compile(r"^DEVNAME=(.+)$", re.MULTILINE)
+
+
+def _shown(text: str) -> str:
+    """*text* on one line: control characters as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def canonical(path: Path) -> Path:
+    """The node behind *path*: ``/dev/<kernel name>`` for a block device, else the real path.
+
+    Raises :class:`SafetyError` for control characters in the name (a newline in a
+    job file starts a new fio option).  A path that does not exist resolves to itself;
+    the guard refuses it.
+    """
+    text = str(path)
+    if _CONTROL.search(text):
+        raise SafetyError(
+            f"refusing --dut {_shown(text)}: the path holds control characters; check it"
+        )
+    real = Path(os.path.realpath(text))
+    try:
+        st = real.stat()
+    except OSError:
+        return real
+    if not stat.S_ISBLK(st.st_mode):
+        return real
+    return kernel_node(st.st_rdev) or real
+
+
+def kernel_node(rdev: int) -> Path | None:
+    """``/dev/<DEVNAME>`` of block device *rdev* when that node is this device, else None."""
+    uevent = SYS_DEV_BLOCK / f"{os.major(rdev)}:{os.minor(rdev)}" / "uevent"
+    try:
+        found = _DEVNAME.search(uevent.read_text())
+    except OSError:
+        return None
+    if found is None:
+        return None
+    node = Path("/dev") / found.group(1).strip()
+    try:
+        st = node.stat()
+    except OSError:
+        return None
+    return node if stat.S_ISBLK(st.st_mode) and st.st_rdev == rdev else None
+
+
+def device_key(path: Path) -> tuple[str, int, int]:
+    """What makes two targets the same: the device number of a block device, else the inode."""
+    st = path.stat()
+    if stat.S_ISBLK(st.st_mode):
+        return ("block", os.major(st.st_rdev), os.minor(st.st_rdev))
+    return ("file", st.st_dev, st.st_ino)
+
+
+def lock_holders(st: os.stat_result) -> list[int]:
+    """Pids /proc/locks names as holding a FLOCK on the inode *st* describes."""
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    try:
+        lines = PROC_LOCKS.read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 00:05:18 0 EOF"; blocked waiters carry "->"
+        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+            continue
+        if fields[5] == inode and fields[4].isdigit():
+            pids.append(int(fields[4]))
+    return pids
+
+
+def describe_pid(pid: int) -> str:
+    """'pid 1234 (pytest suites/smoke --dut=/dev/loop3)', shortened to one readable line."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        command = " ".join(a.decode(errors="replace") for a in argv if a)
+    except OSError:
+        command = ""
+    command = _shown(command)
+    if len(command) > 120:
+        command = command[:117] + "..."
+    return f"pid {pid} ({command})" if command else f"pid {pid}"
+
+
+class DeviceLock:
+    """An exclusive BSD ``flock`` on a device node (or file), held for the whole session."""
+
+    def __init__(self, node: Path) -> None:
+        self.node = node
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`SafetyError` naming the session that holds it."""
+        try:
+            fd = os.open(self.node, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError as exc:
+            raise SafetyError(f"cannot open {self.node} to lock it: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holders = [p for p in lock_holders(os.fstat(fd)) if p != os.getpid()]
+            os.close(fd)
+            who = ", ".join(describe_pid(p) for p in holders) or "another process"
+            raise SafetyError(
+                f"refusing {self.node}: it is locked by {who}, another pytest-ssd session or a"
+                " tool using 'flock' (one session per device); wait for it to finish"
+            ) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
