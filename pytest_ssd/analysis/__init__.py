@@ -7,11 +7,14 @@ from pytest_ssd.analysis.fill import (
     CacheRule,
     FillPass,
     FioLog,
+    IoLog,
     estimate_cache,
     fill_pass,
     log_path,
     moving_median,
+    read_io_log,
     read_log,
+    shrink_log,
 )
 from pytest_ssd.analysis.speed import (
     SelfCheck,
@@ -26,6 +29,7 @@ __all__ = [
     "CacheRule",
     "FillPass",
     "FioLog",
+    "IoLog",
     "SelfCheck",
     "SpeedProfile",
     "Sustained",
@@ -34,6 +38,8 @@ __all__ = [
     "log_path",
     "moving_median",
     "parse_dd",
+    "read_io_log",
     "read_log",
+    "shrink_log",
     "speed_profile",
 ]

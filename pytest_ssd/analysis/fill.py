@@ -1,26 +1,26 @@
-"""Fill drive analysis (METHOD §4.2): fio's averaged logs as numpy series, and the cache rule.
+"""Fill drive analysis (METHOD §4.2): fio's logs as numpy series, and the cache rule.
 
-With ``log_avg_msec``, fio writes one line per window: ``time_ms, value, direction,
-bs, prio`` (``bs`` is 0 in averaged logs; a sixth column, the offset, only with
-``log_offset``).  The value is the window's mean bandwidth in KiB/s (``_bw`` logs)
-or its mean latency in ns (``_lat`` logs); the time is the window's end in ms
-since the job started.
+A fill pass is read from fio's per-I/O completion-latency log (``write_lat_log``
+without ``log_avg_msec``; :attr:`pytest_ssd.fio.job.FioJob.io_log`): one line per
+I/O, ``time_ms, clat_ns, direction, size, prio``, the time being the I/O's
+completion in ms since the job started.  Bytes per window are the sizes of the
+I/Os that completed in it, so the "GiB written" axis is the bytes actually
+completed and ends exactly at fio's ``io_bytes``.  (fio's *averaged* bandwidth
+log cannot give that: each of its lines is the unweighted mean of rate samples
+over spans that are not the line's window (``__add_samples`` in stat.c); its
+integral came to 124 % of the bytes written on a 2 GiB pass.)  A window
+without completions has bytes 0 and no latency sample.
 
-Bytes are the integral of bandwidth over the windows, the first from the job's
-start (0) to its line.  That gives back fio's ``io_bytes`` less the unlogged
-last partial window, to a few per cent (:attr:`FillPass.coverage`, recorded):
-each value is the unweighted mean of rate samples taken in the window over
-whole milliseconds, exact while the samples span equal times.  They do not
-around a stall of fio's logging thread, and at the start: the first line comes
-110-240 ms in, whatever ``log_avg_msec``.  On a loaded VM a short pass came to
-103.7 % (a stall mid-pass) and 114.7 % (a stalled start, first line at 240 ms).
-On a real drive's pass of minutes or hours such windows are a negligible share.
-The log is kept as fio wrote it, not bent to fio's total.
+:func:`read_log` still reads fio's averaged logs (``time_ms, value, direction,
+bs, prio``), used by WSAT and the enterprise preconditioning, where per-I/O logs
+of RND 4 KiB at hundreds of thousands of IOPS would be far too large.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,8 +50,51 @@ class FioLog:
 
 
 def log_path(folder: Path, job: str, kind: str) -> Path:
-    """Where fio put a log of *job* (``kind`` ``bw`` or ``lat``) in a run's artifact folder."""
+    """Where fio put a log of *job* (``kind`` bw, lat or clat) in a run's artifact folder."""
     return folder / f"log-{job}_{kind}.1.log"
+
+
+@dataclass(frozen=True, eq=False)
+class IoLog:
+    """fio's per-I/O log: completion time (ms since the job started), latency, direction, size."""
+
+    t_ms: npt.NDArray[np.int64]
+    lat_ns: Floats
+    direction: npt.NDArray[np.int64]
+    size: npt.NDArray[np.int64]
+
+    def only(self, direction: str) -> IoLog:
+        keep = self.direction == DIRECTION_CODES[direction]
+        return IoLog(self.t_ms[keep], self.lat_ns[keep], self.direction[keep], self.size[keep])
+
+
+def read_io_log(path: Path) -> IoLog:
+    """Parse a per-I/O fio log; :class:`ParseError` naming the file when it is not one."""
+    try:
+        table = np.loadtxt(path, delimiter=",", usecols=(0, 1, 2, 3), ndmin=2, dtype=np.int64)
+    except OSError as exc:
+        raise ParseError(f"fio log {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ParseError(f"fio log {path} is not 'time, clat, direction, size': {exc}") from None
+    return IoLog(table[:, 0], table[:, 1].astype(np.float64), table[:, 2], table[:, 3])
+
+
+#: a per-I/O log larger than this is kept gzip-compressed once its windows are taken
+LARGE_LOG = 64 << 20
+
+
+def shrink_log(path: Path, limit: int = LARGE_LOG) -> Path:
+    """Compress *path* to ``<path>.gz`` (and remove it) when larger than *limit*; the kept file.
+
+    A 1 TB fill pass of 128 KiB I/Os logs some 8 million lines, 300 MB of text.
+    """
+    if path.stat().st_size <= limit:
+        return path
+    packed = path.with_name(path.name + ".gz")
+    with path.open("rb") as raw, gzip.open(packed, "wb", compresslevel=3) as out:
+        shutil.copyfileobj(raw, out, 1 << 20)
+    path.unlink()
+    return packed
 
 
 def read_log(path: Path) -> FioLog:
@@ -86,10 +129,12 @@ def moving_median(values: Floats, window: int) -> Floats:
 
 @dataclass(frozen=True, eq=False)
 class FillPass:
-    """One pass over the span (a fill pass, or the read) as logged, with fio's own totals.
+    """One pass over the span (a fill pass, or the read) in windows, with fio's own totals.
 
-    ``t_s`` is each window's end (s since the pass started), ``bw`` its bandwidth
-    (bytes/s) and ``written`` the bytes written at its end (the integral of ``bw``).
+    ``t_s`` is each window's end (s since the pass started; the last window ends at
+    the last completion), ``bw`` its bandwidth (bytes/s) and ``written`` the bytes
+    completed by its end; ``lat_t_s`` and ``lat_ns`` the mean completion latency of
+    the windows in which I/Os completed.
     """
 
     name: str
@@ -103,18 +148,20 @@ class FillPass:
     runtime_s: float
 
     @property
-    def mean_bw(self) -> float:
-        """Mean bandwidth of the pass, bytes/s (fio's: io_bytes / runtime)."""
-        return self.io_bytes / self.runtime_s if self.runtime_s > 0 else 0.0
+    def mean_bw(self) -> float | None:
+        """Mean bandwidth of the pass, bytes/s (fio's: io_bytes / runtime); None: no runtime."""
+        return self.io_bytes / self.runtime_s if self.runtime_s > 0 else None
 
     @property
-    def coverage(self) -> float:
-        """Share of fio's bytes the log accounts for (see the module docstring)."""
-        return float(self.written[-1]) / self.io_bytes if self.io_bytes else 0.0
+    def coverage(self) -> float | None:
+        """Share of fio's bytes the windows account for: 1 up to rounding; None: no bytes."""
+        return (
+            float(self.written[-1]) / self.io_bytes if self.io_bytes and len(self.written) else None
+        )
 
     @property
     def log_interval_s(self) -> float:
-        """The typical window length (the median spacing of the log)."""
+        """The typical window length (the median spacing of the windows)."""
         return float(np.median(np.diff(self.t_s))) if len(self.t_s) > 1 else 0.0
 
     def window_start(self) -> tuple[Floats, Floats]:
@@ -123,17 +170,35 @@ class FillPass:
 
 
 def fill_pass(
-    name: str, bw_log: FioLog, lat_log: FioLog, io_bytes: int, runtime_s: float, *,
+    name: str, log: IoLog, io_bytes: int, runtime_s: float, window_s: float, *,
     direction: str = "write",
 ) -> FillPass:  # fmt: skip
-    """A pass from its ``_bw`` and ``_lat`` logs and fio's totals for *direction*."""
-    bw_windows, lat_windows = bw_log.only(direction), lat_log.only(direction)
-    t_s = bw_windows.t_s
-    if not len(t_s) or t_s[0] <= 0:
-        raise ParseError(f"{name}: the bandwidth log has no {direction} windows with a length")
-    bw = bw_windows.value * 1024.0  # KiB/s
-    written = np.cumsum(bw * np.diff(t_s, prepend=0.0))
-    return FillPass(name, t_s, bw, written, lat_windows.t_s, lat_windows.value, io_bytes, runtime_s)
+    """A pass in windows of *window_s* from its per-I/O log and fio's totals for *direction*."""
+    ios = log.only(direction)
+    window_ms = max(1, round(window_s * 1000))
+    if not len(ios.t_ms):
+        raise ParseError(f"{name}: the per-I/O log has no {direction} completions")
+    # an I/O completing at t ms belongs to the window (k - 1) * w < t <= k * w
+    index = np.maximum(-(-ios.t_ms // window_ms), 1) - 1
+    count = int(index.max()) + 1
+    done = np.bincount(index, weights=ios.size, minlength=count)
+    completions = np.bincount(index, minlength=count)
+    latency = np.bincount(index, weights=ios.lat_ns, minlength=count)
+    ends_ms = (np.arange(count, dtype=np.float64) + 1) * window_ms
+    last = float(ios.t_ms.max())
+    if count > 1 and last - ends_ms[-2] < window_ms:
+        # the pass's tail is shorter than a window: the queue's last completions drain in
+        # a few ms, which over that little time would read as a burst of speed
+        done, completions, latency = (
+            np.append(a[:-2], a[-2:].sum()) for a in (done, completions, latency)
+        )
+        ends_ms = ends_ms[:-1]
+    ends_ms[-1] = max(last, 1.0)
+    t_s = ends_ms / 1000
+    bw = done / np.diff(t_s, prepend=0.0)
+    seen = completions > 0  # a window without completions has no latency sample
+    lat_ns = latency[seen] / completions[seen]
+    return FillPass(name, t_s, bw, np.cumsum(done), t_s[seen], lat_ns, io_bytes, runtime_s)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,14 @@
 """Speed profile (METHOD §8, seed 002 "blockwrite"): speed per fixed quantum of data.
 
 blockwrite times every quantum (128 MiB) with a clock; here the quanta are cut
-out of fio's averaged bandwidth log: the bytes written so far are the integral
-of the logged bandwidth, and the moment the k-th quantum completes is found by
-linear interpolation inside the window where the running total crosses
-k x quantum (the bandwidth is taken as constant within a window).  A quantum
-that starts and ends inside one log window is not measured but interpolated: its
-speed is that window's (:attr:`SpeedProfile.interpolated`).  That happens when
-quanta are shorter than the windows (128 MiB at 7 GB/s take 19 ms, fio's windows
-here 100 ms) and in fio's first window, which fio 3.33 closes only after about
-110-120 ms whatever ``log_avg_msec`` is.
+out of the pass's windows (:func:`pytest_ssd.analysis.fill.fill_pass`), whose
+bytes are those of the I/Os that completed in them (fio's per-I/O log): the
+moment the k-th quantum completes is found by linear interpolation inside the
+window where the running total crosses k x quantum (the bandwidth is taken as
+constant within a window).  A quantum that starts and ends inside one window is
+not measured but interpolated: its speed is that window's
+(:attr:`SpeedProfile.interpolated`).  That happens when quanta are shorter than
+the windows (128 MiB at 7 GB/s take 19 ms, the full profile's windows 100 ms).
 
 Per sample, as blockwrite prints it: the time stamp (``t_s``, its ``tobs``),
 the time the quantum took (``dt_s``), the speed ``v = quantum / dt`` and the

@@ -96,6 +96,9 @@ class FioJob:
     direct: bool = True
     fsync: int = 0
     log_avg_ms: int | None = None
+    #: a completion-latency log line per I/O (time, clat, direction, size): the bytes done
+    #: by any time, exactly; only the clat log is written (fio's slat and lat are off)
+    io_log: bool = False
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
     extra: tuple[tuple[str, str], ...] = field(default=())
 
@@ -125,6 +128,8 @@ class FioJob:
             problems.append("runtime must be at least 1 ms and ramp time not negative")
         if self.runtime_s is not None and self.io_bytes is not None:
             problems.append("give runtime_s or io_bytes, not both")
+        if self.io_log and self.log_avg_ms:
+            problems.append("a per-I/O log (io_log) is not averaged: drop log_avg_ms")
         if len(self.percentiles) > MAX_PERCENTILES:
             problems.append(f"fio takes at most {MAX_PERCENTILES} percentiles")
         if problems:
@@ -199,7 +204,8 @@ def render(jobs: Sequence[FioJob], filename: str, log_prefix: str | None = None)
     """Render *jobs* as one fio job file on *filename*; jobs after the first wait (stonewall).
 
     With ``log_prefix``, jobs that ask for logs write ``<prefix>-<job>_bw.N.log``
-    and ``_lat`` logs averaged over ``log_avg_ms``.
+    and ``_lat`` logs averaged over ``log_avg_ms``, or (``io_log``) one
+    ``<prefix>-<job>_clat.N.log`` line per I/O.
     """
     if not jobs:
         raise ConfigError("no fio job to render")
@@ -219,5 +225,8 @@ def render(jobs: Sequence[FioJob], filename: str, log_prefix: str | None = None)
                 f"write_lat_log={stem}",
                 f"log_avg_msec={job.log_avg_ms}",
             ]
+        elif log_prefix is not None and job.io_log:
+            stem = fio_path(f"{log_prefix}-{job.name}", filename=False)
+            lines += [f"write_lat_log={stem}", "disable_slat=1", "disable_lat=1"]
         lines.append("")
     return "\n".join(lines)

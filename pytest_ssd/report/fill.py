@@ -155,12 +155,14 @@ def bw_vs_time(passes: Sequence[FillPass], temperatures: Temperatures = ()) -> F
         ax.stairs(
             fill.bw / MiB, edges, baseline=None, color=PALETTE[0], linewidth=1, label="bandwidth"
         )
-        mean = fill.mean_bw / MiB
-        ax.axhline(mean, color=PALETTE[1], label=f"mean {mean:,.0f} MiB/s")
+        mean = _mib(fill.mean_bw)
+        if mean is not None:
+            ax.axhline(mean, color=PALETTE[1], label=f"mean {mean:,.0f} MiB/s")
         ax.set_xlim(0, max(fill.runtime_s, float(fill.t_s[-1])))
         ax.set_xlabel("time (s)")
         ax.set_ylabel("MiB/s")
-        _finish(fig, ax, f"{fill.name}: {fill.runtime_s:,.1f} s, mean {mean:,.0f} MiB/s")
+        shown = "not measured" if mean is None else f"{mean:,.0f} MiB/s"
+        _finish(fig, ax, f"{fill.name}: {fill.runtime_s:,.1f} s, mean {shown}")
         temperature_axis(ax, temperatures[index] if index < len(temperatures) else None)
     return fig
 
@@ -229,14 +231,20 @@ def latency_vs_time_drives(drives: Mapping[str, DriveFill], colours: Mapping[str
     return fig
 
 
+def _mib(value: float | None) -> float | None:
+    return None if value is None else value / MiB
+
+
 def mean_bars(passes: Sequence[FillPass]) -> Figure:
     """One bar per pass: its mean MiB/s (fio's bytes over fio's runtime)."""
     fig = Figure(figsize=(4.0, 3.0))
     ax = fig.add_subplot()
     names = [fill.name for fill in passes]
-    means = [fill.mean_bw / MiB for fill in passes]
-    bars = ax.bar(names, means, color=[PALETTE[i % len(PALETTE)] for i in range(len(passes))])
-    ax.bar_label(bars, fmt="%.0f", fontsize="x-small")
+    means = [_mib(fill.mean_bw) for fill in passes]
+    heights = [0.0 if m is None else m for m in means]
+    bars = ax.bar(names, heights, color=[PALETTE[i % len(PALETTE)] for i in range(len(passes))])
+    labels = ["not measured" if m is None else f"{m:,.0f}" for m in means]
+    ax.bar_label(bars, labels=labels, fontsize="x-small")
     ax.set_ylabel("mean bandwidth (MiB/s)")
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_title("Fill drive: mean bandwidth per pass", fontsize="small")

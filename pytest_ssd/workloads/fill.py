@@ -9,7 +9,10 @@ the first 16 GiB at most in ``quick``.  The idle gap is the profile's
 Speed profile (seed 002): speed per quantum from the fill logs and from a
 full-span SEQ read of the filled device, checked against ``dd``, an independent
 reader.  The read is shaped like dd's (1 MiB blocks, one ``pread`` at a time,
-direct I/O) so the two measure the same thing and only the tools differ.
+direct I/O) so the two measure the same thing and only the tools differ.  Every
+pass logs each I/O (``FioJob.io_log``): the bytes on the "written" axis are the
+bytes completed.  The cross-check reads chunks spread over the span, dd and fio
+alternately (:func:`check_chunks`), so a busy host slows both alike.
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ def fill_job(number: int, span: int, row: FillTiming) -> FioJob:
     return FioJob(
         name=f"fill-pass-{number}", pattern="seq", block_size=row.block_size,
         iodepth=row.iodepth, read_pct=0, size=span // row.block_size * row.block_size,
-        log_avg_ms=row.log_ms,
+        io_log=True,
     )  # fmt: skip
 
 
@@ -125,15 +128,39 @@ def read_job(span: int, row: FillTiming) -> FioJob:
     """The speed profile's full-span SEQ read, shaped like dd's."""
     return FioJob(
         name="speed-read", pattern="seq", block_size=row.read_block, iodepth=row.read_iodepth,
-        read_pct=100, size=read_span(span, row), log_avg_ms=row.log_ms, ioengine=READ_ENGINE,
+        read_pct=100, size=read_span(span, row), io_log=True, ioengine=READ_ENGINE,
     )  # fmt: skip
 
 
-def dd_argv(env: str, dd: str, device: Path, span: int, row: FillTiming) -> list[str]:
-    """dd reading the read's span with direct I/O, in the C locale (its report is parsed).
+#: the dd cross-check: chunks over the span, each read by dd and by fio in turn
+CHECK_CHUNKS = 8
+#: a chunk reads at most this much (1 TB drive: 8 GiB per tool, not the whole span again)
+CHECK_CHUNK_MAX = 1 << 30
+
+
+def check_chunks(span: int, row: FillTiming) -> list[tuple[int, int]]:
+    """(offset, size) of the chunks the cross-check reads, spread evenly over the read span."""
+    whole = read_span(span, row)
+    size = min(whole // CHECK_CHUNKS, CHECK_CHUNK_MAX) // row.read_block * row.read_block
+    step = whole // CHECK_CHUNKS // row.read_block * row.read_block
+    return [(index * step, size) for index in range(CHECK_CHUNKS)] if size else [(0, whole)]
+
+
+def check_job(index: int, offset: int, size: int, row: FillTiming) -> FioJob:
+    """fio's read of one cross-check chunk: the speed profile read's shape, no log."""
+    return FioJob(
+        name=f"check-{index}", pattern="seq", block_size=row.read_block,
+        iodepth=row.read_iodepth, read_pct=100, offset=offset, size=size, ioengine=READ_ENGINE,
+        percentiles=(),
+    )  # fmt: skip
+
+
+def dd_argv(env: str, dd: str, device: Path, chunk: tuple[int, int], row: FillTiming) -> list[str]:
+    """dd reading ``chunk`` (offset, size) with direct I/O, in the C locale (its report is parsed).
 
     *env* and *dd* are the programs' paths.
     """
-    count = read_span(span, row) // row.read_block
+    offset, size = chunk
     return [env, "LC_ALL=C", dd, f"if={device}", "of=/dev/null", f"bs={row.read_block}",
-            "iflag=direct", f"count={count}"]  # fmt: skip
+            "iflag=direct", f"skip={offset // row.read_block}",
+            f"count={size // row.read_block}"]  # fmt: skip

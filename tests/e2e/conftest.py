@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,16 @@ def run_ssd(pytester: pytest.Pytester, tmp_path: Path) -> Any:
         return SsdRun(result, report_dir)
 
     return run
+
+
+@pytest.fixture
+def random_loop(loop_device: Any) -> Path:
+    """A 64 MiB loop device full of random data (refusals must leave it byte-identical)."""
+    dev: Path = loop_device(64)
+    with dev.open("wb") as fh:
+        for _ in range(64):
+            fh.write(os.urandom(1 << 20))
+    return dev
 
 
 def digest(path: Path) -> str:

@@ -7,7 +7,6 @@ OverflowError; a huge scratch size an INTERNALERROR.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +35,6 @@ value = {value}
 kind = "ceiling"
 """
 GOOD = {"capacity": "0.067", "qd": "32", "jobs": "1", "value": "100"}
-
-
-@pytest.fixture
-def random_loop(loop_device: Any) -> Path:
-    dev: Path = loop_device(64)
-    with dev.open("wb") as fh:
-        for _ in range(64):
-            fh.write(os.urandom(1 << 20))
-    return dev
 
 
 @pytest.mark.parametrize(

@@ -34,16 +34,6 @@ def _one_error(run: Any) -> str:
     return str(errors[0])
 
 
-@pytest.fixture
-def random_loop(loop_device: Any) -> Path:
-    """A 64 MiB loop device full of random data."""
-    dev: Path = loop_device(64)
-    with dev.open("wb") as fh:
-        for _ in range(64):
-            fh.write(os.urandom(1 << 20))
-    return dev
-
-
 def _stray_files(folder: Path, names: tuple[str, ...]) -> list[Path]:
     return [p for p in folder.rglob("*") if p.name in names and p.is_file()]
 

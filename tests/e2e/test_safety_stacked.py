@@ -8,7 +8,7 @@ leaves the lower device byte-identical.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,26 +80,30 @@ def test_a_loop_on_a_device_holding_a_filesystem_is_refused(
     assert digest(lower_ext4) == before
 
 
-def test_a_device_open_in_another_process_is_refused_naming_it(
-    run_ssd: Any, loop_device: Any
-) -> None:
-    dev: Path = loop_device(64)
-    with dev.open("wb") as fh:
-        fh.write(os.urandom(64 << 20))
-    before = digest(dev)
-    # an ordinary read-only open, no O_EXCL: the exclusive-open probe cannot see it
+@contextlib.contextmanager
+def held_open(dev: Path) -> Iterator[int]:
+    """A ``sleep`` holding *dev* open read-only, no O_EXCL (the exclusive probe cannot see
+    it); yields its pid."""
     with dev.open("rb") as held:
         reader = subprocess.Popen(["sleep", "60"], stdin=held)
     try:
-        line = _one_error(run_ssd(f"--dut={dev}", f"--ssd-confirm={dev}"))
+        yield reader.pid
     finally:
         reader.kill()
         reader.wait(timeout=30)
+
+
+def test_a_device_open_in_another_process_is_refused_naming_it(
+    run_ssd: Any, random_loop: Path
+) -> None:
+    before = digest(random_loop)
+    with held_open(random_loop) as reader:
+        line = _one_error(run_ssd(f"--dut={random_loop}", f"--ssd-confirm={random_loop}"))
     assert line == (
-        f"ERROR: refusing to write to {dev}: it is open in pid {reader.pid} (sleep 60);"
+        f"ERROR: refusing to write to {random_loop}: it is open in pid {reader} (sleep 60);"
         " close that program first or use --ssd-readonly"
     )
-    assert digest(dev) == before
+    assert digest(random_loop) == before
 
 
 def test_a_device_below_open_in_another_process_is_refused(
@@ -107,14 +111,9 @@ def test_a_device_below_open_in_another_process_is_refused(
 ) -> None:
     lower: Path = loop_device(128)
     upper = stacked(lower)
-    with lower.open("rb") as held:
-        reader = subprocess.Popen(["sleep", "60"], stdin=held)
-    try:
+    with held_open(lower) as reader:
         line = _one_error(run_ssd(f"--dut={upper}", f"--ssd-confirm={upper}"))
-    finally:
-        reader.kill()
-        reader.wait(timeout=30)
-    assert f"it is built on {lower}, which is open in pid {reader.pid} (sleep 60)" in line
+    assert f"it is built on {lower}, which is open in pid {reader} (sleep 60)" in line
 
 
 def test_a_loop_on_a_clean_device_is_measured(run_ssd: Any, loop_device: Any, stacked: Any) -> None:

@@ -16,14 +16,21 @@ from pytest_ssd.analysis import (
     SpeedProfile,
     fill_pass,
     parse_dd,
-    read_log,
+    read_io_log,
     speed_profile,
 )
 from pytest_ssd.errors import ConfigError, ParseError
 from pytest_ssd.fio.job import render
 from pytest_ssd.report import fill as graphs
 from pytest_ssd.report.figures import render as render_figure
-from pytest_ssd.workloads.fill import PROFILES, SELF_CHECK, dd_argv, read_job
+from pytest_ssd.workloads.fill import (
+    PROFILES,
+    SELF_CHECK,
+    check_chunks,
+    check_job,
+    dd_argv,
+    read_job,
+)
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "fio"
 MiB, GiB = 1 << 20, 1 << 30
@@ -87,13 +94,12 @@ def test_quanta_inside_one_window_are_marked_interpolated() -> None:
     # 250 ms windows at 1024 MiB/s hold four 64 MiB quanta each
     profile = speed_profile(*logged((1024, 8), window_s=0.25), 64 * MiB)
     assert profile.interpolated.all() and not profile.resolved
-    # fio's long first window (121 ms, then 10 ms windows), as in the golden fill log
-    log = read_log(GOLDEN / "fill_bw.log")
-    one = fill_pass("golden", log, log, 1 << 30, 0.521)
+    # the golden per-I/O pass in 10 ms windows: its first I/Os complete at 10 ms, a
+    # window then moves some 25 MiB, so 32 MiB quanta span at least two windows
+    one = fill_pass("golden", read_io_log(GOLDEN / "fill_io_clat.log"), 256 << 20, 0.123, 0.010)
     golden = speed_profile(one.t_s, one.written, 32 * MiB)
-    # the first 0.22 GiB come from one window: 32 MiB quanta 1-6 lie inside it
-    assert golden.interpolated.tolist() == [True] * 6 + [False] * (golden.samples - 6)
-    assert golden.summary()["interpolated"] == 6
+    assert golden.samples == 8 and float(golden.q[-1]) == 256 << 20
+    assert golden.summary()["interpolated"] == int(golden.interpolated.sum())
 
 
 def test_sustained_rate_is_the_first_percentile_nearest_rank() -> None:
@@ -165,10 +171,19 @@ def test_read_job_and_dd_read_the_same_span_the_same_way() -> None:
         "read", MiB, 1, "psync", True,
     )  # fmt: skip
     assert job.size == 3 * GiB
-    assert "log_avg_msec=100" in render([job], "/dev/x", log_prefix="/tmp/p")
-    argv = dd_argv("/usr/bin/env", "/usr/bin/dd", Path("/dev/x"), span, row)
+    assert "write_lat_log=/tmp/p-speed-read" in render([job], "/dev/x", log_prefix="/tmp/p")
+    chunks = check_chunks(span, row)
+    # eight chunks spread over the span, each at most 1 GiB: 3 GiB / 8 = 384 MiB apart
+    assert chunks == [(i * 384 * MiB, 384 * MiB) for i in range(8)]
+    check = check_job(3, *chunks[3], row)
+    assert (check.rw, check.block_size, check.iodepth, check.ioengine, check.offset) == (
+        "read", MiB, 1, "psync", 3 * 384 * MiB,
+    )  # fmt: skip
+    argv = dd_argv("/usr/bin/env", "/usr/bin/dd", Path("/dev/x"), chunks[3], row)
     assert argv == ["/usr/bin/env", "LC_ALL=C", "/usr/bin/dd", "if=/dev/x", "of=/dev/null",
-                    f"bs={MiB}", "iflag=direct", "count=3072"]  # fmt: skip
+                    f"bs={MiB}", "iflag=direct", f"skip={3 * 384}", "count=384"]  # fmt: skip
+    big = check_chunks(1 << 40, row)
+    assert len(big) == 8 and all(size == GiB for _, size in big), "1 TB: 8 GiB per tool"
 
 
 def test_speed_graphs_draw_samples_average_and_sustained_rate() -> None:
