@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from pytest_html import extras
 
 from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
+from pytest_ssd.device.identity import binary_size
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
@@ -211,7 +213,13 @@ class SsdBench:
         fills = tuple(prefill_job(f"prefill-{n}", a, b) for n, (a, b) in enumerate(gaps, 1))
         why = "reads measure only LBAs written since the last purge"
         spans = [list(gap) for gap in gaps]
-        self.note("ssd.prefill", {"bytes": sum(b - a for a, b in gaps), "spans": spans, "why": why})
+        total = sum(b - a for a, b in gaps)
+        self.note("ssd.prefill", {"bytes": total, "spans": spans, "why": why})
+        shown = ", ".join(f"[{a:,}, {b:,})" for a, b in gaps)
+        text = f"prefilled {binary_size(total)} before the read ({shown}): {why}"
+        self.node.stash.setdefault(FIGURES_KEY, []).append(
+            extras.html(f"<p>{html.escape(text)}</p>")
+        )
         return fills
 
     def _keep_health(self, sampler: Sampler, name: str) -> None:
