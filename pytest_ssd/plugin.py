@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 from collections.abc import Generator, Iterator
 from types import FrameType
 from typing import Any
@@ -245,6 +246,9 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         session.open(list(config.invocation_params.args))
     except SsdError as exc:
+        # what recovery put back (or refused) stays said, even when the session is refused
+        for line in session.tuner.summary_lines() if session.tuner else ():
+            sys.stderr.write(f"pytest-ssd: {line}\n")
         raise pytest.UsageError(str(exc)) from None
     if not config.getoption("htmlpath", None):
         config.option.htmlpath = str(session.run_dir / "report.html")

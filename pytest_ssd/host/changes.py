@@ -1,7 +1,8 @@
 """One change --ssd-tune makes, with what puts it back.
 
 A change knows its original value before it is applied, and serializes to the
-restore file, so a later session can put it back after this one died.
+restore journal, so a later session can put it back after this one died (what it
+accepts from the journal: :mod:`pytest_ssd.host.journal`).
 Restoring a change that was never applied writes the value that is already
 there: harmless, so a restore always goes through every planned change.
 """
@@ -99,7 +100,7 @@ Change = FileWrite | FeatureWrite
 
 
 def change_from_dict(data: dict[str, Any]) -> Change:
-    """A change as the restore file keeps it; TuneError when the entry is not one."""
+    """A change as the journal keeps it (not yet checked); TuneError when the entry is not one."""
     try:
         if data["kind"] == "file":
             return FileWrite(
@@ -112,5 +113,5 @@ def change_from_dict(data: dict[str, Any]) -> Change:
                 int(data["original"]), int(data["target"]), str(data.get("data", "")),
             )  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:
-        raise TuneError(f"restore entry {data!r} lacks or mangles {exc}") from None
-    raise TuneError(f"restore entry of unknown kind {data.get('kind')!r}")
+        raise TuneError(f"lacks or mangles {exc}") from None
+    raise TuneError(f"kind {data.get('kind')!r} is not one --ssd-tune writes")

@@ -24,6 +24,8 @@ class TuneLog:
     requested: bool = False
     #: a session that died left the machine tuned: what was put back at start
     recovered: list[str] = field(default_factory=list)
+    #: entries of that session's journal refused (not a setting, place or value of ours)
+    refused: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     #: settings tuning could not reach, with the reason
     skipped: list[str] = field(default_factory=list)
@@ -33,7 +35,13 @@ class TuneLog:
 
     def as_dict(self) -> dict[str, Any]:
         return {"requested": self.requested, "recovered": self.recovered,
-                "changed": self.changed, "skipped": self.skipped}  # fmt: skip
+                "refused": self.refused, "changed": self.changed,
+                "skipped": self.skipped}  # fmt: skip
+
+
+def _nvme_node(roots: Roots, identity: DeviceIdentity) -> str:
+    """The kernel's own node of the device (what a restore accepts), not the path given."""
+    return str(roots.dev / identity.kernel_name) if identity.kernel_name else identity.path
 
 
 def device_settings(roots: Roots, io: Io, devices: Mapping[str, DeviceIdentity]) -> list[Setting]:
@@ -42,7 +50,7 @@ def device_settings(roots: Roots, io: Io, devices: Mapping[str, DeviceIdentity])
     for dut_id, identity in devices.items():
         found.append(settings.scheduler(roots, dut_id, identity))
         if identity.transport == "nvme":
-            found.append(ApstSetting(identity.path, dut_id, io))
+            found.append(ApstSetting(_nvme_node(roots, identity), dut_id, io))
         else:
             found.append(Unavailable("apst", "NVMe APST", "off", "not an NVMe device", dut_id))
     return found

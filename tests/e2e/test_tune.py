@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.host import RESTORE_FILE
-from pytest_ssd.statedir import STATE_DIR_ENV
+from pytest_ssd.statedir import STATE_DIR_ENV, write_private
 from tests.e2e.conftest import REPO, SMOKE, attached_loops
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -164,29 +164,95 @@ def test_a_killed_session_is_restored_by_the_next(
     assert str(reports) not in attached_loops(), "the killed session's scratch is swept too"
 
 
+def _hostile(victim: Path, existing: Path) -> list[dict[str, Any]]:
+    """Journal entries that would make root write a cron job and overwrite a file."""
+    cron = {"kind": "file", "setting": "thp", "path": str(victim),
+            "original": "* * * * * root sh -c pwned", "target": "never"}  # fmt: skip
+    return [cron, {**cron, "path": str(existing)}, {**cron, "setting": "cron"}]
+
+
 def test_a_planted_restore_file_in_the_report_folder_writes_nothing(
     run_ssd: Any, tmp_path: Path
 ) -> None:
     # the old journal's place: any writable report folder was an arbitrary root write
-    victim = tmp_path / "etc" / "cron.d" / "planted"
+    victim, existing = tmp_path / "etc" / "cron.d" / "planted", tmp_path / "precious"
+    existing.write_text("keep\n")
     reports = tmp_path / "reports"
     reports.mkdir()
-    entry = {"kind": "file", "setting": "thp", "path": str(victim),
-             "original": "* * * * * root sh -c pwned", "target": "never"}  # fmt: skip
-    planted = {"pid": 1, "started": "1", "changes": [entry]}
+    planted = {"pid": 1, "started": "1", "changes": _hostile(victim, existing)}
     (reports / ".ssd-tune-restore.json").write_text(json.dumps(planted))
     run = run_ssd("--dut=scratch:64M", "-k", "seq-read")
     run.result.assert_outcomes(passed=1, deselected=3)
     assert not victim.exists() and not victim.parent.exists()
-    assert "recovered:" not in run.result.stdout.str()
+    assert existing.read_text() == "keep\n"
+    out = run.result.stdout.str()
+    assert "recovered:" not in out and "refused to restore" not in out, "never read"
 
 
+def _plant_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: dict[Path, str]
+) -> tuple[Path, Path]:
+    """A private state folder whose journal holds one good THP entry and hostile ones."""
+    state = tmp_path / "state"
+    (state / "tune").mkdir(mode=0o700, parents=True)
+    state.chmod(0o700)
+    victim, existing = tmp_path / "etc" / "cron.d" / "planted", tmp_path / "precious"
+    existing.write_text("keep\n")
+    # a good entry: put back (as it already is)
+    same = {"kind": "file", "setting": "thp", "path": str(THP), "target": "never",
+            "original": _selected(before[THP])}  # fmt: skip
+    journal = {"pid": 1, "started": "1", "changes": [same, *_hostile(victim, existing)]}
+    write_private(state / "tune" / RESTORE_FILE, json.dumps(journal))
+    monkeypatch.setenv(STATE_DIR_ENV, str(state))
+    return victim, existing
+
+
+def test_recovery_is_reported_also_when_the_session_is_then_refused(
+    run_ssd: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_found: Callable[..., Reader]
+) -> None:
+    now = as_found(THP)
+    before = now()
+    victim, existing = _plant_journal(tmp_path, monkeypatch, before)
+    run = run_ssd(f"--dut={tmp_path / 'no-such-disk'}")
+    err = run.result.stderr.str()
+    assert run.result.ret == 4, err
+    assert f"pytest-ssd: recovered: {THP}: {_selected(before[THP])} again (left by pid 1)" in err
+    refused = [ln for ln in err.splitlines() if ln.startswith("pytest-ssd: refused to restore: ")]
+    assert len(refused) == 3, err
+    assert "no-such-disk" in err and not victim.exists() and existing.read_text() == "keep\n"
+    assert now() == before
+
+
+def test_a_hostile_journal_in_the_state_folder_is_refused_entry_by_entry(
+    run_ssd: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_found: Callable[..., Reader]
+) -> None:
+    now = as_found(THP)
+    before = now()
+    victim, existing = _plant_journal(tmp_path, monkeypatch, before)
+    run = run_ssd("--dut=scratch:64M", "-k", "seq-read")
+    out = run.result.stdout.str()
+    run.result.assert_outcomes(passed=1, deselected=3)
+    assert not victim.exists() and not victim.parent.exists()
+    assert existing.read_text() == "keep\n"
+    assert f"recovered: {THP}: {_selected(before[THP])} again (left by pid 1)" in out, out
+    refused = [line for line in out.splitlines() if line.startswith("refused to restore: ")]
+    assert refused == [
+        f"refused to restore: setting {setting!r}, value '* * * * * root sh -c pwned', at"
+        f" {str(p)!r}: not a file --ssd-tune sets for {setting!r} (left by pid 1)"
+        for p, setting in ((victim, "thp"), (existing, "thp"), (victim, "cron"))
+    ], out
+    assert run.results()["run"]["tune"]["refused"] == [r.split(": ", 1)[1] for r in refused]
+    assert not (_journal()).exists(), "reported once"
+    assert now() == before
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o777])
 def test_a_state_folder_others_may_write_is_refused_in_one_line(
-    run_ssd: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_ssd: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: int
 ) -> None:
     state = tmp_path / "state"
     (state / "tune").mkdir(parents=True)
-    state.chmod(0o777)
+    state.chmod(mode)
     victim = tmp_path / "victim"
     entry = {"kind": "file", "setting": "thp", "path": str(victim), "original": "x",
              "target": "never"}  # fmt: skip
@@ -196,8 +262,8 @@ def test_a_state_folder_others_may_write_is_refused_in_one_line(
     out = run.result.stdout.str() + run.result.stderr.str()
     errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
     assert run.result.ret == 4 and errors == [
-        f"ERROR: refusing pytest-ssd's state folder {state}: it is writable by others (mode 0777);"
-        " make it a private folder (chmod 700) or remove it"
+        f"ERROR: refusing pytest-ssd's state folder {state}: it is writable by others"
+        f" (mode {mode:04o}); make it a private folder (chmod 700) or remove it"
     ], out
     assert "Traceback" not in out and "INTERNALERROR" not in out
     assert not victim.exists()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import errno
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_ssd.host.io import Roots
 from pytest_ssd.proc import Completed
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "nvme"
@@ -75,6 +78,15 @@ def fake_host(root: Path, cpus: int = 2) -> tuple[Path, Path]:
     put(procfs, "sys/kernel/randomize_va_space", "2")
     put(procfs, "meminfo", "MemTotal:       16303428 kB\nMemAvailable:   12000000 kB")
     return sysfs, procfs
+
+
+def nvme_node(roots: Roots, name: str = "nvme0n1", minor: int = 0) -> Path:
+    """A block device node in the fake /dev and its sysfs entry, as the kernel makes them."""
+    put(roots.sysfs, f"class/block/{name}/dev", f"259:{minor}")
+    roots.dev.mkdir(parents=True, exist_ok=True)
+    node = roots.dev / name
+    os.mknod(node, stat.S_IFBLK | 0o600, os.makedev(259, minor))
+    return node
 
 
 def snapshot(sysfs: Path, procfs: Path) -> dict[str, str]:

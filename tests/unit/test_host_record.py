@@ -69,8 +69,8 @@ def test_record_warnings_and_dict() -> None:
     ]
     assert [r.key for r in record.unavailable()] == ["governor"]
     data = record.as_dict()
-    assert data["tune"] == {"requested": True, "recovered": [], "changed": ["x: 2 -> 0"],
-                            "skipped": []}  # fmt: skip
+    assert data["tune"] == {"requested": True, "recovered": [], "refused": [],
+                            "changed": ["x: 2 -> 0"], "skipped": []}  # fmt: skip
     assert Reading.from_dict(data["host_settings"][3]) == record.readings[3]
     lines = record.table_lines()
     assert lines[0].split() == ["THP", "madvise", "(recommended:", "never)"]
