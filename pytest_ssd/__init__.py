@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fixture import SsdBench
+from pytest_ssd.version import __version__
 
 __all__ = ["SsdBench", "SsdError", "__version__"]

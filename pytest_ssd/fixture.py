@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 from pytest_html import extras
 
+from pytest_ssd import figures
 from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import binary_size
@@ -24,7 +25,6 @@ from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import JobResult
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
-from pytest_ssd.report import figures
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
     PROPERTY,

@@ -34,6 +34,7 @@ from pytest_ssd.device.node import DeviceLock, canonical, device_key
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.errors import DeviceError, SafetyError
+from pytest_ssd.figures.steady import save_charts
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.health import Sampler, Source, find_source
@@ -55,7 +56,6 @@ from pytest_ssd.state.tracker import DeviceState
 from pytest_ssd.state.written import WrittenMap
 
 WORKERINPUT_KEY = "pytest_ssd"
-SCRATCH_BANNER = "these results describe no SSD"
 SCRATCH_DIR = ".scratch"
 LATEST = "latest"
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-\d+$")
@@ -443,7 +443,7 @@ class SsdSession:
                 dut_id, dut.path, dut.identity, state, self.run_dir / "states" / dut_id,
                 lambda: self.guard_writes(dut), self.speeds, speed_key(dut.identity, dut.scratch),
                 self.options.purge, self.progress, sampler=lambda: self.sampler(dut),
-                written=dut.written,
+                written=dut.written, charts=save_charts,
             )  # fmt: skip
         return self.keepers[dut_id]
 

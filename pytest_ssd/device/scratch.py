@@ -24,6 +24,8 @@ from pytest_ssd.proc import run
 from pytest_ssd.statedir import FileLock, read_private, state_dir, write_private
 
 LOSETUP_TIMEOUT_S = 60.0
+#: said wherever a scratch device's results are shown
+SCRATCH_BANNER = "these results describe no SSD"
 _PREFIX = "scratch-"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pytest_ssd.host.hooks import HostReport
 from pytest_ssd.host.io import Roots, SystemIo, TuneError
 from pytest_ssd.host.record import HostRecord, TuneLog
 from pytest_ssd.host.settings import NOT_AVAILABLE, Reading
@@ -12,7 +11,6 @@ __all__ = [
     "NOT_AVAILABLE",
     "RESTORE_FILE",
     "HostRecord",
-    "HostReport",
     "Reading",
     "Roots",
     "SystemIo",

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, RunInfo
 from pytest_ssd.report.sections import STYLE, build
-from pytest_ssd.session import SsdSession
 
 
 def gather(
@@ -24,14 +23,12 @@ def gather(
     return drives, [db.run(run_id) for run_id in run_ids]
 
 
-def sections_html(session: SsdSession) -> str:
-    """The run's sections for the top of its pytest-html report."""
-    with ResultsDb(session.options.db) as db:
-        run = db.run(session.run_id)
-        drives, runs = gather(db, run.drives, session.compared)
-        if not runs:
-            runs = [run]
-        parts = build(drives, len(run.drives), runs, session.run_dir / "figures")
+def sections_html(db_path: Path, run_id: str, compared: Sequence[DriveRef], folder: Path) -> str:
+    """Run *run_id*'s sections (compared with *compared*), its graphs saved in *folder*."""
+    with ResultsDb(db_path) as db:
+        run = db.run(run_id)
+        drives, runs = gather(db, run.drives, compared)
+        parts = build(drives, len(run.drives), runs or [run], folder)
     return STYLE + "".join(part.html() for part in parts)
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd import __version__
 from pytest_ssd.errors import ToolError
 from pytest_ssd.host import HostRecord
 from pytest_ssd.proc import run, which
+from pytest_ssd.version import __version__
 
 
 def _cpu_model() -> str | None:

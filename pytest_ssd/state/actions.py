@@ -6,22 +6,19 @@ step); every command goes through :func:`pytest_ssd.proc.run`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from matplotlib.figure import Figure
 
 from pytest_ssd import purge as purging
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import SsdError, ToolError
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.proc import run, which
-from pytest_ssd.report import figures
-from pytest_ssd.report import steady as steady_figures
 from pytest_ssd.state.steps import STEADY_CAP_FACTOR, Step
-from pytest_ssd.steady.fio_native import FioSteadyRule
-from pytest_ssd.steady.snia import SniaTracker
+from pytest_ssd.steady.fio_native import FioSteadyRule, FioSteadyState
+from pytest_ssd.steady.snia import SniaTracker, SniaVerdict
 
 if TYPE_CHECKING:
     from pytest_ssd.state.keeper import StateKeeper
@@ -71,11 +68,15 @@ class SteadyOutcome:
     figures: tuple[str, ...]
 
 
-def _save(figs: list[Figure], artifacts: Path) -> tuple[str, ...]:
-    titles = ("steady-state convergence", "steady-state window")[: len(figs)]
-    return tuple(
-        str(figures.render(f).save(artifacts, t)) for f, t in zip(figs, titles, strict=True)
-    )
+#: ``charts(verdict, folder, quantity, unit)`` saves a steady-state verdict's graphs in
+#: *folder* and returns their paths; the session gives :func:`figures.steady.save_charts`
+Charts = Callable[[FioSteadyState | SniaVerdict, Path, str, str], tuple[str, ...]]
+
+
+def no_charts(verdict: FioSteadyState | SniaVerdict, folder: Path, quantity: str, unit: str
+              ) -> tuple[str, ...]:  # fmt: skip
+    """Draw nothing (a keeper without a report)."""
+    return ()
 
 
 def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> SteadyOutcome:
@@ -94,7 +95,7 @@ def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> SteadyOutcome:
     verdict = result.steadystate
     if verdict is None:
         return SteadyOutcome(written, "fio reported no steady-state block", None, ())
-    shown = _save([steady_figures.fio_steadystate(verdict)], artifacts)
+    shown = keeper.charts(verdict, artifacts, "", "")
     return SteadyOutcome(written, verdict.summary(), verdict.as_dict(), shown)
 
 
@@ -112,12 +113,5 @@ def _snia_rounds(keeper: StateKeeper, step: Step, artifacts: Path, span: int) ->
         tracker.add(sum(d.iops for d in measured.directions.values()))
     verdict = tracker.verdict
     assert verdict is not None
-    unit = {"quantity": f"{step.steady} IOPS", "unit": "IOPS"}
-    shown = _save(
-        [
-            steady_figures.snia_convergence(verdict, **unit),
-            steady_figures.snia_window(verdict, **unit),
-        ],
-        artifacts,
-    )
+    shown = keeper.charts(verdict, artifacts, f"{step.steady} IOPS", "IOPS")
     return SteadyOutcome(written, verdict.summary(), verdict.as_dict(), shown)

@@ -125,6 +125,8 @@ class StateKeeper:
     sampler: Callable[[], Sampler] | None = None
     #: the device's written map: a purge empties it, covering writes fill it, discards cut it
     written: WrittenMap = field(default_factory=WrittenMap)
+    #: draws a steady-state verdict's graphs (the session passes the report's; none in tests)
+    charts: actions.Charts = actions.no_charts
 
     @property
     def context(self) -> Context:

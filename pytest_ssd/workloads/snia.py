@@ -8,8 +8,8 @@ sizes the inner one, all in one fio process, the cells one after another
 excursion ≤ 10 %) judges the test's tracked variable; the test stops when it
 holds or after 25 rounds.  Before every test the PTS purge and its
 workload-independent preconditioning (``wipc``: SEQ 128 KiB QD256 over
-2 × capacity) are reached through :data:`PTS_STATE`; the first rounds are the
-workload-dependent preconditioning, as the PTS has it.
+2 × capacity) are reached through :data:`pytest_ssd.methods.snia.PTS_STATE`; the
+first rounds are the workload-dependent preconditioning, as the PTS has it.
 
 | test | cells | QD × jobs | tracked variable |
 |---|---|---|---|
@@ -34,8 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import pytest
-
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import FioJob, Pattern, format_bytes
 from pytest_ssd.state.profile import Profile
@@ -58,7 +56,6 @@ QUICK_IOPS_MIXES = (100, 65, 0)
 QUICK_IOPS_BLOCKS = (128 * KiB, 4 * KiB, 512)
 QUICK_MAX_ROUNDS = 6
 #: the PTS: purge, then WIPC (SEQ 128 KiB QD256, 2 x capacity), for every test afresh
-PTS_STATE = pytest.mark.dut_state("wipc", pristine=True)
 
 Metric = Literal["iops", "bw_mib_s", "clat_mean_us"]
 UNITS: dict[Metric, str] = {"iops": "IOPS", "bw_mib_s": "MiB/s", "clat_mean_us": "µs"}

@@ -10,7 +10,7 @@ Every pass logs each I/O's completion; its windows (100 ms, quick 10 ms) carry
 the bytes that completed in them, so the "written" axis ends exactly at fio's
 ``io_bytes`` (checked within 0.5 %).  Each pass's windows are kept as a series
 named after its job (``fill-pass-1``, ``fill-pass-2``, ``speed-read``;
-:func:`pytest_ssd.report.fill.series_of`), so the results database can compare
+:func:`pytest_ssd.figures.fill.series_of`), so the results database can compare
 drives' curves long after the run; a large per-I/O log is kept gzip-compressed.
 
 ``test_speed_profile_read`` reads the filled span once with fio, shaped like dd
@@ -45,10 +45,10 @@ from pytest_ssd.analysis import (
     speed_profile,
 )
 from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
+from pytest_ssd.figures import fill as graphs
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.proc import run, which
-from pytest_ssd.report import fill as graphs
 from pytest_ssd.workloads.csd import FILL_DRIVE_STATE
 from pytest_ssd.workloads.fill import (
     SELF_CHECK,

@@ -15,8 +15,8 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
+from pytest_ssd.figures.latency import LatencySample, distribution, tail, tail_table
 from pytest_ssd.fio.results import DEFAULT_PERCENTILES
-from pytest_ssd.report.latency import LatencySample, distribution, tail, tail_table
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import LATENCY_MIXES, LATENCY_SIZE, latency_jobs
 

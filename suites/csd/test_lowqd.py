@@ -17,9 +17,9 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
+from pytest_ssd.figures.lowqd import ratio_curves, weighted_curves
 from pytest_ssd.fio.job import FioJob, Pattern
 from pytest_ssd.fio.results import JobResult
-from pytest_ssd.report.lowqd import ratio_curves, weighted_curves
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, ratio_matrix
 

@@ -19,9 +19,9 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
+from pytest_ssd.figures.grid import Grid, grid_of, results_grid
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import DirectionResult
-from pytest_ssd.report.grid import Grid, grid_of, results_grid
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import (
     CDM_PROFILE_ORDER,

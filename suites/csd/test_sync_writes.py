@@ -12,7 +12,7 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
-from pytest_ssd.report.grid import Bar, mib_bars
+from pytest_ssd.figures.grid import Bar, mib_bars
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import SYNC_SIZE, sync_jobs
 

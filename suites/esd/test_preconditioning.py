@@ -16,8 +16,8 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.device.drive_class import APPLIES_MARKER, ESD_CLASSES
+from pytest_ssd.methods.esd import run_precondition
 from pytest_ssd.workloads.esd import RND_PRECONDITION, RND_STEADY, SEQ_PRECONDITION, SEQ_STEADY
-from pytest_ssd.workloads.esd_run import run_precondition
 
 pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ESD_CLASSES)
 

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.device.drive_class import APPLIES_MARKER, ESD_CLASSES
+from pytest_ssd.methods.esd import limits_of, run_sweep
 from pytest_ssd.workloads.esd import (
     MIXED_READ_PCT,
     RND_STATE,
@@ -20,7 +21,6 @@ from pytest_ssd.workloads.esd import (
     by_queue_depth,
     timing,
 )
-from pytest_ssd.workloads.esd_run import limits_of, run_sweep
 
 pytestmark = [getattr(pytest.mark, APPLIES_MARKER)(*ESD_CLASSES), RND_STATE]
 DIRECTIONS = [pytest.param(100, id="read"), pytest.param(0, id="write")]

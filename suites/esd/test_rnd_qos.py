@@ -12,8 +12,8 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.device.drive_class import APPLIES_MARKER, ESD_CLASSES
+from pytest_ssd.methods.esd import run_qos
 from pytest_ssd.workloads.esd import RND_STATE
-from pytest_ssd.workloads.esd_run import run_qos
 
 pytestmark = [getattr(pytest.mark, APPLIES_MARKER)(*ESD_CLASSES), RND_STATE]
 

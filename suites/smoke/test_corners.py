@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.report import figures
+from pytest_ssd import SsdBench, figures
 from pytest_ssd.workloads.corners import CORNERS, corner_job, prefill_job, span_for
 
 

@@ -8,8 +8,8 @@ they are too few to resolve it) and maximum completion latency (fio's clat).
 from __future__ import annotations
 
 from pytest_ssd import SsdBench
-from pytest_ssd.workloads.snia import PTS_STATE, plan
-from pytest_ssd.workloads.snia_run import check_rounds, run_rounds
+from pytest_ssd.methods.snia import PTS_STATE, check_rounds, run_rounds
+from pytest_ssd.workloads.snia import plan
 
 
 @PTS_STATE

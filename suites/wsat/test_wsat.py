@@ -13,8 +13,8 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.device.drive_class import APPLIES_MARKER, WSAT_CLASSES
+from pytest_ssd.methods.wsat import check_run, run_wsat
 from pytest_ssd.workloads.wsat import WORKLOADS
-from pytest_ssd.workloads.wsat_run import check_run, run_wsat
 
 pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*WSAT_CLASSES)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pytest_ssd.report.sections import esd_figures as figs
+from pytest_ssd.figures import esd as figs
+from pytest_ssd.methods.esd import steady_verdict
 from pytest_ssd.steady import FioSteadyState
-from pytest_ssd.workloads.esd_run import steady_verdict
 
 
 def _steady(attained: bool, duration_s: int = 2) -> FioSteadyState:

@@ -18,10 +18,10 @@ from pytest_ssd.analysis.lowqd import (
     weighted_curve,
 )
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.figures import render as render_figure
+from pytest_ssd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import DirectionResult, JobResult
-from pytest_ssd.report.figures import render as render_figure
-from pytest_ssd.report.lowqd import ranking_bars, ratio_curves, weighted_curves
 from pytest_ssd.state.layout import Region
 from pytest_ssd.workloads.lowqd import (
     PLANS,

@@ -11,12 +11,10 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 from pytest_ssd.errors import ConfigError, ParseError
-from pytest_ssd.fio.job import render
-from pytest_ssd.fio.results import DirectionResult, JobResult, parse_output, percentiles_from_bins
-from pytest_ssd.report.figures import nines_x
-from pytest_ssd.report.figures import render as render_figure
-from pytest_ssd.report.grid import Bar, Cell, grid_of, mib_bars, results_grid
-from pytest_ssd.report.latency import (
+from pytest_ssd.figures import nines_x
+from pytest_ssd.figures import render as render_figure
+from pytest_ssd.figures.grid import Bar, Cell, grid_of, mib_bars, results_grid
+from pytest_ssd.figures.latency import (
     NOT_RESOLVED,
     LatencySample,
     distribution,
@@ -24,6 +22,8 @@ from pytest_ssd.report.latency import (
     tail,
     tail_table,
 )
+from pytest_ssd.fio.job import render
+from pytest_ssd.fio.results import DirectionResult, JobResult, parse_output, percentiles_from_bins
 from pytest_ssd.state.layout import Region
 from pytest_ssd.workloads.profiles import (
     CDM_PROFILES,

@@ -30,9 +30,9 @@ from pytest_ssd.analysis.fill import FillPass
 from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, Series
 from pytest_ssd.db.arrays import pack, unpack
 from pytest_ssd.errors import ParseError
-from pytest_ssd.report.fill import pass_of, series_of
-from pytest_ssd.report.grid import grid_of, grid_of_values
-from pytest_ssd.report.latency import LatencySample
+from pytest_ssd.figures.fill import pass_of, series_of
+from pytest_ssd.figures.grid import grid_of, grid_of_values
+from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.report.sections.base import Context, FigureSink, Palette, Section
 from pytest_ssd.report.sections.csd import section
 from pytest_ssd.report.sections.match import SHAPE

@@ -7,11 +7,11 @@ inspected as fio would receive them (METHOD §3, §5; SNIA SSS PTS).
 from __future__ import annotations
 
 from pytest_ssd.fio.job import FioJob, render
+from pytest_ssd.methods.snia import PTS_STATE
 from pytest_ssd.state.profile import Profile
 from pytest_ssd.state.spec import parse_state
 from pytest_ssd.state.steps import Context, path
 from pytest_ssd.steady.snia import SniaRule
-from pytest_ssd.workloads import snia
 from pytest_ssd.workloads.snia import Cell, plan
 
 KiB = 1 << 10
@@ -77,8 +77,8 @@ def test_a_round_is_one_fio_process_with_stonewalled_cells() -> None:
 
 
 def test_pts_state_is_purge_then_wipc_2x_capacity() -> None:
-    (marker,) = snia.PTS_STATE.mark.args
-    assert snia.PTS_STATE.mark.kwargs == {"pristine": True}
+    (marker,) = PTS_STATE.mark.args
+    assert PTS_STATE.mark.kwargs == {"pristine": True}
     steps = path(None, parse_state(marker), Context(GB960, FULL))
     assert [s.kind for s in steps] == ["purge", "idle", "fio"]
     assert steps[1].idle_s == 900

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_ssd.figures.snia import CellTable
 from pytest_ssd.fio.results import parse_output, percentiles_from_bins
-from pytest_ssd.report.snia import CellTable
+from pytest_ssd.methods.snia import CellStats, Rounds, window_results
 from pytest_ssd.state.profile import Profile
 from pytest_ssd.workloads.snia import plan
-from pytest_ssd.workloads.snia_run import CellStats, Rounds, window_results
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "fio"
 RESULT = parse_output((GOLDEN / "randrw_70_30_qd1.json").read_text()).job("randrw")

@@ -10,9 +10,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
+from pytest_ssd.figures import render
+from pytest_ssd.figures.steady import fio_steadystate, snia_convergence, snia_window
 from pytest_ssd.fio.results import parse_output
-from pytest_ssd.report.figures import render
-from pytest_ssd.report.steady import fio_steadystate, snia_convergence, snia_window
 from pytest_ssd.steady import FioSteadyState, SniaVerdict, evaluate
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "fio"

@@ -17,7 +17,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from pytest_ssd.db import DriveResults
-from pytest_ssd.report.figures import PALETTE, render
+from pytest_ssd.figures import PALETTE, render
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from pytest_ssd.db import DriveResults, Series, shared_test_id
-from pytest_ssd.report.figures import PALETTE
+from pytest_ssd.figures import PALETTE
 from pytest_ssd.report.sections.base import Context, notes
 from pytest_ssd.report.sections.match import key_of, match
 from pytest_ssd.results.record import Measurement

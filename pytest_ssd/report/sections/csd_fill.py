@@ -15,8 +15,8 @@ from typing import Any
 from pytest_ssd.analysis.fill import CacheEstimate, FillPass
 from pytest_ssd.db import DriveResults
 from pytest_ssd.errors import ParseError
-from pytest_ssd.report.fill import DriveFill, bw_vs_data_drives, latency_vs_time_drives, pass_of
-from pytest_ssd.report.grid import Bar, mib_bars
+from pytest_ssd.figures.fill import DriveFill, bw_vs_data_drives, latency_vs_time_drives, pass_of
+from pytest_ssd.figures.grid import Bar, mib_bars
 from pytest_ssd.report.sections.base import table
 from pytest_ssd.report.sections.csd_common import CSD, Drives, Part, derived, series
 

@@ -14,14 +14,14 @@ import html
 
 from pytest_ssd.db import DriveResults
 from pytest_ssd.errors import ParseError
-from pytest_ssd.fio.results import Percentile
-from pytest_ssd.report.latency import (
+from pytest_ssd.figures.latency import (
     TABLE_NINES,
     LatencySample,
     TailCurve,
     format_latency,
     tail_curves,
 )
+from pytest_ssd.fio.results import Percentile
 from pytest_ssd.report.sections.base import table
 from pytest_ssd.report.sections.csd_common import (
     Drives,

@@ -13,8 +13,8 @@ import html
 from pytest_ssd.analysis.lowqd import RatioMatrix, ranking
 from pytest_ssd.db import DriveResults
 from pytest_ssd.errors import ParseError
+from pytest_ssd.figures.lowqd import matrix_of, ranking_bars, weighted_curves
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report.lowqd import matrix_of, ranking_bars, weighted_curves
 from pytest_ssd.report.sections.base import table
 from pytest_ssd.report.sections.csd_common import Drives, Part, derived, param_of, state_of
 

@@ -4,7 +4,7 @@ In the flow's order: the SEQ preconditioning (full and close up) and its
 table, the SEQ sweeps, the RND preconditioning, the RND sweeps and the 70/30
 mix, then QoS at QD1 (nines graph per workload and the datasheet table:
 typical, p99, p99.99).  Everything is read from the derived records and series
-the tests stored (:mod:`pytest_ssd.workloads.esd_run`); a drive without them
+the tests stored (:mod:`pytest_ssd.methods.esd`); a drive without them
 is listed under the part with the reason.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from pytest_ssd.db import DriveResults, Series
+from pytest_ssd.figures import esd as figs
+from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report.latency import LatencySample
-from pytest_ssd.report.sections import esd_figures as figs
 from pytest_ssd.report.sections.base import Context, Section, notes, table
 
 ID = "ssd-suite-esd"

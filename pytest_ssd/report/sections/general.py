@@ -7,13 +7,13 @@ from typing import Any
 
 from pytest_ssd.db import RunInfo
 from pytest_ssd.device.identity import binary_size, decimal_size
+from pytest_ssd.device.scratch import SCRATCH_BANNER
 from pytest_ssd.host.record import side_by_side, tune_summary
 from pytest_ssd.report.conformance import conformance_html
 from pytest_ssd.report.sections.base import Context, Section, table
 from pytest_ssd.report.summary import tables_html
 from pytest_ssd.report.transitions import transitions_html
 from pytest_ssd.results.record import verdict_order
-from pytest_ssd.session import SCRATCH_BANNER
 
 #: environment keys shown, in this order, with their names
 ENVIRONMENT = (

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from pytest_ssd.db import DriveResults
+from pytest_ssd.figures import snia as figs
+from pytest_ssd.figures.steady import snia_convergence, snia_window
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report import snia as figs
 from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
-from pytest_ssd.report.steady import snia_convergence, snia_window
 from pytest_ssd.steady.snia import SniaRule, SniaVerdict, SteadyStateError, evaluate
 from pytest_ssd.workloads.snia import mix_label
 

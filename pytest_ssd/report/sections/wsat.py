@@ -13,8 +13,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from pytest_ssd.figures.wsat import WsatCurve, iops_vs_time, iops_vs_written
 from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
-from pytest_ssd.report.wsat import WsatCurve, iops_vs_time, iops_vs_written
 
 ID = "ssd-suite-wsat"
 TITLE = "Write saturation (suites/wsat)"

@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from pytest_ssd.analysis.fill import CacheEstimate, FillPass
 from pytest_ssd.analysis.speed import SpeedProfile
 from pytest_ssd.errors import ParseError
-from pytest_ssd.report.figures import PALETTE, Health, temperature_axis
+from pytest_ssd.figures import PALETTE, Health, temperature_axis
 
 MiB, GiB = 1 << 20, 1 << 30
 _SIZE = (6.4, 3.6)

@@ -18,8 +18,8 @@ from matplotlib.figure import Figure
 
 from pytest_ssd.analysis.lowqd import WEIGHTS, RatioMatrix, ranking
 from pytest_ssd.errors import ConfigError, ParseError
+from pytest_ssd.figures import PALETTE
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report.figures import PALETTE
 
 
 def matrix_of(values: Mapping[str, Any]) -> RatioMatrix:

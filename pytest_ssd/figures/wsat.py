@@ -17,7 +17,7 @@ import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pytest_ssd.report.figures import Health, temperature_axis
+from pytest_ssd.figures import Health, temperature_axis
 from pytest_ssd.workloads.wsat import SteadyRegion, WsatLog
 
 GiB = 1 << 30

@@ -21,10 +21,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from pytest_ssd.figures import PALETTE, Health, temperature_axis
+from pytest_ssd.figures.latency import NOT_RESOLVED, LatencySample
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.fio.results import Percentile
-from pytest_ssd.report.figures import PALETTE, Health, temperature_axis
-from pytest_ssd.report.latency import NOT_RESOLVED, LatencySample
 
 Floats = npt.NDArray[np.float64]
 #: the nines axis starts where the linear part ends

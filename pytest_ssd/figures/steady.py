@@ -1,17 +1,19 @@
 """Steady-state graphs: SNIA convergence and measurement window, fio's per-second samples.
 
 Each function returns a matplotlib ``Figure`` (no pyplot state); render it with
-:func:`pytest_ssd.report.figures.render`.
+:func:`pytest_ssd.figures.render`.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from pytest_ssd.report.figures import PALETTE
+from pytest_ssd.figures import PALETTE, render
 from pytest_ssd.steady import FioSteadyState, SniaVerdict
 
 _SIZE = (6.4, 3.6)
@@ -110,3 +112,19 @@ def fio_steadystate(state: FioSteadyState) -> Figure:
     ax.set_xlabel("time in the steady-state window (s)")
     ax.set_ylabel(f"{quantity} ({unit})")
     return _finish(fig, ax, state.summary())
+
+
+def save_charts(
+    verdict: FioSteadyState | SniaVerdict, folder: Path, quantity: str, unit: str
+) -> tuple[str, ...]:
+    """A steady-state verdict's graphs saved in *folder* (PNG and SVG): the PNG paths.
+
+    fio's own detection: its per-second samples; SNIA rounds: convergence and window.
+    """
+    if isinstance(verdict, FioSteadyState):
+        figs = {"steady-state convergence": fio_steadystate(verdict)}
+    else:
+        axes = {"quantity": quantity, "unit": unit}
+        figs = {"steady-state convergence": snia_convergence(verdict, **axes),
+                "steady-state window": snia_window(verdict, **axes)}  # fmt: skip
+    return tuple(str(render(fig).save(folder, title)) for title, fig in figs.items())

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from pytest_ssd.analysis import log_path, read_log
+from pytest_ssd.figures import esd as figs
+from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import JobResult
 from pytest_ssd.fixture import SsdBench
-from pytest_ssd.report.latency import LatencySample
-from pytest_ssd.report.sections import esd_figures as figs
 from pytest_ssd.steady.fio_native import FioSteadyState
 from pytest_ssd.workloads.esd import (
     QOS_NINES,

@@ -19,7 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from pytest_ssd.report.figures import PALETTE
+from pytest_ssd.figures import PALETTE
 from pytest_ssd.workloads.profiles import DIRECTIONS, CdmScore, CdmTest
 
 #: column edges of a grid panel (label, read, write), in axes units

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.device.scratch import SCRATCH_BANNER
 from pytest_ssd.report.build import sections_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
-from pytest_ssd.session import SCRATCH_BANNER, SsdSession
+from pytest_ssd.session import SsdSession
 
 COLUMNS = (
     ("device", "Device"),
@@ -88,4 +89,6 @@ class HtmlReport:
     def pytest_html_results_summary(
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
     ) -> None:
-        prefix.append(sections_html(self.session))
+        ssd = self.session
+        prefix.append(sections_html(ssd.options.db, ssd.run_id, ssd.compared,
+                                    ssd.run_dir / "figures"))  # fmt: skip

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pytest
 
-from pytest_ssd import SsdBench
+from pytest_ssd.figures import snia as figs
+from pytest_ssd.figures.steady import snia_convergence, snia_window
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.results import JobResult, percentiles_from_bins
-from pytest_ssd.report import snia as figs
-from pytest_ssd.report.steady import snia_convergence, snia_window
+from pytest_ssd.fixture import SsdBench
 from pytest_ssd.steady.snia import SniaTracker, SniaVerdict, judge_window
 from pytest_ssd.workloads.snia import PtsTest, SniaPlan, plan
 
@@ -38,6 +39,9 @@ from pytest_ssd.workloads.snia import PtsTest, SniaPlan, plan
 TAIL_P = 99.999
 #: what a round keeps per cell, the series' arrays
 ROUND_FIELDS = ("iops", "bw_mib_s", "clat_mean_us", "clat_max_us")
+
+#: the state every PTS test starts from: purged, then workload-independent preconditioning
+PTS_STATE = pytest.mark.dut_state("wipc", pristine=True)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """SNIA PTS graphs: per-round convergence of the tracked mix, and results by block size.
 
 The tracked variable's own convergence and measurement-window graphs are
-:func:`pytest_ssd.report.steady.snia_convergence` and ``snia_window``; here are
+:func:`pytest_ssd.figures.steady.snia_convergence` and ``snia_window``; here are
 the PTS's other pages: every block size of the tracked R/W mix per round (its
 "steady-state convergence plot"), and the window's per-cell means as a 2-D plot,
 one line per R/W mix against the block size (one block size: bars per mix).
@@ -18,8 +18,8 @@ import numpy.typing as npt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
+from pytest_ssd.figures import PALETTE
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report.figures import PALETTE
 from pytest_ssd.steady.snia import SniaVerdict
 from pytest_ssd.workloads.snia import mix_label
 

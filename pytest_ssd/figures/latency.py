@@ -23,8 +23,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from pytest_ssd.errors import ParseError
+from pytest_ssd.figures import NINES, PALETTE, nines_x
 from pytest_ssd.fio.results import JobResult, Percentile, percentiles_from_bins
-from pytest_ssd.report.figures import NINES, PALETTE, nines_x
 
 #: the table's rows: one nine to five nines (seed 000)
 TABLE_NINES = (90.0, 99.0, 99.9, 99.99, 99.999)

@@ -19,20 +19,20 @@ from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class, 
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fixture import FIGURES_KEY, SsdBench
-from pytest_ssd.host import HostReport
-from pytest_ssd.proc.runner import die_with_parent
-from pytest_ssd.purge import PurgeMethod
-from pytest_ssd.report.html import HtmlReport, terminal_lines
-from pytest_ssd.results.collector import RunRecorder
-from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
-from pytest_ssd.specs.params import (
+from pytest_ssd.plugin.collector import RunRecorder
+from pytest_ssd.plugin.host import HostReport
+from pytest_ssd.plugin.html import HtmlReport, terminal_lines
+from pytest_ssd.plugin.overview import plan_lines
+from pytest_ssd.plugin.params import (
     SPEC_FIXTURE,
     SPEC_MARKER_HELP,
     check_spec_markers,
     spec_params,
 )
+from pytest_ssd.proc.runner import die_with_parent
+from pytest_ssd.purge import PurgeMethod
+from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
-from pytest_ssd.state.overview import plan_lines
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.state.progress import terminal_writer
 
