@@ -33,7 +33,8 @@ from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
 from pytest_ssd.device.node import DeviceLock, canonical, device_key
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
-from pytest_ssd.errors import DeviceError, SafetyError
+from pytest_ssd.errors import ConfigError, DeviceError, SafetyError
+from pytest_ssd.extensions import Extensions
 from pytest_ssd.figures.steady import save_charts
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.fio.job import fio_path
@@ -42,6 +43,7 @@ from pytest_ssd.host import HostRecord, Tuner
 from pytest_ssd.proc import which
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.purge import choose as choose_purge
+from pytest_ssd.purge.extra import pick as pick_purge
 from pytest_ssd.results import ResultsStore, runinfo
 from pytest_ssd.results.files import storage_error
 from pytest_ssd.specs.load import load_datasheet
@@ -56,6 +58,8 @@ from pytest_ssd.state.tracker import DeviceState
 from pytest_ssd.state.written import WrittenMap
 
 WORKERINPUT_KEY = "pytest_ssd"
+#: what --ssd-purge takes of pytest-ssd's own methods (plugins may add more)
+PURGE_NAMES = tuple(m.value for m in PurgeMethod)
 SCRATCH_DIR = ".scratch"
 LATEST = "latest"
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-\d+$")
@@ -186,10 +190,13 @@ class Dut:
     drive_class: DriveClass | None = None
     iu: IndirectionUnit | None = None
 
-    def classify(self, classes: tuple[DriveClassName, ...], index: int) -> None:
-        """Set the class (the index-th ``--dut-class``, else the guess) and the IU."""
+    def classify(
+        self, classes: tuple[DriveClassName, ...], index: int, extensions: Extensions
+    ) -> None:
+        """Set the class and the IU: the index-th ``--dut-class``, a plugin's, else the guess."""
         given = classes[index] if index < len(classes) else None
-        self.drive_class = classify(self.identity, self.scratch, given)
+        added = None if given or self.scratch else extensions.drive_class(self.identity, False)
+        self.drive_class = added or classify(self.identity, self.scratch, given)
         self.iu = indirection_unit(self.identity)
 
     def describe(self) -> dict[str, Any]:
@@ -237,27 +244,31 @@ class SsdSession:
     warnings: list[str] = field(default_factory=list)
     #: the report folder did not exist before this session (it may remove it, left empty)
     made_report_dir: bool = False
+    #: what suites and plugins added through pytest-ssd's hooks
+    extensions: Extensions = field(default_factory=Extensions)
 
     @property
     def dut_ids(self) -> list[str]:
         return unique_ids(list(self.options.duts))
 
     @classmethod
-    def for_controller(cls, config: pytest.Config) -> SsdSession:
+    def for_controller(cls, config: pytest.Config, extensions: Extensions) -> SsdSession:
         options = Options.from_config(config)
         run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
-        return cls(options, run_id, options.report_dir / run_id, worker=False)
+        return cls(options, run_id, options.report_dir / run_id, worker=False,
+                   extensions=extensions)  # fmt: skip
 
     @classmethod
-    def for_worker(cls, config: pytest.Config) -> SsdSession:
+    def for_worker(cls, config: pytest.Config, extensions: Extensions) -> SsdSession:
         data = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
-        session = cls(Options.from_config(config), data["run_id"], Path(data["run_dir"]), True)
+        session = cls(Options.from_config(config), data["run_id"], Path(data["run_dir"]), True,
+                      extensions=extensions)  # fmt: skip
         for index, item in enumerate(data["duts"]):
             path = Path(item["path"])
             session.duts[item["id"]] = Dut(
                 item["id"], path, identify(path), item["scratch"], item["readonly"], item["note"]
             )
-            session.duts[item["id"]].classify(session.options.classes, index)
+            session.duts[item["id"]].classify(session.options.classes, index, extensions)
         for dut_id, sheet in data.get("datasheets", {}).items():
             session.datasheets[dut_id] = load_datasheet(sheet)
         return session
@@ -347,13 +358,18 @@ class SsdSession:
         for index, (dut_id, spec) in enumerate(specs):
             dut = named[dut_id] if dut_id in named else self._make_scratch(dut_id, spec, index)
             dut.summary = summarize(dut.identity)
-            dut.classify(self.options.classes, index)
+            dut.classify(self.options.classes, index, self.extensions)
             dut.label = default_label(dut, self.options.labels, index)
             self.duts[dut_id] = dut
         forced = self.options.purge
+        added = self.extensions.purge_methods
+        if forced and forced not in {*PURGE_NAMES, *self.extensions.purge_names}:
+            names = ", ".join((*PURGE_NAMES, *self.extensions.purge_names))
+            raise ConfigError(f"--ssd-purge={forced}: no such purge method (one of {names})")
         if forced and not self.options.readonly:  # the plan must not promise what cannot run
             for dut in self.duts.values():
-                choose_purge(dut.identity, PurgeMethod(forced))
+                if pick_purge(dut.identity, added, forced) is None:
+                    choose_purge(dut.identity, PurgeMethod(forced))
 
     def _lock(self, node: Path) -> None:
         lock = DeviceLock(node)
@@ -413,7 +429,9 @@ class SsdSession:
     def sampler(self, dut: Dut) -> Sampler:
         """A health sampler for *dut* (inactive, with the reason, where it has no sensor)."""
         if dut.id not in self.health_sources:
-            self.health_sources[dut.id] = find_source(dut.identity)
+            added = self.extensions.health_source(dut.identity)
+            found = (added, added.name) if added is not None else find_source(dut.identity)
+            self.health_sources[dut.id] = found
         source, what = self.health_sources[dut.id]
         interval = self.options.health_interval
         reason = what if source is None else ("" if interval else "--ssd-health-interval=0")
@@ -444,6 +462,7 @@ class SsdSession:
                 lambda: self.guard_writes(dut), self.speeds, speed_key(dut.identity, dut.scratch),
                 self.options.purge, self.progress, sampler=lambda: self.sampler(dut),
                 written=dut.written, charts=save_charts,
+                added_purges=self.extensions.purge_methods,
             )  # fmt: skip
         return self.keepers[dut_id]
 

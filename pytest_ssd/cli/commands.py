@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from pytest_ssd.cli.export import TABLES, as_csv, as_json, rows
+from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.errors import DatabaseError, SsdError
 from pytest_ssd.report.build import report_page
@@ -84,7 +85,8 @@ def report(args: argparse.Namespace) -> None:
         if not folder.is_dir():
             folder = args.db.parent / run.id
         output = args.output or folder / "report-from-db.html"
-        _write(output, report_page(db, run, compared, output.parent / "figures-from-db"))
+        figures = output.parent / "figures-from-db"
+        _write(output, report_page(db, run, compared, figures, declared=declared_sections()))
 
 
 def compare(args: argparse.Namespace) -> None:
@@ -97,7 +99,8 @@ def compare(args: argparse.Namespace) -> None:
         others = [d for d in drives if d.run_id != base.id]
         stem = "-".join("".join(c if c.isalnum() else "_" for c in x) for x in args.labels)[:80]
         output = args.output or args.db.parent / f"compare-{stem}.html"
-        page = report_page(db, base, others, output.parent / f"figures-compare-{stem}", first)
+        figures = output.parent / f"figures-compare-{stem}"
+        page = report_page(db, base, others, figures, first, declared=declared_sections())
         _write(output, page)
 
 

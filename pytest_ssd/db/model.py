@@ -57,6 +57,8 @@ class DriveResults:
     series: list[Series] = field(default_factory=list)
     #: node id -> outcome (passed, failed, skipped, error ...)
     tests: dict[str, str] = field(default_factory=dict)
+    #: node id -> the suite its conftest.py declared (none in databases before schema 2)
+    suites: dict[str, str] = field(default_factory=dict)
     _index: dict[tuple[str, str], Measurement] | None = field(
         default=None, init=False, repr=False, compare=False
     )

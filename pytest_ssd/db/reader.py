@@ -105,9 +105,10 @@ class ResultsDb:
                 meta = json.loads(row["meta"])
                 found.series.append(Series(row["test"], row["name"], meta, unpack(row["arrays"])))
         tests = self.conn.execute(
-            "SELECT nodeid, outcome FROM tests WHERE run_id = ?", (drive.run_id,)
+            "SELECT nodeid, outcome, suite FROM tests WHERE run_id = ?", (drive.run_id,)
         ).fetchall()
         found.tests = {r["nodeid"]: r["outcome"] for r in tests}
+        found.suites = {r["nodeid"]: r["suite"] for r in tests if r["suite"]}
         return found
 
     def resolve(self, refs: Sequence[str], *, exclude_run: str | None = None) -> list[DriveRef]:

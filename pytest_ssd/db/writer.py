@@ -187,14 +187,23 @@ class RunWriter:
             "fio_written": totals.get("fio_written"), "data": _json(t),
         })  # fmt: skip
 
-    def test_done(self, nodeid: str, outcome: str, duration_s: float, message: str | None) -> None:
+    def test_done(
+        self,
+        nodeid: str,
+        outcome: str,
+        duration_s: float,
+        message: str | None,
+        suite: str | None = None,
+    ) -> None:
+        """A test's outcome (its phases' durations add up) and the suite it belongs to."""
         with self._transaction() as cur:
             cur.execute(
-                "INSERT INTO tests (run_id, nodeid, outcome, duration_s, message)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id, nodeid) DO UPDATE SET"
+                "INSERT INTO tests (run_id, nodeid, outcome, duration_s, message, suite)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, nodeid) DO UPDATE SET"
                 " outcome = excluded.outcome, duration_s = tests.duration_s + excluded.duration_s,"
-                " message = coalesce(excluded.message, tests.message)",
-                (self.run_id, nodeid, outcome, duration_s, message),
+                " message = coalesce(excluded.message, tests.message),"
+                " suite = coalesce(excluded.suite, tests.suite)",
+                (self.run_id, nodeid, outcome, duration_s, message, suite),
             )
 
     def finish(self, outcome: dict[str, int], complete: bool) -> None:

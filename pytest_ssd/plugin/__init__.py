@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd import newhooks
 from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class, item_skip_reason
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError
+from pytest_ssd.extensions import Extensions
 from pytest_ssd.fixture import FIGURES_KEY, SsdBench
+from pytest_ssd.plugin import suites
 from pytest_ssd.plugin.collector import RunRecorder
 from pytest_ssd.plugin.host import HostReport
 from pytest_ssd.plugin.html import HtmlReport, terminal_lines
@@ -29,14 +32,35 @@ from pytest_ssd.plugin.params import (
     check_spec_markers,
     spec_params,
 )
+from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
+from pytest_ssd.report.sections import builtin as builtin_sections
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.state.progress import terminal_writer
 
 PASSED_KEY = pytest.StashKey[bool]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """pytest-ssd's own hooks (:mod:`pytest_ssd.newhooks`), and its own report sections."""
+    pluginmanager.add_hookspecs(newhooks)
+    pluginmanager.register(builtin_sections, "ssd-builtin-sections")
+
+
+def extensions(config: pytest.Config) -> Extensions:
+    """What suites and plugins add through the hooks, for the session."""
+    hook = config.hook
+    added = [p for found in hook.pytest_ssd_purge_methods() for p in found]
+    return Extensions(
+        drive_class=lambda identity, scratch: hook.pytest_ssd_drive_class(
+            identity=identity, scratch=scratch
+        ),
+        health_source=lambda identity: hook.pytest_ssd_health_source(identity=identity),
+        purge_methods=tuple(added),
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -173,22 +197,15 @@ def _seconds(text: str) -> float:
 
 
 def _purge_method(text: str) -> str:
-    try:
-        return PurgeMethod(text).value
-    except ValueError:
-        names = ", ".join(m.value for m in PurgeMethod)
-        raise argparse.ArgumentTypeError(f"--ssd-purge must be one of {names}") from None
-
-
-#: a conftest.py that sets this to True makes its folder a pytest-ssd suite
-SUITE_FLAG = "pytest_ssd_suite"
+    # a name: plugins may add methods (pytest_ssd_purge_methods); the session checks it
+    if not text or not all(c.isalnum() or c in "-_." for c in text):
+        raise argparse.ArgumentTypeError(f"--ssd-purge={text!r} is not a method name")
+    return text
 
 
 def _active(config: pytest.Config) -> bool:
     """Act only for suites (or when --dut is given): other test runs stay untouched."""
-    if config.getoption("ssd_dut"):
-        return True
-    return any(getattr(p, SUITE_FLAG, False) is True for p in config.pluginmanager.get_plugins())
+    return bool(config.getoption("ssd_dut")) or bool(suites.declared(config))
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -228,13 +245,13 @@ def pytest_configure(config: pytest.Config) -> None:
         # a worker whose controller was killed must not go on measuring (and writing)
         controller = config.workerinput[WORKERINPUT_KEY].get("controller_pid")  # type: ignore[attr-defined]
         die_with_parent(signal.SIGTERM, controller)
-        config.stash[SESSION_KEY] = SsdSession.for_worker(config)
+        config.stash[SESSION_KEY] = SsdSession.for_worker(config, extensions(config))
         # workers re-parse the command line (dist=load): keep the controller's grouping
         config.option.loadgroup = True
         return
     if _is_worker(config) or not _active(config):
         return
-    session = SsdSession.for_controller(config)
+    session = SsdSession.for_controller(config, extensions(config))
     session.progress = terminal_writer(config)
     config.stash[SESSION_KEY] = session
     if _only_informational(config):
@@ -312,6 +329,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except SsdError as exc:
         raise pytest.UsageError(str(exc)) from None
     plan.order(items)
+    suites.mark(config, items)
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "dut" in callspec.params:

@@ -18,6 +18,7 @@ from pytest_ssd.results.record import (
     PROPERTY,
     SERIES_PROPERTY,
     SPEC_PROPERTY,
+    SUITE_PROPERTY,
     Measurement,
 )
 from pytest_ssd.session import SsdSession
@@ -86,7 +87,10 @@ class RunRecorder:
                 outcome = _outcome(report)
                 self.outcomes[outcome] += 1
                 message = report.longreprtext.splitlines()[-1:] if report.failed else []
-                self.db.test_done(report.nodeid, outcome, report.duration, "".join(message) or None)
+                suite = next((str(v) for k, v in report.user_properties if k == SUITE_PROPERTY),
+                             None)  # fmt: skip
+                self.db.test_done(report.nodeid, outcome, report.duration,
+                                  "".join(message) or None, suite=suite)  # fmt: skip
 
     @contextlib.contextmanager
     def _sink(self, name: str) -> Iterator[None]:

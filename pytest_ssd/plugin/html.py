@@ -90,5 +90,6 @@ class HtmlReport:
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
     ) -> None:
         ssd = self.session
+        declared = [s for found in session.config.hook.pytest_ssd_report_sections() for s in found]
         prefix.append(sections_html(ssd.options.db, ssd.run_id, ssd.compared,
-                                    ssd.run_dir / "figures"))  # fmt: skip
+                                    ssd.run_dir / "figures", declared))  # fmt: skip

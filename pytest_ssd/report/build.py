@@ -12,6 +12,8 @@ from pathlib import Path
 
 from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, RunInfo
 from pytest_ssd.report.sections import STYLE, build
+from pytest_ssd.report.sections.base import ReportSection
+from pytest_ssd.report.sections.builtin import SECTIONS
 
 
 def gather(
@@ -23,12 +25,18 @@ def gather(
     return drives, [db.run(run_id) for run_id in run_ids]
 
 
-def sections_html(db_path: Path, run_id: str, compared: Sequence[DriveRef], folder: Path) -> str:
+def sections_html(
+    db_path: Path,
+    run_id: str,
+    compared: Sequence[DriveRef],
+    folder: Path,
+    declared: Sequence[ReportSection] = SECTIONS,
+) -> str:
     """Run *run_id*'s sections (compared with *compared*), its graphs saved in *folder*."""
     with ResultsDb(db_path) as db:
         run = db.run(run_id)
         drives, runs = gather(db, run.drives, compared)
-        parts = build(drives, len(run.drives), runs or [run], folder)
+        parts = build(drives, len(run.drives), runs or [run], folder, declared)
     return STYLE + "".join(part.html() for part in parts)
 
 
@@ -47,11 +55,13 @@ def report_page(
     compared: Sequence[DriveRef],
     folder: Path,
     current: Sequence[DriveRef] | None = None,
+    *,
+    declared: Sequence[ReportSection] = SECTIONS,
 ) -> str:
     """A run's report rebuilt from the database (its drives, or *current* of them), compared."""
     mine = run.drives if current is None else tuple(current)
     drives, runs = gather(db, mine, compared)
-    parts = build(drives, len(mine), runs or [run], folder)
+    parts = build(drives, len(mine), runs or [run], folder, declared)
     title = f"pytest-ssd run {run.id}"
     if compared:
         title += " compared with " + ", ".join(dict.fromkeys(d.label for d in compared))

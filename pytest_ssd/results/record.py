@@ -13,6 +13,8 @@ from typing import Any
 
 #: the user_properties name that carries a measurement as JSON
 PROPERTY = "ssd.measurement"
+#: the suite a test belongs to (what its conftest.py declares), on every test of a session
+SUITE_PROPERTY = "ssd.suite"
 #: the user_properties name that carries derived metrics (SsdBench.derive) as JSON
 DERIVED_PROPERTY = "ssd.derived"
 #: the user_properties name that carries a datasheet verdict (SsdBench.check_spec) as JSON

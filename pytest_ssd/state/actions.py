@@ -16,6 +16,8 @@ from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import SsdError, ToolError
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.proc import run, which
+from pytest_ssd.purge import extra
+from pytest_ssd.purge.extra import PurgeProvider
 from pytest_ssd.state.steps import STEADY_CAP_FACTOR, Step
 from pytest_ssd.steady.fio_native import FioSteadyRule, FioSteadyState
 from pytest_ssd.steady.snia import SniaTracker, SniaVerdict
@@ -27,16 +29,28 @@ UTIL_LINUX_HINT = "install util-linux ('apt-get install util-linux')"
 TOOL_TIMEOUT_S = 3600.0
 
 
-def purge_name(identity: DeviceIdentity) -> str:
+def purge_name(identity: DeviceIdentity, added: tuple[PurgeProvider, ...] = ()) -> str:
     """The purge method that would run, for plans; says so when none can."""
     try:
-        return str(purging.choose(identity))
+        chosen = extra.pick(identity, added, None)
+        return chosen.name if chosen is not None else str(purging.choose(identity))
     except SsdError as exc:
         return f"none possible: {exc}"
 
 
-def purge(identity: DeviceIdentity, forced: str | None, artifacts: Path) -> str:
-    """Purge the whole device with the strongest method (or *forced*); one line on what ran."""
+def purge(
+    identity: DeviceIdentity,
+    forced: str | None,
+    artifacts: Path,
+    added: tuple[PurgeProvider, ...] = (),
+) -> str:
+    """Purge the whole device with the strongest method (or *forced*); one line on what ran.
+
+    A method a plugin added (:mod:`pytest_ssd.purge.extra`) comes first when it applies.
+    """
+    chosen = extra.pick(identity, added, forced)
+    if chosen is not None:
+        return extra.run(chosen, identity, artifacts)
     method = purging.choose(identity, purging.PurgeMethod(forced) if forced else None)
     result = purging.purge(identity, method, artifacts=artifacts)
     text = f"{result.method} in {result.seconds:.1f} s"

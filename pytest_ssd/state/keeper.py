@@ -19,6 +19,7 @@ from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.health import Sampler, summarize
+from pytest_ssd.purge.extra import PurgeProvider
 from pytest_ssd.results.record import iso
 from pytest_ssd.state import actions
 from pytest_ssd.state.accounting import Counters, read_counters, stat_file
@@ -127,10 +128,12 @@ class StateKeeper:
     written: WrittenMap = field(default_factory=WrittenMap)
     #: draws a steady-state verdict's graphs (the session passes the report's; none in tests)
     charts: actions.Charts = actions.no_charts
+    #: purge methods suites and plugins added (``pytest_ssd_purge_methods``), tried first
+    added_purges: tuple[PurgeProvider, ...] = ()
 
     @property
     def context(self) -> Context:
-        name = self.purge_method or actions.purge_name(self.identity)
+        name = self.purge_method or actions.purge_name(self.identity, self.added_purges)
         return Context(self.state.capacity, self.state.profile, name)
 
     def plan(self, need: Need) -> list[Step]:
@@ -198,7 +201,12 @@ class StateKeeper:
         """Run one step: (bytes fio wrote, detail, steady-state verdict, figures)."""
         if step.kind == "purge":
             self.written.clear()  # from the first command on, nothing is known written
-            return 0, actions.purge(self.identity, self.purge_method, artifacts), None, ()
+            return (
+                0,
+                actions.purge(self.identity, self.purge_method, artifacts, self.added_purges),
+                None,
+                (),
+            )
         if step.kind == "fio":
             write = self.progress or log_writer(artifacts / "progress.log")
             follow = Progress(f"{self.device} {step.name}", step.write_bytes, write)

@@ -36,6 +36,7 @@ from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.report.sections.base import Context, FigureSink, Palette, Section
 from pytest_ssd.report.sections.csd import section
 from pytest_ssd.report.sections.match import SHAPE
+from pytest_ssd.report.sections.suites import suite_view
 from pytest_ssd.results.record import Measurement
 from pytest_ssd.workloads.profiles import CDM_PROFILES, CdmScore
 
@@ -178,7 +179,7 @@ class Kept(FigureSink):
 
 def build(*drives: DriveResults, current: int = 1) -> tuple[Section | None, Kept]:
     sink = Kept(Path("/nonexistent"))
-    ctx = Context(tuple(drives), current, Palette.of(drives), sink)
+    ctx = Context(tuple(map(suite_view, drives)), current, Palette.of(drives), sink, "csd")
     return section(ctx), sink
 
 
@@ -492,7 +493,7 @@ def test_fill_pass_travels_as_a_series() -> None:
 def test_figures_render_into_the_run_folder(tmp_path: Path) -> None:
     fill = "test_fill_drive.py"
     drives = (only(load(FAST), fill), only(slower(load(SLOW, "run-b")), fill))
-    ctx = Context(drives, 1, Palette.of(drives), FigureSink(tmp_path))
+    ctx = Context(tuple(map(suite_view, drives)), 1, Palette.of(drives), FigureSink(tmp_path))
     built = section(ctx)
     assert built is not None
     page = built.html()

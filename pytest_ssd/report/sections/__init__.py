@@ -7,7 +7,6 @@ every graph.
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -15,8 +14,9 @@ from functools import partial
 from pathlib import Path
 
 from pytest_ssd.db import DriveResults, RunInfo
-from pytest_ssd.report.sections import general, pair, workloads
-from pytest_ssd.report.sections.base import Context, FigureSink, Palette, Section
+from pytest_ssd.report.sections import builtin, general, pair, workloads
+from pytest_ssd.report.sections.base import Context, FigureSink, Palette, ReportSection, Section
+from pytest_ssd.report.sections.suites import suite_view
 
 Builder = Callable[[Context], Section | None]
 
@@ -29,38 +29,26 @@ figure.ssd-figure figcaption { font-size: small; color: #555; }
 .ssd-notes { font-size: small; color: #555; }
 </style>"""
 
-#: suites in the method's order: (folder under suites/, title, module with ``section``)
-SUITES = (
-    ("smoke", "Four corners (suites/smoke)", None),
-    ("csd", "Consumer SSD suite (suites/csd)", "pytest_ssd.report.sections.csd"),
-    ("esd", "Enterprise SSD suite (suites/esd)", "pytest_ssd.report.sections.esd"),
-    ("snia", "SNIA PTS tests (suites/snia)", "pytest_ssd.report.sections.snia"),
-    ("wsat", "Write saturation (suites/wsat)", "pytest_ssd.report.sections.wsat"),
-    ("datasheet", "Datasheet measurements (suites/datasheet)", None),
-)
-
 
 def suites_of(drives: Sequence[DriveResults]) -> list[str]:
-    """The suite folders the drives measured in, known suites in the method's order first."""
-    found: list[str] = []
+    """The suites the drives' tests belong to (drives in suite form), in order of first record."""
+    found: dict[str, None] = {}
     for d in drives:
-        for m in d.measurements:
-            parts = m.test.split("::")[0].split("/")
-            name = parts[1] if parts[0] == "suites" and len(parts) > 2 else parts[0]
-            if name not in found:
-                found.append(name)
-    known = [name for name, _, _ in SUITES if name in found]
-    return known + sorted(set(found) - set(known))
+        for test in (*(m.test for m in d.measurements), *(r["test"] for r in d.derived)):
+            found.setdefault(test.split("/", 1)[0])
+    return list(found)
 
 
-def _builder(suite: str) -> Builder:
-    for name, title, module in SUITES:
-        if name == suite:
-            if module is not None:
-                section: Builder = importlib.import_module(module).section
-                return section
-            return partial(workloads.section, suite=suite, title=title, prefix=f"suites/{suite}/")
-    return partial(workloads.section, suite=suite, title=f"Tests in {suite}/", prefix=f"{suite}/")
+def _generic(suite: str, title: str) -> Builder:
+    return partial(workloads.section, suite=suite, title=title, prefix=f"{suite}/")
+
+
+def _ordered(declared: Sequence[ReportSection], suites: Sequence[str]) -> list[ReportSection]:
+    """The sections to build: every declared one, and a generic one for an undeclared suite."""
+    named = {s.suite for s in declared}
+    extra = [ReportSection(suite=suite, title=f"Tests in {suite}/") for suite in suites
+             if suite not in named]  # fmt: skip
+    return sorted([*declared, *extra], key=lambda s: (s.order, s.title))
 
 
 def _distinct_labels(drives: Sequence[DriveResults]) -> None:
@@ -72,11 +60,19 @@ def _distinct_labels(drives: Sequence[DriveResults]) -> None:
 
 
 def build(
-    drives: Sequence[DriveResults], current: int, runs: list[RunInfo], figures: Path
+    drives: Sequence[DriveResults],
+    current: int,
+    runs: list[RunInfo],
+    figures: Path,
+    declared: Sequence[ReportSection] = builtin.SECTIONS,
 ) -> list[Section]:
-    """Every section for *drives* (the first *current* from the run reported, then compared)."""
+    """Every section for *drives* (the first *current* from the run reported, then compared).
+
+    *declared*: the sections suites and plugins declared (``pytest_ssd_report_sections``).
+    """
     _distinct_labels(drives)
-    ctx = Context(tuple(drives), current, Palette.of(drives), FigureSink(figures))
+    ctx = Context(tuple(suite_view(d) for d in drives), current, Palette.of(drives),
+                  FigureSink(figures))  # fmt: skip
     sections: list[Section | None] = [
         general.devices(ctx),
         general.environment(runs),
@@ -84,5 +80,8 @@ def build(
         general.conformance(ctx),
         pair.section(ctx),
     ]
-    sections.extend(_builder(suite)(ctx) for suite in suites_of(drives))
+    for declared_section in _ordered(declared, suites_of(ctx.drives)):
+        suite, title = declared_section.suite, declared_section.title
+        builder = declared_section.build or _generic(suite, title)
+        sections.append(builder(replace(ctx, suite=suite)))
     return [s for s in sections if s is not None]

@@ -9,8 +9,9 @@ serves the pytest-html report at the end of a run and ``pytest-ssd report`` /
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -76,17 +77,57 @@ class FigureSink:
 
 @dataclass(frozen=True)
 class Context:
-    """What a section builder gets: the drives (this run's first) and where graphs go."""
+    """What a section builder gets: the drives (this run's first) and where graphs go.
+
+    Test ids are in suite form, ``<suite>/<file>::<test>[<params>]`` (see
+    :mod:`.suites`), whatever folder the suite ran from: a section picks its
+    suite's records by :meth:`in_suite` or :meth:`derived`.
+    """
 
     drives: tuple[DriveResults, ...]
     #: how many of :attr:`drives` are this run's (the rest are compared with)
     current: int
     palette: Palette
     figures: FigureSink
+    #: the suite of the section being built
+    suite: str = ""
 
     @property
     def compared(self) -> tuple[DriveResults, ...]:
         return self.drives[self.current :]
+
+    def in_suite(self, test: str) -> bool:
+        """Whether the test (a record's ``test``) is one of this section's suite."""
+        return test.startswith(f"{self.suite}/")
+
+    def derived(self, kind: str) -> list[tuple[DriveResults, dict[str, Any]]]:
+        """Every derived record of *kind* (its name, or a pattern: ``snia-*``) of this suite."""
+        return [
+            (drive, record)
+            for drive in self.drives
+            for record in drive.derived
+            if fnmatchcase(record["name"], kind) and self.in_suite(record["test"])
+        ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportSection:
+    """A section of the report, declared by a suite or a plugin (``pytest_ssd_report_sections``).
+
+    *build* gets the :class:`Context` of every drive (this run's first, then the
+    drives compared with) with :attr:`Context.suite` set to *suite*, and returns
+    a :class:`Section` (None: nothing of the suite to show).  *kinds* names the
+    derived records it draws (``ssd.derive(kind, values)`` in the suite's tests).
+    Without *build*, the suite's measurements are shown as bars and a table.
+    """
+
+    #: the suite whose tests' records it draws (the ``pytest_ssd_suite`` of its conftest.py)
+    suite: str
+    title: str
+    build: Callable[[Context], Section | None] | None = None
+    kinds: tuple[str, ...] = ()
+    #: sections are shown by order, then title (pytest-ssd's own suites: 10 to 60)
+    order: int = 100
 
 
 #: derived-record name -> the drives that recorded it, each with its record

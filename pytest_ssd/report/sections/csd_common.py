@@ -23,7 +23,7 @@ from pytest_ssd.report.sections.match import key_of, match
 from pytest_ssd.results.record import Measurement
 
 #: where the consumer suite's tests live (node ids are relative to the repository)
-CSD = "suites/csd/"
+CSD = "csd/"
 #: the test parameter of each device state the suite measures in, as a title
 STATES = {"fob": "FOB", "cssd-1": "cssd, round 1", "cssd-2": "cssd, round 2", "used75": "used75"}
 

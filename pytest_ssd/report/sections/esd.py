@@ -24,7 +24,7 @@ from pytest_ssd.report.sections.base import Context, Section, notes, table
 
 ID = "ssd-suite-esd"
 TITLE = "Enterprise SSD suite (suites/esd)"
-ESD = "suites/esd/"
+ESD = "esd/"
 #: (derived record, heading) of the sweeps in the flow's order
 SWEEPS = {
     "seq": ("seq-read-bs", "seq-write-bs", "seq-read-qd", "seq-write-qd"),

@@ -28,7 +28,7 @@ from pytest_ssd.workloads.snia import mix_label
 
 ID = "ssd-suite-snia"
 TITLE = "SNIA PTS tests (suites/snia)"
-SNIA = "suites/snia/"
+SNIA = "snia/"
 #: the PTS's order of tests
 ORDER = ("snia-iops", "snia-throughput-1MiB", "snia-throughput-128KiB", "snia-latency")
 

@@ -18,7 +18,7 @@ from pytest_ssd.report.sections.base import Context, Section, derived_records, n
 
 ID = "ssd-suite-wsat"
 TITLE = "Write saturation (suites/wsat)"
-WSAT = "suites/wsat/"
+WSAT = "wsat/"
 GiB = 1 << 30
 HEADER = ["drive", "ended by", "GiB written", "× capacity", "time (s)", "mean IOPS",
           "steady IOPS", "steady state (SNIA rule over rounds)"]  # fmt: skip

@@ -1,0 +1,71 @@
+"""pytest-ssd's own hooks: a suite's ``conftest.py`` or a plugin implements them.
+
+Added to pytest with ``pytest_addhooks`` (as pytest-xdist adds its own), so a
+vendor extends pytest-ssd without editing it::
+
+    # conftest.py of a vendor's suite
+    from pytest_ssd import ReportSection
+
+    def pytest_ssd_report_sections():
+        return [ReportSection(suite="vendor", title="Vendor checks", build=my_section)]
+
+pytest-ssd's own report sections come through the same hook
+(:mod:`pytest_ssd.report.sections.builtin`).  ``pytest-ssd report`` and
+``compare`` (no pytest session) load the built-in sections and every plugin
+installed under the entry-point group ``pytest_ssd``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_ssd.device.drive_class import DriveClass
+    from pytest_ssd.device.identity import DeviceIdentity
+    from pytest_ssd.health.sources import Source
+    from pytest_ssd.purge.extra import PurgeProvider
+    from pytest_ssd.report.sections.base import ReportSection
+
+#: the entry-point group ``pytest-ssd report`` loads plugins from (besides pytest's ``pytest11``)
+ENTRY_POINT_GROUP = "pytest_ssd"
+
+
+@pytest.hookspec
+def pytest_ssd_report_sections() -> list[ReportSection]:
+    """The report sections this plugin declares: which suite's records each draws, and how.
+
+    Every implementation's list is used; sections are ordered by their ``order``,
+    then by title.  A suite whose records no section declares gets the generic
+    table and bars of its measurements.
+    """
+    raise NotImplementedError
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_ssd_drive_class(identity: DeviceIdentity, scratch: bool) -> DriveClass | None:
+    """The class of a drive (``cssd``, ``essd-ri`` ...), before pytest-ssd guesses it.
+
+    ``--dut-class`` still wins.  Return None to leave the drive to the next
+    implementation, and finally to pytest-ssd's guess from model and capacity.
+    """
+    raise NotImplementedError
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_ssd_health_source(identity: DeviceIdentity) -> Source | None:
+    """Where the device's temperature comes from, before nvme smart-log, hwmon, smartctl.
+
+    Return an object with ``name`` and ``read() -> HealthSample``, or None.
+    """
+    raise NotImplementedError
+
+
+@pytest.hookspec
+def pytest_ssd_purge_methods() -> list[PurgeProvider]:
+    """Purge methods to offer before pytest-ssd's own (:mod:`pytest_ssd.purge.extra`).
+
+    ``--ssd-purge=NAME`` takes their names too.
+    """
+    raise NotImplementedError
