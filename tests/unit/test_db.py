@@ -102,7 +102,8 @@ def test_schema_version_and_a_newer_database_is_refused(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
-    with pytest.raises(DatabaseError, match=rf"schema version {SCHEMA_VERSION + 1} is newer .* upgrade pytest-ssd"):
+    newer = rf"schema version {SCHEMA_VERSION + 1} is newer .* upgrade pytest-ssd"
+    with pytest.raises(DatabaseError, match=newer):
         connect(path)
 
 
