@@ -1,9 +1,59 @@
-"""pytest-ssd: benchmark and qualify SSDs with fio, as a pytest plugin."""
+"""pytest-ssd: benchmark and qualify SSDs with fio, as a pytest plugin.
+
+The public API: what a suite (ours under ``suites/``, or a vendor's anywhere)
+imports.  Method building blocks live in :mod:`pytest_ssd.workloads` (fio jobs
+of each method), :mod:`pytest_ssd.methods` (drivers of long methods),
+:mod:`pytest_ssd.analysis` (numbers from fio's logs) and
+:mod:`pytest_ssd.figures` (matplotlib Figures); everything else is internal.
+"""
 
 from __future__ import annotations
 
-from pytest_ssd.errors import SsdError
+from pytest_ssd.device.drive_class import ALL_CLASSES, ESD_CLASSES, WSAT_CLASSES, DriveClass
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.errors import ConfigError, ParseError, SafetyError, SsdError, ToolError
+from pytest_ssd.fio.engine import FioRun
+from pytest_ssd.fio.job import FioJob, Pattern
+from pytest_ssd.fio.results import DEFAULT_PERCENTILES, DirectionResult, JobResult
 from pytest_ssd.fixture import SsdBench
+from pytest_ssd.health.sources import HealthSample
+from pytest_ssd.purge.extra import PurgeProvider
+from pytest_ssd.report.sections.base import Context, ReportSection, Section, notes, table
+from pytest_ssd.specs import SpecLine, Verdict
+from pytest_ssd.specs import plan as spec_plan
+from pytest_ssd.specs.units import Quantity
+from pytest_ssd.state.layout import Region
 from pytest_ssd.version import __version__
 
-__all__ = ["SsdBench", "SsdError", "__version__"]
+__all__ = [
+    "ALL_CLASSES",
+    "DEFAULT_PERCENTILES",
+    "ESD_CLASSES",
+    "WSAT_CLASSES",
+    "ConfigError",
+    "Context",
+    "DeviceIdentity",
+    "DirectionResult",
+    "DriveClass",
+    "FioJob",
+    "FioRun",
+    "HealthSample",
+    "JobResult",
+    "ParseError",
+    "Pattern",
+    "PurgeProvider",
+    "Quantity",
+    "Region",
+    "ReportSection",
+    "SafetyError",
+    "Section",
+    "SpecLine",
+    "SsdBench",
+    "SsdError",
+    "ToolError",
+    "Verdict",
+    "__version__",
+    "notes",
+    "spec_plan",
+    "table",
+]

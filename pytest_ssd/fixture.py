@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,10 +33,10 @@ from pytest_ssd.results.record import (
     Measurement,
     iso,
 )
-from pytest_ssd.session import Dut, SsdSession
+from pytest_ssd.session import Dut
 from pytest_ssd.specs import Datasheet, SpecCheck, SpecLine, Verdict, measured, unknown_line
 from pytest_ssd.state.actions import discard
-from pytest_ssd.state.keeper import TRANSITION_PROPERTY
+from pytest_ssd.state.keeper import TRANSITION_PROPERTY, StateKeeper
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
 from pytest_ssd.state.profile import RESTING_STATES, Profile
@@ -51,65 +51,79 @@ NOT_CHECKED: dict[str, object] = {"verdict": "not checked", "reason": "the devic
 FIGURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 
 
+@dataclass(frozen=True, kw_only=True)
+class BenchEnv:
+    """What a test's ``ssd`` may use of the session: its own device's services, nothing more."""
+
+    run_dir: Path
+    #: the test's folder for fio's files, logs and figures
+    artifacts: Path
+    profile: Profile
+    #: --ssd-repeat and --ssd-cv-max (a fraction)
+    repeat: int
+    cv_max: float
+    datasheet: Datasheet | None
+    #: the device's state keeper (made on first use), or the one made already (None: none)
+    keeper: Callable[[], StateKeeper]
+    kept: Callable[[], StateKeeper | None]
+    #: refuses (SafetyError) unless the device may be written now
+    guard: Callable[[], None]
+    #: a new health sampler for the device
+    sampler: Callable[[], Sampler]
+
+
 @dataclass
 class SsdBench:
-    """What a benchmark test uses: ``ssd.run(job)``, ``ssd.figure(fig, title)``."""
+    """What a benchmark test uses: ``ssd.run(job)``, ``ssd.figure(fig, title)``.
 
-    session: SsdSession
+    Made by the ``ssd`` fixture for one test on one device; it reaches the
+    session only through :class:`BenchEnv`.
+    """
+
     dut: Dut
-    node: pytest.Item
+    _node: pytest.Item
+    _env: BenchEnv
+    #: what this test measured so far
     measurements: list[Measurement] = field(default_factory=list)
-    #: the state the test declared (``@pytest.mark.dut_state``) and its regions, once reached
+    #: the state the test declared (``@pytest.mark.dut_state``), once reached
     need: Need | None = None
-    layout: Layout | None = None
+    _layout: Layout | None = None
     #: the health sampler of the last ``run`` (its samples, or why there are none)
     health: Sampler | None = None
     _runs: int = 0
 
     @property
     def artifacts(self) -> Path:
-        return self.session.artifacts_for(self.node.nodeid)
+        return self._env.artifacts
 
     @property
     def profile(self) -> Profile:
         """quick or full for this device (``--ssd-profile``; scratch defaults to quick)."""
-        return self.session.profile(self.dut)
+        return self._env.profile
 
     def region(self, name: str) -> Region:
         """A region of the declared state: ``ssd.region("seq")`` in ``cssd``."""
-        if self.layout is None:
+        if self._layout is None:
             raise ConfigError(
-                f"{self.node.nodeid} asks for region {name!r} but declares no device state: "
+                f"{self._node.nodeid} asks for region {name!r} but declares no device state: "
                 f"add @pytest.mark.{MARKER}(...)"
             )
-        return self.layout.region(name)
+        return self._layout.region(name)
 
-    def guard_writes(self) -> None:
+    def _guard_writes(self) -> None:
         """Skip under --ssd-readonly; refuse (SafetyError) when the device is not safe to write."""
         if self.dut.readonly:
             pytest.skip(f"--ssd-readonly: this test writes to {self.dut.path}")
-        self.session.guard_writes(self.dut)
+        self._env.guard()
 
-    def enter_state(self, need: Need) -> None:
-        """Bring the device to the declared state; the transition is recorded on this test."""
-        self.need = need
-        keeper = self.session.keeper(self.dut.id)
-        if self.dut.readonly and keeper.plan(need):
-            pytest.skip(f"--ssd-readonly: reaching state {need.state} writes to {self.dut.path}")
-        transition, self.layout = keeper.bring(need, self.node.nodeid)
-        if transition is None and need.state.name in RESTING_STATES and keeper.used:
-            time.sleep(self.profile.seconds(self.profile.idle.between_tests_s))
-        keeper.used = True
-        if transition is not None:
-            self.node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
+    def run(self, job: FioJob, *, setup: Sequence[FioJob] = (), record: bool = True) -> JobResult:
+        """Run *job* on the device (after *setup*, in the same fio process); its result.
 
-    def leave_state(self, passed: bool) -> None:
-        """After the test: a declared ``leaves=`` state, or what a failed write did."""
-        keeper = self.session.keepers.get(self.dut.id)
-        if keeper is not None:
-            keeper.state.after_test(self.need, self.node.nodeid, passed)
+        The measurement is recorded (unless *record* is false); see :meth:`run_jobs`.
+        """
+        return self.run_jobs(job, setup=setup, record=record).result(job)
 
-    def run(self, *jobs: FioJob, setup: Sequence[FioJob] = (), record: bool = True) -> FioRun:
+    def run_jobs(self, *jobs: FioJob, setup: Sequence[FioJob] = (), record: bool = True) -> FioRun:
         """Run *jobs* in one fio process on the device; record each job's measurement.
 
         *setup* jobs (a prefill, say) run first in the same process, one after
@@ -120,11 +134,11 @@ class SsdBench:
         """
         every = (*self._prefill(setup, jobs), *setup, *jobs)
         if any(job.writes for job in every):
-            self.guard_writes()
-            keeper = self.session.keeper(self.dut.id)
+            self._guard_writes()
+            keeper = self._env.keeper()
             for job in every:
-                keeper.state.observe(job, self.node.nodeid)
-        times = self.session.options.repeat if record else 1
+                keeper.state.observe(job, self._node.nodeid)
+        times = self._env.repeat if record else 1
         fio_run = None
         measured_writes = any(job.writes for job in jobs)
         for index in range(times):
@@ -143,7 +157,7 @@ class SsdBench:
     def _run_once(self, every: tuple[FioJob, ...]) -> FioRun:
         self._runs += 1
         folder = self.artifacts / f"{self._runs:02d}-{every[0].name}"
-        with self.session.sampler(self.dut) as sampler:
+        with self._env.sampler() as sampler:
             fio_run = run_jobs(every, self.dut.path, artifacts=folder, readonly=self.dut.readonly)
         self._keep_health(sampler, every[0].name)
         for job in every:
@@ -158,22 +172,22 @@ class SsdBench:
         the jobs touch is discarded and the setup jobs run again with the job.
         """
         if self.need is not None:
-            transition, self.layout = self.session.keeper(self.dut.id).bring(
-                replace(self.need, pristine=True), self.node.nodeid
+            transition, self._layout = self._env.keeper().bring(
+                replace(self.need, pristine=True), self._node.nodeid
             )
             if transition is not None:
-                self.node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
+                self._node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
         else:
             start = min(job.offset for job in every)
             end = max(span(job, self._capacity)[1] for job in every)
-            self.session.guard_writes(self.dut)
+            self._env.guard()
             self.dut.written.remove(start, end)
             discard(self.dut.identity, start, end - start, self.artifacts / "trim")
         time.sleep(self.profile.seconds(self.profile.idle.between_tests_s))
 
     def _aggregate(self, name: str) -> None:
         runs = [m for m in self.measurements if m.name == name and "repeat" in m.workload]
-        self.derive(f"{name}.repeat", aggregate(runs, self.session.options.cv_max))
+        self.derive(f"{name}.repeat", aggregate(runs, self._env.cv_max))
 
     def unwritten(self, fill: FioJob) -> tuple[FioJob, ...]:
         """``(fill,)`` when the span *fill* writes is not written yet on this device, else ``()``.
@@ -217,7 +231,7 @@ class SsdBench:
         self.note("ssd.prefill", {"bytes": total, "spans": spans, "why": why})
         shown = ", ".join(f"[{a:,}, {b:,})" for a, b in gaps)
         text = f"prefilled {binary_size(total)} before the read ({shown}): {why}"
-        self.node.stash.setdefault(FIGURES_KEY, []).append(
+        self._node.stash.setdefault(FIGURES_KEY, []).append(
             extras.html(f"<p>{html.escape(text)}</p>")
         )
         return fills
@@ -234,7 +248,7 @@ class SsdBench:
             self.series(f"{name}.health", {"kind": "health", **summary}, **sampler.arrays())
         self.note(f"{name}.health", summary)
         for flag in summary["throttling"]:
-            self.node.user_properties.append(("ssd.throttling", f"{name}: {flag}"))
+            self._node.user_properties.append(("ssd.throttling", f"{name}: {flag}"))
 
     def _note_written(self, job: FioJob) -> None:
         """A write that covered its span adds it to the device's written map."""
@@ -249,14 +263,14 @@ class SsdBench:
         result = fio_run.result(job)
         workload = job.as_dict() if repeat is None else {**job.as_dict(), "repeat": repeat}
         measurement = Measurement(
-            test=self.node.nodeid,
+            test=self._node.nodeid,
             device=self.dut.id,
             name=job.name,
             workload=workload,
             metrics={d: r.as_dict() for d, r in result.directions.items()},
             start=iso(fio_run.started),
             end=iso(fio_run.ended),
-            artifacts=str(fio_run.artifacts.relative_to(self.session.run_dir)),
+            artifacts=str(fio_run.artifacts.relative_to(self._env.run_dir)),
         )
         self.measurements.append(measurement)
         for direction, done in result.directions.items():
@@ -265,7 +279,7 @@ class SsdBench:
                 meta = {"kind": "clat-histogram", "measurement": job.name,
                         "direction": direction, "unit": "ns"}  # fmt: skip
                 self.series(f"{job.name}.clat-{direction}", meta, ns=ns, count=count)
-        props = self.node.user_properties
+        props = self._node.user_properties
         props.append((PROPERTY, measurement.to_json()))
         props.extend(
             (f"{job.name}.{key}", value) for key, value in measurement.key_metrics().items()
@@ -276,18 +290,18 @@ class SsdBench:
         rendered = figures.render(fig)
         png = rendered.save(self.artifacts, title)
         extra = extras.png(rendered.png_base64, title)
-        self.node.stash.setdefault(FIGURES_KEY, []).append(extra)
+        self._node.stash.setdefault(FIGURES_KEY, []).append(extra)
         return png
 
     def note(self, key: str, value: object) -> None:
         """Record a plain property on the test (shows in junitxml and the report)."""
         text = json.dumps(value) if isinstance(value, dict | list) else value
-        self.node.user_properties.append((key, text))
+        self._node.user_properties.append((key, text))
 
     @property
     def datasheet(self) -> Datasheet | None:
         """The datasheet this device is checked against (``--datasheet`` or a match)."""
-        return self.session.datasheets.get(self.dut.id)
+        return self._env.datasheet
 
     def spec(self, line_id: str) -> SpecLine | None:
         """A line of the device's datasheet by id; None without a datasheet.
@@ -312,15 +326,15 @@ class SsdBench:
         """
         spec = self.spec(line) if isinstance(line, str) else line
         sheet = self.datasheet
-        where: dict[str, object] = {"test": self.node.nodeid, "device": self.dut.id,
+        where: dict[str, object] = {"test": self._node.nodeid, "device": self.dut.id,
                  "datasheet": str(sheet.path) if sheet else None}  # fmt: skip
         if spec is None:
             row = {**where, **NOT_CHECKED, "id": line, "line": line}
-            self.node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
+            self._node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
             return None
         verdict = SpecCheck(spec).evaluate(measured(spec, result))
         row = {**where, **verdict.as_dict()}
-        self.node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
+        self._node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
         return verdict
 
     def assert_meets_spec(self, line: SpecLine | str, result: JobResult) -> Verdict | None:
@@ -352,8 +366,8 @@ class SsdBench:
         path = self.artifacts / f"{safe}.npz"
         path.write_bytes(pack(arrays))
         record = {"device": self.dut.id, "name": name, "meta": meta or {},
-                  "file": str(path.relative_to(self.session.run_dir))}  # fmt: skip
-        self.node.user_properties.append((SERIES_PROPERTY, json.dumps(record, sort_keys=True)))
+                  "file": str(path.relative_to(self._env.run_dir))}  # fmt: skip
+        self._node.user_properties.append((SERIES_PROPERTY, json.dumps(record, sort_keys=True)))
         return path
 
     def derive(self, name: str, values: dict[str, Any]) -> None:
@@ -362,9 +376,30 @@ class SsdBench:
         They go to results.json (``derived``) and, flattened, to the test's properties.
         Values must be JSON: numbers, strings, lists, dicts (numpy arrays as ``.tolist()``).
         """
-        record = {"test": self.node.nodeid, "device": self.dut.id, "name": name,
+        record = {"test": self._node.nodeid, "device": self.dut.id, "name": name,
                   "values": values}  # fmt: skip
-        self.node.user_properties.append((DERIVED_PROPERTY, json.dumps(record, sort_keys=True)))
+        self._node.user_properties.append((DERIVED_PROPERTY, json.dumps(record, sort_keys=True)))
         for key, value in values.items():
             if isinstance(value, int | float | str):
-                self.node.user_properties.append((f"{name}.{key}", value))
+                self._node.user_properties.append((f"{name}.{key}", value))
+
+
+def enter_state(bench: SsdBench, need: Need) -> None:
+    """Bring the device to the state *bench*'s test declared; the transition goes on the test."""
+    bench.need = need
+    keeper = bench._env.keeper()
+    if bench.dut.readonly and keeper.plan(need):
+        pytest.skip(f"--ssd-readonly: reaching state {need.state} writes to {bench.dut.path}")
+    transition, bench._layout = keeper.bring(need, bench._node.nodeid)
+    if transition is None and need.state.name in RESTING_STATES and keeper.used:
+        time.sleep(bench.profile.seconds(bench.profile.idle.between_tests_s))
+    keeper.used = True
+    if transition is not None:
+        bench._node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
+
+
+def leave_state(bench: SsdBench, passed: bool) -> None:
+    """After the test: a declared ``leaves=`` state, or what a failed write did."""
+    keeper = bench._env.kept()
+    if keeper is not None:
+        keeper.state.after_test(bench.need, bench._node.nodeid, passed)

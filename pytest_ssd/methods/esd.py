@@ -76,7 +76,7 @@ def run_sweep(ssd: SsdBench, sweep: Sweep) -> figs.SweepCurve:
     _skip_note(ssd, skipped)
     if not sweep.run:
         pytest.skip(f"{sweep.title}: every point skipped: {next(iter(skipped.values()))}")
-    fio_run = ssd.run(*sweep.run)
+    fio_run = ssd.run_jobs(*sweep.run)
     kept = [p for p in sweep.points if p.skipped is None]
     values = []
     for point in kept:
@@ -147,7 +147,7 @@ def run_precondition(ssd: SsdBench, state: str) -> figs.PreconditionLog:
     """WIPC then WDPC to steady state, logged; the graphs, the verdict, the amounts."""
     span = ssd.region("device").size
     plan = precondition(state, span, ssd.profile)
-    fio_run = ssd.run(*plan.jobs)
+    fio_run = ssd.run_jobs(*plan.jobs)
     wipc = fio_run.result(plan.wipc).directions["write"]
     wdpc_result = fio_run.result(plan.wdpc)
     wdpc = wdpc_result.directions["write"]
@@ -196,7 +196,7 @@ def run_qos(ssd: SsdBench) -> list[tuple[Point, figs.QosCurve]]:
     skipped = {p.job.name: p.skipped for p in points if p.skipped is not None}
     _skip_note(ssd, skipped)
     kept = [p for p in points if p.skipped is None]
-    fio_run = ssd.run(*(p.job for p in kept))
+    fio_run = ssd.run_jobs(*(p.job for p in kept))
     found = []
     values: dict[str, object] = {"skipped": skipped}
     for point in kept:

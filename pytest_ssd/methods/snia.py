@@ -160,7 +160,7 @@ def run_rounds(ssd: SsdBench, test: PtsTest) -> Rounds:
     last: FioRun | None = None
     while not rounds.tracker.done:
         # not recorded round by round (--ssd-repeat would repeat a round): the series is
-        last = ssd.run(*jobs, record=False)
+        last = ssd.run_jobs(*jobs, record=False)
         rounds.add([CellStats.of(last.result(job)) for job in jobs])
     assert last is not None
     ssd.record(last, *jobs)  # the last round's cells, each a measurement of its own

@@ -92,7 +92,7 @@ def run_wsat(ssd: SsdBench, workload: WsatWorkload) -> WsatRun:
     plan = timing(ssd.profile)
     span = ssd.region("device").size
     job = workload.job(span, plan)
-    fio_run = ssd.run(job)
+    fio_run = ssd.run_jobs(job)
     result = fio_run.result(job)
     log = _bw_log(fio_run, job)
     write = result.directions.get("write")

@@ -20,7 +20,7 @@ from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class, 
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError
 from pytest_ssd.extensions import Extensions
-from pytest_ssd.fixture import FIGURES_KEY, SsdBench
+from pytest_ssd.fixture import FIGURES_KEY, BenchEnv, SsdBench, enter_state, leave_state
 from pytest_ssd.plugin import suites
 from pytest_ssd.plugin.collector import RunRecorder
 from pytest_ssd.plugin.host import HostReport
@@ -400,9 +400,21 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
 
     With ``@pytest.mark.dut_state(...)`` the device is brought to that state first.
     """
-    bench = SsdBench(ssd_session, dut, request.node)
+    env = BenchEnv(
+        run_dir=ssd_session.run_dir,
+        artifacts=ssd_session.artifacts_for(request.node.nodeid),
+        profile=ssd_session.profile(dut),
+        repeat=ssd_session.options.repeat,
+        cv_max=ssd_session.options.cv_max,
+        datasheet=ssd_session.datasheets.get(dut.id),
+        keeper=lambda: ssd_session.keeper(dut.id),
+        kept=lambda: ssd_session.keepers.get(dut.id),
+        guard=lambda: ssd_session.guard_writes(dut),
+        sampler=lambda: ssd_session.sampler(dut),
+    )
+    bench = SsdBench(dut, request.node, env)
     need = plan.need_of(request.node)
     if need is not None:
-        bench.enter_state(need)
+        enter_state(bench, need)
     yield bench
-    bench.leave_state(request.node.stash.get(PASSED_KEY, False))
+    leave_state(bench, request.node.stash.get(PASSED_KEY, False))

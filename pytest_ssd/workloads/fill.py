@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.analysis.fill import CacheRule
+from pytest_ssd.analysis.speed import parse_dd
 from pytest_ssd.fio.job import FioJob
+from pytest_ssd.proc import run, which
 from pytest_ssd.state.profile import Profile
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -164,3 +166,15 @@ def dd_argv(env: str, dd: str, device: Path, chunk: tuple[int, int], row: FillTi
     return [env, "LC_ALL=C", dd, f"if={device}", "of=/dev/null", f"bs={row.read_block}",
             "iflag=direct", f"skip={offset // row.read_block}",
             f"count={size // row.read_block}"]  # fmt: skip
+
+
+COREUTILS = "install coreutils"
+
+
+def dd_read(
+    device: Path, chunk: tuple[int, int], row: FillTiming, folder: Path, timeout_s: float
+) -> tuple[int, float]:
+    """dd reads *chunk* of *device* (see :func:`dd_argv`): (bytes it copied, its seconds)."""
+    argv = dd_argv(which("env", COREUTILS), which("dd", COREUTILS), device, chunk, row)
+    report = run(argv, timeout=timeout_s, artifacts=folder, name="dd").check("dd")
+    return parse_dd(report.stderr)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ssd import SsdBench
+from pytest_ssd import ALL_CLASSES, FioJob, FioRun, SsdBench
 from pytest_ssd.analysis import (
     CacheEstimate,
     FillPass,
@@ -39,33 +39,27 @@ from pytest_ssd.analysis import (
     estimate_cache,
     fill_pass,
     log_path,
-    parse_dd,
     read_io_log,
     shrink_log,
     speed_profile,
 )
-from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
 from pytest_ssd.figures import fill as graphs
-from pytest_ssd.fio.engine import FioRun
-from pytest_ssd.fio.job import FioJob
-from pytest_ssd.proc import run, which
 from pytest_ssd.workloads.csd import FILL_DRIVE_STATE
 from pytest_ssd.workloads.fill import (
     SELF_CHECK,
     FillTiming,
     check_chunks,
     check_job,
-    dd_argv,
+    dd_read,
     fill_job,
     idle_gap_s,
     read_job,
     timing,
 )
 
-pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ALL_CLASSES)  # csd applies to every class
+pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 
 MiB, GiB = 1 << 20, 1 << 30
-COREUTILS = "install coreutils"
 #: seconds dd gets beyond ten times fio's read of the same span
 DD_TIMEOUT_MARGIN_S = 60.0
 #: how far the windows' bytes may miss fio's byte count (they are the same I/Os)
@@ -142,7 +136,7 @@ def test_fill_drive(ssd: SsdBench) -> None:
         if number > 1:
             time.sleep(gap)
         job = fill_job(number, span, row)
-        runs.append(ssd.run(job))
+        runs.append(ssd.run_jobs(job))
         health = ssd.health
         temperatures.append(health.arrays() if health and health.samples else None)
         result = runs[-1].result(job)
@@ -187,21 +181,18 @@ def cross_check(
     ssd: SsdBench, span: int, row: FillTiming, read_s: float
 ) -> tuple[SelfCheck, float]:
     """dd and fio over the same chunks in turn: (their agreement, dd's seconds in all)."""
-    env, dd = which("env", COREUTILS), which("dd", COREUTILS)
     timeout = DD_TIMEOUT_MARGIN_S + 10 * read_s
     dd_bytes = dd_s = fio_bytes = fio_s = 0.0
     for index, chunk in enumerate(check_chunks(span, row)):
         job = check_job(index, *chunk, row)
         for tool in ("dd", "fio") if index % 2 == 0 else ("fio", "dd"):
             if tool == "fio":
-                done = ssd.run(job, record=False).result(job).directions["read"]
+                done = ssd.run(job, record=False).directions["read"]
                 assert done.io_bytes == chunk[1], f"fio read chunk {index} whole"
                 fio_bytes, fio_s = fio_bytes + done.io_bytes, fio_s + done.runtime_ms / 1000
                 continue
-            argv = dd_argv(env, dd, ssd.dut.path, chunk, row)
             folder = ssd.artifacts / f"dd-{index}"
-            report = run(argv, timeout=timeout, artifacts=folder, name="dd").check("dd")
-            count, seconds = parse_dd(report.stderr)
+            count, seconds = dd_read(ssd.dut.path, chunk, row, folder, timeout)
             assert count == chunk[1], f"dd read chunk {index} whole"
             dd_bytes, dd_s = dd_bytes + count, dd_s + seconds
     return SelfCheck(fio_bytes / fio_s, dd_bytes / dd_s, "dd"), dd_s
@@ -212,7 +203,7 @@ def test_speed_profile_read(ssd: SsdBench) -> None:
     row = timing(ssd.profile)
     span = ssd.region("device").size
     job = read_job(span, row)
-    fio_run = ssd.run(job)
+    fio_run = ssd.run_jobs(job)
     read = fio_run.result(job).directions["read"]
     assert read.io_bytes == job.size, "fio read the whole span"
     one = logged(fio_run, job, "read", "read", row)

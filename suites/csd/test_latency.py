@@ -13,14 +13,12 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
+from pytest_ssd import ALL_CLASSES, DEFAULT_PERCENTILES, SsdBench
 from pytest_ssd.figures.latency import LatencySample, distribution, tail, tail_table
-from pytest_ssd.fio.results import DEFAULT_PERCENTILES
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import LATENCY_MIXES, LATENCY_SIZE, latency_jobs
 
-pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ALL_CLASSES)  # csd applies to every class
+pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 
 
 def needed_ios(p: float) -> int:
@@ -44,7 +42,7 @@ def test_percentile_and_tail_latency(ssd: SsdBench, phase: int) -> None:
     size = LATENCY_SIZE[ssd.profile.name]
     jobs = latency_jobs(size, ssd.region("rnd"))
 
-    run = ssd.run(*jobs)
+    run = ssd.run_jobs(*jobs)
 
     samples = []
     for job, mix in zip(jobs, LATENCY_MIXES, strict=True):

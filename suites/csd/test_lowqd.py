@@ -15,15 +15,12 @@ import math
 import numpy as np
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
+from pytest_ssd import ALL_CLASSES, FioJob, JobResult, Pattern, SsdBench
 from pytest_ssd.figures.lowqd import ratio_curves, weighted_curves
-from pytest_ssd.fio.job import FioJob, Pattern
-from pytest_ssd.fio.results import JobResult
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, ratio_matrix
 
-pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ALL_CLASSES)  # csd applies to every class
+pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 
 
 def check_job(job: FioJob, result: JobResult) -> None:
@@ -52,7 +49,7 @@ def test_low_qd_by_rw_ratio(ssd: SsdBench, cssd_round: int, pattern: Pattern) ->
     planned = plan_jobs(pattern, region, plan)
     assert all(region.contains(p.job.offset, p.job.size or 0) for p in planned)
 
-    run = ssd.run(*(p.job for p in planned))
+    run = ssd.run_jobs(*(p.job for p in planned))
 
     for item in planned:
         check_job(item.job, run.result(item.job))

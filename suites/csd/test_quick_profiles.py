@@ -17,11 +17,8 @@ import time
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
+from pytest_ssd import ALL_CLASSES, DirectionResult, FioJob, SsdBench
 from pytest_ssd.figures.grid import Grid, grid_of, results_grid
-from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.results import DirectionResult
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import (
     CDM_PROFILE_ORDER,
@@ -36,7 +33,7 @@ from pytest_ssd.workloads.profiles import (
     cdm_scores,
 )
 
-pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ALL_CLASSES)  # csd applies to every class
+pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 
 #: FOB before preconditioning (purged first), cssd in both rounds, used75 after the second
 QUICK_PROFILE_STATES = [
@@ -65,7 +62,7 @@ def run_passes(
     for index, burst in enumerate(cdm_bursts(passes, timing)):
         if index and timing.interval_s:
             time.sleep(timing.interval_s)
-        run = ssd.run(*(one.job for one in burst), setup=() if index else setup)
+        run = ssd.run_jobs(*(one.job for one in burst), setup=() if index else setup)
         for one in burst:
             result = run.result(one.job)
             assert set(result.directions) == {one.direction}, f"{one.job.name}: one direction"

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import ALL_CLASSES, APPLIES_MARKER
+from pytest_ssd import ALL_CLASSES, SsdBench
 from pytest_ssd.figures.grid import Bar, mib_bars
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import SYNC_SIZE, sync_jobs
 
-pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ALL_CLASSES)  # csd applies to every class
+pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 
 
 @pytest.mark.parametrize("phase", CSSD_ROUNDS)
@@ -25,7 +24,7 @@ def test_sync_writes(ssd: SsdBench, phase: int) -> None:
     seq, rnd = ssd.region("seq"), ssd.region("rnd")
     jobs = sync_jobs(size, seq, rnd)
 
-    run = ssd.run(*jobs)
+    run = ssd.run_jobs(*jobs)
 
     bars: list[Bar] = []
     values: dict[str, object] = {"amount": size.amount}

@@ -9,8 +9,7 @@ under the quick profile, a failure under full, whose samples must resolve it).
 
 from __future__ import annotations
 
-from pytest_ssd import SsdBench
-from pytest_ssd.specs import SpecLine, plan
+from pytest_ssd import SpecLine, SsdBench, spec_plan
 
 #: (runtime, ramp) seconds: seed 000/001's 5-minute measurement after a 30 s ramp
 FULL = (300.0, 30.0)
@@ -19,5 +18,5 @@ QUICK = (3.0, 1.0)
 
 def test_spec_line(ssd: SsdBench, spec_line: SpecLine) -> None:
     runtime_s, ramp_s = QUICK if ssd.profile.quick else FULL
-    job = plan(spec_line, runtime_s=runtime_s, ramp_s=ramp_s).job
-    ssd.assert_meets_spec(spec_line, ssd.run(job).result(job))
+    job = spec_plan(spec_line, runtime_s=runtime_s, ramp_s=ramp_s).job
+    ssd.assert_meets_spec(spec_line, ssd.run(job))

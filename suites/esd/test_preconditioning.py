@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import APPLIES_MARKER, ESD_CLASSES
+from pytest_ssd import ESD_CLASSES, SsdBench
 from pytest_ssd.methods.esd import run_precondition
 from pytest_ssd.workloads.esd import RND_PRECONDITION, RND_STEADY, SEQ_PRECONDITION, SEQ_STEADY
 
-pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*ESD_CLASSES)
+pytestmark = pytest.mark.ssd_applies(*ESD_CLASSES)
 
 
 @SEQ_PRECONDITION

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import APPLIES_MARKER, ESD_CLASSES
+from pytest_ssd import ESD_CLASSES, SsdBench
 from pytest_ssd.methods.esd import limits_of, run_sweep
 from pytest_ssd.workloads.esd import (
     MIXED_READ_PCT,
@@ -22,7 +21,7 @@ from pytest_ssd.workloads.esd import (
     timing,
 )
 
-pytestmark = [getattr(pytest.mark, APPLIES_MARKER)(*ESD_CLASSES), RND_STATE]
+pytestmark = [pytest.mark.ssd_applies(*ESD_CLASSES), RND_STATE]
 DIRECTIONS = [pytest.param(100, id="read"), pytest.param(0, id="write")]
 
 

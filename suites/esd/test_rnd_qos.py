@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import APPLIES_MARKER, ESD_CLASSES
+from pytest_ssd import ESD_CLASSES, SsdBench
 from pytest_ssd.methods.esd import run_qos
 from pytest_ssd.workloads.esd import RND_STATE
 
-pytestmark = [getattr(pytest.mark, APPLIES_MARKER)(*ESD_CLASSES), RND_STATE]
+pytestmark = [pytest.mark.ssd_applies(*ESD_CLASSES), RND_STATE]
 
 
 def test_qos_qd1(ssd: SsdBench) -> None:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import APPLIES_MARKER, ESD_CLASSES
+from pytest_ssd import ESD_CLASSES, SsdBench
 from pytest_ssd.methods.esd import limits_of, run_sweep
 from pytest_ssd.workloads.esd import SEQ_STATE, by_block_size, by_queue_depth, timing
 
-pytestmark = [getattr(pytest.mark, APPLIES_MARKER)(*ESD_CLASSES), SEQ_STATE]
+pytestmark = [pytest.mark.ssd_applies(*ESD_CLASSES), SEQ_STATE]
 DIRECTIONS = [pytest.param(100, id="read"), pytest.param(0, id="write")]
 
 

@@ -20,7 +20,7 @@ def test_four_corners(ssd: SsdBench, corner: str) -> None:
     # reads measure written data: the span is filled first, in the same fio process
     setup = () if job.writes else ssd.unwritten(prefill_job(span_for(profile, capacity)))
 
-    result = ssd.run(job, setup=setup).result(job)
+    result = ssd.run(job, setup=setup)
 
     direction = "read" if job.read_pct == 100 else "write"
     assert set(result.directions) == {direction}, "only the asked direction did I/O"

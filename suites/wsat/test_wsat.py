@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import SsdBench
-from pytest_ssd.device.drive_class import APPLIES_MARKER, WSAT_CLASSES
+from pytest_ssd import WSAT_CLASSES, SsdBench
 from pytest_ssd.methods.wsat import check_run, run_wsat
 from pytest_ssd.workloads.wsat import WORKLOADS
 
-pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*WSAT_CLASSES)
+pytestmark = pytest.mark.ssd_applies(*WSAT_CLASSES)
 
 
 @pytest.mark.dut_state("fob", pristine=True)

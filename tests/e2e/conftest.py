@@ -39,13 +39,17 @@ def run_ssd(pytester: pytest.Pytester, tmp_path: Path) -> Any:
     The quick profile unless the test names one: real (loop) devices default to full.
     """
 
-    def run(*args: str, suite: Path = SMOKE, timeout: float = 300) -> SsdRun:
+    def run(
+        *args: str, suite: Path = SMOKE, timeout: float = 300, rootdir: Path | None = REPO
+    ) -> SsdRun:
         report_dir = tmp_path / "reports"
         if not any(arg.startswith("--ssd-profile") for arg in args):
             args = (*args, "--ssd-profile=quick")
+        if rootdir is not None:
+            args = (f"--rootdir={rootdir}", *args)
         result = pytester.runpytest_subprocess(
-            str(suite), f"--ssd-report-dir={report_dir}", "-p", "no:cacheprovider",
-            f"--rootdir={REPO}", *args, timeout=timeout,
+            str(suite), f"--ssd-report-dir={report_dir}", "-p", "no:cacheprovider", *args,
+            timeout=timeout,
         )  # fmt: skip
         return SsdRun(result, report_dir)
 

@@ -129,7 +129,7 @@ from pytest_ssd.fio.job import FioJob
 @pytest.mark.ssd_spec("easy-read", "typo-read")
 def test_mine(ssd):
     job = FioJob("r", "rnd", 4096, iodepth=32, size=64 << 20, runtime_s=1)
-    ssd.assert_meets_spec("easy-read", ssd.run(job).result(job))
+    ssd.assert_meets_spec("easy-read", ssd.run(job))
 """
     )
     args = ("--dut=scratch:128M", f"--datasheet={sheet}", "--datasheet-force")

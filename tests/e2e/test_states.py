@@ -17,7 +17,7 @@ from pytest_ssd.fio.job import FioJob
 def read(ssd, region, name):
     r = ssd.region(region)
     job = FioJob(name, "rnd", 4096, iodepth=4, offset=r.offset, size=r.size, runtime_s=0.3)
-    return ssd.run(job).result(job)
+    return ssd.run(job)
 """
 
 TWO_STATES = (

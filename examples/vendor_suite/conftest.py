@@ -1,0 +1,60 @@
+"""A vendor's own suite beside pytest-ssd's: its name, and its own report section.
+
+Everything here goes through pytest-ssd's public API (``from pytest_ssd
+import ...``) and its hooks, so it runs from any folder:
+
+    pytest examples/vendor_suite --dut=/dev/nvme0n1 --ssd-confirm=/dev/nvme0n1 \
+        --datasheet=examples/vendor_suite/datasheet.toml
+
+Without ``--dut`` it measures a scratch loop device (add ``--datasheet-force``
+to check the example datasheet against it).
+"""
+
+from __future__ import annotations
+
+import html
+
+from pytest_ssd import Context, ReportSection, Section, notes, table
+
+#: the suite's name: each test's records carry it, and the section below draws them
+pytest_ssd_suite = "vendor"
+
+#: what the tests record (``ssd.derive(KIND, values)``) and the section draws
+KIND = "vendor-acceptance"
+
+
+def pytest_ssd_report_sections() -> list[ReportSection]:
+    """pytest-ssd's hook: this suite's section of the report."""
+    section = ReportSection(
+        suite="vendor",
+        title="Vendor acceptance (examples/vendor_suite)",
+        build=acceptance,
+        kinds=(KIND,),
+    )
+    return [section]
+
+
+def acceptance(ctx: Context) -> Section | None:
+    """One row per drive and check: what was measured, against what, and the verdict."""
+    found = ctx.derived(KIND)
+    if not found:
+        return None
+    rows = [
+        [
+            html.escape(drive.drive.label),
+            html.escape(values["check"]),
+            f"{values['measured']:,.0f} {html.escape(values['unit'])}",
+            html.escape(values["verdict"]),
+        ]
+        for drive, record in found
+        for values in [record["values"]]
+    ]
+    body = table(["drive", "check", "measured", "datasheet verdict"], rows)
+    left_out = [
+        f"{d.drive.label}: no acceptance results"
+        for d in ctx.drives
+        if not any(drive is d for drive, _ in found)
+    ]
+    return Section(
+        "ssd-suite-vendor", "Vendor acceptance (examples/vendor_suite)", body + notes(left_out)
+    )

@@ -1,0 +1,62 @@
+"""The vendor's acceptance check: random 4 KiB reads at QD32 against the datasheet.
+
+The device is brought to the state the test declares (fresh out of the box:
+purged), the span it reads is written first, and the figure is checked against
+the datasheet line ``rnd-read-qd32`` through pytest-ssd's own spec check.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ssd import FioJob, SsdBench
+
+KIND = "vendor-acceptance"
+#: the span read: the first GiB (or the whole of a smaller device)
+SPAN = 1 << 30
+#: (runtime, ramp) seconds per profile
+TIMES = {"quick": (3.0, 1.0), "full": (60.0, 10.0)}
+
+
+@pytest.mark.dut_state("fob")
+def test_random_read_qd32(ssd: SsdBench) -> None:
+    device = ssd.region("device")
+    span = min(SPAN, device.size)
+    runtime_s, ramp_s = TIMES[ssd.profile.name]
+    fill = FioJob(
+        name="fill",
+        pattern="seq",
+        block_size=128 << 10,
+        iodepth=32,
+        read_pct=0,
+        offset=device.offset,
+        size=span,
+    )
+    job = FioJob(
+        name="rnd-read-qd32",
+        pattern="rnd",
+        block_size=4096,
+        iodepth=32,
+        read_pct=100,
+        offset=device.offset,
+        size=span,
+        runtime_s=runtime_s,
+        ramp_s=ramp_s,
+    )
+
+    result = ssd.run(job, setup=ssd.unwritten(fill))
+
+    verdict = ssd.check_spec("rnd-read-qd32", result) if ssd.datasheet else None
+    iops = result.directions["read"].iops
+    ssd.derive(
+        KIND,
+        {
+            "check": "RND read 4KiB QD32",
+            "measured": iops,
+            "unit": "IOPS",
+            "verdict": verdict.message if verdict else "not checked: no datasheet",
+        },
+    )
+    assert iops > 0
+    if verdict is not None:
+        assert verdict.status == "met", verdict.message
