@@ -16,7 +16,7 @@ from pytest_ssd.errors import ParseError
 from pytest_ssd.figures.lowqd import matrix_of, ranking_bars, weighted_curves
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import table
-from pytest_ssd.report.sections.csd_common import Drives, Part, derived, param_of, state_of
+from pytest_ssd.report.sections.csd.common import Drives, Part, derived, param_of, state_of
 
 #: what must agree for two drives' curves to rank together
 _AXES = ("pattern", "block_size", "read_pct", "queue_depths")

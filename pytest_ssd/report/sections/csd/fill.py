@@ -18,7 +18,7 @@ from pytest_ssd.errors import ParseError
 from pytest_ssd.figures.fill import DriveFill, bw_vs_data_drives, latency_vs_time_drives, pass_of
 from pytest_ssd.figures.grid import Bar, mib_bars
 from pytest_ssd.report.sections.base import table
-from pytest_ssd.report.sections.csd_common import CSD, Drives, Part, derived, series
+from pytest_ssd.report.sections.csd.common import CSD, Drives, Part, derived, series
 
 FILL = f"{CSD}test_fill_drive.py::test_fill_drive"
 READ = f"{CSD}test_fill_drive.py::test_speed_profile_read"

@@ -12,7 +12,7 @@ import html
 from pytest_ssd.db import DriveResults
 from pytest_ssd.figures.grid import Bar, Grid, grid_bars, grid_of_values, mib_bars
 from pytest_ssd.report.sections.base import table
-from pytest_ssd.report.sections.csd_common import (
+from pytest_ssd.report.sections.csd.common import (
     Drives,
     Part,
     derived,

@@ -23,7 +23,7 @@ from pytest_ssd.figures.latency import (
 )
 from pytest_ssd.fio.results import Percentile
 from pytest_ssd.report.sections.base import table
-from pytest_ssd.report.sections.csd_common import (
+from pytest_ssd.report.sections.csd.common import (
     Drives,
     Part,
     measurement_names,

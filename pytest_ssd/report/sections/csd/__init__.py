@@ -11,11 +11,11 @@ there is no steady-state part.
 from __future__ import annotations
 
 from pytest_ssd.report.sections.base import Context, Section, notes
-from pytest_ssd.report.sections.csd_common import Drives, Part
-from pytest_ssd.report.sections.csd_fill import fill_drive
-from pytest_ssd.report.sections.csd_latency import latency
-from pytest_ssd.report.sections.csd_lowqd import low_qd
-from pytest_ssd.report.sections.csd_profiles import quick_profiles, sync_writes
+from pytest_ssd.report.sections.csd.common import Drives, Part
+from pytest_ssd.report.sections.csd.fill import fill_drive
+from pytest_ssd.report.sections.csd.latency import latency
+from pytest_ssd.report.sections.csd.lowqd import low_qd
+from pytest_ssd.report.sections.csd.profiles import quick_profiles, sync_writes
 
 ID = "ssd-suite-csd"
 TITLE = "Consumer SSD suite (suites/csd)"
