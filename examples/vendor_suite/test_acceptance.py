@@ -20,26 +20,16 @@ TIMES = {"quick": (3.0, 1.0), "full": (60.0, 10.0)}
 
 @pytest.mark.dut_state("fob")
 def test_random_read_qd32(ssd: SsdBench) -> None:
-    device = ssd.region("device")
-    span = min(SPAN, device.size)
+    span = ssd.region("device").head(SPAN)
     runtime_s, ramp_s = TIMES[ssd.profile.name]
-    fill = FioJob(
-        name="fill",
-        pattern="seq",
-        block_size=128 << 10,
-        iodepth=32,
-        read_pct=0,
-        offset=device.offset,
-        size=span,
-    )
-    job = FioJob(
+    fill = FioJob.on(span, name="fill", pattern="seq", block_size=128 << 10, iodepth=32, read_pct=0)
+    job = FioJob.on(
+        span,
         name="rnd-read-qd32",
         pattern="rnd",
         block_size=4096,
         iodepth=32,
         read_pct=100,
-        offset=device.offset,
-        size=span,
         runtime_s=runtime_s,
         ramp_s=ramp_s,
     )

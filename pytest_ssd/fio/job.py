@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.results import DEFAULT_PERCENTILES
@@ -73,6 +73,16 @@ def fio_seconds(seconds: float) -> str:
     return f"{round(seconds * 1000)}ms"
 
 
+class Span(Protocol):
+    """A byte range of the target: a :class:`~pytest_ssd.state.layout.Region`."""
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class FioJob:
     """One fio job: a workload on a region of the target.
@@ -101,6 +111,11 @@ class FioJob:
     io_log: bool = False
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
     extra: tuple[tuple[str, str], ...] = field(default=())
+
+    @classmethod
+    def on(cls, region: Span, **fields: Any) -> FioJob:
+        """A job over *region*: ``FioJob.on(ssd.region("rnd"), name=..., pattern="rnd", ...)``."""
+        return cls(offset=region.offset, size=region.size, **fields)
 
     def __post_init__(self) -> None:
         problems = []

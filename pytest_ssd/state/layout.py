@@ -9,7 +9,7 @@ method's measurements do); any other write breaks it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pytest_ssd.fio.job import format_bytes
@@ -36,6 +36,10 @@ class Region:
     @property
     def end(self) -> int:
         return self.offset + self.size
+
+    def head(self, size: int) -> Region:
+        """The first *size* bytes of the region (all of it when it is smaller)."""
+        return replace(self, size=min(size, self.size))
 
     def contains(self, offset: int, size: int) -> bool:
         return self.offset <= offset and offset + size <= self.end

@@ -101,8 +101,8 @@ def seq_fill_200(ctx: Context) -> list[Step]:
 def rnd_and_trim(ctx: Context) -> list[Step]:
     cssd = layout(StateSpec("cssd"), ctx.capacity, ctx.span)
     rnd, trimmed = cssd.region("rnd"), cssd.region("trimmed")
-    job = FioJob(name="cssd-rnd", pattern="rnd", block_size=4 * KiB, iodepth=32, read_pct=0,
-                 offset=rnd.offset, size=rnd.size, percentiles=())  # fmt: skip
+    job = FioJob.on(rnd, name="cssd-rnd", pattern="rnd", block_size=4 * KiB, iodepth=32,
+                    read_pct=0, percentiles=())  # fmt: skip
     between = ctx.profile.idle.between_steps_s
     return [
         Step("fio", "cssd-rnd", f"RND 4 KiB QD32 write over the RND region {rnd.describe()}",

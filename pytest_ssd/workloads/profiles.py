@@ -130,15 +130,14 @@ def cdm_passes(profile: str, timing: CdmTiming, spans: Mapping[str, Span]) -> tu
         for test in CDM_PROFILES[profile]:
             span = spans[test.pattern]
             for number in range(1, timing.passes + 1):
-                job = FioJob(
+                job = FioJob.on(
+                    span,
                     name=f"{profile}-{test.key}-{direction}-{number}",
                     pattern=test.pattern,
                     block_size=test.block_size,
                     iodepth=test.iodepth,
                     numjobs=test.numjobs,
                     read_pct=_READ_PCT[direction],
-                    offset=span.offset,
-                    size=span.size,
                     runtime_s=timing.pass_s,
                 )
                 passes.append(CdmPass(profile, test, direction, number, job))
@@ -159,10 +158,9 @@ def cdm_bursts(passes: Sequence[CdmPass], timing: CdmTiming) -> list[tuple[CdmPa
 
 def cdm_prepare(span: Span) -> FioJob:
     """CDM's "preparing" step: one SEQ 1 MiB QD8 write of the test span, so reads read data."""
-    return FioJob(
-        name="cdm-prepare", pattern="seq", block_size=1 * MiB, iodepth=8, read_pct=0,
-        offset=span.offset, size=span.size,
-    )  # fmt: skip
+    return FioJob.on(
+        span, name="cdm-prepare", pattern="seq", block_size=1 * MiB, iodepth=8, read_pct=0
+    )
 
 
 def best_pass(values: Sequence[float]) -> int:
@@ -248,10 +246,8 @@ def sync_jobs(size: SyncSize, seq: Region, rnd: Region) -> tuple[FioJob, FioJob]
 
 def _sync_job(name: str, pattern: Pattern, block_size: int, region: Region, size: SyncSize
               ) -> FioJob:  # fmt: skip
-    return FioJob(
-        name=name, pattern=pattern, block_size=block_size, iodepth=1, read_pct=0,
-        offset=region.offset, size=region.size, io_bytes=size.amount, fsync=1,
-    )  # fmt: skip
+    return FioJob.on(region, name=name, pattern=pattern, block_size=block_size, iodepth=1,
+                     read_pct=0, io_bytes=size.amount, fsync=1)  # fmt: skip
 
 
 # ---- 4.5 percentile and tail latency -----------------------------------------------------
@@ -301,7 +297,6 @@ def latency_jobs(size: LatencySize, rnd: Region) -> tuple[FioJob, ...]:
 
 
 def _latency_job(mix: LatencyMix, rnd: Region, size: LatencySize) -> FioJob:
-    return FioJob(
-        name=f"lat-rnd4k-qd1-{mix.key}", pattern="rnd", block_size=LATENCY_BLOCK, iodepth=1,
-        read_pct=mix.read_pct, offset=rnd.offset, size=rnd.size, io_bytes=size.amount,
-    )  # fmt: skip
+    return FioJob.on(rnd, name=f"lat-rnd4k-qd1-{mix.key}", pattern="rnd",
+                     block_size=LATENCY_BLOCK, iodepth=1, read_pct=mix.read_pct,
+                     io_bytes=size.amount)  # fmt: skip
