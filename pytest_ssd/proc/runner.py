@@ -25,6 +25,8 @@ from pytest_ssd.errors import ToolError
 
 #: how long a process group gets between SIGTERM and SIGKILL
 KILL_GRACE_S = 5.0
+#: how long an interrupted command's output may take to be read for its artifacts
+KEEP_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -139,6 +141,19 @@ def _keep(artifacts: Path, name: str, result: Completed, extra: dict[str, str]) 
         (artifacts / filename).write_text(text)
 
 
+def _after_interrupt(
+    proc: subprocess.Popen[str], argv: tuple[str, ...], start: float, sink: LineSink | None
+) -> Completed:
+    """What an interrupted command printed until it was killed (as far as can be read now)."""
+    try:
+        stdout, stderr = proc.communicate(timeout=KEEP_TIMEOUT_S)
+    except (subprocess.TimeoutExpired, ValueError, OSError):  # pipes gone or still held
+        stdout, stderr = "", ""
+    stdout = (sink.text() if sink is not None else "") + (stdout or "")
+    returncode = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    return Completed(argv, returncode, stdout, stderr or "", time.monotonic() - start)
+
+
 def run(
     argv: list[str] | tuple[str, ...],
     *,
@@ -185,8 +200,10 @@ def run(
         if artifacts is not None:
             _keep(artifacts, label, result, extra_files or {})
         raise ToolError(f"{label} timed out after {timeout:g} s: {result.command}") from None
-    except BaseException:
+    except BaseException:  # an interrupt (Ctrl-C, a signal): what it printed is kept too
         _kill_group(proc)
+        if artifacts is not None:
+            _keep(artifacts, label, _after_interrupt(proc, argv, start, sink), extra_files or {})
         raise
     result = Completed(argv, proc.returncode, stdout, stderr, time.monotonic() - start)
     if artifacts is not None:

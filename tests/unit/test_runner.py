@@ -1,0 +1,41 @@
+"""pytest_ssd.proc.run: what a command leaves in its artifact folder, also when interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_ssd.proc import run
+
+
+def test_a_finished_command_keeps_its_output(tmp_path: Path) -> None:
+    done = run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=10, artifacts=tmp_path)
+    assert done.returncode == 3
+    assert (tmp_path / "sh.stdout").read_text() == "out\n"
+    assert (tmp_path / "sh.stderr").read_text() == "err\n"
+    assert (tmp_path / "sh.rc").read_text() == "3\n"
+
+
+def test_an_interrupted_command_keeps_what_it_printed_and_dies(tmp_path: Path) -> None:
+    script = "echo started; echo $$ > {pid}; sleep 60; echo never".format(pid=tmp_path / "pid")
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    begun = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(["sh", "-c", script], timeout=60, artifacts=tmp_path / "kept", name="slow")
+    finally:
+        timer.cancel()
+    assert time.monotonic() - begun < 15, "the interrupt stopped the wait"
+    kept = tmp_path / "kept"
+    assert (kept / "slow.cmd").read_text().startswith("sh -c")
+    assert (kept / "slow.stdout").read_text() == "started\n"
+    assert int((kept / "slow.rc").read_text()) < 0, "killed by a signal"
+    pid = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the whole group is gone, not left sleeping
