@@ -7,6 +7,10 @@ traceback.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+T = TypeVar("T")
+
 
 class SsdError(Exception):
     """Base of every pytest-ssd error: one line, what is wrong and where."""
@@ -56,3 +60,14 @@ class DatasheetError(ConfigError):
         self.path = path
         self.where = where
         self.problem = problem
+
+
+def present(value: T | None, what: str) -> T:
+    """*value*, which the caller's own logic guarantees is there (instead of an ``assert``).
+
+    ``assert`` vanishes under ``python -O`` and pytest rewrites only test modules:
+    a broken guarantee is a clear :class:`SsdError` naming what was missing.
+    """
+    if value is None:
+        raise SsdError(f"pytest-ssd internal error: {what} is missing")
+    return value

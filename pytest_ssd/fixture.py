@@ -19,7 +19,7 @@ from pytest_ssd import figures
 from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import binary_size
-from pytest_ssd.errors import ConfigError
+from pytest_ssd.errors import ConfigError, present
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import JobResult
@@ -151,8 +151,7 @@ class SsdBench:
         if times > 1:
             for job in jobs:
                 self._aggregate(job.name)
-        assert fio_run is not None
-        return fio_run
+        return present(fio_run, "the last fio run")
 
     def _run_once(self, every: tuple[FioJob, ...]) -> FioRun:
         self._runs += 1

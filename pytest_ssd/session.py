@@ -33,7 +33,7 @@ from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
 from pytest_ssd.device.node import DeviceLock, canonical, device_key
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
-from pytest_ssd.errors import ConfigError, DeviceError, SafetyError
+from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.figures.steady import save_charts
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
@@ -328,8 +328,7 @@ class SsdSession:
                 Path(exc.filename or self.run_dir), exc, "--ssd-report-dir"
             ) from None
         # the record says what the run measures under: after --ssd-tune, with every device
-        assert self.tuner is not None
-        self.host = self.tuner.start(identities)
+        self.host = present(self.tuner, "the tuner").start(identities)
         environment = runinfo.collect(args, self.host)
         self.store = ResultsStore(self.run_dir, self.run_id, environment)
         self.store.write()
@@ -380,8 +379,7 @@ class SsdSession:
         self, dut_id: str, spec: DutSpec, seen: dict[tuple[str, int, int], str]
     ) -> Dut:
         """A device or file the user named: its node, lock, size, guard and confirmation."""
-        assert spec.path is not None
-        node = canonical(spec.path)
+        node = canonical(present(spec.path, "the device path"))
         facts = guard.check_readable(node)
         fio_path(str(node))  # a name fio would split or cut is refused before anything
         key = device_key(node)
@@ -415,8 +413,8 @@ class SsdSession:
             )
 
     def _make_scratch(self, dut_id: str, spec: DutSpec, index: int) -> Dut:
-        assert spec.scratch_size is not None
-        device = create(spec.scratch_size, self.options.report_dir / SCRATCH_DIR, index)
+        size = present(spec.scratch_size, "the scratch size")
+        device = create(size, self.options.report_dir / SCRATCH_DIR, index)
         self.scratch.append(device)
         self._lock(device.path)
         identity = identify(device.path)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.node import describe_pid, lock_holders
-from pytest_ssd.errors import ConfigError, SsdError
+from pytest_ssd.errors import ConfigError, SsdError, present
 from pytest_ssd.host import settings
 from pytest_ssd.host.changes import Change
 from pytest_ssd.host.facts import BUSY_SAMPLE_S
@@ -93,8 +93,8 @@ class Tuner:
         :func:`checked` are written back; a refused entry is reported, never written.
         """
         path = self._locate()
-        assert self.lock is not None
-        if not self.lock.acquire():  # a live session tuned this machine
+        lock = present(self.lock, "the tune lock")
+        if not lock.acquire():  # a live session tuned this machine
             if self.requested:
                 raise self._busy()
             return
@@ -102,10 +102,10 @@ class Tuner:
             if os.path.lexists(path):
                 self._put_back(path)
         except BaseException:
-            self.lock.release()
+            lock.release()
             raise
         if not self.requested:
-            self.lock.release()  # only a session that tunes holds the machine
+            lock.release()  # only a session that tunes holds the machine
 
     def _put_back(self, path: Path) -> None:
         left, entries = Journal.load(path)
@@ -119,8 +119,7 @@ class Tuner:
 
     def _busy(self) -> TuneError:
         """One line naming the live session that holds the lock."""
-        assert self.lock is not None
-        pids = lock_holders(self.lock.path.stat())
+        pids = lock_holders(present(self.lock, "the tune lock").path.stat())
         if not pids:  # /proc/locks did not say: its journal does, if its writer still runs
             try:
                 owner, _ = Journal.load(self.journal.path)
@@ -155,8 +154,8 @@ class Tuner:
         if not planned:
             return
         self._locate()
-        assert self.lock is not None
-        if not self.lock.held and not self.lock.acquire():
+        lock = present(self.lock, "the tune lock")
+        if not lock.held and not lock.acquire():
             raise self._busy()
         self.journal.changes = planned
         self.journal.write()  # before the first change

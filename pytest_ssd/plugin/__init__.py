@@ -18,7 +18,7 @@ import pytest
 from pytest_ssd import newhooks
 from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class, item_skip_reason
 from pytest_ssd.device.dut import dut_spec
-from pytest_ssd.errors import SsdError
+from pytest_ssd.errors import SsdError, present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fixture import FIGURES_KEY, BenchEnv, SsdBench, enter_state, leave_state
 from pytest_ssd.plugin import suites
@@ -40,6 +40,10 @@ from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.state.progress import terminal_writer
+
+# the method drivers check what fio did with asserts, as tests do: pytest rewrites them too
+# (a failed check names its values); everything else in pytest_ssd raises SsdError instead
+pytest.register_assert_rewrite("pytest_ssd.methods")
 
 PASSED_KEY = pytest.StashKey[bool]()
 
@@ -271,16 +275,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True
     config.pluginmanager.register(HtmlReport(session), "ssd-html-report")
-    assert session.store is not None
+    store = present(session.store, "the results store")
     lines = [
         f"report:  {config.option.htmlpath}",
-        f"results: {session.store.path}",
+        f"results: {store.path}",
         f"db:      {session.options.db} (run {session.run_id})",
         f"files:   {session.run_dir}",
     ]
     config.pluginmanager.register(RunRecorder(session, lines), "ssd-recorder")
-    assert session.tuner is not None and session.host is not None
-    config.pluginmanager.register(HostReport(session.tuner, session.host), "ssd-host")
+    tuner, host = present(session.tuner, "the tuner"), present(session.host, "the host record")
+    config.pluginmanager.register(HostReport(tuner, host), "ssd-host")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.db import TestRecords
-from pytest_ssd.errors import SsdError
+from pytest_ssd.errors import SsdError, present
 from pytest_ssd.results.files import STORAGE_ERRNOS, StorageError
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
@@ -44,10 +44,9 @@ class RunRecorder:
     """
 
     def __init__(self, session: SsdSession, report_lines: list[str]) -> None:
-        assert session.store is not None and session.db is not None
         self.session = session
-        self.store = session.store
-        self.db = session.db
+        self.store = present(session.store, "the results store")
+        self.db = present(session.db, "the database writer")
         self.report_lines = report_lines
         self.outcomes: Counter[str] = Counter()
         self._seen: dict[str, set[str]] = {}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
-from pytest_ssd.errors import SsdError
+from pytest_ssd.errors import SsdError, present
 from pytest_ssd.session import SsdSession, speed_key
 from pytest_ssd.state import actions
 from pytest_ssd.state.layout import layout
@@ -24,9 +24,8 @@ def _identity(session: SsdSession, dut_id: str, index: int) -> tuple[DeviceIdent
     spec = session.options.duts[index]
     if spec.scratch_size is not None:
         return None, spec.scratch_size
-    assert spec.path is not None
     try:
-        identity = identify(spec.path)
+        identity = identify(present(spec.path, "the device path"))
     except SsdError:
         return None, 0
     return identity, identity.size_bytes

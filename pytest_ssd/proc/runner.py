@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pytest_ssd.errors import ToolError
+from pytest_ssd.errors import ToolError, present
 
 #: how long a process group gets between SIGTERM and SIGKILL
 KILL_GRACE_S = 5.0
@@ -92,8 +92,7 @@ class LineSink(Protocol):
 
 def _stream(proc: subprocess.Popen[str], timeout: float, sink: LineSink) -> tuple[str, str]:
     """Feed stdout to *sink* as it arrives; stderr is collected by a thread (no deadlock)."""
-    stdout, stderr = proc.stdout, proc.stderr
-    assert stdout is not None and stderr is not None
+    stdout, stderr = present(proc.stdout, "stdout pipe"), present(proc.stderr, "stderr pipe")
     errors: list[str] = []
     reader = threading.Thread(target=lambda: errors.append(stderr.read()), daemon=True)
     reader.start()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pytest_ssd import purge as purging
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.errors import SsdError, ToolError
+from pytest_ssd.errors import SsdError, ToolError, present
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.proc import run, which
 from pytest_ssd.purge import extra
@@ -95,10 +95,9 @@ def no_charts(verdict: FioSteadyState | SniaVerdict, folder: Path, quantity: str
 
 def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> SteadyOutcome:
     """Run the step's workload until steady state: bytes written, verdict, graphs."""
-    assert step.steady is not None
     state = keeper.state
     span = state.profile.span(state.capacity)
-    workload = step.steady
+    workload = present(step.steady, "the steady step's workload")
     if step.steady_rule == "snia":
         return _snia_rounds(keeper, step, artifacts, span)
     fio_rule = FioSteadyRule(duration_s=state.profile.ss_duration)
@@ -114,18 +113,17 @@ def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> SteadyOutcome:
 
 
 def _snia_rounds(keeper: StateKeeper, step: Step, artifacts: Path, span: int) -> SteadyOutcome:
-    assert step.steady is not None
+    workload = present(step.steady, "the steady step's workload")
     tracker = SniaTracker()
     seconds = keeper.state.profile.seconds(keeper.state.profile.snia_round_s)
     written = 0
     while not tracker.done:
         n = len(tracker.values) + 1
-        job = step.steady.job(f"round-{n:02d}", size=span, runtime_s=seconds, percentiles=())
+        job = workload.job(f"round-{n:02d}", size=span, runtime_s=seconds, percentiles=())
         result = run_jobs((job,), keeper.target, artifacts=artifacts / f"round-{n:02d}")
         measured = result.result(job)
         written += measured.directions["write"].io_bytes if "write" in measured.directions else 0
         tracker.add(sum(d.iops for d in measured.directions.values()))
-    verdict = tracker.verdict
-    assert verdict is not None
-    shown = keeper.charts(verdict, artifacts, f"{step.steady} IOPS", "IOPS")
+    verdict = present(tracker.verdict, "the SNIA verdict of finished rounds")
+    shown = keeper.charts(verdict, artifacts, f"{workload} IOPS", "IOPS")
     return SteadyOutcome(written, verdict.summary(), verdict.as_dict(), shown)

@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.errors import present
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.purge.extra import PurgeProvider
@@ -149,8 +150,7 @@ class StateKeeper:
         """Bring the device to *need*; return the transition (None when already there)."""
         steps = self.plan(need)
         if not steps:
-            assert self.state.layout is not None
-            return None, self.state.layout
+            return None, present(self.state.layout, "the layout of the state reached")
         reason = self._reason(need)
         self.guard()
         self.transitions += 1
@@ -222,8 +222,7 @@ class StateKeeper:
             )
             return written, "", None, ()
         if step.kind == "discard":
-            assert step.discard is not None
-            offset, size = step.discard
+            offset, size = present(step.discard, "the discard step's range")
             self.written.remove(offset, offset + size)
             actions.discard(self.identity, offset, size, artifacts)
             return 0, "", None, ()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from pytest_ssd.errors import present
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.state.spec import StateSpec
 
@@ -126,8 +127,8 @@ def layout(state: StateSpec, capacity: int, span: int) -> Layout:
     elif state.name == "used75":
         regions = [Region("used", 0, used, "any"), Region("free", used, span - used, "none")]
     elif state.name == "ss":
-        assert state.workload is not None
-        regions = [Region("device", 0, span, state.workload.pattern)]
+        pattern = present(state.workload, "the steady state's workload").pattern
+        regions = [Region("device", 0, span, pattern)]
     elif state.name == "wipc":
         regions = [Region("device", 0, span, "seq")]
     else:  # fob, filled

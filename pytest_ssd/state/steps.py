@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pytest_ssd.errors import present
 from pytest_ssd.fio.job import FioJob, format_bytes
 from pytest_ssd.state.layout import layout, used_end
 from pytest_ssd.state.profile import Profile
@@ -138,7 +139,7 @@ def wipc(ctx: Context) -> list[Step]:
 
 
 def steady(ctx: Context, target: StateSpec) -> list[Step]:
-    assert target.workload is not None
+    workload = present(target.workload, "the steady state's workload")
     held = ctx.profile.ss_duration
     rule = (
         "SNIA rounds (5-round window, 20 % range, 10 % slope, <= 25 rounds)"
@@ -146,9 +147,9 @@ def steady(ctx: Context, target: StateSpec) -> list[Step]:
         else f"fio bw_slope 10 % held {held:g} s"
     )
     cap = STEADY_CAP_FACTOR * ctx.span
-    text = f"{target.workload} until steady state: {rule}; at most {format_bytes(cap)}"
-    name = f"ss-{target.workload}"
-    return [Step("steady", name, text, steady=target.workload, steady_rule=target.rule)]
+    text = f"{workload} until steady state: {rule}; at most {format_bytes(cap)}"
+    name = f"ss-{workload}"
+    return [Step("steady", name, text, steady=workload, steady_rule=target.rule)]
 
 
 def precondition_workload(ctx: Context, workload: Workload) -> list[Step]:
@@ -184,8 +185,8 @@ def _edges(source: StateSpec | None, target: StateSpec) -> Iterator[tuple[StateS
 
 def _retarget(ctx: Context, target: StateSpec) -> list[Step]:
     """From one steady state to another: the new workload over 2 x span, then to steady state."""
-    assert target.workload is not None
-    return precondition_workload(ctx, target.workload) + steady(ctx, target)
+    workload = present(target.workload, "the steady state's workload")
+    return precondition_workload(ctx, workload) + steady(ctx, target)
 
 
 @dataclass(order=True)
