@@ -170,7 +170,7 @@ class Options:
         )
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Dut:
     """A device under test, resolved: its path, identity and what it may be used for."""
 
@@ -266,8 +266,9 @@ class SsdSession:
         for index, item in enumerate(data["duts"]):
             path = Path(item["path"])
             session.duts[item["id"]] = Dut(
-                item["id"], path, identify(path), item["scratch"], item["readonly"], item["note"]
-            )
+                id=item["id"], path=path, identity=identify(path), scratch=item["scratch"],
+                readonly=item["readonly"], note=item["note"],
+            )  # fmt: skip
             session.duts[item["id"]].classify(session.options.classes, index, extensions)
         for dut_id, sheet in data.get("datasheets", {}).items():
             session.datasheets[dut_id] = load_datasheet(sheet)
@@ -397,7 +398,8 @@ class SsdSession:
             guard.check_confirmation(
                 str(node), identity.summary(), identity.confirm_token, self.options.confirm
             )
-        return Dut(dut_id, node, identity, False, self.options.readonly)
+        return Dut(id=dut_id, path=node, identity=identity, scratch=False,
+                   readonly=self.options.readonly)  # fmt: skip
 
     def _check_scratch_space(self) -> None:
         sizes = [spec.scratch_size for spec in self.options.duts if spec.scratch_size]
@@ -418,7 +420,8 @@ class SsdSession:
         self.scratch.append(device)
         self._lock(device.path)
         identity = identify(device.path)
-        return Dut(dut_id, device.path, identity, True, self.options.readonly, device.note)
+        return Dut(id=dut_id, path=device.path, identity=identity, scratch=True,
+                   readonly=self.options.readonly, note=device.note)  # fmt: skip
 
     def profile(self, dut: Dut) -> Profile:
         """The profile for *dut*: the option's, else quick on scratch and full on real devices."""
@@ -456,10 +459,11 @@ class SsdSession:
             if dut.scratch:  # a new sparse file was never written: it is fresh out of the box
                 state.establish(FOB)
             self.keepers[dut_id] = StateKeeper(
-                dut_id, dut.path, dut.identity, state, self.run_dir / "states" / dut_id,
-                lambda: self.guard_writes(dut), self.speeds, speed_key(dut.identity, dut.scratch),
-                self.options.purge, self.progress, sampler=lambda: self.sampler(dut),
-                written=dut.written, charts=save_charts,
+                device=dut_id, target=dut.path, identity=dut.identity, state=state,
+                folder=self.run_dir / "states" / dut_id, guard=lambda: self.guard_writes(dut),
+                speeds=self.speeds, speed_key=speed_key(dut.identity, dut.scratch),
+                purge_method=self.options.purge, progress=self.progress,
+                sampler=lambda: self.sampler(dut), written=dut.written, charts=save_charts,
                 added_purges=self.extensions.purge_methods,
             )  # fmt: skip
         return self.keepers[dut_id]

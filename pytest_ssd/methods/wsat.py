@@ -37,7 +37,7 @@ GiB = 1 << 30
 CAP_SLACK = 0.98
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class WsatRun:
     """One workload's run: fio's totals, its log and the steady-state region."""
 
@@ -97,8 +97,8 @@ def run_wsat(ssd: SsdBench, workload: WsatWorkload) -> WsatRun:
     log = _bw_log(fio_run, job)
     write = result.directions.get("write")
     run = WsatRun(
-        workload, job, plan, span, log, steady_region(round_means(log, plan.round_s)),
-        written=write.io_bytes if write else 0, moved=result.io_bytes,
+        workload=workload, job=job, timing=plan, span=span, log=log,
+        region=steady_region(round_means(log, plan.round_s)), written=write.io_bytes if write else 0, moved=result.io_bytes,
         runtime_s=max(d.runtime_ms for d in result.directions.values()) / 1000,
         iops=sum(d.iops for d in result.directions.values()),
     )  # fmt: skip

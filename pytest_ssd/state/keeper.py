@@ -35,7 +35,7 @@ from pytest_ssd.state.written import WrittenMap
 TRANSITION_PROPERTY = "ssd.transition"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepDone:
     """A step as it ran: how long, and the bytes it moved."""
 
@@ -53,7 +53,7 @@ class StepDone:
     health: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Transition:
     """One change of state of one device, triggered by the test that needed it."""
 
@@ -105,7 +105,7 @@ class Transition:
         return data
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StateKeeper:
     """Keeps one device's state in this process and runs the transitions tests need."""
 
@@ -162,8 +162,9 @@ class StateKeeper:
         done = [self._run(index, step, folder) for index, step in enumerate(steps, start=1)]
         layout = self.state.establish(need.state)
         transition = Transition(
-            self.device, test, source, str(need.state), reason, done, iso(started),
-            iso(time.time()), time.monotonic() - clock, layout.as_dict(),
+            device=self.device, test=test, source=source, target=str(need.state), reason=reason,
+            steps=done, start=iso(started), end=iso(time.time()),
+            seconds=time.monotonic() - clock, layout=layout.as_dict(),
         )  # fmt: skip
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "transition.json").write_text(json.dumps(transition.as_dict(), indent=1))
@@ -191,8 +192,8 @@ class StateKeeper:
         kernel = _delta(after, before)
         self.speeds.record(self.speed_key, step, seconds)
         return StepDone(
-            step.kind, step.name, step.text, seconds, kernel, fio_written, detail, verdict, shown,
-            health,
+            kind=step.kind, name=step.name, text=step.text, seconds=seconds, kernel=kernel,
+            fio_written=fio_written, detail=detail, verdict=verdict, figures=shown, health=health,
         )  # fmt: skip
 
     def _execute(

@@ -89,7 +89,7 @@ class Cell:
         return f"r{self.read_pct}-{format_bytes(self.block_size)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PtsTest:
     """One SNIA PTS test: its cells (mixes outer, block sizes inner) and its tracked variable."""
 
@@ -151,11 +151,13 @@ class SniaPlan:
         """The PTS tests by name: iops, throughput-1024KiB, throughput-128KiB, latency."""
         qd, jobs = IOPS_OIO
         found = [
-            PtsTest("iops", "IOPS", "rnd", self.iops_mixes, self.iops_blocks, qd, jobs,
-                    Cell(0, 4 * KiB), "iops"),
+            PtsTest(name="iops", title="IOPS", pattern="rnd", mixes=self.iops_mixes,
+                    block_sizes=self.iops_blocks, iodepth=qd, numjobs=jobs,
+                    tracked=Cell(0, 4 * KiB), metric="iops"),
             *(_throughput(bs) for bs in THROUGHPUT_BLOCKS),
-            PtsTest("latency", "Latency", "rnd", LATENCY_MIXES, LATENCY_BLOCKS, *LATENCY_OIO,
-                    Cell(0, 4 * KiB), "clat_mean_us"),
+            PtsTest(name="latency", title="Latency", pattern="rnd", mixes=LATENCY_MIXES,
+                    block_sizes=LATENCY_BLOCKS, iodepth=LATENCY_OIO[0], numjobs=LATENCY_OIO[1],
+                    tracked=Cell(0, 4 * KiB), metric="clat_mean_us"),
         ]  # fmt: skip
         return {test.name: test for test in found}
 
@@ -163,8 +165,9 @@ class SniaPlan:
 def _throughput(block_size: int) -> PtsTest:
     bs = format_bytes(block_size)
     return PtsTest(
-        f"throughput-{bs}", f"Throughput SEQ {bs}", "seq", THROUGHPUT_MIXES, (block_size,),
-        *THROUGHPUT_OIO, Cell(0, block_size), "bw_mib_s",
+        name=f"throughput-{bs}", title=f"Throughput SEQ {bs}", pattern="seq",
+        mixes=THROUGHPUT_MIXES, block_sizes=(block_size,), iodepth=THROUGHPUT_OIO[0],
+        numjobs=THROUGHPUT_OIO[1], tracked=Cell(0, block_size), metric="bw_mib_s",
     )  # fmt: skip
 
 
