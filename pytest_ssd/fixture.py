@@ -44,9 +44,16 @@ from pytest_ssd.state.tracker import Need
 from pytest_ssd.state.written import WrittenMap, prefill_job, span
 
 #: the conformance row of a line checked on a device without a datasheet
-NOT_CHECKED: dict[str, object] = {"verdict": "not checked", "reason": "the device has no datasheet",
-               "measured": None, "ratio": None, "spec": None, "unit": "", "conditions": {},
-               "message": "not checked: the device has no datasheet"}  # fmt: skip
+NOT_CHECKED: dict[str, object] = {
+    "verdict": "not checked",
+    "reason": "the device has no datasheet",
+    "measured": None,
+    "ratio": None,
+    "spec": None,
+    "unit": "",
+    "conditions": {},
+    "message": "not checked: the device has no datasheet",
+}
 
 FIGURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -275,8 +282,12 @@ class SsdBench:
         for direction, done in result.directions.items():
             if done.clat is not None and done.clat.bins:
                 ns, count = zip(*sorted(done.clat.bins), strict=True)
-                meta = {"kind": "clat-histogram", "measurement": job.name,
-                        "direction": direction, "unit": "ns"}  # fmt: skip
+                meta = {
+                    "kind": "clat-histogram",
+                    "measurement": job.name,
+                    "direction": direction,
+                    "unit": "ns",
+                }
                 self.series(f"{job.name}.clat-{direction}", meta, ns=ns, count=count)
         props = self._node.user_properties
         props.append((PROPERTY, measurement.to_json()))
@@ -325,8 +336,11 @@ class SsdBench:
         """
         spec = self.spec(line) if isinstance(line, str) else line
         sheet = self.datasheet
-        where: dict[str, object] = {"test": self._node.nodeid, "device": self.dut.id,
-                 "datasheet": str(sheet.path) if sheet else None}  # fmt: skip
+        where: dict[str, object] = {
+            "test": self._node.nodeid,
+            "device": self.dut.id,
+            "datasheet": str(sheet.path) if sheet else None,
+        }
         if spec is None:
             row = {**where, **NOT_CHECKED, "id": line, "line": line}
             self._node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
@@ -364,8 +378,12 @@ class SsdBench:
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
         path = self.artifacts / f"{safe}.npz"
         path.write_bytes(pack(arrays))
-        record = {"device": self.dut.id, "name": name, "meta": meta or {},
-                  "file": str(path.relative_to(self._env.run_dir))}  # fmt: skip
+        record = {
+            "device": self.dut.id,
+            "name": name,
+            "meta": meta or {},
+            "file": str(path.relative_to(self._env.run_dir)),
+        }
         self._node.user_properties.append((SERIES_PROPERTY, json.dumps(record, sort_keys=True)))
         return path
 
@@ -375,8 +393,7 @@ class SsdBench:
         They go to results.json (``derived``) and, flattened, to the test's properties.
         Values must be JSON: numbers, strings, lists, dicts (numpy arrays as ``.tolist()``).
         """
-        record = {"test": self._node.nodeid, "device": self.dut.id, "name": name,
-                  "values": values}  # fmt: skip
+        record = {"test": self._node.nodeid, "device": self.dut.id, "name": name, "values": values}
         self._node.user_properties.append((DERIVED_PROPERTY, json.dumps(record, sort_keys=True)))
         for key, value in values.items():
             if isinstance(value, int | float | str):

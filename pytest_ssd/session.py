@@ -255,20 +255,30 @@ class SsdSession:
     def for_controller(cls, config: pytest.Config, extensions: Extensions) -> SsdSession:
         options = Options.from_config(config)
         run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
-        return cls(options, run_id, options.report_dir / run_id, worker=False,
-                   extensions=extensions)  # fmt: skip
+        return cls(
+            options, run_id, options.report_dir / run_id, worker=False, extensions=extensions
+        )
 
     @classmethod
     def for_worker(cls, config: pytest.Config, extensions: Extensions) -> SsdSession:
         data = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
-        session = cls(Options.from_config(config), data["run_id"], Path(data["run_dir"]), True,
-                      extensions=extensions)  # fmt: skip
+        session = cls(
+            Options.from_config(config),
+            data["run_id"],
+            Path(data["run_dir"]),
+            True,
+            extensions=extensions,
+        )
         for index, item in enumerate(data["duts"]):
             path = Path(item["path"])
             session.duts[item["id"]] = Dut(
-                id=item["id"], path=path, identity=identify(path), scratch=item["scratch"],
-                readonly=item["readonly"], note=item["note"],
-            )  # fmt: skip
+                id=item["id"],
+                path=path,
+                identity=identify(path),
+                scratch=item["scratch"],
+                readonly=item["readonly"],
+                note=item["note"],
+            )
             session.duts[item["id"]].classify(session.options.classes, index, extensions)
         for dut_id, sheet in data.get("datasheets", {}).items():
             session.datasheets[dut_id] = load_datasheet(sheet)
@@ -276,13 +286,23 @@ class SsdSession:
 
     def workerinput(self) -> dict[str, Any]:
         duts = [
-            {"id": d.id, "path": str(d.path), "scratch": d.scratch, "readonly": d.readonly,
-             "note": d.note}
+            {
+                "id": d.id,
+                "path": str(d.path),
+                "scratch": d.scratch,
+                "readonly": d.readonly,
+                "note": d.note,
+            }
             for d in self.duts.values()
-        ]  # fmt: skip
+        ]
         sheets = {dut_id: str(d.path) for dut_id, d in self.datasheets.items()}
-        return {"run_id": self.run_id, "run_dir": str(self.run_dir), "duts": duts,
-                "datasheets": sheets, "controller_pid": os.getpid()}  # fmt: skip
+        return {
+            "run_id": self.run_id,
+            "run_dir": str(self.run_dir),
+            "duts": duts,
+            "datasheets": sheets,
+            "controller_pid": os.getpid(),
+        }
 
     def open(self, args: list[str]) -> None:
         """Create the run folder, attach scratch devices, identify and guard every device.
@@ -398,8 +418,9 @@ class SsdSession:
             guard.check_confirmation(
                 str(node), identity.summary(), identity.confirm_token, self.options.confirm
             )
-        return Dut(id=dut_id, path=node, identity=identity, scratch=False,
-                   readonly=self.options.readonly)  # fmt: skip
+        return Dut(
+            id=dut_id, path=node, identity=identity, scratch=False, readonly=self.options.readonly
+        )
 
     def _check_scratch_space(self) -> None:
         sizes = [spec.scratch_size for spec in self.options.duts if spec.scratch_size]
@@ -420,8 +441,14 @@ class SsdSession:
         self.scratch.append(device)
         self._lock(device.path)
         identity = identify(device.path)
-        return Dut(id=dut_id, path=device.path, identity=identity, scratch=True,
-                   readonly=self.options.readonly, note=device.note)  # fmt: skip
+        return Dut(
+            id=dut_id,
+            path=device.path,
+            identity=identity,
+            scratch=True,
+            readonly=self.options.readonly,
+            note=device.note,
+        )
 
     def profile(self, dut: Dut) -> Profile:
         """The profile for *dut*: the option's, else quick on scratch and full on real devices."""
@@ -459,13 +486,21 @@ class SsdSession:
             if dut.scratch:  # a new sparse file was never written: it is fresh out of the box
                 state.establish(FOB)
             self.keepers[dut_id] = StateKeeper(
-                device=dut_id, target=dut.path, identity=dut.identity, state=state,
-                folder=self.run_dir / "states" / dut_id, guard=lambda: self.guard_writes(dut),
-                speeds=self.speeds, speed_key=speed_key(dut.identity, dut.scratch),
-                purge_method=self.options.purge, progress=self.progress,
-                sampler=lambda: self.sampler(dut), written=dut.written, charts=save_charts,
+                device=dut_id,
+                target=dut.path,
+                identity=dut.identity,
+                state=state,
+                folder=self.run_dir / "states" / dut_id,
+                guard=lambda: self.guard_writes(dut),
+                speeds=self.speeds,
+                speed_key=speed_key(dut.identity, dut.scratch),
+                purge_method=self.options.purge,
+                progress=self.progress,
+                sampler=lambda: self.sampler(dut),
+                written=dut.written,
+                charts=save_charts,
                 added_purges=self.extensions.purge_methods,
-            )  # fmt: skip
+            )
         return self.keepers[dut_id]
 
     def _link_latest(self) -> None:

@@ -259,9 +259,13 @@ def _launch(browser: str, deadline: float) -> Iterator[_Cdp]:
         argv = [sys.executable, "-c", _TRAMPOLINE, child_fds, *_browser_argv(browser, profile)]
         with log.open("wb") as log_fh:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-                pass_fds=(cmd_read, out_write), start_new_session=True,
-            )  # fmt: skip
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log_fh,
+                stderr=subprocess.STDOUT,
+                pass_fds=(cmd_read, out_write),
+                start_new_session=True,
+            )
         fds.close(cmd_read, out_write)  # the browser's ends: EOF on ours when it exits
         cdp = _Cdp(cmd_write, out_read, deadline, log)
         try:

@@ -170,9 +170,14 @@ class FillPass:
 
 
 def fill_pass(
-    name: str, log: IoLog, io_bytes: int, runtime_s: float, window_s: float, *,
+    name: str,
+    log: IoLog,
+    io_bytes: int,
+    runtime_s: float,
+    window_s: float,
+    *,
     direction: str = "write",
-) -> FillPass:  # fmt: skip
+) -> FillPass:
     """A pass in windows of *window_s* from its per-I/O log and fio's totals for *direction*."""
     ios = log.only(direction)
     window_ms = max(1, round(window_s * 1000))
@@ -350,9 +355,14 @@ def estimate_cache(fill: FillPass, rule: CacheRule = CacheRule()) -> CacheEstima
             back = [r for r in _runs(~low) if r[0] > run[1] and timeline.lasts(r)]
             recovered = timeline.start(timeline.windows(back[0])[0])[1] if back else None
             return CacheEstimate(
-                True, f"sustained drop after {drop_bytes / GiB:.3g} GiB ({rule.describe()})",
-                drop_bytes, drop_s, plateau, post, recovered,
-            )  # fmt: skip
+                True,
+                f"sustained drop after {drop_bytes / GiB:.3g} GiB ({rule.describe()})",
+                drop_bytes,
+                drop_s,
+                plateau,
+                post,
+                recovered,
+            )
         if timeline.at_end(run):
             seconds, _ = timeline.seconds_and_bytes(run)
             return CacheEstimate(
@@ -362,6 +372,7 @@ def estimate_cache(fill: FillPass, rule: CacheRule = CacheRule()) -> CacheEstima
                 plateau_bw=plateau,
             )
     return CacheEstimate(
-        True, f"no sustained drop: the pass ran at its initial speed ({rule.describe()})",
+        True,
+        f"no sustained drop: the pass ran at its initial speed ({rule.describe()})",
         plateau_bw=plateau,
-    )  # fmt: skip
+    )

@@ -42,8 +42,9 @@ def trimmed_mean(samples: npt.ArrayLike) -> FloatArray:
     return np.asarray(values[..., 1:-1].mean(axis=-1), dtype=np.float64)
 
 
-def weighted_curve(curves: FloatArray, queue_depths: Sequence[int],
-                   weights: Mapping[int, float] = WEIGHTS) -> FloatArray:  # fmt: skip
+def weighted_curve(
+    curves: FloatArray, queue_depths: Sequence[int], weights: Mapping[int, float] = WEIGHTS
+) -> FloatArray:
     """Sum over QDs of weight × curve; *curves* has one row per QD of *queue_depths*.
 
     Every weighted QD must have been measured, and the weights must add up to 1.

@@ -43,10 +43,15 @@ class Spread:
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
         trimmed = sorted(values)[1:-1] if len(values) >= 3 else list(values)
         return cls(
-            n=len(values), mean=mean, sd=sd, cv=sd / mean if mean else 0.0,
-            min=min(values), max=max(values), trimmed_mean=statistics.fmean(trimmed),
+            n=len(values),
+            mean=mean,
+            sd=sd,
+            cv=sd / mean if mean else 0.0,
+            min=min(values),
+            max=max(values),
+            trimmed_mean=statistics.fmean(trimmed),
             values=tuple(values),
-        )  # fmt: skip
+        )
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

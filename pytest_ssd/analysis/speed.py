@@ -47,8 +47,12 @@ class Sustained:
     resolved: bool
 
     def as_dict(self) -> dict[str, object]:
-        return {"p": self.p, "mib_s": self.bw / MiB, "samples": self.samples,
-                "resolved": self.resolved}  # fmt: skip
+        return {
+            "p": self.p,
+            "mib_s": self.bw / MiB,
+            "samples": self.samples,
+            "resolved": self.resolved,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,8 +178,11 @@ class SelfCheck:
         return 1 / factor <= self.ratio <= factor
 
     def as_dict(self) -> dict[str, object]:
-        return {"plugin_mib_s": self.plugin_bw / MiB, f"{self.reader}_mib_s": self.reader_bw / MiB,
-                "ratio": self.ratio}  # fmt: skip
+        return {
+            "plugin_mib_s": self.plugin_bw / MiB,
+            f"{self.reader}_mib_s": self.reader_bw / MiB,
+            "ratio": self.ratio,
+        }
 
 
 #: dd's last line under LC_ALL=C: "1073741824 bytes (1.1 GB, 1.0 GiB) copied, 0.982 s, 1.1 GB/s"

@@ -31,9 +31,11 @@ def parser() -> argparse.ArgumentParser:
         " 4 cannot write the output (or it is the database).",
     )
     top.add_argument(
-        "--db", type=Path, default=DEFAULT_DB,
+        "--db",
+        type=Path,
+        default=DEFAULT_DB,
         help=f"the results database (default: {DEFAULT_DB}, what pytest --ssd-db defaults to)",
-    )  # fmt: skip
+    )
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("list", help="runs and device labels in the database")
@@ -42,9 +44,12 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="rebuild a run's report from the database")
     p.add_argument("run", metavar="RUN-ID", help="a run id (pytest-ssd list), or latest")
     p.add_argument(
-        "--compare", action="append", default=[], metavar="LABEL|RUN-ID|all",
+        "--compare",
+        action="append",
+        default=[],
+        metavar="LABEL|RUN-ID|all",
         help="overlay earlier drives on every comparison graph (may repeat)",
-    )  # fmt: skip
+    )
     p.add_argument("-o", "--output", type=Path, help="the HTML file (default: in the run folder)")
     p.set_defaults(func=commands.report)
 
@@ -56,9 +61,11 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="flat tables (CSV or JSON) for spreadsheets")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument(
-        "--table", choices=sorted(commands.TABLES), default="measurements",
+        "--table",
+        choices=sorted(commands.TABLES),
+        default="measurements",
         help="what to export: one row per measurement and direction by default",
-    )  # fmt: skip
+    )
     p.add_argument("--run", action="append", default=[], metavar="RUN-ID", help="only these runs")
     p.add_argument("-o", "--output", type=Path, help="the file (default: standard output)")
     p.set_defaults(func=commands.export)

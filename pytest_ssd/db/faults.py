@@ -32,8 +32,13 @@ _TODO = {
     sqlite3.SQLITE_BUSY: "another process holds it locked: try again when that one is done",
     sqlite3.SQLITE_IOERR: _IOERR,
 }
-_OS_TODO = {errno.ENOSPC: _FULL, errno.EDQUOT: _FULL, errno.EROFS: _WRITABLE,
-            errno.EACCES: _WRITABLE, errno.EPERM: _WRITABLE}  # fmt: skip
+_OS_TODO = {
+    errno.ENOSPC: _FULL,
+    errno.EDQUOT: _FULL,
+    errno.EROFS: _WRITABLE,
+    errno.EACCES: _WRITABLE,
+    errno.EPERM: _WRITABLE,
+}
 
 
 def database_error(path: Path, exc: sqlite3.Error | OSError) -> DatabaseError:

@@ -66,11 +66,15 @@ class ResultsDb:
             "SELECT * FROM run_devices WHERE run_id = ? ORDER BY rowid", (row["id"],)
         ).fetchall()
         return RunInfo(
-            id=row["id"], start=row["start"], end=row["end"], complete=bool(row["complete"]),
-            outcome=json.loads(row["outcome"] or "{}"), run_dir=row["run_dir"],
+            id=row["id"],
+            start=row["start"],
+            end=row["end"],
+            complete=bool(row["complete"]),
+            outcome=json.loads(row["outcome"] or "{}"),
+            run_dir=row["run_dir"],
             environment=json.loads(row["environment"]),
             drives=tuple(_drive(d) for d in drives),
-        )  # fmt: skip
+        )
 
     def labels(self) -> list[tuple[str, int, str]]:
         """(label, number of runs, newest run id) for every label, newest first."""
@@ -159,14 +163,22 @@ class ResultsDb:
 
 def _drive(row: sqlite3.Row) -> DriveRef:
     return DriveRef(
-        row["run_id"], row["dut_id"], row["label"], bool(row["scratch"]),
+        row["run_id"],
+        row["dut_id"],
+        row["label"],
+        bool(row["scratch"]),
         json.loads(row["description"]),
-    )  # fmt: skip
+    )
 
 
 def _measurement(row: sqlite3.Row) -> Measurement:
     return Measurement(
-        test=row["test"], device=row["dut_id"], name=row["name"],
-        workload=json.loads(row["workload"]), metrics=json.loads(row["metrics"]),
-        start=row["start"], end=row["end"], artifacts=row["artifacts"],
-    )  # fmt: skip
+        test=row["test"],
+        device=row["dut_id"],
+        name=row["name"],
+        workload=json.loads(row["workload"]),
+        metrics=json.loads(row["metrics"]),
+        start=row["start"],
+        end=row["end"],
+        artifacts=row["artifacts"],
+    )

@@ -72,10 +72,17 @@ class RunWriter:
             raise
         with self._transaction() as cur:
             host_id = self._host(cur, environment)
-            _insert(cur, "runs", {
-                "id": run_id, "host_id": host_id, "start": iso(time.time()),
-                "run_dir": str(run_dir), "environment": _json(environment),
-            })  # fmt: skip
+            _insert(
+                cur,
+                "runs",
+                {
+                    "id": run_id,
+                    "host_id": host_id,
+                    "start": iso(time.time()),
+                    "run_dir": str(run_dir),
+                    "environment": _json(environment),
+                },
+            )
 
     def _check_intact(self) -> None:
         """Refuse to add a run to a damaged database: writing into it could spread the damage."""
@@ -122,11 +129,20 @@ class RunWriter:
             row = {"key": key, **{c: ident.get(c) for c in columns}, "identity": _json(ident)}
             _insert(cur, "devices", row, _KEEP)
             device_id = cur.execute("SELECT id FROM devices WHERE key = ?", (key,)).fetchone()[0]
-            _insert(cur, "run_devices", {
-                "run_id": self.run_id, "dut_id": dut_id, "device_id": device_id, "label": label,
-                "path": description.get("path"), "scratch": int(bool(description.get("scratch"))),
-                "datasheet": description.get("datasheet"), "description": _json(description),
-            })  # fmt: skip
+            _insert(
+                cur,
+                "run_devices",
+                {
+                    "run_id": self.run_id,
+                    "dut_id": dut_id,
+                    "device_id": device_id,
+                    "label": label,
+                    "path": description.get("path"),
+                    "scratch": int(bool(description.get("scratch"))),
+                    "datasheet": description.get("datasheet"),
+                    "description": _json(description),
+                },
+            )
 
     def add(self, records: TestRecords) -> None:
         """Everything one test report brought, in one transaction."""
@@ -138,54 +154,96 @@ class RunWriter:
             for t in records.transitions:
                 self._transition(cur, t)
             for d in records.derived:
-                _insert(cur, "derived", {
-                    **self._of(d["device"], d["test"]), "name": d["name"],
-                    "values": _json(d["values"]),
-                })  # fmt: skip
+                _insert(
+                    cur,
+                    "derived",
+                    {
+                        **self._of(d["device"], d["test"]),
+                        "name": d["name"],
+                        "values": _json(d["values"]),
+                    },
+                )
             for v in records.verdicts:
-                _insert(cur, "verdicts", {
-                    **self._of(v["device"], v["test"]), "datasheet": v.get("datasheet"),
-                    "line": v["id"], "verdict": v["verdict"], "ratio": v.get("ratio"),
-                    "row": _json(v),
-                })  # fmt: skip
+                _insert(
+                    cur,
+                    "verdicts",
+                    {
+                        **self._of(v["device"], v["test"]),
+                        "datasheet": v.get("datasheet"),
+                        "line": v["id"],
+                        "verdict": v["verdict"],
+                        "ratio": v.get("ratio"),
+                        "row": _json(v),
+                    },
+                )
             for s in records.series:
-                _insert(cur, "series", {
-                    **self._of(s["device"], records.nodeid), "name": s["name"],
-                    "meta": _json(s["meta"]), "arrays": s["blob"],
-                })  # fmt: skip
+                _insert(
+                    cur,
+                    "series",
+                    {
+                        **self._of(s["device"], records.nodeid),
+                        "name": s["name"],
+                        "meta": _json(s["meta"]),
+                        "arrays": s["blob"],
+                    },
+                )
 
     def _of(self, dut_id: str, test: str) -> dict[str, Any]:
         return {"run_id": self.run_id, "dut_id": dut_id, "test": test}
 
     def _measurement(self, cur: sqlite3.Cursor, m: Measurement) -> None:
         shape = {key: m.workload.get(key) for key in WORKLOAD_COLUMNS}
-        mid = _insert(cur, "measurements", {
-            **self._of(m.device, m.test), "name": m.name, **shape, "start": m.start,
-            "end": m.end, "artifacts": m.artifacts, "workload": _json(m.workload),
-            "metrics": _json(m.metrics),
-        })  # fmt: skip
+        mid = _insert(
+            cur,
+            "measurements",
+            {
+                **self._of(m.device, m.test),
+                "name": m.name,
+                **shape,
+                "start": m.start,
+                "end": m.end,
+                "artifacts": m.artifacts,
+                "workload": _json(m.workload),
+                "metrics": _json(m.metrics),
+            },
+        )
         for direction, data in m.metrics.items():
             clat = data.get("clat") or {}
-            _insert(cur, "metrics", {
-                "measurement_id": mid, "direction": direction,
-                **{key: data.get(key) for key in METRIC_COLUMNS},
-                **{f"clat_{key}": clat.get(key) for key in ("min_us", "max_us", "samples")},
-            })  # fmt: skip
+            _insert(
+                cur,
+                "metrics",
+                {
+                    "measurement_id": mid,
+                    "direction": direction,
+                    **{key: data.get(key) for key in METRIC_COLUMNS},
+                    **{f"clat_{key}": clat.get(key) for key in ("min_us", "max_us", "samples")},
+                },
+            )
             cur.executemany(
                 "INSERT INTO percentiles (measurement_id, direction, p, us, resolved)"
                 " VALUES (?, ?, ?, ?, ?)",
-                [(mid, direction, q["p"], q["us"] if q["resolved"] else None, int(q["resolved"]))
-                 for q in clat.get("percentiles", [])],
-            )  # fmt: skip
+                [
+                    (mid, direction, q["p"], q["us"] if q["resolved"] else None, int(q["resolved"]))
+                    for q in clat.get("percentiles", [])
+                ],
+            )
 
     def _transition(self, cur: sqlite3.Cursor, t: dict[str, Any]) -> None:
         totals = t.get("totals") or {}
-        _insert(cur, "transitions", {
-            **self._of(t["device"], t["test"]), "target": t["target"], "start": t.get("start"),
-            "end": t.get("end"), "seconds": t.get("seconds"),
-            **{f"bytes_{key}": totals.get(key) for key in ("written", "read", "discarded")},
-            "fio_written": totals.get("fio_written"), "data": _json(t),
-        })  # fmt: skip
+        _insert(
+            cur,
+            "transitions",
+            {
+                **self._of(t["device"], t["test"]),
+                "target": t["target"],
+                "start": t.get("start"),
+                "end": t.get("end"),
+                "seconds": t.get("seconds"),
+                **{f"bytes_{key}": totals.get(key) for key in ("written", "read", "discarded")},
+                "fio_written": totals.get("fio_written"),
+                "data": _json(t),
+            },
+        )
 
     def test_done(
         self,

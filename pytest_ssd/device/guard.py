@@ -128,9 +128,14 @@ class _Tree:
 
 
 def _inspect_related(
-    path: str, kind: str, tree: _Tree, busy: bool, open_error: str | None, *,
+    path: str,
+    kind: str,
+    tree: _Tree,
+    busy: bool,
+    open_error: str | None,
+    *,
     above: frozenset[str] = frozenset(),
-) -> TargetFacts:  # fmt: skip
+) -> TargetFacts:
     _add_loops(path, tree)
     tree.holders = [h for h in tree.holders if h not in above]
     tree.loops = [loop for loop in tree.loops if loop not in above]

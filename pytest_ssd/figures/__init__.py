@@ -72,8 +72,13 @@ def temperature_axis(ax: Axes, health: Health, offset_s: float = 0.0) -> None:
     if health is None or not np.isfinite(health["temp_c"]).any():
         return
     right = ax.twinx()
-    right.plot(np.asarray(health["t_s"]) + offset_s, health["temp_c"], color="#555",
-               linestyle="--", linewidth=1)  # fmt: skip
+    right.plot(
+        np.asarray(health["t_s"]) + offset_s,
+        health["temp_c"],
+        color="#555",
+        linestyle="--",
+        linewidth=1,
+    )
     right.set_ylabel("temperature (°C)", color="#555")
 
 
@@ -103,9 +108,14 @@ def latency_percentiles(measurement: Measurement) -> Figure:
         resolved = np.array([item["resolved"] for item in points])
         ax.scatter(xs[resolved], ys[resolved], color=colour, s=14, zorder=3)
         ax.scatter(
-            xs[~resolved], ys[~resolved], facecolors="white", edgecolors=colour, s=22, zorder=3,
+            xs[~resolved],
+            ys[~resolved],
+            facecolors="white",
+            edgecolors=colour,
+            s=22,
+            zorder=3,
             label="not resolved by the sample" if not resolved.all() else None,
-        )  # fmt: skip
+        )
         shown.extend(float(item["p"]) for item in points)
     ax.set_xscale("log")
     ticks = [p for p in NINES if shown and min(shown) <= p <= max(shown)]
@@ -137,9 +147,10 @@ def workload_bars(measurements: Sequence[Measurement], devices: Sequence[str]) -
         for index, device in enumerate(devices):
             values = {
                 _bar_label(m, d): data[key] * scale
-                for m in chosen if m.device == device
+                for m in chosen
+                if m.device == device
                 for d, data in m.metrics.items()
-            }  # fmt: skip
+            }
             xs = np.arange(len(labels)) + index * width
             heights = [values.get(label, 0.0) for label in labels]
             bars = ax.bar(xs, heights, width, color=PALETTE[index % len(PALETTE)], label=device)

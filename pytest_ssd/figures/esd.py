@@ -60,9 +60,12 @@ class SweepCurve:
 
 
 def sweep_figure(
-    curves: Sequence[SweepCurve], title: str, axis: str, unit: str,
+    curves: Sequence[SweepCurve],
+    title: str,
+    axis: str,
+    unit: str,
     colours: Mapping[str, str] | None = None,
-) -> Figure:  # fmt: skip
+) -> Figure:
     """Value against block size or QD (log 2 axis), one line per drive."""
     fig = Figure(figsize=(6.4, 3.8))
     ax = fig.add_subplot()
@@ -77,9 +80,15 @@ def sweep_figure(
             xs, ys = zip(*points, strict=True)
             qds = ", ".join(f"QD{x // workers}" for x in xs)
             ax.plot(
-                xs, ys, linestyle="none", marker=marker, markersize=8, color=colour,
-                markerfacecolor="none", label=f"{curve.label}: {workers} workers × {qds}",
-            )  # fmt: skip
+                xs,
+                ys,
+                linestyle="none",
+                marker=marker,
+                markersize=8,
+                color=colour,
+                markerfacecolor="none",
+                label=f"{curve.label}: {workers} workers × {qds}",
+            )
         ticks.update(curve.xs)
     ax.set_xscale("log", base=2)
     ordered = sorted(ticks)
@@ -119,8 +128,9 @@ def _shade(ax: Axes, log: PreconditionLog, colour: str) -> None:
         ax.axvspan(*log.window, color=colour, alpha=0.15)
 
 
-def _series(ax: Axes, logs: Sequence[PreconditionLog], colours: Mapping[str, str] | None,
-            latency: bool) -> None:  # fmt: skip
+def _series(
+    ax: Axes, logs: Sequence[PreconditionLog], colours: Mapping[str, str] | None, latency: bool
+) -> None:
     for index, log in enumerate(logs):
         colour = _colour(colours, log.label, index)
         ys = log.lat_us if latency else log.value
@@ -131,9 +141,11 @@ def _series(ax: Axes, logs: Sequence[PreconditionLog], colours: Mapping[str, str
 
 
 def precondition_figure(
-    logs: Sequence[PreconditionLog], title: str, colours: Mapping[str, str] | None = None,
+    logs: Sequence[PreconditionLog],
+    title: str,
+    colours: Mapping[str, str] | None = None,
     health: Health = None,
-) -> Figure:  # fmt: skip
+) -> Figure:
     """Bandwidth or IOPS and latency against time over WIPC and WDPC (grey line: WDPC starts;
     shaded: the steady-state window fio judged); *health*: one drive's temperature, dashed."""
     fig = Figure(figsize=(7.2, 5.4))
@@ -210,9 +222,13 @@ def qos_figure(
         limit = 100.0 * (1 - 1 / curve.sample.total)
         ys = np.minimum(shares, limit)
         top = max(top, limit)
-        ax.step(np.concatenate(([xs[0]], xs)), np.concatenate(([0.0], ys)), where="post",
-                color=_colour(colours, curve.label, index),
-                label=f"{curve.label} (mean {curve.mean_us:,.1f} µs)")  # fmt: skip
+        ax.step(
+            np.concatenate(([xs[0]], xs)),
+            np.concatenate(([0.0], ys)),
+            where="post",
+            color=_colour(colours, curve.label, index),
+            label=f"{curve.label} (mean {curve.mean_us:,.1f} µs)",
+        )
     ax.set_yscale("function", functions=(nines_forward, nines_inverse))
     ticks = [p for p in NINE_TICKS if p <= top]
     ax.yaxis.set_major_locator(FixedLocator(ticks))

@@ -44,9 +44,13 @@ def series_of(one: FillPass, direction: str) -> tuple[dict[str, Any], dict[str, 
     ``lat_ns`` the latency log's windows; ``io_bytes`` and ``runtime_s`` are fio's.
     """
     meta = {
-        "kind": SERIES_KIND, "pass": one.name, "direction": direction,
-        "io_bytes": one.io_bytes, "runtime_s": one.runtime_s, "units": SERIES_UNITS,
-    }  # fmt: skip
+        "kind": SERIES_KIND,
+        "pass": one.name,
+        "direction": direction,
+        "io_bytes": one.io_bytes,
+        "runtime_s": one.runtime_s,
+        "units": SERIES_UNITS,
+    }
     arrays: dict[str, npt.ArrayLike] = {key: getattr(one, key) for key in SERIES_UNITS}
     return meta, arrays
 
@@ -61,9 +65,15 @@ def pass_of(meta: Mapping[str, Any], arrays: Mapping[str, npt.NDArray[Any]]) -> 
         )
     floats = {key: np.asarray(arrays[key], dtype=np.float64) for key in SERIES_UNITS}
     return FillPass(
-        str(meta["pass"]), floats["t_s"], floats["bw"], floats["written"], floats["lat_t_s"],
-        floats["lat_ns"], int(meta["io_bytes"]), float(meta["runtime_s"]),
-    )  # fmt: skip
+        str(meta["pass"]),
+        floats["t_s"],
+        floats["bw"],
+        floats["written"],
+        floats["lat_t_s"],
+        floats["lat_ns"],
+        int(meta["io_bytes"]),
+        float(meta["runtime_s"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -108,9 +118,12 @@ def _bw_against_data(
     ax.stairs(fill.bw / MiB, edges, baseline=None, color=colour, linewidth=1, label=label)
     if cache is not None and cache.cache_bytes is not None:
         ax.axvline(
-            cache.cache_bytes / GiB, color=colour, linestyle="--", linewidth=1,
+            cache.cache_bytes / GiB,
+            color=colour,
+            linestyle="--",
+            linewidth=1,
             label=f"{label}: cache ≈ {cache.cache_bytes / GiB:.3g} GiB",
-        )  # fmt: skip
+        )
 
 
 def _data_axis(ax: Axes, done: str) -> None:
@@ -120,9 +133,12 @@ def _data_axis(ax: Axes, done: str) -> None:
 
 
 def bw_vs_data_drives(
-    drives: Mapping[str, DriveFill], colours: Mapping[str, str], *, done: str = "written",
+    drives: Mapping[str, DriveFill],
+    colours: Mapping[str, str],
+    *,
+    done: str = "written",
     title: str = "Fill drive",
-) -> Figure:  # fmt: skip
+) -> Figure:
     """Several drives (by label) against GiB *done*: one panel per pass, cache estimates dashed."""
     count = max((len(d.passes) for d in drives.values()), default=0)
     fig = Figure(figsize=(_SIZE[0], 0.4 + 2.8 * max(count, 1)))
@@ -188,19 +204,35 @@ def latency_vs_time(passes: Sequence[FillPass], gap_s: float) -> Figure:
 
 
 def _latency_end_to_end(
-    ax: Axes, passes: Sequence[FillPass], gap_s: float | None, colours: Sequence[str],
-    labels: Sequence[str | None], *, gap_colour: str = GAP_COLOUR, gap_style: str = "-",
+    ax: Axes,
+    passes: Sequence[FillPass],
+    gap_s: float | None,
+    colours: Sequence[str],
+    labels: Sequence[str | None],
+    *,
+    gap_colour: str = GAP_COLOUR,
+    gap_style: str = "-",
     gap_label: str = "",
-) -> float:  # fmt: skip
+) -> float:
     """Draw *passes* end to end, a vertical line where each gap was; the time they took."""
     offset = 0.0
     for index, fill in enumerate(passes):
         if index:
             rest = f"idle {gap_s:,.3g} s" if gap_s is not None else "idle"
-            ax.axvline(offset, color=gap_colour, linewidth=2, linestyle=gap_style,
-                       label=f"{gap_label}{rest}" if index == 1 else None)  # fmt: skip
-        ax.plot(offset + fill.lat_t_s, fill.lat_ns / 1e6, color=colours[index], linewidth=1,
-                label=labels[index])  # fmt: skip
+            ax.axvline(
+                offset,
+                color=gap_colour,
+                linewidth=2,
+                linestyle=gap_style,
+                label=f"{gap_label}{rest}" if index == 1 else None,
+            )
+        ax.plot(
+            offset + fill.lat_t_s,
+            fill.lat_ns / 1e6,
+            color=colours[index],
+            linewidth=1,
+            label=labels[index],
+        )
         offset += max(fill.runtime_s, float(fill.lat_t_s[-1]) if len(fill.lat_t_s) else 0.0)
     return offset
 
@@ -221,10 +253,19 @@ def latency_vs_time_drives(drives: Mapping[str, DriveFill], colours: Mapping[str
     for label, drive in drives.items():
         colour, passes = colours[label], drive.passes
         names: list[str | None] = [label, *(None for _ in passes[1:])]
-        longest = max(longest, _latency_end_to_end(
-            ax, passes, drive.gap_s, [colour] * len(passes), names, gap_colour=colour,
-            gap_style=":", gap_label=f"{label}: ",
-        ))  # fmt: skip
+        longest = max(
+            longest,
+            _latency_end_to_end(
+                ax,
+                passes,
+                drive.gap_s,
+                [colour] * len(passes),
+                names,
+                gap_colour=colour,
+                gap_style=":",
+                gap_label=f"{label}: ",
+            ),
+        )
     ax.set_xlim(0, longest or 1.0)
     _latency_axis(ax)
     _finish(fig, ax, "Fill drive: latency per log window, the passes end to end")
@@ -260,15 +301,32 @@ def speed_per_quantum(series: Sequence[tuple[str, SpeedProfile]], n: int) -> Fig
     for index, (name, profile) in enumerate(series):
         colour = PALETTE[index % len(PALETTE)]
         done, speeds, shared = profile.q / GiB, profile.v / MiB, profile.interpolated
-        ax.scatter(done[~shared], speeds[~shared], s=6, color=colour, alpha=0.7,
-                   label=f"{name}: per quantum")  # fmt: skip
+        ax.scatter(
+            done[~shared],
+            speeds[~shared],
+            s=6,
+            color=colour,
+            alpha=0.7,
+            label=f"{name}: per quantum",
+        )
         if shared.any():
-            ax.scatter(done[shared], speeds[shared], s=10, facecolors="white", edgecolors=colour,
-                       label=f"{name}: inside one log window ({shared.sum()})")  # fmt: skip
+            ax.scatter(
+                done[shared],
+                speeds[shared],
+                s=10,
+                facecolors="white",
+                edgecolors=colour,
+                label=f"{name}: inside one log window ({shared.sum()})",
+            )
         ends, moving = profile.moving(n)
         if len(ends):
-            ax.plot(profile.q[n - 1 :] / GiB, moving / MiB, color=colour, linewidth=1.5,
-                    label=f"{name}: moving average of {n}")  # fmt: skip
+            ax.plot(
+                profile.q[n - 1 :] / GiB,
+                moving / MiB,
+                color=colour,
+                linewidth=1.5,
+                label=f"{name}: moving average of {n}",
+            )
     ax.set_xlim(left=0)
     ax.set_xlabel("data done (GiB)")
     ax.set_ylabel("speed (MiB/s)")

@@ -130,8 +130,15 @@ def _draw(ax: Axes, grid: Grid) -> None:
             if cell is not None and peaks[x - 1] > 0:
                 meter = (right - left) * cell.mb_s / peaks[x - 1]
                 _box(ax, left, meter, y + 0.8, 0.16, colour=_METER_FILL)
-            ax.text((left + right) / 2, y + 0.46, words, ha="center", va="center",
-                    fontsize="x-small", color="white" if label else "black")  # fmt: skip
+            ax.text(
+                (left + right) / 2,
+                y + 0.46,
+                words,
+                ha="center",
+                va="center",
+                fontsize="x-small",
+                color="white" if label else "black",
+            )
 
 
 def _box(ax: Axes, left: float, width: float, top: float, height: float, *, colour: str) -> None:
@@ -139,8 +146,9 @@ def _box(ax: Axes, left: float, width: float, top: float, height: float, *, colo
     ax.add_patch(Rectangle((left + 0.005, top), max(width - 0.01, 0.0), height, facecolor=colour))
 
 
-def grid_bars(grids: Mapping[str, Sequence[Grid]], colours: Mapping[str, str], title: str
-              ) -> Figure:  # fmt: skip
+def grid_bars(
+    grids: Mapping[str, Sequence[Grid]], colours: Mapping[str, str], title: str
+) -> Figure:
     """Several drives' grids (by drive label) as grouped bars, one colour per drive.
 
     One row of panels per grid title ('Default', 'NVMe'): SEQ tests in MB/s (CDM's
@@ -152,7 +160,7 @@ def grid_bars(grids: Mapping[str, Sequence[Grid]], colours: Mapping[str, str], t
         per_drive = {
             label: next((g for g in found if g.title == grid_title), None)
             for label, found in grids.items()
-        }  # fmt: skip
+        }
         for column, rnd in enumerate((False, True)):
             ax = fig.add_subplot(len(titles), 2, 2 * row + column + 1)
             _grouped(ax, per_drive, colours, rnd)

@@ -131,9 +131,13 @@ def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
     ax = fig.add_subplot()
     for index, sample in enumerate(samples):
         xs, ys = sample.cdf()
-        ax.step(np.concatenate(([xs[0]], xs)), np.concatenate(([0.0], ys)), where="post",
-                color=PALETTE[index % len(PALETTE)],
-                label=_legend(sample.label, sample.iops))  # fmt: skip
+        ax.step(
+            np.concatenate(([xs[0]], xs)),
+            np.concatenate(([0.0], ys)),
+            where="post",
+            color=PALETTE[index % len(PALETTE)],
+            label=_legend(sample.label, sample.iops),
+        )
     ax.set_xscale("log")
     ax.set_ylim(0, 100)
     ax.set_xlabel("completion latency (µs)")
@@ -167,15 +171,20 @@ def tail(samples: Sequence[LatencySample], table: TailTable, title: str) -> Figu
     The slowest I/O is drawn at 1 − 1/N, the highest percentile N I/Os resolve.
     The table's percentiles are marked: filled when resolved, hollow when not.
     """
-    curves = [TailCurve(s.label, s.iops, column, s)
-              for s, column in zip(samples, table.cells, strict=True)]  # fmt: skip
+    curves = [
+        TailCurve(s.label, s.iops, column, s)
+        for s, column in zip(samples, table.cells, strict=True)
+    ]
     return tail_curves(curves, title, nines=table.nines)
 
 
 def tail_curves(
-    curves: Sequence[TailCurve], title: str, colours: Mapping[str, str] | None = None, *,
+    curves: Sequence[TailCurve],
+    title: str,
+    colours: Mapping[str, str] | None = None,
+    *,
     nines: Sequence[float] = TABLE_NINES,
-) -> Figure:  # fmt: skip
+) -> Figure:
     """:func:`tail` of several drives (or workloads): *colours* by label, else the palette.
 
     A curve without a sample shows only its percentiles' markers.
@@ -190,9 +199,15 @@ def tail_curves(
             top = max(top, _tail_steps(ax, curve.sample, colour, legend))
             legend = ""
         for p in curve.column:
-            ax.scatter(p.ns / 1000, nines_x(p.p), s=22, zorder=3, edgecolors=colour,
-                       facecolors=colour if p.resolved else "white",
-                       label=legend or None)  # fmt: skip
+            ax.scatter(
+                p.ns / 1000,
+                nines_x(p.p),
+                s=22,
+                zorder=3,
+                edgecolors=colour,
+                facecolors=colour if p.resolved else "white",
+                label=legend or None,
+            )
             legend = ""
         top = max(top, *(p.p for p in curve.column))
     _nines_axis(ax, top)
@@ -200,8 +215,12 @@ def tail_curves(
     ax.set_xlabel("completion latency (µs)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right", title="hollow: not resolved by the sample",
-              title_fontsize="x-small")  # fmt: skip
+    ax.legend(
+        fontsize="small",
+        loc="lower right",
+        title="hollow: not resolved by the sample",
+        title_fontsize="x-small",
+    )
     table = TailTable(tuple(nines), tuple(c.label for c in curves), tuple(c.column for c in curves))
     _table(below, table)
     fig.tight_layout()

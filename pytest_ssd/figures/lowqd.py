@@ -28,9 +28,12 @@ def matrix_of(values: Mapping[str, Any]) -> RatioMatrix:
         qds = [int(qd) for qd in values["queue_depths"]]
         samples = np.array([values["samples_mib_s"][f"qd{qd}"] for qd in qds], dtype=np.float64)
         return RatioMatrix(
-            str(values["pattern"]), int(values["block_size"]),
-            tuple(int(p) for p in values["read_pct"]), tuple(qds), samples,
-        )  # fmt: skip
+            str(values["pattern"]),
+            int(values["block_size"]),
+            tuple(int(p) for p in values["read_pct"]),
+            tuple(qds),
+            samples,
+        )
     except (KeyError, TypeError, ValueError, ConfigError) as exc:
         raise ParseError(f"low-QD values are not RatioMatrix.as_dict's: {exc!r}") from None
 
@@ -87,9 +90,14 @@ def ratio_curves(matrix: RatioMatrix, device: str = "") -> Figure:
         ax.plot(shares, trimmed[index], color=colour, marker="o", ms=4, label=f"QD{qd}")
     weighted = matrix.weighted()
     ax.plot(
-        shares, weighted, color="black", linestyle="--", marker="s", ms=3,
+        shares,
+        weighted,
+        color="black",
+        linestyle="--",
+        marker="s",
+        ms=3,
         label=f"weighted ({weights_label()}): mean {weighted.mean():,.1f} MiB/s",
-    )  # fmt: skip
+    )
     _shares_axis(ax, matrix.read_shares)
     _iops_axis(ax, matrix.iops_per_mib_s)
     repetitions = matrix.samples.shape[2]
@@ -116,9 +124,13 @@ def weighted_curves(
     for index, ranked in enumerate(ranking(scores)):
         matrix = matrices[ranked.device]
         ax.plot(
-            matrix.read_shares, matrix.weighted(), color=_colour(index, ranked.device, colours),
-            marker="o", ms=4, label=f"{ranked.place}. {ranked.device}: {ranked.score:,.1f} MiB/s",
-        )  # fmt: skip
+            matrix.read_shares,
+            matrix.weighted(),
+            color=_colour(index, ranked.device, colours),
+            marker="o",
+            ms=4,
+            label=f"{ranked.place}. {ranked.device}: {ranked.score:,.1f} MiB/s",
+        )
     _shares_axis(ax, first.read_shares)
     _iops_axis(ax, first.iops_per_mib_s)
     ax.set_title(f"{_title(first)} weighted low-QD curve ({weights_label()})", fontsize="medium")
@@ -135,9 +147,10 @@ def ranking_bars(
     ax = fig.add_subplot()
     ys = np.arange(len(ranked))[::-1]
     bars = ax.barh(
-        ys, [r.score for r in ranked],
+        ys,
+        [r.score for r in ranked],
         color=[_colour(i, r.device, colours) for i, r in enumerate(ranked)],
-    )  # fmt: skip
+    )
     ax.bar_label(bars, fmt="%.1f", fontsize="small", padding=2)
     ax.set_yticks(ys)
     ax.set_yticklabels([f"{r.place}. {r.device}" for r in ranked])

@@ -120,10 +120,21 @@ def tracked_mix_rounds(
     same_mix = [i for i, label in enumerate(cells) if label.split()[0] == mix]
     for n, index in enumerate(same_mix):
         mark = " (tracked)" if index == tracked else ""
-        ax.plot(rounds, values[:, index], marker="o", color=PALETTE[n % len(PALETTE)],
-                label=cells[index] + mark, linewidth=2.5 if mark else 1.0)  # fmt: skip
-    ax.axvspan(verdict.window_first - 0.5, verdict.window_last + 0.5, color="grey", alpha=0.15,
-               label=f"window (rounds {verdict.window_first}–{verdict.window_last})")  # fmt: skip
+        ax.plot(
+            rounds,
+            values[:, index],
+            marker="o",
+            color=PALETTE[n % len(PALETTE)],
+            label=cells[index] + mark,
+            linewidth=2.5 if mark else 1.0,
+        )
+    ax.axvspan(
+        verdict.window_first - 0.5,
+        verdict.window_last + 0.5,
+        color="grey",
+        alpha=0.15,
+        label=f"window (rounds {verdict.window_first}–{verdict.window_last})",
+    )
     ax.set_xlim(0.5, len(values) + 0.5)
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -40,9 +40,12 @@ def snia_convergence(
     rounds = np.arange(1, verdict.rounds + 1)
     ax.plot(rounds, verdict.values, marker="o", color=_DATA, label=quantity)
     ax.axvspan(
-        verdict.window_first - 0.5, verdict.window_last + 0.5, color=_FIT, alpha=0.15,
+        verdict.window_first - 0.5,
+        verdict.window_last + 0.5,
+        color=_FIT,
+        alpha=0.15,
         label=f"measurement window (rounds {verdict.window_first}–{verdict.window_last})",
-    )  # fmt: skip
+    )
     ax.set_xlim(0.5, verdict.rounds + 0.5)
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -67,13 +70,19 @@ def snia_window(
     ax.plot(rounds, verdict.window_values, marker="o", color=_DATA, label=quantity)
     ax.axhline(mean, color=_MEAN, label=f"mean {mean:,.6g} {unit}")
     ax.axhspan(
-        mean * (1 - half_pct / 100), mean * (1 + half_pct / 100), color=_MEAN, alpha=0.12,
+        mean * (1 - half_pct / 100),
+        mean * (1 + half_pct / 100),
+        color=_MEAN,
+        alpha=0.12,
         label=f"mean ± {half_pct:g} % (range limit {verdict.range_limit_pct:g} %)",
-    )  # fmt: skip
+    )
     ax.plot(
-        rounds, verdict.slope * rounds + verdict.intercept, linestyle="--", color=_FIT,
+        rounds,
+        verdict.slope * rounds + verdict.intercept,
+        linestyle="--",
+        color=_FIT,
         label=f"least-squares line, slope {verdict.slope:+,.4g} {unit}/round",
-    )  # fmt: skip
+    )
     ax.set_xticks(rounds)
     ax.set_xlabel("round")
     ax.set_ylabel(f"{quantity} ({unit})")
@@ -100,9 +109,12 @@ def fio_steadystate(state: FioSteadyState) -> Figure:
     if state.is_slope:
         fit = mean + state.slope * scale * (seconds - seconds.mean())
         ax.plot(
-            seconds, fit, linestyle="--", color=_FIT,
+            seconds,
+            fit,
+            linestyle="--",
+            color=_FIT,
             label=f"fio's slope {state.slope * scale:+,.4g} {unit}/s (limit ±{state.limit:g}{pct})",
-        )  # fmt: skip
+        )
     else:
         half = mean * state.limit / 100 if state.percent else state.limit * scale
         ax.axhspan(
@@ -125,6 +137,8 @@ def save_charts(
         figs = {"steady-state convergence": fio_steadystate(verdict)}
     else:
         axes = {"quantity": quantity, "unit": unit}
-        figs = {"steady-state convergence": snia_convergence(verdict, **axes),
-                "steady-state window": snia_window(verdict, **axes)}  # fmt: skip
+        figs = {
+            "steady-state convergence": snia_convergence(verdict, **axes),
+            "steady-state window": snia_window(verdict, **axes),
+        }
     return tuple(str(render(fig).save(folder, title)) for title, fig in figs.items())

@@ -44,8 +44,9 @@ class WsatCurve:
         cls, label: str, colour: str, log: WsatLog, region: SteadyRegion, round_s: float
     ) -> WsatCurve:
         rounds = np.array(region.rounds, dtype=float)
-        return cls(label, colour, log.t_s, log.iops, log.written / GiB, round_s, rounds,
-                   region.spans)  # fmt: skip
+        return cls(
+            label, colour, log.t_s, log.iops, log.written / GiB, round_s, rounds, region.spans
+        )
 
     @classmethod
     def of_series(
@@ -55,11 +56,15 @@ class WsatCurve:
         region = meta["region"]
         spans = tuple((int(a), int(b)) for a, b in region["spans"])
         return cls(
-            label, colour, np.asarray(arrays["t_s"], dtype=float),
+            label,
+            colour,
+            np.asarray(arrays["t_s"], dtype=float),
             np.asarray(arrays["iops"], dtype=float),
-            np.asarray(arrays["written"], dtype=float) / GiB, float(region["round_s"]),
-            np.asarray(arrays["round_iops"], dtype=float), spans,
-        )  # fmt: skip
+            np.asarray(arrays["written"], dtype=float) / GiB,
+            float(region["round_s"]),
+            np.asarray(arrays["round_iops"], dtype=float),
+            spans,
+        )
 
     @property
     def round_end_s(self) -> Floats:
@@ -116,8 +121,7 @@ def iops_vs_written(curves: Sequence[WsatCurve], title: str) -> Figure:
     fig = Figure(figsize=_SIZE)
     ax = fig.add_subplot()
     for curve in curves:
-        ax.plot(curve.written_gib, curve.iops, color=curve.colour, linewidth=0.8,
-                label=curve.label)  # fmt: skip
+        ax.plot(curve.written_gib, curve.iops, color=curve.colour, linewidth=0.8, label=curve.label)
         spans = [(curve.gib_at(a), curve.gib_at(b)) for a, b in curve.seconds()]
         _steady(ax, curve, spans, named=True)
     return _finish(fig, ax, f"WSAT {title}: IOPS vs data written", "total GiB written")

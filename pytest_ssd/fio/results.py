@@ -24,8 +24,21 @@ from pytest_ssd.errors import ParseError
 from pytest_ssd.steady.fio_native import FioSteadyState, parse_steadystate
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (
-    1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999,
-)  # fmt: skip
+    1.0,
+    5.0,
+    10.0,
+    25.0,
+    50.0,
+    75.0,
+    90.0,
+    95.0,
+    99.0,
+    99.5,
+    99.9,
+    99.95,
+    99.99,
+    99.999,
+)
 DIRECTIONS: tuple[str, ...] = ("read", "write", "trim")
 
 _AGGREGATE_CLIENT = "All clients"  # fio --client's sum over all servers, not a job

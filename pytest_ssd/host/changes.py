@@ -44,8 +44,13 @@ class FileWrite:
         return f"{self.path}: {self.original} -> {self.target}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": "file", "setting": self.setting, "path": str(self.path),
-                "original": self.original, "target": self.target}  # fmt: skip
+        return {
+            "kind": "file",
+            "setting": self.setting,
+            "path": str(self.path),
+            "original": self.original,
+            "target": self.target,
+        }
 
 
 @dataclass(frozen=True)
@@ -91,9 +96,15 @@ class FeatureWrite:
         return f"{where}: {self.original:#x} -> {self.target:#x}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": "nvme-feature", "setting": self.setting, "device": self.device,
-                "feature": self.feature, "original": self.original, "target": self.target,
-                "data": self.data}  # fmt: skip
+        return {
+            "kind": "nvme-feature",
+            "setting": self.setting,
+            "device": self.device,
+            "feature": self.feature,
+            "original": self.original,
+            "target": self.target,
+            "data": self.data,
+        }
 
 
 Change = FileWrite | FeatureWrite
@@ -104,14 +115,20 @@ def change_from_dict(data: dict[str, Any]) -> Change:
     try:
         if data["kind"] == "file":
             return FileWrite(
-                str(data["setting"]), Path(data["path"]), str(data["original"]),
+                str(data["setting"]),
+                Path(data["path"]),
+                str(data["original"]),
                 str(data["target"]),
-            )  # fmt: skip
+            )
         if data["kind"] == "nvme-feature":
             return FeatureWrite(
-                str(data["setting"]), str(data["device"]), int(data["feature"]),
-                int(data["original"]), int(data["target"]), str(data.get("data", "")),
-            )  # fmt: skip
+                str(data["setting"]),
+                str(data["device"]),
+                int(data["feature"]),
+                int(data["original"]),
+                int(data["target"]),
+                str(data.get("data", "")),
+            )
     except (KeyError, TypeError, ValueError) as exc:
         raise TuneError(f"lacks or mangles {exc}") from None
     raise TuneError(f"kind {data.get('kind')!r} is not one --ssd-tune writes")

@@ -25,15 +25,20 @@ def cpu_frequency(roots: Roots) -> Reading:
     khz = read_attribute(cpufreq / "scaling_cur_freq")
     if khz is not None and khz.isdecimal():
         driver = read_attribute(cpufreq / "scaling_driver") or "cpufreq"
-        return Reading("cpu-frequency", title, f"{int(khz) / 1000:.0f} MHz ({driver})",
-                       source=str(cpufreq))  # fmt: skip
+        return Reading(
+            "cpu-frequency", title, f"{int(khz) / 1000:.0f} MHz ({driver})", source=str(cpufreq)
+        )
     cpuinfo = roots.procfs / "cpuinfo"
     for line in (read_attribute(cpuinfo) or "").splitlines():
         name, _, value = line.partition(":")
         if name.strip() == "cpu MHz":
             mhz = float(value)
-            return Reading("cpu-frequency", title, f"{mhz:.0f} MHz (no cpufreq driver)",
-                           source=f"{cpuinfo} (cpu0)")  # fmt: skip
+            return Reading(
+                "cpu-frequency",
+                title,
+                f"{mhz:.0f} MHz (no cpufreq driver)",
+                source=f"{cpuinfo} (cpu0)",
+            )
     return Reading("cpu-frequency", title, None, source=f"no {cpufreq} and no cpu MHz in {cpuinfo}")
 
 

@@ -55,8 +55,9 @@ class SystemIo:
 
     def write(self, path: Path, value: str) -> None:
         if not self.roots.holds(path):
-            raise TuneError(f"refusing to write {path}: not under {self.roots.sysfs} or"
-                            f" {self.roots.procfs}")  # fmt: skip
+            raise TuneError(
+                f"refusing to write {path}: not under {self.roots.sysfs} or {self.roots.procfs}"
+            )
         # never O_CREAT: a kernel attribute exists, and no other file is ever made;
         # O_NONBLOCK: a FIFO put in the way does not hang the session
         fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)

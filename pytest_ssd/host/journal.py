@@ -56,8 +56,11 @@ class Journal:
 
     def write(self) -> None:
         """Atomically, privately and flushed to disk: it must survive the crash it is for."""
-        data = {"pid": self.pid, "started": self.started,
-                "changes": [c.as_dict() for c in self.changes]}  # fmt: skip
+        data = {
+            "pid": self.pid,
+            "started": self.started,
+            "changes": [c.as_dict() for c in self.changes],
+        }
         write_private(self.path, json.dumps(data, indent=1))
 
     @classmethod
@@ -93,8 +96,12 @@ def _file_settings(roots: Roots, name: str) -> list[FileSetting]:
         disks = [n.resolve().parent if (n / "partition").exists() else n for n in nodes]
         queues = tuple(d / "queue" / "scheduler" for d in disks)
         return [FileSetting(name, "I/O scheduler", "none", queues, "", bracketed=True)]
-    makers = {"governor": settings.governor, "boost": settings.boost,
-              "thp": settings.transparent_hugepages, "aslr": settings.aslr}  # fmt: skip
+    makers = {
+        "governor": settings.governor,
+        "boost": settings.boost,
+        "thp": settings.transparent_hugepages,
+        "aslr": settings.aslr,
+    }
     return [makers[name](roots)] if name in makers else []
 
 
@@ -150,8 +157,10 @@ def _feature_change(entry: FeatureWrite, roots: Roots) -> FeatureWrite | str:
 
 def _shown(entry: dict[str, Any]) -> str:
     where = entry.get("path", entry.get("device"))
-    return (f"setting {_short(entry.get('setting'))}, value {_short(entry.get('original'))},"
-            f" at {_short(where)}")  # fmt: skip
+    return (
+        f"setting {_short(entry.get('setting'))}, value {_short(entry.get('original'))},"
+        f" at {_short(where)}"
+    )
 
 
 def checked(entries: Iterable[dict[str, Any]], roots: Roots) -> tuple[list[Change], list[str]]:

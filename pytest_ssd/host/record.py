@@ -34,9 +34,13 @@ class TuneLog:
     failed: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"requested": self.requested, "recovered": self.recovered,
-                "refused": self.refused, "changed": self.changed,
-                "skipped": self.skipped}  # fmt: skip
+        return {
+            "requested": self.requested,
+            "recovered": self.recovered,
+            "refused": self.refused,
+            "changed": self.changed,
+            "skipped": self.skipped,
+        }
 
 
 def _nvme_node(roots: Roots, identity: DeviceIdentity) -> str:

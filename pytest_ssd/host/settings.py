@@ -56,13 +56,25 @@ class Reading:
         return f"{self.name} is {self.value}, the method recommends {self.recommended}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "title": self.title, "device": self.device, "value": self.value,
-                "recommended": self.recommended, "source": self.source}  # fmt: skip
+        return {
+            "key": self.key,
+            "title": self.title,
+            "device": self.device,
+            "value": self.value,
+            "recommended": self.recommended,
+            "source": self.source,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Reading:
-        return cls(data["key"], data["title"], data.get("value"), data.get("recommended"),
-                   data.get("source", ""), data.get("device"))  # fmt: skip
+        return cls(
+            data["key"],
+            data["title"],
+            data.get("value"),
+            data.get("recommended"),
+            data.get("source", ""),
+            data.get("device"),
+        )
 
 
 class Setting(Protocol):
@@ -145,8 +157,9 @@ class FileSetting:
         else:  # CPUs that disagree: each value with how many CPUs have it
             value = ", ".join(f"{v} ×{n}" for v, n in sorted(counts.items()))
         more = f" and {len(found) - 1} more" if len(found) > 1 else ""
-        return Reading(self.key, self.title, value, self.recommended, f"{found[0][0]}{more}",
-                       self.device)  # fmt: skip
+        return Reading(
+            self.key, self.title, value, self.recommended, f"{found[0][0]}{more}", self.device
+        )
 
     def changes(self) -> list[Change]:
         target = self._target()
@@ -173,10 +186,13 @@ def governor(roots: Roots) -> FileSetting:
     cpus = roots.sysfs / "devices" / "system" / "cpu"
     paths = sorted(cpus.glob("cpu[0-9]*/cpufreq/scaling_governor"), key=_cpu_number)
     return FileSetting(
-        "governor", "CPU frequency governor", "performance", tuple(paths),
+        "governor",
+        "CPU frequency governor",
+        "performance",
+        tuple(paths),
         f"no cpufreq driver: {cpus}/cpu*/cpufreq is absent (a VM, or the firmware owns the clock)",
         offered="scaling_available_governors",
-    )  # fmt: skip
+    )
 
 
 def boost(roots: Roots) -> FileSetting:
@@ -190,15 +206,20 @@ def boost(roots: Roots) -> FileSetting:
     )
     paths, names = next(((p, n) for p, n in candidates if p and p[0].exists()), ((), on_off))
     return FileSetting(
-        "boost", "CPU boost / turbo", "off", paths,
-        f"no {cpus}/cpufreq/boost or intel_pstate/no_turbo", names=names,
-    )  # fmt: skip
+        "boost",
+        "CPU boost / turbo",
+        "off",
+        paths,
+        f"no {cpus}/cpufreq/boost or intel_pstate/no_turbo",
+        names=names,
+    )
 
 
 def transparent_hugepages(roots: Roots) -> FileSetting:
     path = roots.sysfs / "kernel" / "mm" / "transparent_hugepage" / "enabled"
-    return FileSetting("thp", "Transparent huge pages", "never", (path,),
-                       f"no {path}", bracketed=True)  # fmt: skip
+    return FileSetting(
+        "thp", "Transparent huge pages", "never", (path,), f"no {path}", bracketed=True
+    )
 
 
 def aslr(roots: Roots) -> FileSetting:
@@ -215,8 +236,9 @@ def scheduler(roots: Roots, dut_id: str, identity: DeviceIdentity) -> FileSettin
     """The I/O scheduler of the queue *identity* is on (a partition's disk)."""
     title = "I/O scheduler"
     if identity.kind != "block" or not identity.kernel_name:
-        return Unavailable("scheduler", title, "none", "a regular file has no I/O scheduler",
-                           dut_id)  # fmt: skip
+        return Unavailable(
+            "scheduler", title, "none", "a regular file has no I/O scheduler", dut_id
+        )
     node = roots.sysfs / "class" / "block" / identity.kernel_name
     disk = node.resolve().parent if (node / "partition").exists() else node
     path = disk / "queue" / "scheduler"

@@ -64,8 +64,9 @@ class Tuner:
         self.log = TuneLog(requested=requested)
         #: the journal's folder: the machine's private state folder unless given (tests)
         self.folder = folder
-        self.journal = Journal(Path(RESTORE_FILE), os.getpid(),
-                               start_time(self.roots.procfs, os.getpid()))  # fmt: skip
+        self.journal = Journal(
+            Path(RESTORE_FILE), os.getpid(), start_time(self.roots.procfs, os.getpid())
+        )
         self.lock: FileLock | None = None
         #: changes applied, or being applied when an interrupt came (it may have taken effect)
         self._touched: list[Change] = []

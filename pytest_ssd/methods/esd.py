@@ -59,7 +59,9 @@ def check_timed(job: FioJob, result: JobResult) -> None:
     assert result.options["ioengine"] == "io_uring", f"{job.name}: io_uring"
     assert result.options["size"] == str(job.size), f"{job.name}: the whole span"
     assert (result.options["iodepth"], result.options["bs"]) == (
-        str(job.iodepth), str(job.block_size))  # fmt: skip
+        str(job.iodepth),
+        str(job.block_size),
+    )
     assert job.runtime_s is not None
     runtime = max(d.runtime_ms for d in result.directions.values()) / 1000
     assert runtime >= RUNTIME_SLACK * job.runtime_s, f"{job.name}: ran {runtime} s"
@@ -85,13 +87,26 @@ def run_sweep(ssd: SsdBench, sweep: Sweep) -> figs.SweepCurve:
         values.append(value_of(point.job, result))
     assert all(v > 0 for v in values)
     unit = unit_of(kept[0].job)
-    curve = figs.SweepCurve(ssd.dut.id, tuple(p.x for p in kept), tuple(values),
-                            tuple(p.job.name for p in kept),
-                            tuple(p.job.numjobs for p in kept))  # fmt: skip
-    ssd.derive(sweep.name, {"unit": unit, "axis": sweep.axis, "x": list(curve.xs),
-                            "values": list(values), "jobs": list(curve.names),
-                            "workers": list(curve.workers),
-                            "skipped": skipped, "title": sweep.title})  # fmt: skip
+    curve = figs.SweepCurve(
+        ssd.dut.id,
+        tuple(p.x for p in kept),
+        tuple(values),
+        tuple(p.job.name for p in kept),
+        tuple(p.job.numjobs for p in kept),
+    )
+    ssd.derive(
+        sweep.name,
+        {
+            "unit": unit,
+            "axis": sweep.axis,
+            "x": list(curve.xs),
+            "values": list(values),
+            "jobs": list(curve.names),
+            "workers": list(curve.workers),
+            "skipped": skipped,
+            "title": sweep.title,
+        },
+    )
     ssd.figure(figs.sweep_figure([curve], sweep.title, sweep.axis, unit), sweep.name)
     return curve
 
@@ -160,19 +175,39 @@ def run_precondition(ssd: SsdBench, state: str) -> figs.PreconditionLog:
     window, verdict = steady_verdict(steady, log.wdpc_start_s, wdpc.runtime_ms / 1000)
     assert len(log.t_s) and np.all(np.diff(log.t_s) >= 0), "one clock over both jobs"
     pattern = plan.workload.pattern
-    ssd.series(f"precondition-{pattern}", {"kind": "esd-precondition", "unit": log.unit,
-               "wdpc_start_s": log.wdpc_start_s, "window": list(log.window or ()),
-               "workload": str(plan.workload)},
-               t_s=log.t_s, value=log.value, lat_us=log.lat_us)  # fmt: skip
-    ssd.derive(f"precondition-{pattern}", {
-        "workload": str(plan.workload), "span_bytes": span,
-        "wipc_bytes": wipc.io_bytes, "wipc_s": wipc.runtime_ms / 1000,
-        "wdpc_bytes": wdpc.io_bytes, "wdpc_s": wdpc.runtime_ms / 1000,
-        "wdpc_cap_bytes": plan.wdpc.io_bytes, "attained": window is not None,
-        "fio_attained": steady.attained, "window": list(window or ()),
-        "rule": plan.rule.spec, "hold_s": plan.rule.duration_s, "summary": verdict,
-        "steady_mean_mib_s": steady.bw_mean_bytes_s / MiB, "steady_mean_iops": steady.iops_mean,
-    })  # fmt: skip
+    ssd.series(
+        f"precondition-{pattern}",
+        {
+            "kind": "esd-precondition",
+            "unit": log.unit,
+            "wdpc_start_s": log.wdpc_start_s,
+            "window": list(log.window or ()),
+            "workload": str(plan.workload),
+        },
+        t_s=log.t_s,
+        value=log.value,
+        lat_us=log.lat_us,
+    )
+    ssd.derive(
+        f"precondition-{pattern}",
+        {
+            "workload": str(plan.workload),
+            "span_bytes": span,
+            "wipc_bytes": wipc.io_bytes,
+            "wipc_s": wipc.runtime_ms / 1000,
+            "wdpc_bytes": wdpc.io_bytes,
+            "wdpc_s": wdpc.runtime_ms / 1000,
+            "wdpc_cap_bytes": plan.wdpc.io_bytes,
+            "attained": window is not None,
+            "fio_attained": steady.attained,
+            "window": list(window or ()),
+            "rule": plan.rule.spec,
+            "hold_s": plan.rule.duration_s,
+            "summary": verdict,
+            "steady_mean_mib_s": steady.bw_mean_bytes_s / MiB,
+            "steady_mean_iops": steady.iops_mean,
+        },
+    )
     title = f"{pattern.upper()} preconditioning ({plan.workload})"
     health = ssd.health.arrays() if ssd.health and ssd.health.samples else None
     ssd.figure(figs.precondition_figure([log], title, health=health), f"precondition {pattern}")
@@ -204,8 +239,10 @@ def run_qos(ssd: SsdBench) -> list[tuple[Point, figs.QosCurve]]:
         check_timed(point.job, result)
         curve = qos_curve(point.job.name, result)
         assert curve.sample.total == sum(d.total_ios for d in result.directions.values())
-        nines = {f"p{p.p:g}_us": p.ns / 1000 if p.resolved else None
-                 for p in curve.sample.percentiles(QOS_NINES)}  # fmt: skip
+        nines = {
+            f"p{p.p:g}_us": p.ns / 1000 if p.resolved else None
+            for p in curve.sample.percentiles(QOS_NINES)
+        }
         values[point.job.name] = {"mean_us": curve.mean_us, "ios": curve.sample.total, **nines}
         found.append((point, curve))
     ssd.derive("qos", values)

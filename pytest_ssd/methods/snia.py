@@ -94,14 +94,18 @@ def window_results(rounds: Sequence[Sequence[CellStats]]) -> list[dict[str, Any]
         ios = sum(c.ios for c in cell)
         bins = [pair for c in cell for pair in c.bins]
         tail = percentiles_from_bins(bins, [TAIL_P])[0] if bins else None
-        results.append({
-            "iops": float(np.mean([c.iops for c in cell])),
-            "bw_mib_s": float(np.mean([c.bw_mib_s for c in cell])),
-            "ios": ios,
-            "clat_mean_us": _weighted_mean(cell),
-            "clat_p99999_us": tail.ns / 1000 if tail is not None and tail.resolved else None,
-            "clat_max_us": max(maxima) if (maxima := _known(c.clat_max_us for c in cell)) else None,
-        })  # fmt: skip
+        results.append(
+            {
+                "iops": float(np.mean([c.iops for c in cell])),
+                "bw_mib_s": float(np.mean([c.bw_mib_s for c in cell])),
+                "ios": ios,
+                "clat_mean_us": _weighted_mean(cell),
+                "clat_p99999_us": tail.ns / 1000 if tail is not None and tail.resolved else None,
+                "clat_max_us": max(maxima)
+                if (maxima := _known(c.clat_max_us for c in cell))
+                else None,
+            }
+        )
     return results
 
 
@@ -142,13 +146,22 @@ class Rounds:
 def meta_of(test: PtsTest, snia_plan: SniaPlan) -> dict[str, Any]:
     """What the report needs to read the series and the derived record of *test*."""
     return {
-        "kind": "snia-rounds", "test": test.name, "title": test.title,
-        "pattern": test.pattern, "iodepth": test.iodepth, "numjobs": test.numjobs,
-        "mixes": list(test.mixes), "block_sizes": list(test.block_sizes),
-        "cells": [c.label for c in test.cells], "tracked": test.tracked_index,
-        "quantity": test.quantity, "metric": test.metric, "unit": test.unit,
-        "cell_s": snia_plan.cell_s, "rule": dataclasses.asdict(snia_plan.rule),
-    }  # fmt: skip
+        "kind": "snia-rounds",
+        "test": test.name,
+        "title": test.title,
+        "pattern": test.pattern,
+        "iodepth": test.iodepth,
+        "numjobs": test.numjobs,
+        "mixes": list(test.mixes),
+        "block_sizes": list(test.block_sizes),
+        "cells": [c.label for c in test.cells],
+        "tracked": test.tracked_index,
+        "quantity": test.quantity,
+        "metric": test.metric,
+        "unit": test.unit,
+        "cell_s": snia_plan.cell_s,
+        "rule": dataclasses.asdict(snia_plan.rule),
+    }
 
 
 def run_rounds(ssd: SsdBench, test: PtsTest) -> Rounds:
@@ -174,8 +187,10 @@ def _report(ssd: SsdBench, rounds: Rounds) -> None:
     name = f"snia-{test.name}"
     ssd.series(name, meta, **{f: rounds.array(f) for f in ROUND_FIELDS})
     window = rounds.window()
-    cells = [{"cell": c.label, "read_pct": c.read_pct, "block_size": c.block_size, **w}
-             for c, w in zip(test.cells, window, strict=True)]  # fmt: skip
+    cells = [
+        {"cell": c.label, "read_pct": c.read_pct, "block_size": c.block_size, **w}
+        for c, w in zip(test.cells, window, strict=True)
+    ]
     ssd.derive(name, {**meta, **verdict.as_dict(), "rule": meta["rule"], "window": cells})
     ssd.note(f"{name}.verdict", verdict.summary())
     unit, quantity = test.unit, test.quantity

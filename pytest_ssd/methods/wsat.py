@@ -62,17 +62,26 @@ class WsatRun:
         t = self.timing
         steady = _steady_iops(self.region)
         return {
-            "workload": self.workload.name, "title": self.workload.title,
-            "block_size": self.workload.block_size, "read_pct": self.workload.read_pct,
-            "iodepth": t.iodepth, "numjobs": t.numjobs, "span_bytes": self.span,
-            "amount_bytes": amount_of(self.job), "time_cap_s": t.time_cap_s,
-            "ended_by": self.ended_by, "runtime_s": self.runtime_s,
-            "written_bytes": self.written, "moved_bytes": self.moved,
-            "written_capacities": self.written / self.span, "iops": self.iops,
-            "steady_iops": steady, "log_ms": t.log_ms,
+            "workload": self.workload.name,
+            "title": self.workload.title,
+            "block_size": self.workload.block_size,
+            "read_pct": self.workload.read_pct,
+            "iodepth": t.iodepth,
+            "numjobs": t.numjobs,
+            "span_bytes": self.span,
+            "amount_bytes": amount_of(self.job),
+            "time_cap_s": t.time_cap_s,
+            "ended_by": self.ended_by,
+            "runtime_s": self.runtime_s,
+            "written_bytes": self.written,
+            "moved_bytes": self.moved,
+            "written_capacities": self.written / self.span,
+            "iops": self.iops,
+            "steady_iops": steady,
+            "log_ms": t.log_ms,
             "log_coverage": float(self.log.written[-1]) / self.written if self.written else None,
             "region": self.region.as_dict(t.round_s),
-        }  # fmt: skip
+        }
 
 
 def _steady_iops(region: SteadyRegion) -> float | None:
@@ -83,8 +92,9 @@ def _steady_iops(region: SteadyRegion) -> float | None:
 
 def _bw_log(fio_run: FioRun, job: FioJob) -> WsatLog:
     found = sorted(fio_run.artifacts.glob(f"log-{job.name}_bw.*.log"))
-    return wsat_log(read_log(found[0] if found else log_path(fio_run.artifacts, job.name, "bw")),
-                    job.block_size)  # fmt: skip
+    return wsat_log(
+        read_log(found[0] if found else log_path(fio_run.artifacts, job.name, "bw")), job.block_size
+    )
 
 
 def run_wsat(ssd: SsdBench, workload: WsatWorkload) -> WsatRun:
@@ -97,16 +107,27 @@ def run_wsat(ssd: SsdBench, workload: WsatWorkload) -> WsatRun:
     log = _bw_log(fio_run, job)
     write = result.directions.get("write")
     run = WsatRun(
-        workload=workload, job=job, timing=plan, span=span, log=log,
-        region=steady_region(round_means(log, plan.round_s)), written=write.io_bytes if write else 0, moved=result.io_bytes,
+        workload=workload,
+        job=job,
+        timing=plan,
+        span=span,
+        log=log,
+        region=steady_region(round_means(log, plan.round_s)),
+        written=write.io_bytes if write else 0,
+        moved=result.io_bytes,
         runtime_s=max(d.runtime_ms for d in result.directions.values()) / 1000,
         iops=sum(d.iops for d in result.directions.values()),
-    )  # fmt: skip
+    )
     name = f"wsat-{workload.name}"
     values = run.values()
-    ssd.series(name, {"kind": "wsat", **{k: v for k, v in values.items() if k != "region"}},
-               t_s=log.t_s, iops=log.iops, written=log.written,
-               round_iops=np.array(run.region.rounds))  # fmt: skip
+    ssd.series(
+        name,
+        {"kind": "wsat", **{k: v for k, v in values.items() if k != "region"}},
+        t_s=log.t_s,
+        iops=log.iops,
+        written=log.written,
+        round_iops=np.array(run.region.rounds),
+    )
     ssd.derive(name, values)
     ssd.note(f"{name}.steady", run.region.summary(plan.round_s))
     curve = figs.WsatCurve.of(ssd.dut.id, PALETTE[0], log, run.region, plan.round_s)

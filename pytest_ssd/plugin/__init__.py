@@ -70,92 +70,148 @@ def extensions(config: pytest.Config) -> Extensions:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ssd", "pytest-ssd: SSD benchmarks with fio")
     group.addoption(
-        "--dut", dest="ssd_dut", action="append", type=dut_spec, metavar="DEVICE",
+        "--dut",
+        dest="ssd_dut",
+        action="append",
+        type=dut_spec,
+        metavar="DEVICE",
         help="device under test: a block device, a file, or scratch[:SIZE] (default: scratch:2G,"
         " a loop device on a sparse file); may repeat",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-confirm", dest="ssd_confirm", action="append", metavar="SERIAL",
+        "--ssd-confirm",
+        dest="ssd_confirm",
+        action="append",
+        metavar="SERIAL",
         help="allow writes to the device with this serial (or path, for devices without one);"
         " may repeat",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-readonly", dest="ssd_readonly", action="store_true",
+        "--ssd-readonly",
+        dest="ssd_readonly",
+        action="store_true",
         help="never write: run read tests with fio --readonly and skip the rest",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-report-dir", dest="ssd_report_dir", default="reports", metavar="DIR",
+        "--ssd-report-dir",
+        dest="ssd_report_dir",
+        default="reports",
+        metavar="DIR",
         help="where run folders (results.json, report.html, artifacts) go (default: reports)",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-db", dest="ssd_db", default=None, metavar="PATH",
+        "--ssd-db",
+        dest="ssd_db",
+        default=None,
+        metavar="PATH",
         help="the results database every run is added to (default: <report dir>/results.sqlite)",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--dut-label", dest="ssd_label", action="append", metavar="NAME",
+        "--dut-label",
+        dest="ssd_label",
+        action="append",
+        metavar="NAME",
         help="name the device's results in the database and on graphs (one per --dut, in order;"
         " default: model, capacity and firmware)",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-compare", dest="ssd_compare", action="append", metavar="LABEL|RUN-ID|all",
+        "--ssd-compare",
+        dest="ssd_compare",
+        action="append",
+        metavar="LABEL|RUN-ID|all",
         help="draw earlier drives from the database on every comparison graph: a label (its"
         " newest run), a run id (all its devices), or all; may repeat",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-profile", dest="ssd_profile", default=None, type=_profile,
+        "--ssd-profile",
+        dest="ssd_profile",
+        default=None,
+        type=_profile,
         help="full: the method verbatim; quick: the same steps scaled down (durations / 300,"
         " states on the first 16 GiB). Default: quick on scratch devices, full on real ones",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--datasheet", dest="ssd_datasheet", action="append", metavar="FILE",
+        "--datasheet",
+        dest="ssd_datasheet",
+        action="append",
+        metavar="FILE",
         help="check measurements against this TOML datasheet (one for all devices, or one per"
         " --dut in order); the drive it names must match unless --datasheet-force",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--datasheet-dir", dest="ssd_datasheet_dir", action="append", metavar="DIR",
+        "--datasheet-dir",
+        dest="ssd_datasheet_dir",
+        action="append",
+        metavar="DIR",
         help="look for a matching datasheet here (may repeat; the shipped datasheets/ last)",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--datasheet-force", dest="ssd_datasheet_force", action="store_true",
+        "--datasheet-force",
+        dest="ssd_datasheet_force",
+        action="store_true",
         help="use --datasheet files even when their drive does not match the device",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-idle", dest="ssd_idle", action="append", type=idle_option, metavar="NAME=SECONDS",
+        "--ssd-idle",
+        dest="ssd_idle",
+        action="append",
+        type=idle_option,
+        metavar="NAME=SECONDS",
         help="set one of the method's idle periods (full-profile seconds; quick divides them):"
         " after-purge (900), between-steps (300), fill-gap (300), between-tests (60); may repeat",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-repeat", dest="ssd_repeat", default=1, type=_repeat, metavar="N",
+        "--ssd-repeat",
+        dest="ssd_repeat",
+        default=1,
+        type=_repeat,
+        metavar="N",
         help="run every measurement N times (seed 004: reads ramp + measure each time; writes"
         " trim, precondition, cool down, ramp, measure) and report mean, sd, CV, min, max and"
         " the trimmed mean",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-cv-max", dest="ssd_cv_max", default=5.0, type=_percent, metavar="PERCENT",
+        "--ssd-cv-max",
+        dest="ssd_cv_max",
+        default=5.0,
+        type=_percent,
+        metavar="PERCENT",
         help="flag a repeated measurement unstable above this coefficient of variation (5)",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-health-interval", dest="ssd_health_interval", default=1.0, type=_seconds,
+        "--ssd-health-interval",
+        dest="ssd_health_interval",
+        default=1.0,
+        type=_seconds,
         metavar="SECONDS",
         help="read the device's temperature and health every SECONDS while fio runs"
         " (nvme smart-log, hwmon or smartctl; 0: never; default 1)",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--dut-class", dest="ssd_class", action="append", type=dut_class,
+        "--dut-class",
+        dest="ssd_class",
+        action="append",
+        type=dut_class,
         metavar="|".join(CLASS_NAMES),
         help="the drive's class, which decides the suites that apply (one per --dut, in order;"
         " default: guessed from model and capacity, shown in the report)",
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-purge", dest="ssd_purge", default=None, type=_purge_method, metavar="METHOD",
+        "--ssd-purge",
+        dest="ssd_purge",
+        default=None,
+        type=_purge_method,
+        metavar="METHOD",
         help="purge with METHOD instead of the strongest the device supports: "
         + ", ".join(m.value for m in PurgeMethod),
-    )  # fmt: skip
+    )
     group.addoption(
-        "--ssd-tune", dest="ssd_tune", action="store_true",
+        "--ssd-tune",
+        dest="ssd_tune",
+        action="store_true",
         help="set METHOD §9's host settings for the session (governor performance, boost off,"
         " THP never, ASLR 0, scheduler none, NVMe APST off) and restore them afterwards",
-    )  # fmt: skip
+    )
 
 
 def _profile(text: str) -> str:

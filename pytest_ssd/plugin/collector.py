@@ -86,10 +86,12 @@ class RunRecorder:
                 outcome = _outcome(report)
                 self.outcomes[outcome] += 1
                 message = report.longreprtext.splitlines()[-1:] if report.failed else []
-                suite = next((str(v) for k, v in report.user_properties if k == SUITE_PROPERTY),
-                             None)  # fmt: skip
-                self.db.test_done(report.nodeid, outcome, report.duration,
-                                  "".join(message) or None, suite=suite)  # fmt: skip
+                suite = next(
+                    (str(v) for k, v in report.user_properties if k == SUITE_PROPERTY), None
+                )
+                self.db.test_done(
+                    report.nodeid, outcome, report.duration, "".join(message) or None, suite=suite
+                )
 
     @contextlib.contextmanager
     def _sink(self, name: str) -> Iterator[None]:

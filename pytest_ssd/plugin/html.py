@@ -91,5 +91,8 @@ class HtmlReport:
     ) -> None:
         ssd = self.session
         declared = [s for found in session.config.hook.pytest_ssd_report_sections() for s in found]
-        prefix.append(sections_html(ssd.options.db, ssd.run_id, ssd.compared,
-                                    ssd.run_dir / "figures", declared))  # fmt: skip
+        prefix.append(
+            sections_html(
+                ssd.options.db, ssd.run_id, ssd.compared, ssd.run_dir / "figures", declared
+            )
+        )

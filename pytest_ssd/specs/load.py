@@ -32,17 +32,31 @@ from pytest_ssd.state.spec import StateSpec, parse_state
 _TOP_KEYS = ("source", "tolerance", "drive", "specs")
 _DRIVE_KEYS = ("name", "model", "capacity_gb", "firmware", "form_factor", "interface")
 _LINE_KEYS = (
-    "id", "metric", "unit", "pattern", "direction", "read_share", "block_size", "qd", "jobs",
-    "state", "value", "kind", "tolerance", "note",
-)  # fmt: skip
+    "id",
+    "metric",
+    "unit",
+    "pattern",
+    "direction",
+    "read_share",
+    "block_size",
+    "qd",
+    "jobs",
+    "state",
+    "value",
+    "kind",
+    "tolerance",
+    "note",
+)
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _METRIC = re.compile(r"^(?:throughput|iops|latency-mean|latency-p(\d+(?:\.\d+)?))$")
 _SIZE = re.compile(r"^(\d+)\s*(B|KiB|MiB|k|m)?$")
 _SIZE_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "k": 1 << 10, "MiB": 1 << 20, "m": 1 << 20}
 _SYNTAX_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 #: integer keys and the fio limit they must stay within (see pytest_ssd.fio.job)
-LIMITS = {"qd": (MAX_IODEPTH, "the deepest queue fio's engines take"),
-          "jobs": (MAX_NUMJOBS, "the jobs one fio process runs")}  # fmt: skip
+LIMITS = {
+    "qd": (MAX_IODEPTH, "the deepest queue fio's engines take"),
+    "jobs": (MAX_NUMJOBS, "the jobs one fio process runs"),
+}
 #: physical bounds: no drive reports more (a capacity in GB, the rest in base units)
 MAX_CAPACITY_GB = 1e9  # 1 EB
 MAX_BASE = {"throughput": 1e12, "iops": 1e9, "latency": 3.6e12}  # 1 TB/s, 1 G IOPS, an hour
@@ -171,10 +185,20 @@ def _line(raw: Mapping[str, Any], at: str, default_tolerance: float) -> SpecLine
     if kind == "bound" and "tolerance" in raw:
         raise _Problem(f"{at}.tolerance", "a bound (measured ≤ spec) takes no tolerance")
     return SpecLine(
-        id=line_id, metric=metric, unit=unit_name, pattern=pattern, read_pct=read_pct,
-        block_size=block_size, qd=qd, jobs=jobs, state=state, value=value, kind=kind,
-        tolerance=_tolerance(raw, at, default_tolerance), note=_opt_str(raw, "note", at) or "",
-    )  # fmt: skip
+        id=line_id,
+        metric=metric,
+        unit=unit_name,
+        pattern=pattern,
+        read_pct=read_pct,
+        block_size=block_size,
+        qd=qd,
+        jobs=jobs,
+        state=state,
+        value=value,
+        kind=kind,
+        tolerance=_tolerance(raw, at, default_tolerance),
+        note=_opt_str(raw, "note", at) or "",
+    )
 
 
 def _metric(text: str, where: str) -> Metric:

@@ -64,10 +64,17 @@ def plan(
     if wanted is not None and wanted not in percentiles:
         percentiles = tuple(sorted((*percentiles[1:], wanted)))
     job = FioJob(
-        name=line.id, pattern=line.pattern, block_size=line.block_size, iodepth=line.qd,
-        numjobs=line.jobs, read_pct=line.read_pct, runtime_s=runtime_s, ramp_s=ramp_s,
-        ioengine=ioengine, percentiles=percentiles,
-    )  # fmt: skip
+        name=line.id,
+        pattern=line.pattern,
+        block_size=line.block_size,
+        iodepth=line.qd,
+        numjobs=line.jobs,
+        read_pct=line.read_pct,
+        runtime_s=runtime_s,
+        ramp_s=ramp_s,
+        ioengine=ioengine,
+        percentiles=percentiles,
+    )
     return Plan(line, line.state, job)
 
 

@@ -62,11 +62,21 @@ def purge(
 def discard(identity: DeviceIdentity, offset: int, size: int, artifacts: Path) -> None:
     """Deallocate [offset, offset + size): blkdiscard on a device, a punched hole in a file."""
     if identity.kind == "file":
-        argv = [which("fallocate", UTIL_LINUX_HINT), "--punch-hole", "--keep-size",
-                f"--offset={offset}", f"--length={size}", identity.path]  # fmt: skip
+        argv = [
+            which("fallocate", UTIL_LINUX_HINT),
+            "--punch-hole",
+            "--keep-size",
+            f"--offset={offset}",
+            f"--length={size}",
+            identity.path,
+        ]
     else:
-        argv = [which("blkdiscard", UTIL_LINUX_HINT), f"--offset={offset}",
-                f"--length={size}", identity.path]  # fmt: skip
+        argv = [
+            which("blkdiscard", UTIL_LINUX_HINT),
+            f"--offset={offset}",
+            f"--length={size}",
+            identity.path,
+        ]
     done = run(argv, timeout=TOOL_TIMEOUT_S, artifacts=artifacts, name=Path(argv[0]).name)
     if done.returncode:
         raise ToolError(f"{done.command} failed ({done.returncode}): {done.last_error_line()}")
@@ -87,8 +97,9 @@ class SteadyOutcome:
 Charts = Callable[[FioSteadyState | SniaVerdict, Path, str, str], tuple[str, ...]]
 
 
-def no_charts(verdict: FioSteadyState | SniaVerdict, folder: Path, quantity: str, unit: str
-              ) -> tuple[str, ...]:  # fmt: skip
+def no_charts(
+    verdict: FioSteadyState | SniaVerdict, folder: Path, quantity: str, unit: str
+) -> tuple[str, ...]:
     """Draw nothing (a keeper without a report)."""
     return ()
 
@@ -101,8 +112,13 @@ def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> SteadyOutcome:
     if step.steady_rule == "snia":
         return _snia_rounds(keeper, step, artifacts, span)
     fio_rule = FioSteadyRule(duration_s=state.profile.ss_duration)
-    job = workload.job(step.name, size=span, io_bytes=STEADY_CAP_FACTOR * span,
-                       extra=fio_rule.options(), percentiles=())  # fmt: skip
+    job = workload.job(
+        step.name,
+        size=span,
+        io_bytes=STEADY_CAP_FACTOR * span,
+        extra=fio_rule.options(),
+        percentiles=(),
+    )
     result = run_jobs((job,), keeper.target, artifacts=artifacts).result(job)
     written = result.directions["write"].io_bytes if "write" in result.directions else 0
     verdict = result.steadystate

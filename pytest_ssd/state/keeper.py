@@ -162,10 +162,17 @@ class StateKeeper:
         done = [self._run(index, step, folder) for index, step in enumerate(steps, start=1)]
         layout = self.state.establish(need.state)
         transition = Transition(
-            device=self.device, test=test, source=source, target=str(need.state), reason=reason,
-            steps=done, start=iso(started), end=iso(time.time()),
-            seconds=time.monotonic() - clock, layout=layout.as_dict(),
-        )  # fmt: skip
+            device=self.device,
+            test=test,
+            source=source,
+            target=str(need.state),
+            reason=reason,
+            steps=done,
+            start=iso(started),
+            end=iso(time.time()),
+            seconds=time.monotonic() - clock,
+            layout=layout.as_dict(),
+        )
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "transition.json").write_text(json.dumps(transition.as_dict(), indent=1))
         return transition, layout
@@ -192,9 +199,17 @@ class StateKeeper:
         kernel = _delta(after, before)
         self.speeds.record(self.speed_key, step, seconds)
         return StepDone(
-            kind=step.kind, name=step.name, text=step.text, seconds=seconds, kernel=kernel,
-            fio_written=fio_written, detail=detail, verdict=verdict, figures=shown, health=health,
-        )  # fmt: skip
+            kind=step.kind,
+            name=step.name,
+            text=step.text,
+            seconds=seconds,
+            kernel=kernel,
+            fio_written=fio_written,
+            detail=detail,
+            verdict=verdict,
+            figures=shown,
+            health=health,
+        )
 
     def _execute(
         self, step: Step, artifacts: Path

@@ -58,8 +58,12 @@ class Region:
         )
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "offset": self.offset, "size": self.size,
-                "tolerates": self.tolerates}  # fmt: skip
+        return {
+            "name": self.name,
+            "offset": self.offset,
+            "size": self.size,
+            "tolerates": self.tolerates,
+        }
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,13 @@ class Layout:
 
     def as_dict(self) -> dict[str, object]:
         regions = [r.as_dict() for r in self.regions]
-        return {"state": str(self.state), "capacity": self.capacity, "span": self.span,
-                "regions": regions, "notes": list(self.notes)}  # fmt: skip
+        return {
+            "state": str(self.state),
+            "capacity": self.capacity,
+            "span": self.span,
+            "regions": regions,
+            "notes": list(self.notes),
+        }
 
 
 def _down(n: int) -> int:

@@ -122,8 +122,10 @@ def render(
     total_s, all_measured = 0.0, True
     for stage in stages:
         if not stage.steps:
-            lines.append(f"  {stage.state:<10} already there ({stage.source})"
-                         f"{'':>4}{len(stage.tests)} test(s)")  # fmt: skip
+            lines.append(
+                f"  {stage.state:<10} already there ({stage.source})"
+                f"{'':>4}{len(stage.tests)} test(s)"
+            )
             continue
         estimates = [speeds.estimate(speed_key, step) for step in stage.steps]
         seconds = sum(e[0] for e in estimates)

@@ -73,8 +73,12 @@ class Profile:
 
 
 #: --ssd-idle names -> Idle fields
-IDLE_NAMES = {"after-purge": "after_purge_s", "between-steps": "between_steps_s",
-              "fill-gap": "fill_gap_s", "between-tests": "between_tests_s"}  # fmt: skip
+IDLE_NAMES = {
+    "after-purge": "after_purge_s",
+    "between-steps": "between_steps_s",
+    "fill-gap": "fill_gap_s",
+    "between-tests": "between_tests_s",
+}
 #: states of the consumer flow, which rests between measurements (the enterprise flow does not)
 RESTING_STATES = ("fob", "filled", "cssd", "used75")
 

@@ -46,9 +46,14 @@ class Workload:
     def job(self, name: str, **kwargs: object) -> FioJob:
         """This workload as a fio job; *kwargs* set region, duration and the rest."""
         return FioJob(
-            name=name, pattern=self.pattern, block_size=self.block_size, iodepth=self.iodepth,
-            numjobs=self.numjobs, read_pct=self.read_pct, **kwargs,  # type: ignore[arg-type]
-        )  # fmt: skip
+            name=name,
+            pattern=self.pattern,
+            block_size=self.block_size,
+            iodepth=self.iodepth,
+            numjobs=self.numjobs,
+            read_pct=self.read_pct,
+            **kwargs,  # type: ignore[arg-type]
+        )
 
 
 def parse_workload(text: str) -> Workload:

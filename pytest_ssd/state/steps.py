@@ -47,9 +47,14 @@ class Step:
         return self.discard[1] if self.discard else 0
 
     def as_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "name": self.name, "text": self.text,
-                "write_bytes": self.write_bytes, "discard_bytes": self.discard_bytes,
-                "idle_s": self.idle_s}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "text": self.text,
+            "write_bytes": self.write_bytes,
+            "discard_bytes": self.discard_bytes,
+            "idle_s": self.idle_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -76,8 +81,16 @@ class Context:
 def _seq_write(name: str, text: str, shape: tuple[int, int], size: int, amount: int) -> Step:
     """SEQ write of *amount* bytes over [0, size) with *shape* = (block size, queue depth)."""
     block_size, iodepth = shape
-    job = FioJob(name=name, pattern="seq", block_size=block_size, iodepth=iodepth, read_pct=0,
-                 size=size, io_bytes=amount, percentiles=())  # fmt: skip
+    job = FioJob(
+        name=name,
+        pattern="seq",
+        block_size=block_size,
+        iodepth=iodepth,
+        read_pct=0,
+        size=size,
+        io_bytes=amount,
+        percentiles=(),
+    )
     return Step("fio", name, text, jobs=(job,), write_bytes=amount)
 
 
@@ -88,41 +101,66 @@ DISCARDING_PURGES = ("discard", "punch-hole")
 def purge_steps(ctx: Context) -> list[Step]:
     # the plan says what the kernel's counters will say: a discard purge discards it all
     whole = (0, ctx.capacity) if ctx.purge_name in DISCARDING_PURGES else None
-    return [Step("purge", "purge", f"purge ({ctx.purge_name})", discard=whole),
-            *ctx.idle("after-purge", ctx.profile.idle.after_purge_s)]  # fmt: skip
+    return [
+        Step("purge", "purge", f"purge ({ctx.purge_name})", discard=whole),
+        *ctx.idle("after-purge", ctx.profile.idle.after_purge_s),
+    ]
 
 
 def seq_fill_200(ctx: Context) -> list[Step]:
     span = ctx.span
     text = f"SEQ 128 KiB QD32 write of 200 % of {format_bytes(span)}"
-    return [_seq_write("cssd-seq", text, (128 * KiB, 32), span, 2 * span),
-            *ctx.idle("between-steps", ctx.profile.idle.between_steps_s)]  # fmt: skip
+    return [
+        _seq_write("cssd-seq", text, (128 * KiB, 32), span, 2 * span),
+        *ctx.idle("between-steps", ctx.profile.idle.between_steps_s),
+    ]
 
 
 def rnd_and_trim(ctx: Context) -> list[Step]:
     cssd = layout(StateSpec("cssd"), ctx.capacity, ctx.span)
     rnd, trimmed = cssd.region("rnd"), cssd.region("trimmed")
-    job = FioJob.on(rnd, name="cssd-rnd", pattern="rnd", block_size=4 * KiB, iodepth=32,
-                    read_pct=0, percentiles=())  # fmt: skip
+    job = FioJob.on(
+        rnd,
+        name="cssd-rnd",
+        pattern="rnd",
+        block_size=4 * KiB,
+        iodepth=32,
+        read_pct=0,
+        percentiles=(),
+    )
     between = ctx.profile.idle.between_steps_s
     return [
-        Step("fio", "cssd-rnd", f"RND 4 KiB QD32 write over the RND region {rnd.describe()}",
-             jobs=(job,), write_bytes=rnd.size),
+        Step(
+            "fio",
+            "cssd-rnd",
+            f"RND 4 KiB QD32 write over the RND region {rnd.describe()}",
+            jobs=(job,),
+            write_bytes=rnd.size,
+        ),
         *ctx.idle("between-steps", between),
-        Step("discard", "cssd-trim", f"discard the last 25 %: {trimmed.describe()}",
-             discard=(trimmed.offset, trimmed.size)),
+        Step(
+            "discard",
+            "cssd-trim",
+            f"discard the last 25 %: {trimmed.describe()}",
+            discard=(trimmed.offset, trimmed.size),
+        ),
         *ctx.idle("between-steps", between),
-    ]  # fmt: skip
+    ]
 
 
 def fill_passes(ctx: Context) -> list[Step]:
     """Fill drive (METHOD §4.2): SEQ 128 KiB QD256, 100 % twice with a rest between."""
     span = ctx.span
     passes = [
-        _seq_write(f"fill-{n}", f"fill pass {n}: SEQ 128 KiB QD256 write of 100 % "
-                   f"({format_bytes(span)})", (128 * KiB, 256), span, span)
+        _seq_write(
+            f"fill-{n}",
+            f"fill pass {n}: SEQ 128 KiB QD256 write of 100 % ({format_bytes(span)})",
+            (128 * KiB, 256),
+            span,
+            span,
+        )
         for n in (1, 2)
-    ]  # fmt: skip
+    ]
     return [passes[0], *ctx.idle("fill-gap", ctx.profile.idle.fill_gap_s), passes[1]]
 
 
@@ -155,8 +193,9 @@ def steady(ctx: Context, target: StateSpec) -> list[Step]:
 def precondition_workload(ctx: Context, workload: Workload) -> list[Step]:
     """Workload-dependent preconditioning: the workload itself over 2 x the span."""
     span = ctx.span
-    job = workload.job(f"wdpc-{workload}".replace("_", "-"), size=span, io_bytes=2 * span,
-                       percentiles=())  # fmt: skip
+    job = workload.job(
+        f"wdpc-{workload}".replace("_", "-"), size=span, io_bytes=2 * span, percentiles=()
+    )
     text = f"{workload} write of 2 x {format_bytes(span)}"
     return [Step("fio", job.name, text, jobs=(job,), write_bytes=2 * span)]
 

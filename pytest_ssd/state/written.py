@@ -88,8 +88,9 @@ def prefill_job(name: str, start: int, end: int) -> FioJob:
     """One sequential pass writing ``[start, end)``, in the largest block that tiles it."""
     size = end - start
     block = next(b for b in (PREFILL_BLOCK, 4096, 512) if size % b == 0 and start % b == 0)
-    return FioJob(name, "seq", block, iodepth=PREFILL_QD, read_pct=0, offset=start, size=size,
-                  percentiles=())  # fmt: skip
+    return FioJob(
+        name, "seq", block, iodepth=PREFILL_QD, read_pct=0, offset=start, size=size, percentiles=()
+    )
 
 
 def span(job: FioJob, capacity: int) -> tuple[int, int]:

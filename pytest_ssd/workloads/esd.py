@@ -110,8 +110,12 @@ def precondition(state: str, span: int, profile: Profile) -> Precondition:
     log_ms = timing(profile).log_ms
     common = {"size": span, "ioengine": IOENGINE, "log_avg_ms": log_ms, "percentiles": ()}
     wipc = workload.job(f"wipc-{workload.pattern}", io_bytes=WIPC_FACTOR * span, **common)
-    wdpc = workload.job(f"wdpc-{workload.pattern}", io_bytes=STEADY_CAP_FACTOR * span,
-                        extra=rule.options(), **common)  # fmt: skip
+    wdpc = workload.job(
+        f"wdpc-{workload.pattern}",
+        io_bytes=STEADY_CAP_FACTOR * span,
+        extra=rule.options(),
+        **common,
+    )
     return Precondition(workload, wipc, wdpc, rule)
 
 
@@ -146,12 +150,22 @@ def _direction(read_pct: int) -> str:
     return {100: "read", 0: "write"}.get(read_pct, f"{read_pct}r")
 
 
-def _job(name: str, pattern: Pattern, shape: tuple[int, int, int, int], span: int,
-         row: EsdTiming) -> FioJob:  # fmt: skip
+def _job(
+    name: str, pattern: Pattern, shape: tuple[int, int, int, int], span: int, row: EsdTiming
+) -> FioJob:
     block_size, iodepth, numjobs, read_pct = shape
-    return FioJob(name=name, pattern=pattern, block_size=block_size, iodepth=iodepth,
-                  numjobs=numjobs, read_pct=read_pct, size=span, runtime_s=row.measure_s,
-                  ramp_s=row.ramp_s, ioengine=IOENGINE)  # fmt: skip
+    return FioJob(
+        name=name,
+        pattern=pattern,
+        block_size=block_size,
+        iodepth=iodepth,
+        numjobs=numjobs,
+        read_pct=read_pct,
+        size=span,
+        runtime_s=row.measure_s,
+        ramp_s=row.ramp_s,
+        ioengine=IOENGINE,
+    )
 
 
 @dataclass(frozen=True)
@@ -167,21 +181,34 @@ class Limits:
         return self.iu.skips_write(job.block_size) if job.writes and self.iu else None
 
 
-def by_block_size(pattern: Pattern, read_pct: int, span: int, row: EsdTiming,
-                  limits: Limits) -> Sweep:  # fmt: skip
+def by_block_size(
+    pattern: Pattern, read_pct: int, span: int, row: EsdTiming, limits: Limits
+) -> Sweep:
     """512 B ... 1 MiB at :data:`BS_SWEEP_QD`."""
     direction = _direction(read_pct)
     points = []
     for bs in BLOCK_SIZES:
-        job = _job(f"{pattern}-{direction}-bs{format_bytes(bs)}", pattern,
-                   (bs, BS_SWEEP_QD, 1, read_pct), span, row)  # fmt: skip
+        job = _job(
+            f"{pattern}-{direction}-bs{format_bytes(bs)}",
+            pattern,
+            (bs, BS_SWEEP_QD, 1, read_pct),
+            span,
+            row,
+        )
         points.append(Point(bs, job, limits.skip(job)))
     title = f"{pattern.upper()} {direction} by block size, QD{BS_SWEEP_QD}"
     return Sweep(f"{pattern}-{direction}-bs", title, "block size", tuple(points))
 
 
-def by_queue_depth(pattern: Pattern, read_pct: int, span: int, row: EsdTiming, limits: Limits,
-                   *, workers: Sequence[tuple[int, int]] = ()) -> Sweep:  # fmt: skip
+def by_queue_depth(
+    pattern: Pattern,
+    read_pct: int,
+    span: int,
+    row: EsdTiming,
+    limits: Limits,
+    *,
+    workers: Sequence[tuple[int, int]] = (),
+) -> Sweep:
     """QD 1 ... 256 at the pattern's block size; *workers* adds (numjobs, QD) points."""
     direction = _direction(read_pct)
     bs = QD_BLOCK[pattern]
@@ -189,8 +216,13 @@ def by_queue_depth(pattern: Pattern, read_pct: int, span: int, row: EsdTiming, l
     points = []
     for numjobs, qd in shapes:
         threads = f"t{numjobs}" if numjobs > 1 else ""
-        job = _job(f"{pattern}-{direction}-qd{qd}{threads}", pattern,
-                   (bs, qd, numjobs, read_pct), span, row)  # fmt: skip
+        job = _job(
+            f"{pattern}-{direction}-qd{qd}{threads}",
+            pattern,
+            (bs, qd, numjobs, read_pct),
+            span,
+            row,
+        )
         points.append(Point(qd * numjobs, job, limits.skip(job)))
     title = f"{pattern.upper()} {format_bytes(bs)} {direction} by QD"
     return Sweep(f"{pattern}-{direction}-qd", title, "outstanding I/Os", tuple(points))

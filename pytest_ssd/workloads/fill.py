@@ -59,18 +59,30 @@ class FillTiming:
 #: as long (0.5 s, 128 MiB).
 PROFILES: dict[str, FillTiming] = {
     "full": FillTiming(
-        block_size=128 * KiB, iodepth=256, passes=2, log_ms=100,
-        quantum=128 * MiB, moving_n=64, sustained_pct=1.0,
-        read_block=1 * MiB, read_iodepth=1,
+        block_size=128 * KiB,
+        iodepth=256,
+        passes=2,
+        log_ms=100,
+        quantum=128 * MiB,
+        moving_n=64,
+        sustained_pct=1.0,
+        read_block=1 * MiB,
+        read_iodepth=1,
         cache=CacheRule(window=5, plateau=10, drop=0.7, min_s=5.0, min_bytes=1 * GiB),
     ),
     "quick": FillTiming(
-        block_size=128 * KiB, iodepth=256, passes=2, log_ms=10,
-        quantum=32 * MiB, moving_n=8, sustained_pct=1.0,
-        read_block=1 * MiB, read_iodepth=1,
+        block_size=128 * KiB,
+        iodepth=256,
+        passes=2,
+        log_ms=10,
+        quantum=32 * MiB,
+        moving_n=8,
+        sustained_pct=1.0,
+        read_block=1 * MiB,
+        read_iodepth=1,
         cache=CacheRule(window=5, plateau=10, drop=0.7, min_s=0.5, min_bytes=128 * MiB),
     ),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -115,10 +127,14 @@ def fill_job(number: int, span: int, row: FillTiming) -> FioJob:
     of the block size *up* and would write past the span (checked with fio 3.33).
     """
     return FioJob(
-        name=f"fill-pass-{number}", pattern="seq", block_size=row.block_size,
-        iodepth=row.iodepth, read_pct=0, size=span // row.block_size * row.block_size,
+        name=f"fill-pass-{number}",
+        pattern="seq",
+        block_size=row.block_size,
+        iodepth=row.iodepth,
+        read_pct=0,
+        size=span // row.block_size * row.block_size,
         io_log=True,
-    )  # fmt: skip
+    )
 
 
 def read_span(span: int, row: FillTiming) -> int:
@@ -129,9 +145,15 @@ def read_span(span: int, row: FillTiming) -> int:
 def read_job(span: int, row: FillTiming) -> FioJob:
     """The speed profile's full-span SEQ read, shaped like dd's."""
     return FioJob(
-        name="speed-read", pattern="seq", block_size=row.read_block, iodepth=row.read_iodepth,
-        read_pct=100, size=read_span(span, row), io_log=True, ioengine=READ_ENGINE,
-    )  # fmt: skip
+        name="speed-read",
+        pattern="seq",
+        block_size=row.read_block,
+        iodepth=row.read_iodepth,
+        read_pct=100,
+        size=read_span(span, row),
+        io_log=True,
+        ioengine=READ_ENGINE,
+    )
 
 
 #: the dd cross-check: chunks over the span, each read by dd and by fio in turn
@@ -151,10 +173,16 @@ def check_chunks(span: int, row: FillTiming) -> list[tuple[int, int]]:
 def check_job(index: int, offset: int, size: int, row: FillTiming) -> FioJob:
     """fio's read of one cross-check chunk: the speed profile read's shape, no log."""
     return FioJob(
-        name=f"check-{index}", pattern="seq", block_size=row.read_block,
-        iodepth=row.read_iodepth, read_pct=100, offset=offset, size=size, ioengine=READ_ENGINE,
+        name=f"check-{index}",
+        pattern="seq",
+        block_size=row.read_block,
+        iodepth=row.read_iodepth,
+        read_pct=100,
+        offset=offset,
+        size=size,
+        ioengine=READ_ENGINE,
         percentiles=(),
-    )  # fmt: skip
+    )
 
 
 def dd_argv(env: str, dd: str, device: Path, chunk: tuple[int, int], row: FillTiming) -> list[str]:
@@ -163,9 +191,17 @@ def dd_argv(env: str, dd: str, device: Path, chunk: tuple[int, int], row: FillTi
     *env* and *dd* are the programs' paths.
     """
     offset, size = chunk
-    return [env, "LC_ALL=C", dd, f"if={device}", "of=/dev/null", f"bs={row.read_block}",
-            "iflag=direct", f"skip={offset // row.read_block}",
-            f"count={size // row.read_block}"]  # fmt: skip
+    return [
+        env,
+        "LC_ALL=C",
+        dd,
+        f"if={device}",
+        "of=/dev/null",
+        f"bs={row.read_block}",
+        "iflag=direct",
+        f"skip={offset // row.read_block}",
+        f"count={size // row.read_block}",
+    ]
 
 
 COREUTILS = "install coreutils"

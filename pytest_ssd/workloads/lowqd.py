@@ -106,14 +106,20 @@ class LowQdPlan:
 #: resolved), SEQ 3 × 8 MiB = 192 I/Os; a test takes 9-12 s on a 1 GiB scratch device.
 PLANS: dict[str, LowQdPlan] = {
     "full": LowQdPlan(
-        read_shares=tuple(range(0, 101, 10)), queue_depths=(1, 2, 4), repetitions=5,
-        seq=Amount(128 * MiB, 3), rnd=Amount(4 * MiB, 160),
+        read_shares=tuple(range(0, 101, 10)),
+        queue_depths=(1, 2, 4),
+        repetitions=5,
+        seq=Amount(128 * MiB, 3),
+        rnd=Amount(4 * MiB, 160),
     ),
     "quick": LowQdPlan(
-        read_shares=(0, 50, 100), queue_depths=(1, 2, 4), repetitions=3,
-        seq=Amount(8 * MiB, 3), rnd=Amount(16 * KiB, 160),
+        read_shares=(0, 50, 100),
+        queue_depths=(1, 2, 4),
+        repetitions=3,
+        seq=Amount(8 * MiB, 3),
+        rnd=Amount(16 * KiB, 160),
     ),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)

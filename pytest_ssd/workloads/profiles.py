@@ -209,10 +209,16 @@ def cdm_scores(
             measured[one.job.name]
         )
     return tuple(
-        CdmScore(profile, test, direction, tuple(r.bw_mb_s for r in results),
-                 tuple(r.bw_mib_s for r in results), tuple(r.iops for r in results))
+        CdmScore(
+            profile,
+            test,
+            direction,
+            tuple(r.bw_mb_s for r in results),
+            tuple(r.bw_mib_s for r in results),
+            tuple(r.iops for r in results),
+        )
         for (profile, test, direction), results in grouped.items()
-    )  # fmt: skip
+    )
 
 
 # ---- 4.3 sync writes ---------------------------------------------------------------------
@@ -244,10 +250,19 @@ def sync_jobs(size: SyncSize, seq: Region, rnd: Region) -> tuple[FioJob, FioJob]
     )
 
 
-def _sync_job(name: str, pattern: Pattern, block_size: int, region: Region, size: SyncSize
-              ) -> FioJob:  # fmt: skip
-    return FioJob.on(region, name=name, pattern=pattern, block_size=block_size, iodepth=1,
-                     read_pct=0, io_bytes=size.amount, fsync=1)  # fmt: skip
+def _sync_job(
+    name: str, pattern: Pattern, block_size: int, region: Region, size: SyncSize
+) -> FioJob:
+    return FioJob.on(
+        region,
+        name=name,
+        pattern=pattern,
+        block_size=block_size,
+        iodepth=1,
+        read_pct=0,
+        io_bytes=size.amount,
+        fsync=1,
+    )
 
 
 # ---- 4.5 percentile and tail latency -----------------------------------------------------
@@ -297,6 +312,12 @@ def latency_jobs(size: LatencySize, rnd: Region) -> tuple[FioJob, ...]:
 
 
 def _latency_job(mix: LatencyMix, rnd: Region, size: LatencySize) -> FioJob:
-    return FioJob.on(rnd, name=f"lat-rnd4k-qd1-{mix.key}", pattern="rnd",
-                     block_size=LATENCY_BLOCK, iodepth=1, read_pct=mix.read_pct,
-                     io_bytes=size.amount)  # fmt: skip
+    return FioJob.on(
+        rnd,
+        name=f"lat-rnd4k-qd1-{mix.key}",
+        pattern="rnd",
+        block_size=LATENCY_BLOCK,
+        iodepth=1,
+        read_pct=mix.read_pct,
+        io_bytes=size.amount,
+    )

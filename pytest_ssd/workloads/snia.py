@@ -128,10 +128,16 @@ class PtsTest:
     def job(self, cell: Cell, span: int, cell_s: float) -> FioJob:
         """*cell* over the whole span for *cell_s* seconds (no ramp: the rounds are the ramp)."""
         return FioJob(
-            name=f"{self.name}-{cell.key}", pattern=self.pattern, block_size=cell.block_size,
-            iodepth=self.iodepth, numjobs=self.numjobs, read_pct=cell.read_pct, offset=0,
-            size=span // cell.block_size * cell.block_size, runtime_s=cell_s,
-        )  # fmt: skip
+            name=f"{self.name}-{cell.key}",
+            pattern=self.pattern,
+            block_size=cell.block_size,
+            iodepth=self.iodepth,
+            numjobs=self.numjobs,
+            read_pct=cell.read_pct,
+            offset=0,
+            size=span // cell.block_size * cell.block_size,
+            runtime_s=cell_s,
+        )
 
     def round_jobs(self, span: int, cell_s: float) -> tuple[FioJob, ...]:
         """One round: every cell in the PTS's order."""
@@ -151,24 +157,46 @@ class SniaPlan:
         """The PTS tests by name: iops, throughput-1024KiB, throughput-128KiB, latency."""
         qd, jobs = IOPS_OIO
         found = [
-            PtsTest(name="iops", title="IOPS", pattern="rnd", mixes=self.iops_mixes,
-                    block_sizes=self.iops_blocks, iodepth=qd, numjobs=jobs,
-                    tracked=Cell(0, 4 * KiB), metric="iops"),
+            PtsTest(
+                name="iops",
+                title="IOPS",
+                pattern="rnd",
+                mixes=self.iops_mixes,
+                block_sizes=self.iops_blocks,
+                iodepth=qd,
+                numjobs=jobs,
+                tracked=Cell(0, 4 * KiB),
+                metric="iops",
+            ),
             *(_throughput(bs) for bs in THROUGHPUT_BLOCKS),
-            PtsTest(name="latency", title="Latency", pattern="rnd", mixes=LATENCY_MIXES,
-                    block_sizes=LATENCY_BLOCKS, iodepth=LATENCY_OIO[0], numjobs=LATENCY_OIO[1],
-                    tracked=Cell(0, 4 * KiB), metric="clat_mean_us"),
-        ]  # fmt: skip
+            PtsTest(
+                name="latency",
+                title="Latency",
+                pattern="rnd",
+                mixes=LATENCY_MIXES,
+                block_sizes=LATENCY_BLOCKS,
+                iodepth=LATENCY_OIO[0],
+                numjobs=LATENCY_OIO[1],
+                tracked=Cell(0, 4 * KiB),
+                metric="clat_mean_us",
+            ),
+        ]
         return {test.name: test for test in found}
 
 
 def _throughput(block_size: int) -> PtsTest:
     bs = format_bytes(block_size)
     return PtsTest(
-        name=f"throughput-{bs}", title=f"Throughput SEQ {bs}", pattern="seq",
-        mixes=THROUGHPUT_MIXES, block_sizes=(block_size,), iodepth=THROUGHPUT_OIO[0],
-        numjobs=THROUGHPUT_OIO[1], tracked=Cell(0, block_size), metric="bw_mib_s",
-    )  # fmt: skip
+        name=f"throughput-{bs}",
+        title=f"Throughput SEQ {bs}",
+        pattern="seq",
+        mixes=THROUGHPUT_MIXES,
+        block_sizes=(block_size,),
+        iodepth=THROUGHPUT_OIO[0],
+        numjobs=THROUGHPUT_OIO[1],
+        tracked=Cell(0, block_size),
+        metric="bw_mib_s",
+    )
 
 
 def plan(profile: Profile) -> SniaPlan:

@@ -84,11 +84,18 @@ class WsatWorkload:
         size = span // self.block_size * self.block_size
         amount = timing.amount_factor * size
         return FioJob(
-            name=f"wsat-{self.name}", pattern=self.pattern, block_size=self.block_size,
-            iodepth=timing.iodepth, numjobs=timing.numjobs, read_pct=self.read_pct, size=size,
-            runtime_s=timing.time_cap_s, log_avg_ms=timing.log_ms, percentiles=(),
+            name=f"wsat-{self.name}",
+            pattern=self.pattern,
+            block_size=self.block_size,
+            iodepth=timing.iodepth,
+            numjobs=timing.numjobs,
+            read_pct=self.read_pct,
+            size=size,
+            runtime_s=timing.time_cap_s,
+            log_avg_ms=timing.log_ms,
+            percentiles=(),
             extra=(("time_based", "0"), ("io_size", str(amount))),
-        )  # fmt: skip
+        )
 
 
 WORKLOADS = {
@@ -188,11 +195,14 @@ class SteadyRegion:
 
     def as_dict(self, round_s: float) -> dict[str, object]:
         return {
-            "round_s": round_s, "rounds": list(self.rounds), "reached": self.reached,
-            "spans": [list(s) for s in self.spans], "rounds_in": self.rounds_in,
+            "round_s": round_s,
+            "rounds": list(self.rounds),
+            "reached": self.reached,
+            "spans": [list(s) for s in self.spans],
+            "rounds_in": self.rounds_in,
             "summary": self.summary(round_s),
             "first": self.first.as_dict() if self.first is not None else None,
-        }  # fmt: skip
+        }
 
 
 def steady_region(rounds: Floats, rule: SniaRule | None = None) -> SteadyRegion:

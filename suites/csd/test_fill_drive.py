@@ -73,8 +73,14 @@ def logged(fio_run: FioRun, job: FioJob, name: str, direction: str, row: FillTim
     """A pass from the run's per-I/O log and fio's totals; a large log is then compressed."""
     done = fio_run.result(job).directions[direction]
     path = log_path(fio_run.artifacts, job.name, "clat")
-    one = fill_pass(name, read_io_log(path), done.io_bytes, done.runtime_ms / 1000,
-                    row.log_ms / 1000, direction=direction)  # fmt: skip
+    one = fill_pass(
+        name,
+        read_io_log(path),
+        done.io_bytes,
+        done.runtime_ms / 1000,
+        row.log_ms / 1000,
+        direction=direction,
+    )
     shrink_log(path)
     return one
 
@@ -156,16 +162,19 @@ def test_fill_drive(ssd: SsdBench) -> None:
     lat_mean = sum(c.mean_ns * c.samples for c in clats) / sum(c.samples for c in clats)
     windows = np.concatenate([one.lat_ns for one in passes])
     assert windows.min() <= lat_mean <= windows.max(), "fio's mean lies among the window means"
-    ssd.derive("fill", {
-        **pass_values(passes, caches),
-        "span_gib": span / GiB,
-        "idle_gap_s": gap,
-        "idle_gap_measured_s": runs[1].started - runs[0].ended,
-        "log_interval_ms": row.log_ms,
-        "clat_mean_ms": lat_mean / 1e6,
-        "lat_max_window_ms": float(windows.max()) / 1e6,
-        "clat_max_ms": max(w.clat.max_ns for w in writes if w.clat) / 1e6,
-    })  # fmt: skip
+    ssd.derive(
+        "fill",
+        {
+            **pass_values(passes, caches),
+            "span_gib": span / GiB,
+            "idle_gap_s": gap,
+            "idle_gap_measured_s": runs[1].started - runs[0].ended,
+            "log_interval_ms": row.log_ms,
+            "clat_mean_ms": lat_mean / 1e6,
+            "lat_max_window_ms": float(windows.max()) / 1e6,
+            "clat_max_ms": max(w.clat.max_ns for w in writes if w.clat) / 1e6,
+        },
+    )
 
     series = [(one.name, profile_of(one, row)) for one in passes]
     ssd.derive("fill-speed", speed_values(series, row))
@@ -214,14 +223,17 @@ def test_speed_profile_read(ssd: SsdBench) -> None:
     factor = SELF_CHECK.factor(ssd.dut.scratch)
 
     series = [("read", profile)]
-    ssd.derive("speed-read", {
-        **speed_values(series, row),
-        "read_s": one.runtime_s,
-        "log_mean_mib_s": float(profile.running_mean[-1]) / MiB,
-        "dd_s": dd_s,
-        **check.as_dict(),
-        "tolerance_factor": factor,
-    })  # fmt: skip
+    ssd.derive(
+        "speed-read",
+        {
+            **speed_values(series, row),
+            "read_s": one.runtime_s,
+            "log_mean_mib_s": float(profile.running_mean[-1]) / MiB,
+            "dd_s": dd_s,
+            **check.as_dict(),
+            "tolerance_factor": factor,
+        },
+    )
     ssd.figure(graphs.speed_per_quantum(series, row.moving_n), "read speed profile")
     ssd.figure(graphs.speed_histogram(series, row.sustained_pct), "read speed histogram")
     assert check.agrees(factor), (

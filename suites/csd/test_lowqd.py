@@ -54,8 +54,7 @@ def test_low_qd_by_rw_ratio(ssd: SsdBench, cssd_round: int, pattern: Pattern) ->
     for item in planned:
         check_job(item.job, run.result(item.job))
     matrix = ratio_matrix(pattern, plan, planned, run.result)
-    assert matrix.samples.shape == (len(plan.queue_depths), len(plan.read_shares),
-                                    plan.repetitions)  # fmt: skip
+    assert matrix.samples.shape == (len(plan.queue_depths), len(plan.read_shares), plan.repetitions)
     assert np.all(matrix.samples > 0)
     # a trimmed mean lies within its runs; the weighted curve within its QD curves
     trimmed, weighted = matrix.trimmed, matrix.weighted()

@@ -47,8 +47,10 @@ def spans(ssd: SsdBench, limit: int) -> dict[str, Span]:
     """Where SEQ and RND tests run in the test's state."""
     assert ssd.need is not None
     if ssd.need.state.name == "cssd":
-        return {"seq": Span.within(ssd.region("seq"), limit),
-                "rnd": Span.within(ssd.region("rnd"), limit)}  # fmt: skip
+        return {
+            "seq": Span.within(ssd.region("seq"), limit),
+            "rnd": Span.within(ssd.region("rnd"), limit),
+        }
     whole = Span.within(ssd.region("used" if ssd.need.state.name == "used75" else "device"), limit)
     return {"seq": whole, "rnd": whole}
 

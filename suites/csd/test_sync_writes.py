@@ -36,7 +36,9 @@ def test_sync_writes(ssd: SsdBench, phase: int) -> None:
         assert done.total_ios == size.amount // job.block_size
         assert result.options["fsync"] == "1", "fio synced after every write"
         assert (result.options["offset"], result.options["size"]) == (
-            str(region.offset), str(region.size)), "inside the region"  # fmt: skip
+            str(region.offset),
+            str(region.size),
+        ), "inside the region"
         bars.append(Bar(job.label.removesuffix(" write") + " + fsync", ssd.dut.id, done.bw_mib_s))
         values[f"{job.name}.mib_s"] = done.bw_mib_s
         values[f"{job.name}.iops"] = done.iops

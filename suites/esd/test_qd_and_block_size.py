@@ -47,8 +47,9 @@ def test_by_block_size(ssd: SsdBench, pattern: Pattern, read_pct: int) -> None:
 def test_by_qd(ssd: SsdBench, pattern: Pattern, read_pct: int) -> None:
     span = ssd.region("device").size
     workers = [WORKERS_POINT] if pattern == "rnd" else []
-    sweep = by_queue_depth(pattern, read_pct, span, timing(ssd.profile), limits_of(ssd),
-                           workers=workers)  # fmt: skip
+    sweep = by_queue_depth(
+        pattern, read_pct, span, timing(ssd.profile), limits_of(ssd), workers=workers
+    )
     curve = run_sweep(ssd, sweep)
     single = list(curve.xs[: len(curve.xs) - len(workers)])  # the workers' points come last
     assert single == sorted(single), "QD ascending"

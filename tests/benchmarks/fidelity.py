@@ -31,11 +31,21 @@ def test_rnd_read(ssd):
 
 def direct_fio(dev: Path) -> float:
     out = sh(
-        "fio", "--name=direct", f"--filename={dev}", "--rw=randread", "--bs=4k",
-        "--iodepth=32", "--ioengine=libaio", "--direct=1", "--offset=0",
-        f"--size={SPAN_MIB}M", "--time_based", f"--runtime={RUNTIME_S}",
-        f"--ramp_time={RAMP_S}", "--output-format=json",
-    )  # fmt: skip
+        "fio",
+        "--name=direct",
+        f"--filename={dev}",
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=32",
+        "--ioengine=libaio",
+        "--direct=1",
+        "--offset=0",
+        f"--size={SPAN_MIB}M",
+        "--time_based",
+        f"--runtime={RUNTIME_S}",
+        f"--ramp_time={RAMP_S}",
+        "--output-format=json",
+    )
     data = json.loads(out[out.index("{") :])
     return float(data["jobs"][0]["read"]["iops"])
 
@@ -54,8 +64,15 @@ def main() -> int:
         (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
         (suite / "test_fidelity.py").write_text(SUITE)
         with loop_device(work, SPAN_MIB + 64) as dev:
-            sh("fio", "--name=fill", f"--filename={dev}", "--rw=write", "--bs=1M",
-               "--direct=1", f"--size={SPAN_MIB}M")  # fmt: skip
+            sh(
+                "fio",
+                "--name=fill",
+                f"--filename={dev}",
+                "--rw=write",
+                "--bs=1M",
+                "--direct=1",
+                f"--size={SPAN_MIB}M",
+            )
             pairs = []
             for index in range(ROUNDS):
                 ours = plugin(dev, suite, work / "reports")

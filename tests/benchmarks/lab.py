@@ -46,8 +46,17 @@ class PytestRun:
 
 def run_pytest(target: Path, report_dir: Path, *args: str) -> PytestRun:
     """Run pytest-ssd on *target* in a fresh interpreter; fail loudly when it fails."""
-    argv = [sys.executable, "-m", "pytest", str(target), f"--ssd-report-dir={report_dir}",
-            "-p", "no:cacheprovider", "-q", *args]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(target),
+        f"--ssd-report-dir={report_dir}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *args,
+    ]
     start = time.monotonic()
     done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - start

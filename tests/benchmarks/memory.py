@@ -26,8 +26,16 @@ SUMMARY = re.compile(r"^=+ (.* in [\d.]+s.*) =+$", re.MULTILINE)
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ssd-memory-") as tmp:
-        argv = [sys.executable, "-m", "pytest", str(REPO / "suites" / "csd"), "--dut=scratch:4G",
-                f"--ssd-report-dir={tmp}", "-p", "no:cacheprovider"]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(REPO / "suites" / "csd"),
+            "--dut=scratch:4G",
+            f"--ssd-report-dir={tmp}",
+            "-p",
+            "no:cacheprovider",
+        ]
         start = time.monotonic()
         done = subprocess.run(
             argv, check=False, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=REPO

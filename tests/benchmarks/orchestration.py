@@ -58,10 +58,15 @@ def through_plugin(dev: Path, work: Path) -> tuple[float, float, int, float]:
     """(call wall, fio job runtimes, jobs, fio process wall) of the suite module on *dev*."""
     xml = work / "junit.xml"
     run = run_pytest(
-        REPO / "suites" / "csd" / MODULE, work / "reports",
-        f"--dut={dev}", f"--ssd-confirm={dev}", "--ssd-profile=quick",
-        f"--junitxml={xml}", "-o", "junit_duration_report=call",
-    )  # fmt: skip
+        REPO / "suites" / "csd" / MODULE,
+        work / "reports",
+        f"--dut={dev}",
+        f"--ssd-confirm={dev}",
+        "--ssd-profile=quick",
+        f"--junitxml={xml}",
+        "-o",
+        "junit_duration_report=call",
+    )
     runtime, jobs, processes = fio_runtime_s(run.run_dir / "artifacts")
     return call_seconds(xml), runtime, jobs, processes
 
@@ -96,8 +101,10 @@ def main() -> int:
     ratio = wall / runtime
     print(describe("pytest-ssd, one fio process per pattern and round", jobs, wall, runtime))
     between, rest = (processes - runtime) / jobs, wall - processes
-    print(f"  fio processes {processes:.2f} s ({between:.3f} s a job between jobs);"
-          f" the rest (parse, record, analysis, figures) {rest:.2f} s")  # fmt: skip
+    print(
+        f"  fio processes {processes:.2f} s ({between:.3f} s a job between jobs);"
+        f" the rest (parse, record, analysis, figures) {rest:.2f} s"
+    )
     print(describe("one fio process per point (ezFIO, TKperf)", pp_jobs, pp_wall, pp_runtime))
     ok = ratio <= TARGET
     print(verdict("orchestration", f"{ratio:.2f} x the fio job runtimes", f"<= {TARGET} x", ok))

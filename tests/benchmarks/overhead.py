@@ -43,11 +43,15 @@ def main() -> int:
         tests = run.results()["run"]["outcome"]["passed"]
         asked, processes = asked_seconds(run.run_dir / "artifacts")
     per_test = (run.wall_s - asked) / tests
-    print(f"smoke: {tests} tests, wall {run.wall_s:.2f} s, fio asked for {asked:.2f} s,"
-          f" fio processes took {processes:.2f} s")  # fmt: skip
+    print(
+        f"smoke: {tests} tests, wall {run.wall_s:.2f} s, fio asked for {asked:.2f} s,"
+        f" fio processes took {processes:.2f} s"
+    )
     fio_startup = processes - asked
-    print(f"  fio's own start-up and wind-down beyond the asked time: {fio_startup:.2f} s"
-          f" ({fio_startup / tests:.2f} s per test)")  # fmt: skip
+    print(
+        f"  fio's own start-up and wind-down beyond the asked time: {fio_startup:.2f} s"
+        f" ({fio_startup / tests:.2f} s per test)"
+    )
     print(
         f"  outside fio (interpreter and pytest start-up, scratch set-up, figures, report):"
         f" {run.wall_s - processes:.2f} s ({(run.wall_s - processes) / tests:.2f} s per test)"

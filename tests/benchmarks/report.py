@@ -45,9 +45,17 @@ def write(db: Path, run_id: str, label: str) -> None:
         directions = {"read": metrics(1000.0 * qd, bs)} if share else {}
         if share < 100:
             directions["write"] = metrics(800.0 * qd, bs)
-        workload = {"name": name, "pattern": "rnd", "block_size": bs, "iodepth": qd,
-                    "numjobs": 1, "read_pct": share, "ioengine": "libaio", "direct": True,
-                    "fsync": 0}  # fmt: skip
+        workload = {
+            "name": name,
+            "pattern": "rnd",
+            "block_size": bs,
+            "iodepth": qd,
+            "numjobs": 1,
+            "read_pct": share,
+            "ioengine": "libaio",
+            "direct": True,
+            "fsync": 0,
+        }
         m = Measurement(test, "d0", name, workload, directions, "t0", "t1", "artifacts")
         series = {"device": "d0", "name": f"{name}.clat-read", "meta": {}, "blob": pack(bins)}
         writer.add(TestRecords(test, measurements=[m], series=[series]))

@@ -61,8 +61,10 @@ def main() -> int:
             written = cssd["totals"]["written"]
             method = 2 * 2 * GiB + 256 * MiB
             ratio = written / method
-            print(f"cssd on 2 GiB: kernel counted {written / MiB:,.0f} MiB written, the method"
-                  f" asks {method / MiB:,.0f} MiB (2 x capacity + 256 MiB RND region)")  # fmt: skip
+            print(
+                f"cssd on 2 GiB: kernel counted {written / MiB:,.0f} MiB written, the method"
+                f" asks {method / MiB:,.0f} MiB (2 x capacity + 256 MiB RND region)"
+            )
             print(verdict("write budget", f"{ratio:.3f} x", f"<= {BUDGET} x", ratio <= BUDGET))
             ok &= ratio <= BUDGET
             run = run_pytest(_suite(work, 5), work / "reports", *args, f"--rootdir={work}")

@@ -48,9 +48,13 @@ def run_ssd(pytester: pytest.Pytester, tmp_path: Path) -> Any:
         if rootdir is not None:
             args = (f"--rootdir={rootdir}", *args)
         result = pytester.runpytest_subprocess(
-            str(suite), f"--ssd-report-dir={report_dir}", "-p", "no:cacheprovider", *args,
+            str(suite),
+            f"--ssd-report-dir={report_dir}",
+            "-p",
+            "no:cacheprovider",
+            *args,
             timeout=timeout,
-        )  # fmt: skip
+        )
         return SsdRun(result, report_dir)
 
     return run

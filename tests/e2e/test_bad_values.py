@@ -50,17 +50,23 @@ GOOD = {"capacity": "0.067", "qd": "32", "jobs": "1", "value": "100"}
     ids=["value-nan", "value-inf", "value-1e308", "qd-1e9", "jobs-1e5", "capacity-nan"],
 )
 def test_a_datasheet_value_no_drive_has_is_refused_before_the_device_is_touched(
-    run_ssd: Any, random_loop: Path, tmp_path: Path, change: dict[str, str],
+    run_ssd: Any,
+    random_loop: Path,
+    tmp_path: Path,
+    change: dict[str, str],
     expected: tuple[str, str],
-) -> None:  # fmt: skip
+) -> None:
     where, problem = expected
     sheet = tmp_path / "sheet.toml"
     sheet.write_text(SHEET.format(**(GOOD | change)))
     before = digest(random_loop)
     run = run_ssd(
-        f"--dut={random_loop}", f"--ssd-confirm={random_loop}", f"--datasheet={sheet}",
-        "--datasheet-force", suite=DATASHEET_SUITE,
-    )  # fmt: skip
+        f"--dut={random_loop}",
+        f"--ssd-confirm={random_loop}",
+        f"--datasheet={sheet}",
+        "--datasheet-force",
+        suite=DATASHEET_SUITE,
+    )
     line = _one_error(run)
     assert line.startswith(f"ERROR: {sheet}: {where}: ") and problem in line, line
     assert digest(random_loop) == before
@@ -83,9 +89,15 @@ def test_an_option_value_out_of_bounds_is_one_line(
     run_ssd: Any, random_loop: Path, tmp_path: Path, option: str, problem: str
 ) -> None:
     before = digest(random_loop)
-    args = (option,) if option.startswith("--dut") else (
-        f"--dut={random_loop}", f"--ssd-confirm={random_loop}", option,
-    )  # fmt: skip
+    args = (
+        (option,)
+        if option.startswith("--dut")
+        else (
+            f"--dut={random_loop}",
+            f"--ssd-confirm={random_loop}",
+            option,
+        )
+    )
     run = run_ssd(*args)
     out = run.result.stdout.str() + run.result.stderr.str()
     assert run.result.ret == 4, out

@@ -30,9 +30,14 @@ def _run_in_group(argv: list[str], timeout: float) -> tuple[int, str]:
     """Run *argv* in its own process group (killed on timeout or exit): exit code and output."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, env=env, start_new_session=True,
-    )  # fmt: skip
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

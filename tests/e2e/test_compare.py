@@ -80,11 +80,25 @@ def _kill_everything_of(folder: Path, timeout: float = 30) -> None:
 def test_kill_9_keeps_what_was_measured_and_the_report_rebuilds(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     db = reports / "results.sqlite"
-    argv = [sys.executable, "-m", "pytest", str(SMOKE), f"--ssd-report-dir={reports}",
-            "--dut=scratch:512M", "--ssd-profile=quick", "-p", "no:cacheprovider",
-            f"--rootdir={REPO}"]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(SMOKE),
+        f"--ssd-report-dir={reports}",
+        "--dut=scratch:512M",
+        "--ssd-profile=quick",
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={REPO}",
+    ]
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while _measurements(db) < 1 and proc.poll() is None and time.monotonic() < deadline:

@@ -9,12 +9,22 @@ from tests.e2e.conftest import REPO, attached_loops
 
 CSD = REPO / "suites" / "csd"
 FIGURES = (
-    "fill bandwidth vs written", "fill bandwidth vs time", "fill latency vs time",
-    "fill mean bandwidth", "fill speed profile", "fill speed histogram", "read speed profile",
-    "read speed histogram", "latency cssd-1", "tail latency cssd-2", "quick profiles fob-1",
-    "quick profiles used75-2", "sync writes cssd-1", "seq low QD by read share, cssd round 2",
+    "fill bandwidth vs written",
+    "fill bandwidth vs time",
+    "fill latency vs time",
+    "fill mean bandwidth",
+    "fill speed profile",
+    "fill speed histogram",
+    "read speed profile",
+    "read speed histogram",
+    "latency cssd-1",
+    "tail latency cssd-2",
+    "quick profiles fob-1",
+    "quick profiles used75-2",
+    "sync writes cssd-1",
+    "seq low QD by read share, cssd round 2",
     "rnd weighted low QD, round 1",
-)  # fmt: skip
+)
 
 
 def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None:
@@ -25,13 +35,21 @@ def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None
     # purge -> FOB profiles -> cssd -> measure -> purge -> fill -> RND + trim -> measure again
     assert flow == [("fob", "cssd"), ("cssd", "fob"), ("filled", "cssd"), ("cssd", "used75")]
     assert [s["kind"] for s in data["transitions"][2]["steps"] if s["kind"] != "idle"] == [
-        "fio", "discard",
-    ], "after the fill drive, cssd needs only the RND and trim steps"  # fmt: skip
+        "fio",
+        "discard",
+    ], "after the fill drive, cssd needs only the RND and trim steps"
     derived = Counter(d["name"] for d in data["derived"])
     assert derived == {
-        "cdm-default": 4, "cdm-nvme": 4, "tail-latency": 2, "lowqd-seq": 2, "lowqd-rnd": 2,
-        "sync-writes": 2, "fill": 1, "fill-speed": 1, "speed-read": 1,
-    }  # fmt: skip
+        "cdm-default": 4,
+        "cdm-nvme": 4,
+        "tail-latency": 2,
+        "lowqd-seq": 2,
+        "lowqd-rnd": 2,
+        "sync-writes": 2,
+        "fill": 1,
+        "fill-speed": 1,
+        "speed-read": 1,
+    }
     fill = next(d["values"] for d in data["derived"] if d["name"] == "fill")
     assert "cache" in str(fill) and "mean" in str(fill)
     html = (run.run_dir / "report.html").read_text()

@@ -42,8 +42,9 @@ def test_lines_met_pass_and_lines_not_met_fail_with_the_ratio(run_ssd: Any, tmp_
     assert "RND read QD32 4KiB:" in out and "% of spec 1,000,000,000 IOPS (needs ≥ 90 %)" in out
     rows = run.results()["conformance"]
     assert [(r["id"], r["verdict"]) for r in rows] == [
-        ("impossible-read", "not met"), ("easy-read", "met"),
-    ], "failures first"  # fmt: skip
+        ("impossible-read", "not met"),
+        ("easy-read", "met"),
+    ], "failures first"
     assert rows[1]["ratio"] > 1 and rows[1]["measured"] > 100
     html = (run.run_dir / "report.html").read_text()
     assert "Datasheet conformance" in html and "not met" in html
@@ -154,9 +155,12 @@ def test_a_fob_read_line_reads_written_lbas_only(
     # first, in the same fio process, and the test says so
     sheet = _sheet(tmp_path, ("fob-read", 100))
     run = run_ssd(
-        "--dut=scratch:128M", f"--datasheet={sheet}", "--datasheet-force", "--junitxml=j.xml",
+        "--dut=scratch:128M",
+        f"--datasheet={sheet}",
+        "--datasheet-force",
+        "--junitxml=j.xml",
         suite=SUITE,
-    )  # fmt: skip
+    )
     run.result.assert_outcomes(passed=1)
     (jobfile,) = run.run_dir.glob("artifacts/*/*/fio.job")
     sections = [line for line in jobfile.read_text().splitlines() if line.startswith("[")]

@@ -10,11 +10,23 @@ from tests.e2e.conftest import REPO, SMOKE, attached_loops
 
 ESD = REPO / "suites" / "esd"
 SECTION_FIGURES = (
-    "esd precondition seq", "esd precondition seq zoom", "esd seq-read-bs", "esd seq-write-bs",
-    "esd seq-read-qd", "esd seq-write-qd", "esd precondition rnd", "esd precondition rnd zoom",
-    "esd rnd-read-bs", "esd rnd-write-bs", "esd rnd-read-qd", "esd rnd-write-qd",
-    "esd rnd-70r-qd", "esd qos-read", "esd qos-write", "esd qos-70r",
-)  # fmt: skip
+    "esd precondition seq",
+    "esd precondition seq zoom",
+    "esd seq-read-bs",
+    "esd seq-write-bs",
+    "esd seq-read-qd",
+    "esd seq-write-qd",
+    "esd precondition rnd",
+    "esd precondition rnd zoom",
+    "esd rnd-read-bs",
+    "esd rnd-write-bs",
+    "esd rnd-read-qd",
+    "esd rnd-write-qd",
+    "esd rnd-70r-qd",
+    "esd qos-read",
+    "esd qos-write",
+    "esd qos-70r",
+)
 
 
 def test_esd_quick_walks_the_flow_and_reports_every_graph(run_ssd: Any) -> None:

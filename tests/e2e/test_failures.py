@@ -87,8 +87,17 @@ def test_interrupt_releases_scratch_and_keeps_measured_results(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
     reports = tmp_path / "reports"
-    argv = [sys.executable, "-m", "pytest", str(SMOKE), "--dut=scratch:128M", "-p",
-            "no:cacheprovider", f"--ssd-report-dir={reports}", f"--rootdir={REPO}"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(SMOKE),
+        "--dut=scratch:128M",
+        "-p",
+        "no:cacheprovider",
+        f"--ssd-report-dir={reports}",
+        f"--rootdir={REPO}",
+    ]
     proc = subprocess.Popen(
         argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

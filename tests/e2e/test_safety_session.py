@@ -104,9 +104,13 @@ def test_the_same_device_named_twice_is_refused(
 
 def _popen(argv: list[str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        argv,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -124,9 +128,18 @@ def _wait_for(predicate: Callable[[], bool], what: str, limit: float = 90) -> No
 
 
 def _pytest(reports: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", str(SMOKE), "-p", "no:cacheprovider",
-            f"--ssd-report-dir={reports}", f"--rootdir={REPO}", "--ssd-profile=quick",
-            *args]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(SMOKE),
+        "-p",
+        "no:cacheprovider",
+        f"--ssd-report-dir={reports}",
+        f"--rootdir={REPO}",
+        "--ssd-profile=quick",
+        *args,
+    ]
 
 
 def _fio_jobs(reports: Path) -> list[Path]:

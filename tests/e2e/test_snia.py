@@ -12,8 +12,7 @@ from typing import Any
 from tests.e2e.conftest import REPO
 
 SNIA = REPO / "suites" / "snia"
-TESTS = {"snia-iops": 9, "snia-throughput-1MiB": 2, "snia-throughput-128KiB": 2,
-         "snia-latency": 9}  # fmt: skip
+TESTS = {"snia-iops": 9, "snia-throughput-1MiB": 2, "snia-throughput-128KiB": 2, "snia-latency": 9}
 PAGES = ("convergence", "window", "rounds")
 
 
@@ -38,7 +37,11 @@ def test_snia_quick_reports_steady_state_and_its_window(run_ssd: Any) -> None:
     assert len(data["transitions"]) == 4, "a fresh purge and WIPC for every test"
     html = (run.run_dir / "report.html").read_text()
     assert 'id="ssd-suite-snia"' in html and "steady state" in html
-    missing = [f"{name} {page}" for name in TESTS for page in PAGES
-               if f"{name} {page}: scratch" not in html]  # fmt: skip
+    missing = [
+        f"{name} {page}"
+        for name in TESTS
+        for page in PAGES
+        if f"{name} {page}: scratch" not in html
+    ]
     assert not missing, missing
     assert "R/W mix \\ IOPS (IOPS)" in html and "p99.999 completion latency (clat)" in html

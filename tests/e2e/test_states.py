@@ -68,15 +68,22 @@ def test_cssd_on_2g_loop_leaves_last_quarter_deallocated(
 ) -> None:
     dev: Path = loop_device(2048, "cssd.img")
     backing = next(tmp_path.glob("*-cssd.img"))
-    run = run_ssd(f"--dut={dev}", f"--ssd-confirm={dev}", "--ssd-profile=quick",
-                  suite=_suite(tmp_path, CSSD_ONLY))  # fmt: skip
+    run = run_ssd(
+        f"--dut={dev}",
+        f"--ssd-confirm={dev}",
+        "--ssd-profile=quick",
+        suite=_suite(tmp_path, CSSD_ONLY),
+    )
     run.result.assert_outcomes(passed=1)
     data = run.results()
     (transition,) = data["transitions"]
     assert (transition["source"], transition["target"]) == (None, "cssd")
     assert [s["kind"] for s in transition["steps"] if s["kind"] != "idle"] == [
-        "purge", "fio", "fio", "discard"
-    ]  # fmt: skip
+        "purge",
+        "fio",
+        "fio",
+        "discard",
+    ]
     regions = {r["name"]: (r["offset"], r["size"]) for r in transition["layout"]["regions"]}
     assert regions == {
         "rnd": (0, 256 * MiB),  # 8 GiB or 1/8 of 2 GiB, whichever is smaller
@@ -100,8 +107,13 @@ def test_ten_tests_two_states_two_purges_two_preconditionings(
     run_ssd: Any, loop_device: Any, tmp_path: Path
 ) -> None:
     dev: Path = loop_device(256)
-    run = run_ssd(f"--dut={dev}", f"--ssd-confirm={dev}", "--ssd-profile=quick", "-v",
-                  suite=_suite(tmp_path, TWO_STATES))  # fmt: skip
+    run = run_ssd(
+        f"--dut={dev}",
+        f"--ssd-confirm={dev}",
+        "--ssd-profile=quick",
+        "-v",
+        suite=_suite(tmp_path, TWO_STATES),
+    )
     run.result.assert_outcomes(passed=10)
     transitions = run.results()["transitions"]
     assert [t["target"] for t in transitions] == ["cssd", "wipc"], "method order: cssd first"

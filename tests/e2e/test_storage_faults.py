@@ -91,9 +91,12 @@ def _stopped(run: Any) -> str:
 
 def _no_loop_left(tmp_path: Path, state_dir: Path, keep: tuple[Path, ...] = ()) -> None:
     """No loop device of this run is attached (a fixture's own loop device aside)."""
-    mine = [line for line in attached_loops().splitlines()
-            if (str(tmp_path) in line or str(state_dir) in line)
-            and not any(line.startswith(f"{dev}:") for dev in keep)]  # fmt: skip
+    mine = [
+        line
+        for line in attached_loops().splitlines()
+        if (str(tmp_path) in line or str(state_dir) in line)
+        and not any(line.startswith(f"{dev}:") for dev in keep)
+    ]
     assert not mine, mine
 
 
@@ -137,15 +140,23 @@ def test_a_full_database_filesystem_stops_the_run_and_keeps_what_was_recorded(
 
 
 def test_a_full_report_folder_stops_the_run_and_keeps_results_json(  # noqa: PLR0917
-    run_ssd: Any, small_fs: Path, fill_after_first: Any, loop_device: Any, tmp_path: Path,
+    run_ssd: Any,
+    small_fs: Path,
+    fill_after_first: Any,
+    loop_device: Any,
+    tmp_path: Path,
     private_state_dir: Path,
-) -> None:  # fmt: skip
+) -> None:
     # a loop device of ours, not scratch: its backing file stays off the small filesystem
     dev: Path = loop_device(64)
     reports = small_fs / "reports"
     db = reports / "results.sqlite"
-    run = run_ssd(f"--dut={dev}", f"--ssd-confirm={dev}", f"--ssd-report-dir={reports}",
-                  *fill_after_first(small_fs))  # fmt: skip
+    run = run_ssd(
+        f"--dut={dev}",
+        f"--ssd-confirm={dev}",
+        f"--ssd-report-dir={reports}",
+        *fill_after_first(small_fs),
+    )
     assert _stopped(run) == (
         f"Interrupted: pytest-ssd stopped the run: {db}: database or disk is full: free space"
         " on its filesystem, or give another database file"

@@ -138,8 +138,18 @@ def test_a_killed_session_is_restored_by_the_next(
     now = as_found(THP, ASLR)
     before = now()
     reports = tmp_path / "reports"
-    argv = [sys.executable, "-m", "pytest", str(SMOKE), "--dut=scratch:256M", "--ssd-tune", "-p",
-            "no:cacheprovider", f"--ssd-report-dir={reports}", f"--rootdir={REPO}"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(SMOKE),
+        "--dut=scratch:256M",
+        "--ssd-tune",
+        "-p",
+        "no:cacheprovider",
+        f"--ssd-report-dir={reports}",
+        f"--rootdir={REPO}",
+    ]
     proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -157,8 +167,9 @@ def test_a_killed_session_is_restored_by_the_next(
     run = run_ssd("--dut=scratch:64M", "-k", "seq-read")  # the next session, without --ssd-tune
     out = run.result.stdout.str()
     assert run.result.ret == 0, out
-    assert re.search(r"^recovered: .*transparent_hugepage/enabled: \w+ again \(left by pid", out,
-                     re.M), out  # fmt: skip
+    assert re.search(
+        r"^recovered: .*transparent_hugepage/enabled: \w+ again \(left by pid", out, re.M
+    ), out
     assert now() == before
     assert not _journal().exists()
     assert str(reports) not in attached_loops(), "the killed session's scratch is swept too"
@@ -166,8 +177,13 @@ def test_a_killed_session_is_restored_by_the_next(
 
 def _hostile(victim: Path, existing: Path) -> list[dict[str, Any]]:
     """Journal entries that would make root write a cron job and overwrite a file."""
-    cron = {"kind": "file", "setting": "thp", "path": str(victim),
-            "original": "* * * * * root sh -c pwned", "target": "never"}  # fmt: skip
+    cron = {
+        "kind": "file",
+        "setting": "thp",
+        "path": str(victim),
+        "original": "* * * * * root sh -c pwned",
+        "target": "never",
+    }
     return [cron, {**cron, "path": str(existing)}, {**cron, "setting": "cron"}]
 
 
@@ -199,8 +215,13 @@ def _plant_journal(
     victim, existing = tmp_path / "etc" / "cron.d" / "planted", tmp_path / "precious"
     existing.write_text("keep\n")
     # a good entry: put back (as it already is)
-    same = {"kind": "file", "setting": "thp", "path": str(THP), "target": "never",
-            "original": _selected(before[THP])}  # fmt: skip
+    same = {
+        "kind": "file",
+        "setting": "thp",
+        "path": str(THP),
+        "target": "never",
+        "original": _selected(before[THP]),
+    }
     journal = {"pid": 1, "started": "1", "changes": [same, *_hostile(victim, existing)]}
     write_private(state / "tune" / RESTORE_FILE, json.dumps(journal))
     monkeypatch.setenv(STATE_DIR_ENV, str(state))
@@ -254,8 +275,13 @@ def test_a_state_folder_others_may_write_is_refused_in_one_line(
     (state / "tune").mkdir(parents=True)
     state.chmod(mode)
     victim = tmp_path / "victim"
-    entry = {"kind": "file", "setting": "thp", "path": str(victim), "original": "x",
-             "target": "never"}  # fmt: skip
+    entry = {
+        "kind": "file",
+        "setting": "thp",
+        "path": str(victim),
+        "original": "x",
+        "target": "never",
+    }
     (state / "tune" / RESTORE_FILE).write_text(json.dumps({"pid": 1, "changes": [entry]}))
     monkeypatch.setenv(STATE_DIR_ENV, str(state))
     run = run_ssd("--dut=scratch:64M")

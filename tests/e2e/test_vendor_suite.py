@@ -28,8 +28,13 @@ def _copy(tmp_path: Path) -> Path:
 
 def test_the_example_runs_outside_suites_with_its_own_section(run_ssd: Any, tmp_path: Path) -> None:
     suite = _copy(tmp_path)
-    run = run_ssd("--dut=scratch:256M", f"--datasheet={suite / 'datasheet.toml'}",
-                  "--datasheet-force", suite=suite, rootdir=None)  # fmt: skip
+    run = run_ssd(
+        "--dut=scratch:256M",
+        f"--datasheet={suite / 'datasheet.toml'}",
+        "--datasheet-force",
+        suite=suite,
+        rootdir=None,
+    )
     run.result.assert_outcomes(passed=1)
     results = run.results()
     (row,) = results["conformance"]
@@ -49,9 +54,21 @@ def test_the_example_runs_outside_suites_with_its_own_section(run_ssd: Any, tmp_
     # pytest-ssd report has no conftest.py: the suite's measurements as the generic table
     out = tmp_path / "again.html"
     cli = REPO / ".venv" / "bin" / "pytest-ssd"
-    done = subprocess.run([str(cli), "--db", str(run.report_dir / "results.sqlite"), "report",
-                           run.run_dir.name, "-o", str(out)], capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [
+            str(cli),
+            "--db",
+            str(run.report_dir / "results.sqlite"),
+            "report",
+            run.run_dir.name,
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert 'id="ssd-suite-vendor"' in out.read_text() and "Tests in vendor/" in out.read_text()
 
@@ -121,8 +138,14 @@ def test_hooks_add_a_drive_class_a_health_source_and_a_purge_method(
     (suite / "conftest.py").write_text(HOOKS)
     (suite / "test_hooked.py").write_text(TEST)
     junit = tmp_path / "junit.xml"
-    run = run_ssd(f"--dut={dev}", f"--ssd-confirm={dev}", "--ssd-health-interval=0.2",
-                  f"--junitxml={junit}", suite=suite, rootdir=None)  # fmt: skip
+    run = run_ssd(
+        f"--dut={dev}",
+        f"--ssd-confirm={dev}",
+        "--ssd-health-interval=0.2",
+        f"--junitxml={junit}",
+        suite=suite,
+        rootdir=None,
+    )
     run.result.assert_outcomes(passed=1)  # essd-wi: the WSAT-class test applies
     results = run.results()
     (device,) = results["devices"].values()

@@ -34,8 +34,9 @@ def test_wsat_quick_on_scratch_reports_both_graphs(run_ssd: Any) -> None:
 
 def test_wsat_skips_a_consumer_drive(run_ssd: Any, loop_device: Any) -> None:
     dev: Path = loop_device(64)
-    run = run_ssd(f"--dut={dev}", f"--ssd-confirm={dev}", "--dut-class=cssd", "-rs",
-                  suite=WSAT, timeout=120)  # fmt: skip
+    run = run_ssd(
+        f"--dut={dev}", f"--ssd-confirm={dev}", "--dut-class=cssd", "-rs", suite=WSAT, timeout=120
+    )
     run.result.assert_outcomes(skipped=2)
     assert "suites/wsat applies to essd-wi drives" in run.result.stdout.str()
     assert run.results()["transitions"] == [], "skipped before any state was reached"

@@ -20,8 +20,12 @@ from pytest_ssd.db import RunWriter, TestRecords
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.results.record import Measurement
 
-CORNERS = (("seq-read", "seq", 131072, 100), ("seq-write", "seq", 131072, 0),
-           ("rnd-read", "rnd", 4096, 100), ("rnd-write", "rnd", 4096, 0))  # fmt: skip
+CORNERS = (
+    ("seq-read", "seq", 131072, 100),
+    ("seq-write", "seq", 131072, 0),
+    ("rnd-read", "rnd", 4096, 100),
+    ("rnd-write", "rnd", 4096, 0),
+)
 
 
 def metrics(iops: float, bs: int, samples: int = 100_000) -> dict[str, Any]:
@@ -32,34 +36,71 @@ def metrics(iops: float, bs: int, samples: int = 100_000) -> dict[str, Any]:
         for i, p in enumerate(ps)
     ]
     return {
-        "iops": iops, "bw_mib_s": iops * bs / 2**20, "bw_mb_s": iops * bs / 1e6,
-        "io_bytes": int(iops * bs * 3), "total_ios": int(iops * 3), "runtime_s": 3.0,
+        "iops": iops,
+        "bw_mib_s": iops * bs / 2**20,
+        "bw_mb_s": iops * bs / 1e6,
+        "io_bytes": int(iops * bs * 3),
+        "total_ios": int(iops * 3),
+        "runtime_s": 3.0,
         "lat_mean_us": 80.0,
-        "clat": {"samples": samples, "min_us": 10.0, "max_us": 900.0, "mean_us": 80.0,
-                 "stddev_us": 5.0, "percentiles": percentiles},
-    }  # fmt: skip
+        "clat": {
+            "samples": samples,
+            "min_us": 10.0,
+            "max_us": 900.0,
+            "mean_us": 80.0,
+            "stddev_us": 5.0,
+            "percentiles": percentiles,
+        },
+    }
 
 
 def corner(dut: str, shape: tuple[str, str, int, int], iops: float) -> Measurement:
     name, pattern, bs, read_pct = shape
     direction = "read" if read_pct == 100 else "write"
-    workload = {"name": name, "pattern": pattern, "block_size": bs, "iodepth": 32,
-                "numjobs": 1, "read_pct": read_pct, "ioengine": "libaio", "direct": True,
-                "fsync": 0, "label": name}  # fmt: skip
+    workload = {
+        "name": name,
+        "pattern": pattern,
+        "block_size": bs,
+        "iodepth": 32,
+        "numjobs": 1,
+        "read_pct": read_pct,
+        "ioengine": "libaio",
+        "direct": True,
+        "fsync": 0,
+        "label": name,
+    }
     return Measurement(
-        test=f"suites/smoke/test_corners.py::test_four_corners[{dut}-{name}]", device=dut,
-        name=name, workload=workload, metrics={direction: metrics(iops, bs)},
-        start="2026-11-23T10:00:00.000+00:00", end="2026-11-23T10:00:03.000+00:00",
+        test=f"suites/smoke/test_corners.py::test_four_corners[{dut}-{name}]",
+        device=dut,
+        name=name,
+        workload=workload,
+        metrics={direction: metrics(iops, bs)},
+        start="2026-11-23T10:00:00.000+00:00",
+        end="2026-11-23T10:00:03.000+00:00",
         artifacts="artifacts/x",
-    )  # fmt: skip
+    )
 
 
 def description(dut: str, label: str, serial: str | None = None) -> dict[str, Any]:
-    identity = {"path": f"/dev/{dut}", "model": "Test SSD" if serial else None, "serial": serial,
-                "firmware": "1.0" if serial else None, "size_bytes": 2**31, "transport": "loop",
-                "logical_block_size": 512, "physical_block_size": 512}  # fmt: skip
-    return {"id": dut, "path": f"/dev/{dut}", "scratch": serial is None, "note": "test device",
-            "identity": identity, "label": label, "summary_tables": None}  # fmt: skip
+    identity = {
+        "path": f"/dev/{dut}",
+        "model": "Test SSD" if serial else None,
+        "serial": serial,
+        "firmware": "1.0" if serial else None,
+        "size_bytes": 2**31,
+        "transport": "loop",
+        "logical_block_size": 512,
+        "physical_block_size": 512,
+    }
+    return {
+        "id": dut,
+        "path": f"/dev/{dut}",
+        "scratch": serial is None,
+        "note": "test device",
+        "identity": identity,
+        "label": label,
+        "summary_tables": None,
+    }
 
 
 def write_run(

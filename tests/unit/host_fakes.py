@@ -68,8 +68,11 @@ def fake_host(root: Path, cpus: int = 2) -> tuple[Path, Path]:
     sysfs, procfs = root / "sys", root / "proc"
     for cpu in range(cpus):
         put(sysfs, f"devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor", "powersave")
-        put(sysfs, f"devices/system/cpu/cpu{cpu}/cpufreq/scaling_available_governors",
-            "performance powersave")  # fmt: skip
+        put(
+            sysfs,
+            f"devices/system/cpu/cpu{cpu}/cpufreq/scaling_available_governors",
+            "performance powersave",
+        )
     put(sysfs, "devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", "3400000")
     put(sysfs, "devices/system/cpu/cpu0/cpufreq/scaling_driver", "intel_pstate")
     put(sysfs, "devices/system/cpu/intel_pstate/no_turbo", "0")

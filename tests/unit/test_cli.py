@@ -130,8 +130,9 @@ def test_the_console_script_has_help_everywhere() -> None:
     script = str(beside) if beside.exists() else shutil.which("pytest-ssd")
     assert script is not None, "pytest-ssd is not installed: pip install -e ."
     for sub in ([], ["list"], ["report"], ["compare"], ["export"]):
-        done = subprocess.run([script, *sub, "--help"], capture_output=True, text=True,
-                              timeout=60, check=False)  # fmt: skip
+        done = subprocess.run(
+            [script, *sub, "--help"], capture_output=True, text=True, timeout=60, check=False
+        )
         assert done.returncode == 0 and "usage: pytest-ssd" in done.stdout
 
 
@@ -162,8 +163,15 @@ def test_output_onto_the_database_or_its_side_files_is_refused(
     link = tmp_path / "symlink.csv"
     link.symlink_to(db)
     relative = Path(os.path.relpath(db.parent, Path.cwd())) / ".." / db.parent.name / db.name
-    for output in (db, relative, db.parent / f"{db.name}-wal", db.parent / f"{db.name}-shm",
-                   db.parent / f"{db.name}-journal", hard, link):  # fmt: skip
+    for output in (
+        db,
+        relative,
+        db.parent / f"{db.name}-wal",
+        db.parent / f"{db.name}-shm",
+        db.parent / f"{db.name}-journal",
+        hard,
+        link,
+    ):
         err = _refused(["--db", str(db), *command, "-o", str(output)], capsys)
         assert f"this command reads ({db}); give -o another file" in err
     assert _db_files(db) == before  # the reader still open: SQLite itself changed nothing
@@ -241,9 +249,18 @@ def test_csv_cells_a_spreadsheet_would_run_start_with_a_quote(
 
 @pytest.mark.parametrize(
     ("cell", "safe"),
-    [(-1.5, "-1.5"), ("-1.5", "-1.5"), ("+2e-3", "+2e-3"), (-3, "-3"), (None, ""),
-     ("-1.5x", "'-1.5x"), ("-", "'-"), ("a=b", "a=b"), ("x\r=1+1", "x\r=1+1")],
-)  # fmt: skip
+    [
+        (-1.5, "-1.5"),
+        ("-1.5", "-1.5"),
+        ("+2e-3", "+2e-3"),
+        (-3, "-3"),
+        (None, ""),
+        ("-1.5x", "'-1.5x"),
+        ("-", "'-"),
+        ("a=b", "a=b"),
+        ("x\r=1+1", "x\r=1+1"),
+    ],
+)
 def test_numbers_stay_numbers_and_a_cr_inside_a_cell_is_no_new_row(cell: object, safe: str) -> None:
     text = as_csv(["x", "y"], [(cell, "=y")])
     assert list(csv.reader(io.StringIO(text, newline=""))) == [["x", "y"], [safe, "'=y"]]

@@ -69,8 +69,10 @@ def test_low_qd_matrix_full_numbers() -> None:
     plan = lowqd.PLANS["full"]
     assert plan.read_shares == tuple(range(0, 101, 10)) and plan.queue_depths == (1, 2, 4)
     assert plan.repetitions == 5
-    for pattern, region, bs, amount in (("seq", SEQ, 128 * KiB, 3 * 128 * MiB),
-                                        ("rnd", RND, 4 * KiB, 160 * 4 * MiB)):  # fmt: skip
+    for pattern, region, bs, amount in (
+        ("seq", SEQ, 128 * KiB, 3 * 128 * MiB),
+        ("rnd", RND, 4 * KiB, 160 * 4 * MiB),
+    ):
         jobs = [opts(p.job) for p in lowqd.plan_jobs(pattern, region, plan)]
         assert len(jobs) == 11 * 3 * 5
         assert {j["bs"] for j in jobs} == {str(bs)}

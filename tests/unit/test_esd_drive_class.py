@@ -24,10 +24,19 @@ from pytest_ssd.device.nvme import NvmeInfo, parse_id_ctrl, parse_id_ns
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "nvme"
 BASE = DeviceIdentity(
-    path="/dev/nvme0n1", kind="block", kernel_name="nvme0n1", size_bytes=960_197_124_096,
-    logical_block_size=512, physical_block_size=512, rotational=False, discard=True,
-    model="SAMSUNG MZQLB960HAJR-00007", serial="S1", firmware="EDA5202Q", transport="nvme",
-)  # fmt: skip
+    path="/dev/nvme0n1",
+    kind="block",
+    kernel_name="nvme0n1",
+    size_bytes=960_197_124_096,
+    logical_block_size=512,
+    physical_block_size=512,
+    rotational=False,
+    discard=True,
+    model="SAMSUNG MZQLB960HAJR-00007",
+    serial="S1",
+    firmware="EDA5202Q",
+    transport="nvme",
+)
 
 
 def drive(model: str, size: int) -> DeviceIdentity:
@@ -70,8 +79,9 @@ def test_applicability_table_of_seed_000() -> None:
     assert runs("cssd") == ["csd"]
     assert runs("essd-ri") == runs("essd-mu") == ["csd", "esd"]
     assert runs("essd-wi") == ["csd", "esd", "wsat"]
-    reason = skip_reason(classify(drive("Samsung SSD 970 PRO 1TB", 10**12), False, None),
-                         ESD_CLASSES, "suites/esd")  # fmt: skip
+    reason = skip_reason(
+        classify(drive("Samsung SSD 970 PRO 1TB", 10**12), False, None), ESD_CLASSES, "suites/esd"
+    )
     assert reason is not None and reason.startswith("suites/esd applies to essd-ri, essd-mu")
     assert "cssd (consumer; guessed:" in reason and "--dut-class" in reason
 

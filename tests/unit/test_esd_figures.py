@@ -9,10 +9,19 @@ from pytest_ssd.steady import FioSteadyState
 
 def _steady(attained: bool, duration_s: int = 2) -> FioSteadyState:
     return FioSteadyState(
-        kind="bw_slope", limit=10.0, percent=True, duration_s=duration_s, attained=attained,
-        criterion=1.0, max_deviation=0.0, slope=1.0, bw_bytes_s=(1, 1), iops=(1, 1),
-        bw_mean_bytes_s=1 << 30, iops_mean=1000,
-    )  # fmt: skip
+        kind="bw_slope",
+        limit=10.0,
+        percent=True,
+        duration_s=duration_s,
+        attained=attained,
+        criterion=1.0,
+        max_deviation=0.0,
+        slope=1.0,
+        bw_bytes_s=(1, 1),
+        iops=(1, 1),
+        bw_mean_bytes_s=1 << 30,
+        iops_mean=1000,
+    )
 
 
 def test_a_wdpc_shorter_than_the_rule_window_is_not_judged_and_not_shaded() -> None:

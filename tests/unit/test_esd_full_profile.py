@@ -41,7 +41,11 @@ def test_preconditioning_numbers() -> None:
         for o in (wipc, wdpc):
             assert (o["rw"], o["bs"], o["iodepth"], o["numjobs"]) == (rw, str(bs), "256", "1")
             assert (o["ioengine"], o["direct"], o["offset"], o["size"]) == (
-                "io_uring", "1", "0", str(GB960))  # fmt: skip
+                "io_uring",
+                "1",
+                "0",
+                str(GB960),
+            )
         assert wipc["io_size"] == str(2 * GB960), "WIPC: 2 x capacity"
         assert "steadystate" not in wipc
         assert wdpc["io_size"] == str(23 * GB960), "WDPC: at most 23 x capacity"
@@ -94,7 +98,10 @@ def test_queue_depth_sweeps() -> None:
 def test_qos_at_qd1() -> None:
     points = qos_jobs(GB960, ROW, NONE)
     assert [(p.job.rw, p.job.read_pct) for p in points] == [
-        ("randread", 100), ("randwrite", 0), ("randrw", 70)]  # fmt: skip
+        ("randread", 100),
+        ("randwrite", 0),
+        ("randrw", 70),
+    ]
     for point in points:
         assert (point.job.iodepth, point.job.numjobs, point.job.block_size) == (1, 1, 4 * KiB)
         check_timed(point.job)
@@ -104,12 +111,15 @@ def test_qos_at_qd1() -> None:
 def test_indirection_unit_of_16k_skips_smaller_writes_only() -> None:
     limits = Limits(512, IndirectionUnit(16 * KiB, "NVMe NPWG 3"))
     writes = by_block_size("rnd", 0, GB960, ROW, limits)
-    assert list(writes.skipped) == [f"rnd-write-bs{n}" for n in
-                                    ("512B", "1KiB", "2KiB", "4KiB", "8KiB")]  # fmt: skip
+    assert list(writes.skipped) == [
+        f"rnd-write-bs{n}" for n in ("512B", "1KiB", "2KiB", "4KiB", "8KiB")
+    ]
     assert "indirection unit of 16384 B (NVMe NPWG 3)" in writes.skipped["rnd-write-bs4KiB"]
     assert not by_block_size("rnd", 100, GB960, ROW, limits).skipped, "reads all run"
     assert [p.job.name for p in qos_jobs(GB960, ROW, limits) if p.skipped] == [
-        "qos-write", "qos-70r"]  # fmt: skip
+        "qos-write",
+        "qos-70r",
+    ]
     four_k = Limits(4096, IndirectionUnit(4096, "queue/optimal_io_size"))
     skipped = by_block_size("seq", 0, GB960, ROW, four_k).skipped
     assert list(skipped) == ["seq-write-bs512B", "seq-write-bs1KiB", "seq-write-bs2KiB"]

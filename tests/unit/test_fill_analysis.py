@@ -171,9 +171,13 @@ def test_moving_median_is_centred_and_ignores_single_outliers() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"window": 4}, "odd"), ({"drop": 1.2}, "fraction"), ({"min_s": -1}, "negative"),
-     ({"plateau": 0}, "plateau")],
-)  # fmt: skip
+    [
+        ({"window": 4}, "odd"),
+        ({"drop": 1.2}, "fraction"),
+        ({"min_s": -1}, "negative"),
+        ({"plateau": 0}, "plateau"),
+    ],
+)
 def test_rule_parameters_are_checked(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         CacheRule(**kwargs)  # type: ignore[arg-type]
@@ -300,8 +304,12 @@ def test_full_profile_is_the_method_and_quick_scales_the_gap() -> None:
     assert full.quantum == 128 * MiB
     job = fill_job(2, 4 * GiB, full)
     assert (job.rw, job.offset, job.size, job.io_bytes, job.runtime_s) == (
-        "write", 0, 4 * GiB, None, None,
-    )  # fmt: skip
+        "write",
+        0,
+        4 * GiB,
+        None,
+        None,
+    )
     # fio would round a partial block up and write past the span
     assert fill_job(1, 4 * GiB + 4096, full).size == 4 * GiB
     assert idle_gap_s(Profile("full")) == 300.0
@@ -320,9 +328,10 @@ def test_graphs_mark_the_cache_and_the_idle_gap() -> None:
     assert [float(np.asarray(line.get_xdata())[0]) for line in dashed] == pytest.approx([20, 20])
     latency = graphs.latency_vs_time([one, two], gap_s=300.0)
     gap = [
-        line for line in latency.axes[0].lines
+        line
+        for line in latency.axes[0].lines
         if isinstance(line, Line2D) and line.get_label() == "idle 300 s"
-    ]  # fmt: skip
+    ]
     assert len(gap) == 1 and line_x(gap[0]) == pytest.approx(40.0)
     assert line_x(latency.axes[0].lines[-1]) == pytest.approx(40.1), "pass 2 follows the gap"
     for figure in (fig, latency, graphs.bw_vs_time([one, two]), graphs.mean_bars([one, two])):

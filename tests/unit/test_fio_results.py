@@ -137,10 +137,19 @@ def test_small_sample_leaves_high_percentiles_unresolved() -> None:
 
 @pytest.mark.parametrize(
     ("total", "p", "resolved"),
-    [(100_000, 99.999, True), (99_999, 99.999, False), (10_000, 99.99, True),
-     (9_999, 99.99, False), (2_000, 99.95, True), (1_999, 99.95, False),
-     (100, 99.0, True), (99, 99.0, False), (1, 50.0, False), (2, 50.0, True)],
-)  # fmt: skip
+    [
+        (100_000, 99.999, True),
+        (99_999, 99.999, False),
+        (10_000, 99.99, True),
+        (9_999, 99.99, False),
+        (2_000, 99.95, True),
+        (1_999, 99.95, False),
+        (100, 99.0, True),
+        (99, 99.0, False),
+        (1, 50.0, False),
+        (2, 50.0, True),
+    ],
+)
 def test_resolved_needs_one_io_at_or_beyond_the_percentile(
     total: int, p: float, resolved: bool
 ) -> None:
@@ -273,10 +282,13 @@ def test_run_wide_fields() -> None:
 
 
 _READ: dict[str, object] = {
-    "io_bytes": 4096, "total_ios": 1, "runtime": 1, "iops": 1000.0, "bw_bytes": 4096000,
-    "clat_ns": {"min": 900, "max": 900, "mean": 900.0, "stddev": 0.0, "N": 1,
-                "bins": {"896": 1}},
-}  # fmt: skip
+    "io_bytes": 4096,
+    "total_ios": 1,
+    "runtime": 1,
+    "iops": 1000.0,
+    "bw_bytes": 4096000,
+    "clat_ns": {"min": 900, "max": 900, "mean": 900.0, "stddev": 0.0, "N": 1, "bins": {"896": 1}},
+}
 
 
 def test_counters_given_as_strings_and_options_merged() -> None:
@@ -291,14 +303,19 @@ def test_counters_given_as_strings_and_options_merged() -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("", "fio printed nothing"), (" \n", "fio printed nothing"),
-     ("fio: unrecognized option '--bogus'\n", "fio printed no JSON: \"fio: unrecognized option"),
-     ('{"jobs": [}', "not valid JSON"),
-     ('{"fio version": "fio-3.33"}', "no 'jobs' or 'client_stats'"),
-     (minimal_doc(**{**_READ, "io_bytes": "lots"}),
-      r"jobs\[0\] 'j'\.read: 'io_bytes' is not a number"),
-     (minimal_doc(**{**_READ, "runtime": None}), "'runtime' is not a number: None")],
-)  # fmt: skip
+    [
+        ("", "fio printed nothing"),
+        (" \n", "fio printed nothing"),
+        ("fio: unrecognized option '--bogus'\n", 'fio printed no JSON: "fio: unrecognized option'),
+        ('{"jobs": [}', "not valid JSON"),
+        ('{"fio version": "fio-3.33"}', "no 'jobs' or 'client_stats'"),
+        (
+            minimal_doc(**{**_READ, "io_bytes": "lots"}),
+            r"jobs\[0\] 'j'\.read: 'io_bytes' is not a number",
+        ),
+        (minimal_doc(**{**_READ, "runtime": None}), "'runtime' is not a number: None"),
+    ],
+)
 def test_bad_output_raises_a_one_line_parse_error(text: str, message: str) -> None:
     with pytest.raises(ParseError, match=message) as caught:
         parse_output(text)
@@ -330,9 +347,11 @@ def test_steadystate_values_equal_the_json(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "attained", "limit", "criterion"),
-    [("ss_bw_slope_attained.json", True, 10.0, -3.681465),
-     ("ss_bw_slope_not_attained.json", False, 0.01, 0.613219)],
-)  # fmt: skip
+    [
+        ("ss_bw_slope_attained.json", True, 10.0, -3.681465),
+        ("ss_bw_slope_not_attained.json", False, 0.01, 0.613219),
+    ],
+)
 def test_steadystate_bw_slope_attained_or_not(
     name: str, attained: bool, limit: float, criterion: float
 ) -> None:

@@ -87,10 +87,22 @@ def _gpt_label(sectors: int) -> dict[int, bytes]:
     header = bytearray(
         struct.pack(
             "<8sIIIIQQQQ16sQIII",
-            b"EFI PART", 0x00010000, 92, 0, 0, 1, sectors - 1, 34, sectors - 34,
-            uuid.uuid4().bytes_le, 2, 128, 128, zlib.crc32(entries),
+            b"EFI PART",
+            0x00010000,
+            92,
+            0,
+            0,
+            1,
+            sectors - 1,
+            34,
+            sectors - 34,
+            uuid.uuid4().bytes_le,
+            2,
+            128,
+            128,
+            zlib.crc32(entries),
         )
-    )  # fmt: skip
+    )
     header[16:20] = struct.pack("<I", zlib.crc32(header))
     pmbr = struct.pack("<B3sB3sII", 0, b"\0\x02\0", 0xEE, b"\xff\xff\xff", 1, sectors - 1)
     return {446: pmbr, 510: b"\x55\xaa", SECTOR: bytes(header), 2 * SECTOR: bytes(entries)}

@@ -46,10 +46,19 @@ def test_smartctl_reports_the_current_temperature() -> None:
 
 def _identity(**changes: object) -> DeviceIdentity:
     base = DeviceIdentity(
-        path="/dev/sda", kind="block", kernel_name="sda", size_bytes=2**30,
-        logical_block_size=512, physical_block_size=512, rotational=False, discard=True,
-        model="X", serial="S", firmware="F", transport="sata",
-    )  # fmt: skip
+        path="/dev/sda",
+        kind="block",
+        kernel_name="sda",
+        size_bytes=2**30,
+        logical_block_size=512,
+        physical_block_size=512,
+        rotational=False,
+        discard=True,
+        model="X",
+        serial="S",
+        firmware="F",
+        transport="sata",
+    )
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -92,8 +101,12 @@ class Fake:
         if self.fail_after is not None and self.reads > self.fail_after:
             raise ParseError("sensor gone")
         temp = 40.0 + self.reads
-        return HealthSample(time.time(), temp, critical_warning=2 if temp >= 44 else 0,
-                            thermal_transitions=1 if temp >= 43 else 0)  # fmt: skip
+        return HealthSample(
+            time.time(),
+            temp,
+            critical_warning=2 if temp >= 44 else 0,
+            thermal_transitions=1 if temp >= 43 else 0,
+        )
 
 
 def test_the_sampler_reads_before_during_and_after() -> None:

@@ -111,8 +111,13 @@ def test_a_live_session_is_left_alone_and_blocks_tuning(
 
 
 def _file(setting: str, path: str, original: str) -> dict[str, object]:
-    return {"kind": "file", "setting": setting, "path": path, "original": original,
-            "target": "never"}  # fmt: skip
+    return {
+        "kind": "file",
+        "setting": setting,
+        "path": path,
+        "original": original,
+        "target": "never",
+    }
 
 
 @pytest.mark.parametrize(
@@ -122,24 +127,36 @@ def _file(setting: str, path: str, original: str) -> dict[str, object]:
         (_file("thp", "{existing}", "madvise"), "not a file --ssd-tune sets for 'thp'"),
         (_file("thp", "/etc/cron.d/pytest-ssd-x", "* * * * * root x"), "not a file --ssd-tune"),
         (_file("cron", "{victim}", "* * * * * root x"), "not a file --ssd-tune sets for 'cron'"),
-        (_file("thp", "{sysfs}/kernel/mm/../mm/transparent_hugepage/enabled", "madvise"),
-         "not a file --ssd-tune sets for 'thp'"),
+        (
+            _file("thp", "{sysfs}/kernel/mm/../mm/transparent_hugepage/enabled", "madvise"),
+            "not a file --ssd-tune sets for 'thp'",
+        ),
         (_file("thp", "{procfs}/" + ASLR, "2"), "not a file --ssd-tune sets for 'thp'"),
         (_file("aslr", "/proc/sys/kernel/core_pattern", "|/tmp/x"), "not a file --ssd-tune"),
-        (_file("scheduler", "{sysfs}/class/block/sdz/queue/scheduler", "none"),
-         "not a file --ssd-tune sets for 'scheduler'"),
-        (_file("thp", "{sysfs}/" + THP, "yes-please"),
-         "not a value it takes (always madvise never)"),
+        (
+            _file("scheduler", "{sysfs}/class/block/sdz/queue/scheduler", "none"),
+            "not a file --ssd-tune sets for 'scheduler'",
+        ),
+        (
+            _file("thp", "{sysfs}/" + THP, "yes-please"),
+            "not a value it takes (always madvise never)",
+        ),
         (_file("aslr", "{procfs}/" + ASLR, "7"), "not a value it takes (0 1 2)"),
         (_file("aslr", "{procfs}/" + ASLR, "0\n1"), "not a value it takes (0 1 2)"),
-        (_file("governor", "{sysfs}/" + GOVERNOR, "userspace"),
-         "not a value it takes (performance powersave)"),
-        (_file("boost", "{sysfs}/devices/system/cpu/intel_pstate/no_turbo", "2"),
-         "not a value it takes (0 1)"),
-        (_file("scheduler", "{sysfs}/class/block/loop3/queue/scheduler", "noop"),
-         "not a value it takes (mq-deadline kyber bfq none)"),
+        (
+            _file("governor", "{sysfs}/" + GOVERNOR, "userspace"),
+            "not a value it takes (performance powersave)",
+        ),
+        (
+            _file("boost", "{sysfs}/devices/system/cpu/intel_pstate/no_turbo", "2"),
+            "not a value it takes (0 1)",
+        ),
+        (
+            _file("scheduler", "{sysfs}/class/block/loop3/queue/scheduler", "noop"),
+            "not a value it takes (mq-deadline kyber bfq none)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_file_entry_is_restored_only_to_its_own_path_and_values(
     host: tuple[Roots, KernelIo, Path], tmp_path: Path, entry: dict[str, str], why: str
 ) -> None:
@@ -183,7 +200,7 @@ def _apst(device: str, **changed: object) -> dict[str, object]:
         (_apst("{node}", data="zz"), "its data buffer is not hex"),
         (_apst("{node}", data="00" * 300), "its data buffer is not an APST table (256 bytes)"),
     ],
-)  # fmt: skip
+)
 def test_a_feature_entry_goes_only_to_the_kernels_nvme_node(
     host: tuple[Roots, KernelIo, Path], entry: dict[str, object], why: str
 ) -> None:
@@ -223,8 +240,13 @@ def test_a_journal_in_the_report_folder_is_ignored(
     reports = tmp_path / "reports"
     reports.mkdir()
     victim = tmp_path / "victim"
-    planted = {"pid": 1, "changes": [FileWrite("thp", roots.sysfs / THP, "always", "").as_dict(),
-                                     _file("thp", str(victim), "x")]}  # fmt: skip
+    planted = {
+        "pid": 1,
+        "changes": [
+            FileWrite("thp", roots.sysfs / THP, "always", "").as_dict(),
+            _file("thp", str(victim), "x"),
+        ],
+    }
     (reports / ".ssd-tune-restore.json").write_text(json.dumps(planted))
     tuner = _recover(state, roots, io)
     assert io.writes == [] and not victim.exists()
@@ -281,8 +303,12 @@ def test_the_system_io_writes_only_existing_kernel_attributes(
     outside.write_text("keep\n")
     (roots.sysfs / "kernel" / "link").symlink_to(outside)
     (roots.sysfs / "kernel" / "dir").symlink_to(tmp_path)
-    for path in (outside, roots.sysfs / "kernel" / "link", roots.sysfs / "kernel/dir/precious",
-                 roots.sysfs / "../precious"):  # fmt: skip
+    for path in (
+        outside,
+        roots.sysfs / "kernel" / "link",
+        roots.sysfs / "kernel/dir/precious",
+        roots.sysfs / "../precious",
+    ):
         refused = f"^refusing to write {re.escape(str(path))}: not under"
         with pytest.raises(TuneError, match=refused):
             system.write(path, "x")

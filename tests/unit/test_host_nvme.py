@@ -23,8 +23,12 @@ def test_apst_on_with_its_transition_table() -> None:
     entries = struct.unpack("<32Q", feature.data)
     # PS0-PS2 go to PS3 after 100 ms idle, PS3 to PS4 after 2 s: ITPT << 8 | ITPS << 3
     assert [(e >> 3 & 0x1F, e >> 8 & 0xFFFFFF) for e in entries[:5]] == [
-        (3, 100), (3, 100), (3, 100), (4, 2000), (0, 0),
-    ]  # fmt: skip
+        (3, 100),
+        (3, 100),
+        (3, 100),
+        (4, 2000),
+        (0, 0),
+    ]
 
 
 def test_a_zero_value_prints_without_0x() -> None:

@@ -59,18 +59,27 @@ def _reading(key: str, value: str | None, rec: str | None, device: str | None = 
 
 def test_record_warnings_and_dict() -> None:
     record = HostRecord(
-        (_reading("thp", "madvise", "never"), _reading("aslr", "0", "0"),
-         _reading("governor", None, "performance"), _reading("scheduler", "bfq", "none", "sdb")),
+        (
+            _reading("thp", "madvise", "never"),
+            _reading("aslr", "0", "0"),
+            _reading("governor", None, "performance"),
+            _reading("scheduler", "bfq", "none", "sdb"),
+        ),
         TuneLog(requested=True, changed=["x: 2 -> 0"]),
-    )  # fmt: skip
+    )
     assert record.warnings() == [
         "THP is madvise, the method recommends never",
         "SCHEDULER (sdb) is bfq, the method recommends none",
     ]
     assert [r.key for r in record.unavailable()] == ["governor"]
     data = record.as_dict()
-    assert data["tune"] == {"requested": True, "recovered": [], "refused": [],
-                            "changed": ["x: 2 -> 0"], "skipped": []}  # fmt: skip
+    assert data["tune"] == {
+        "requested": True,
+        "recovered": [],
+        "refused": [],
+        "changed": ["x: 2 -> 0"],
+        "skipped": [],
+    }
     assert Reading.from_dict(data["host_settings"][3]) == record.readings[3]
     lines = record.table_lines()
     assert lines[0].split() == ["THP", "madvise", "(recommended:", "never)"]
@@ -89,8 +98,10 @@ def test_side_by_side_marks_and_fills_gaps() -> None:
     assert [name for name, _ in rows] == ["THP", "GOVERNOR"]
     thp, governor = (cells for _, cells in rows)
     assert [(c.text, c.warn) for c in thp] == [
-        ("never", False), ("always (recommended: never)", True), ("not recorded", False),
-    ]  # fmt: skip
+        ("never", False),
+        ("always (recommended: never)", True),
+        ("not recorded", False),
+    ]
     assert governor[0].text == "not available here (why)" and governor[1].text == "not recorded"
 
 
@@ -103,8 +114,11 @@ def test_tune_summary() -> None:
 
 
 def test_report_section_shows_settings_and_warnings() -> None:
-    env = _env(_reading("thp", "madvise", "never"), _reading("governor", None, "performance"),
-               tune=TuneLog(requested=True, changed=["aslr: 2 -> 0"]))  # fmt: skip
+    env = _env(
+        _reading("thp", "madvise", "never"),
+        _reading("governor", None, "performance"),
+        tune=TuneLog(requested=True, changed=["aslr: 2 -> 0"]),
+    )
     run = RunInfo("r1", "start", "end", True, {"passed": 1}, "/tmp/r1", env, ())
     body = environment([run]).body
     assert '<b class="ssd-warn">madvise (recommended: never)</b>' in body

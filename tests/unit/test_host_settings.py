@@ -13,10 +13,19 @@ from pytest_ssd.host.settings import host_settings, scheduler
 from tests.unit.host_fakes import KernelIo, fake_host, put, snapshot
 
 LOOP = DeviceIdentity(
-    path="/dev/loop3", kind="block", kernel_name="loop3", size_bytes=2**30,
-    logical_block_size=512, physical_block_size=512, rotational=False, discard=True,
-    model=None, serial=None, firmware=None, transport="loop",
-)  # fmt: skip
+    path="/dev/loop3",
+    kind="block",
+    kernel_name="loop3",
+    size_bytes=2**30,
+    logical_block_size=512,
+    physical_block_size=512,
+    rotational=False,
+    discard=True,
+    model=None,
+    serial=None,
+    firmware=None,
+    transport="loop",
+)
 
 
 def _values(roots: Roots) -> dict[str, str | None]:
@@ -27,9 +36,12 @@ def _values(roots: Roots) -> dict[str, str | None]:
 def test_every_setting_is_read_from_its_file(tmp_path: Path) -> None:
     roots = Roots(*fake_host(tmp_path))
     assert _values(roots) == {
-        "governor": "powersave", "boost": "on", "thp": "madvise", "aslr": "2",
+        "governor": "powersave",
+        "boost": "on",
+        "thp": "madvise",
+        "aslr": "2",
         "scheduler": "mq-deadline",
-    }  # fmt: skip
+    }
     reading = scheduler(roots, "dut", LOOP).read()
     assert reading.device == "dut" and reading.differs
     assert reading.warning() == "I/O scheduler (dut) is mq-deadline, the method recommends none"
@@ -69,9 +81,12 @@ def test_apply_then_restore_gives_back_every_file_exactly(tmp_path: Path) -> Non
     for change in changes:
         change.apply(io)
     assert _values(roots) == {
-        "governor": "performance", "boost": "off", "thp": "never", "aslr": "0",
+        "governor": "performance",
+        "boost": "off",
+        "thp": "never",
+        "aslr": "0",
         "scheduler": "none",
-    }  # fmt: skip
+    }
     assert (sysfs / "kernel/mm/transparent_hugepage/enabled").read_text() == (
         "always madvise [never]\n"
     )

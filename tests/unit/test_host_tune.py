@@ -15,10 +15,19 @@ from tests.unit.host_fakes import KernelIo, fake_host, nvme_node, put, snapshot
 from tests.unit.test_host_settings import LOOP
 
 NVME = DeviceIdentity(
-    path="/dev/nvme0n1", kind="block", kernel_name="nvme0n1", size_bytes=2**30,
-    logical_block_size=512, physical_block_size=512, rotational=False, discard=True,
-    model="M", serial="S", firmware="F", transport="nvme",
-)  # fmt: skip
+    path="/dev/nvme0n1",
+    kind="block",
+    kernel_name="nvme0n1",
+    size_bytes=2**30,
+    logical_block_size=512,
+    physical_block_size=512,
+    rotational=False,
+    discard=True,
+    model="M",
+    serial="S",
+    firmware="F",
+    transport="nvme",
+)
 THP = "kernel/mm/transparent_hugepage/enabled"
 FAST = 0.01  # seconds spent looking for busy processes (the fake /proc has none)
 

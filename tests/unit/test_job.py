@@ -38,9 +38,15 @@ def test_fractional_seconds_are_rendered_in_milliseconds() -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "read_pct", "rw"),
-    [("seq", 100, "read"), ("seq", 0, "write"), ("seq", 50, "rw"),
-     ("rnd", 100, "randread"), ("rnd", 0, "randwrite"), ("rnd", 70, "randrw")],
-)  # fmt: skip
+    [
+        ("seq", 100, "read"),
+        ("seq", 0, "write"),
+        ("seq", 50, "rw"),
+        ("rnd", 100, "randread"),
+        ("rnd", 0, "randwrite"),
+        ("rnd", 70, "randrw"),
+    ],
+)
 def test_rw_follows_pattern_and_read_share(pattern: str, read_pct: int, rw: str) -> None:
     job = FioJob("j", pattern, 4096, read_pct=read_pct)  # type: ignore[arg-type]
     assert job.rw == rw

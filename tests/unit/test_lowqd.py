@@ -79,11 +79,15 @@ def test_weighted_curve_refuses_bad_weights() -> None:
 
 def test_ranking_is_best_first_and_ties_share_a_place() -> None:
     assert ranking({"a": 10.0, "b": 30.0, "c": 20.0}) == (
-        Ranked(1, "b", 30.0), Ranked(2, "c", 20.0), Ranked(3, "a", 10.0),
-    )  # fmt: skip
+        Ranked(1, "b", 30.0),
+        Ranked(2, "c", 20.0),
+        Ranked(3, "a", 10.0),
+    )
     assert [(r.place, r.device) for r in ranking({"y": 5.0, "x": 5.0, "z": 1.0})] == [
-        (1, "x"), (1, "y"), (3, "z"),
-    ]  # fmt: skip
+        (1, "x"),
+        (1, "y"),
+        (3, "z"),
+    ]
 
 
 def matrix(scale: float = 1.0, block_size: int = 4 * KiB) -> RatioMatrix:
@@ -180,8 +184,10 @@ def test_seq_on_a_region_smaller_than_two_slices_wraps_over_it() -> None:
     tiny = Region("seq", 128 * MiB, 512 * MiB, "seq")
     for item in plan_jobs("seq", tiny, PLANS["full"]):
         assert (item.job.offset, item.job.size, item.job.io_bytes) == (
-            128 * MiB, 512 * MiB, 384 * MiB,
-        )  # fmt: skip
+            128 * MiB,
+            512 * MiB,
+            384 * MiB,
+        )
 
 
 def test_jobs_render_as_amount_based_fio_jobs() -> None:
@@ -189,8 +195,16 @@ def test_jobs_render_as_amount_based_fio_jobs() -> None:
     text = render(jobs, "/dev/loop9")
     assert text.count("stonewall") == len(jobs) - 1
     section = text.split("[rnd-q2-r050-n1]")[1].split("\n\n")[0]
-    for line in ("rw=randrw", "rwmixread=50", "iodepth=2", "bs=4096", f"io_size={160 * 16 * KiB}",
-                 "randseed=2", "size=8589934592", "offset=0"):  # fmt: skip
+    for line in (
+        "rw=randrw",
+        "rwmixread=50",
+        "iodepth=2",
+        "bs=4096",
+        f"io_size={160 * 16 * KiB}",
+        "randseed=2",
+        "size=8589934592",
+        "offset=0",
+    ):
         assert line in section.splitlines()
     assert "time_based" not in text and "runtime" not in text
 
@@ -204,9 +218,17 @@ def test_region_too_small_for_a_block_is_refused() -> None:
 
 
 def direction(name: str, bw_mib_s: float) -> DirectionResult:
-    return DirectionResult(name, io_bytes=4096, total_ios=1, runtime_ms=1, iops=0.0,
-                           bw_bytes_s=bw_mib_s * MiB, clat=None, lat_mean_ns=None,
-                           slat_mean_ns=None)  # fmt: skip
+    return DirectionResult(
+        name,
+        io_bytes=4096,
+        total_ios=1,
+        runtime_ms=1,
+        iops=0.0,
+        bw_bytes_s=bw_mib_s * MiB,
+        clat=None,
+        lat_mean_ns=None,
+        slat_mean_ns=None,
+    )
 
 
 def result_for(job: FioJob) -> JobResult:
@@ -253,9 +275,11 @@ def test_ratio_curves_draw_one_curve_per_qd_and_the_weighted_one() -> None:
     fig = ratio_curves(m, "scratch")
     ax = fig.axes[0]
     assert labels(ax.lines) == [
-        "QD1", "QD2", "QD4",
+        "QD1",
+        "QD2",
+        "QD4",
         "weighted (QD1 70 %, QD2 20 %, QD4 10 %): mean 202.0 MiB/s",
-    ]  # fmt: skip
+    ]
     assert np.asarray(ax.lines[1].get_ydata()).tolist() == pytest.approx(m.trimmed[1].tolist())
     assert np.asarray(ax.lines[3].get_ydata()).tolist() == pytest.approx(m.weighted().tolist())
     assert len(ax.collections) == 3  # the bands of the runs
@@ -271,13 +295,17 @@ def test_weighted_curves_and_ranking_bars_put_the_best_first() -> None:
     drives = {"slow": matrix(0.5), "fast": matrix(2.0), "mid": matrix()}
     fig = weighted_curves(drives)
     assert labels(fig.axes[0].lines) == [
-        "1. fast: 404.0 MiB/s", "2. mid: 202.0 MiB/s", "3. slow: 101.0 MiB/s",
-    ]  # fmt: skip
+        "1. fast: 404.0 MiB/s",
+        "2. mid: 202.0 MiB/s",
+        "3. slow: 101.0 MiB/s",
+    ]
     assert render_figure(fig).png.startswith(PNG)
     bars = ranking_bars({name: m.score() for name, m in drives.items()}, "RND 4KiB ranking")
     ax = bars.axes[0]
-    top_down = sorted(zip(ax.get_yticks(), [t.get_text() for t in ax.get_yticklabels()],
-                          strict=True), reverse=True)  # fmt: skip
+    top_down = sorted(
+        zip(ax.get_yticks(), [t.get_text() for t in ax.get_yticklabels()], strict=True),
+        reverse=True,
+    )
     assert [text for _, text in top_down] == ["1. fast", "2. mid", "3. slow"]
     rects = [p for p in ax.patches if isinstance(p, Rectangle)]
     widths = sorted(((p.get_y(), p.get_width()) for p in rects), reverse=True)

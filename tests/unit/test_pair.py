@@ -23,9 +23,13 @@ def test_spearman_ranks_with_ties() -> None:
 
 @pytest.mark.parametrize(
     ("rho", "text"),
-    [(0.9, "trends agree"), (0.5, "trends partly agree"), (-0.2, "trends differ"),
-     (None, "cannot be ranked (fewer than 3 workloads, or one drive does not vary)")],
-)  # fmt: skip
+    [
+        (0.9, "trends agree"),
+        (0.5, "trends partly agree"),
+        (-0.2, "trends differ"),
+        (None, "cannot be ranked (fewer than 3 workloads, or one drive does not vary)"),
+    ],
+)
 def test_verdicts(rho: float | None, text: str) -> None:
     assert verdict(rho) == text
 

@@ -55,8 +55,9 @@ def golden_job(name: str) -> JobResult:
 
 def direction(name: str, mb_s: float, block_size: int) -> DirectionResult:
     bw = mb_s * 1e6
-    return DirectionResult(name, int(bw), int(bw) // block_size, 1000, bw / block_size, bw,
-                           None, None, None)  # fmt: skip
+    return DirectionResult(
+        name, int(bw), int(bw) // block_size, 1000, bw / block_size, bw, None, None, None
+    )
 
 
 # ---- the method's numbers ------------------------------------------------------------------
@@ -71,8 +72,9 @@ def test_full_cdm_timing_is_crystaldiskmarks() -> None:
 
 def test_cdm_profiles_are_default_and_nvme() -> None:
     def table(profile: str) -> list[tuple[str, int, int, int, str]]:
-        return [(t.pattern, t.block_size, t.iodepth, t.numjobs, t.label)
-                for t in CDM_PROFILES[profile]]  # fmt: skip
+        return [
+            (t.pattern, t.block_size, t.iodepth, t.numjobs, t.label) for t in CDM_PROFILES[profile]
+        ]
 
     assert table("default") == [
         ("seq", 1 * MiB, 8, 1, "SEQ1M Q8T1"),
@@ -105,9 +107,13 @@ def test_passes_read_first_then_write_each_test_in_turn() -> None:
     passes = cdm_passes("nvme", CDM_TIMING["full"], spans)
     assert len(passes) == 4 * 2 * 5
     assert [p.job.name for p in passes[:6]] == [
-        "nvme-seq1m-q8t1-read-1", "nvme-seq1m-q8t1-read-2", "nvme-seq1m-q8t1-read-3",
-        "nvme-seq1m-q8t1-read-4", "nvme-seq1m-q8t1-read-5", "nvme-seq128k-q32t1-read-1",
-    ]  # fmt: skip
+        "nvme-seq1m-q8t1-read-1",
+        "nvme-seq1m-q8t1-read-2",
+        "nvme-seq1m-q8t1-read-3",
+        "nvme-seq1m-q8t1-read-4",
+        "nvme-seq1m-q8t1-read-5",
+        "nvme-seq128k-q32t1-read-1",
+    ]
     assert [p.direction for p in passes] == ["read"] * 20 + ["write"] * 20
     assert len({p.job.name for p in passes}) == len(passes)
     for one in passes:
@@ -173,9 +179,12 @@ def test_scores_keep_every_pass_and_name_the_best() -> None:
     }
     scores = cdm_scores(passes, measured)
     assert [(s.test.label, s.direction) for s in scores][:5] == [
-        ("SEQ1M Q8T1", "read"), ("SEQ1M Q1T1", "read"), ("RND4K Q32T1", "read"),
-        ("RND4K Q1T1", "read"), ("SEQ1M Q8T1", "write"),
-    ]  # fmt: skip
+        ("SEQ1M Q8T1", "read"),
+        ("SEQ1M Q1T1", "read"),
+        ("RND4K Q32T1", "read"),
+        ("RND4K Q1T1", "read"),
+        ("SEQ1M Q8T1", "write"),
+    ]
     first = scores[0]
     assert first.mb_s == (8.0, 4.0, 11.0)  # passes 1..3: (n * 7) % 11 + 1
     assert first.best == 2
@@ -191,8 +200,10 @@ def test_scores_keep_every_pass_and_name_the_best() -> None:
 
 def test_sync_jobs_fsync_every_write_at_qd1_inside_their_regions() -> None:
     seq, rnd = sync_jobs(SYNC_SIZE["full"], SEQ_REGION, RND_REGION)
-    for job, region, rw, bs in ((seq, SEQ_REGION, "write", 128 * KiB),
-                                (rnd, RND_REGION, "randwrite", 4 * KiB)):  # fmt: skip
+    for job, region, rw, bs in (
+        (seq, SEQ_REGION, "write", 128 * KiB),
+        (rnd, RND_REGION, "randwrite", 4 * KiB),
+    ):
         options = dict(job.options())
         assert (options["rw"], options["bs"], options["iodepth"]) == (rw, str(bs), "1")
         assert options["fsync"] == "1"
@@ -204,8 +215,10 @@ def test_sync_jobs_fsync_every_write_at_qd1_inside_their_regions() -> None:
 def test_latency_jobs_are_rnd_4k_qd1_by_io_count() -> None:
     jobs = latency_jobs(LATENCY_SIZE["full"], RND_REGION)
     assert [(j.name, j.read_pct) for j in jobs] == [
-        ("lat-rnd4k-qd1-read", 100), ("lat-rnd4k-qd1-70r", 70), ("lat-rnd4k-qd1-write", 0),
-    ]  # fmt: skip
+        ("lat-rnd4k-qd1-read", 100),
+        ("lat-rnd4k-qd1-70r", 70),
+        ("lat-rnd4k-qd1-write", 0),
+    ]
     for job in jobs:
         assert (job.pattern, job.block_size, job.iodepth, job.numjobs) == ("rnd", 4096, 1, 1)
         assert job.io_bytes == 163_840 * 4096 and job.runtime_s is None
@@ -220,8 +233,11 @@ def test_grid_rows_follow_the_profile_with_iops_only_for_rnd() -> None:
     span = {"seq": Span(0, GiB), "rnd": Span(0, GiB)}
     timing = CdmTiming(2, 1.0, 0.0, GiB)
     passes = cdm_passes("default", timing, span)
-    measured = {p.job.name: direction(p.direction, 100.0 * p.number, p.test.block_size)
-                for p in passes if p.direction == "read"}  # fmt: skip
+    measured = {
+        p.job.name: direction(p.direction, 100.0 * p.number, p.test.block_size)
+        for p in passes
+        if p.direction == "read"
+    }
     reads = [p for p in passes if p.direction == "read"]
     grid = grid_of("Default", CDM_PROFILES["default"], cdm_scores(reads, measured))
     text = grid.text()
@@ -293,8 +309,11 @@ def test_tail_table_marks_what_the_sample_cannot_resolve() -> None:
     job = golden_job("randrw_70_30_qd1.json")
     read = JobResult(job.name, 0, 1, 0, 0, {}, {"read": job.directions["read"]})
     write = JobResult(job.name, 0, 1, 0, 0, {}, {"write": job.directions["write"]})
-    samples = [LatencySample.of("read", read), LatencySample.of("mix", job),
-               LatencySample.of("write", write)]  # fmt: skip
+    samples = [
+        LatencySample.of("read", read),
+        LatencySample.of("mix", job),
+        LatencySample.of("write", write),
+    ]
     table = tail_table(samples)
     rows = table.rows()
     assert rows[0] == ["Percentile", "read", "mix", "write"]

@@ -50,7 +50,23 @@ def test_the_ssd_fixture_is_a_narrow_handle() -> None:
     public = {n for n in dir(SsdBench) if not n.startswith("_")}
     public |= {f.name for f in fields(SsdBench) if not f.name.startswith("_")}
     assert public == {
-        "artifacts", "assert_meets_spec", "check_spec", "datasheet", "derive", "dut", "figure",
-        "health", "measurements", "need", "note", "profile", "record", "region", "run",
-        "run_jobs", "series", "spec", "unwritten",
-    }  # fmt: skip
+        "artifacts",
+        "assert_meets_spec",
+        "check_spec",
+        "datasheet",
+        "derive",
+        "dut",
+        "figure",
+        "health",
+        "measurements",
+        "need",
+        "note",
+        "profile",
+        "record",
+        "region",
+        "run",
+        "run_jobs",
+        "series",
+        "spec",
+        "unwritten",
+    }

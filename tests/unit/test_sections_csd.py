@@ -47,15 +47,25 @@ FAST, SLOW = "fast 4 GiB", "slow 4 GiB"
 FACTOR = 2.0
 #: what the golden run's section draws, in the method's order
 FIGURES = [
-    "csd quick profiles fob", "csd quick profiles cssd-1", "csd quick profiles cssd-2",
-    "csd quick profiles used75", "csd fill bandwidth vs written", "csd fill latency vs time",
-    "csd fill mean bandwidth", "csd read bandwidth vs read", "csd sync writes",
-    "csd low QD weighted cssd-1-seq", "csd low QD ranking cssd-1-seq",
-    "csd low QD weighted cssd-1-rnd", "csd low QD ranking cssd-1-rnd",
-    "csd low QD weighted cssd-2-seq", "csd low QD ranking cssd-2-seq",
-    "csd low QD weighted cssd-2-rnd", "csd low QD ranking cssd-2-rnd",
+    "csd quick profiles fob",
+    "csd quick profiles cssd-1",
+    "csd quick profiles cssd-2",
+    "csd quick profiles used75",
+    "csd fill bandwidth vs written",
+    "csd fill latency vs time",
+    "csd fill mean bandwidth",
+    "csd read bandwidth vs read",
+    "csd sync writes",
+    "csd low QD weighted cssd-1-seq",
+    "csd low QD ranking cssd-1-seq",
+    "csd low QD weighted cssd-1-rnd",
+    "csd low QD ranking cssd-1-rnd",
+    "csd low QD weighted cssd-2-seq",
+    "csd low QD ranking cssd-2-seq",
+    "csd low QD weighted cssd-2-rnd",
+    "csd low QD ranking cssd-2-rnd",
     *(f"csd tail lat-rnd4k-qd1-{mix} cssd-{n}" for n in (1, 2) for mix in ("read", "70r", "write")),
-]  # fmt: skip
+]
 
 
 # --- the golden drive ---------------------------------------------------------------------
@@ -90,17 +100,30 @@ def export(db_path: Path, out: Path) -> None:
         data["workload"] = {k: v for k, v in m.workload.items() if k in (*SHAPE, "label")}
         data.update(start="", end="", artifacts="")
         if not m.name.startswith(("lat-", "sync-")):  # the section reads the rest from derived
-            data["metrics"] = {d: {k: v for k, v in metrics.items() if k in ("iops", "bw_mib_s")}
-                               for d, metrics in m.metrics.items()}  # fmt: skip
+            data["metrics"] = {
+                d: {k: v for k, v in metrics.items() if k in ("iops", "bw_mib_s")}
+                for d, metrics in m.metrics.items()
+            }
         measurements.append(data)
     identity = {k: drive.description["identity"].get(k) for k in ("size_bytes", "transport")}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "scratch-4g.json").write_text(json.dumps({
-        "dut_id": drive.dut_id, "description": {"identity": identity},
-        "measurements": measurements, "derived": found.derived, "tests": found.tests,
-        "series": [{"test": s.test, "name": s.name, "meta": s.meta, "arrays": sorted(s.arrays)}
-                   for s in kept],
-    }, sort_keys=True, separators=(",", ":")))  # fmt: skip
+    (out / "scratch-4g.json").write_text(
+        json.dumps(
+            {
+                "dut_id": drive.dut_id,
+                "description": {"identity": identity},
+                "measurements": measurements,
+                "derived": found.derived,
+                "tests": found.tests,
+                "series": [
+                    {"test": s.test, "name": s.name, "meta": s.meta, "arrays": sorted(s.arrays)}
+                    for s in kept
+                ],
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+    )
     flat = {f"{i}.{a}": v for i, s in enumerate(kept) for a, v in s.arrays.items()}
     (out / "scratch-4g.npz").write_bytes(pack(flat))
 
@@ -122,14 +145,23 @@ def slower(drive: DriveResults, factor: float = FACTOR) -> DriveResults:
     """*drive* with every throughput divided by *factor* and every latency multiplied by it."""
     out = copy.deepcopy(drive)
     out.measurements = [
-        dataclasses.replace(m, metrics={d: {k: v / factor if k in ("bw_mib_s", "bw_mb_s", "iops")
-                                            else v for k, v in data.items()}
-                                        for d, data in m.metrics.items()})
+        dataclasses.replace(
+            m,
+            metrics={
+                d: {
+                    k: v / factor if k in ("bw_mib_s", "bw_mb_s", "iops") else v
+                    for k, v in data.items()
+                }
+                for d, data in m.metrics.items()
+            },
+        )
         for m in out.measurements
-    ]  # fmt: skip
+    ]
     for record in out.derived:
-        record["values"] = {k: _scale(v, 1 / factor) if any(u in k for u in SCALED) else v
-                            for k, v in record["values"].items()}  # fmt: skip
+        record["values"] = {
+            k: _scale(v, 1 / factor) if any(u in k for u in SCALED) else v
+            for k, v in record["values"].items()
+        }
     for i, s in enumerate(out.series):
         arrays = dict(s.arrays)
         if "ns" in arrays:
@@ -151,8 +183,13 @@ def without(drive: DriveResults, module: str) -> DriveResults:
     return out
 
 
-MODULES = ("test_quick_profiles.py", "test_fill_drive.py", "test_sync_writes.py",
-           "test_lowqd.py", "test_latency.py")  # fmt: skip
+MODULES = (
+    "test_quick_profiles.py",
+    "test_fill_drive.py",
+    "test_sync_writes.py",
+    "test_lowqd.py",
+    "test_latency.py",
+)
 
 
 def only(drive: DriveResults, *modules: str) -> DriveResults:
@@ -190,12 +227,16 @@ def notes_of(built: Section | None) -> list[str]:
 
 def bars_top_down(ax: Axes) -> list[tuple[str, float, str]]:
     """(y label, width, colour) of a horizontal bar chart, top bar first."""
-    labels = {round(float(y)): t.get_text() for y, t in zip(ax.get_yticks(),
-              ax.get_yticklabels(), strict=True)}  # fmt: skip
+    labels = {
+        round(float(y)): t.get_text()
+        for y, t in zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)
+    }
     rects = [p for p in ax.patches if isinstance(p, Rectangle)]
     ordered = sorted(rects, key=lambda r: r.get_y(), reverse=True)
-    return [(labels[round(r.get_y() + r.get_height() / 2)], r.get_width(),
-             to_hex(r.get_facecolor())) for r in ordered]  # fmt: skip
+    return [
+        (labels[round(r.get_y() + r.get_height() / 2)], r.get_width(), to_hex(r.get_facecolor()))
+        for r in ordered
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -210,9 +251,15 @@ def pair() -> tuple[Section | None, Kept, Palette]:
 
 def test_nothing_from_the_consumer_suite_gives_no_section() -> None:
     smoke = Measurement(
-        "suites/smoke/test_corners.py::test_corner[scratch-seq-read]", "scratch", "seq-read",
-        {"pattern": "seq"}, {}, "", "", "",
-    )  # fmt: skip
+        "suites/smoke/test_corners.py::test_corner[scratch-seq-read]",
+        "scratch",
+        "seq-read",
+        {"pattern": "seq"},
+        {},
+        "",
+        "",
+        "",
+    )
     drive = DriveResults(DriveRef("r", "scratch", "smoke only"), measurements=[smoke])
     assert build(drive)[0] is None
     assert build()[0] is None
@@ -224,10 +271,12 @@ def test_two_drives_get_every_comparison_in_the_methods_order(pair: Any) -> None
     assert list(sink.figures) == FIGURES
     headings = re.findall(r"<h3>(.*?)</h3>", built.body)
     assert headings == [
-        "Quick profiles (CrystalDiskMark-like, best pass)", "Fill drive and full-span read",
-        "Sync writes (fsync after every write)", "Low-QD performance by read share",
+        "Quick profiles (CrystalDiskMark-like, best pass)",
+        "Fill drive and full-span read",
+        "Sync writes (fsync after every write)",
+        "Low-QD performance by read share",
         "Percentile and tail latency (QD1)",
-    ]  # fmt: skip
+    ]
     assert notes_of(built) == [], "the two drives compare everywhere"
     assert built.html().count('<figure data-title="') == len(FIGURES)
 
@@ -243,21 +292,33 @@ def test_quick_profiles_are_grouped_bars_in_mb_s_and_iops(pair: Any) -> None:
     seq, rnd = fig.axes[0], fig.axes[1]
     assert seq.get_ylabel() == "MB/s (10⁶ bytes/s)" and rnd.get_ylabel() == "IOPS"
     assert legend(seq) == [FAST, SLOW]
-    values = load().derived_values(f"{CSD}test_quick_profiles.py::test_quick_profiles[fob]",
-                                   "cdm-default")  # fmt: skip
+    values = load().derived_values(
+        f"{CSD}test_quick_profiles.py::test_quick_profiles[fob]", "cdm-default"
+    )
     assert values is not None
     heights: dict[str, list[float]] = {FAST: [], SLOW: []}
     for rect in (p for p in seq.patches if isinstance(p, Rectangle)):
         colour = to_hex(rect.get_facecolor())
         heights[FAST if colour == palette.colour(FAST) else SLOW].append(rect.get_height())
-    expected = [values[f"{t.key}.{d}.mb_s"] for t in CDM_PROFILES["default"] if t.pattern == "seq"
-                for d in ("read", "write")]  # fmt: skip
+    expected = [
+        values[f"{t.key}.{d}.mb_s"]
+        for t in CDM_PROFILES["default"]
+        if t.pattern == "seq"
+        for d in ("read", "write")
+    ]
     assert heights[FAST] == pytest.approx(expected)
     assert heights[SLOW] == pytest.approx([v / FACTOR for v in expected])
-    iops = [values[f"{t.key}.{d}.iops"] for t in CDM_PROFILES["default"] if t.pattern == "rnd"
-            for d in ("read", "write")]  # fmt: skip
-    rnd_fast = [r.get_height() for r in rnd.patches if isinstance(r, Rectangle)
-                and to_hex(r.get_facecolor()) == palette.colour(FAST)]  # fmt: skip
+    iops = [
+        values[f"{t.key}.{d}.iops"]
+        for t in CDM_PROFILES["default"]
+        if t.pattern == "rnd"
+        for d in ("read", "write")
+    ]
+    rnd_fast = [
+        r.get_height()
+        for r in rnd.patches
+        if isinstance(r, Rectangle) and to_hex(r.get_facecolor()) == palette.colour(FAST)
+    ]
     assert rnd_fast == pytest.approx(iops)
     # the table carries MB/s, MiB/s and (for RND) IOPS of each drive
     row = re.search(r"<td>Default RND4K Q1T1 read</td><td>(.*?)</td><td>(.*?)</td>", built.body)
@@ -269,8 +330,11 @@ def test_quick_profiles_are_grouped_bars_in_mb_s_and_iops(pair: Any) -> None:
 
 def test_grid_of_values_is_the_grid_the_test_drew() -> None:
     tests = CDM_PROFILES["nvme"]
-    scores = [CdmScore("nvme", t, d, (100.0, 300.0), (95.4, 286.1), (10.0, 30.0))
-              for t in tests for d in ("read", "write")]  # fmt: skip
+    scores = [
+        CdmScore("nvme", t, d, (100.0, 300.0), (95.4, 286.1), (10.0, 30.0))
+        for t in tests
+        for d in ("read", "write")
+    ]
     values: dict[str, object] = {}
     for score in scores:
         values.update(score.as_values())
@@ -290,8 +354,10 @@ def test_fill_curves_overlay_the_drives_and_mark_the_gap(pair: Any) -> None:
     latency = sink.figures["csd fill latency vs time"].axes[0]
     assert latency.get_ylabel() == "latency (ms)"
     gaps = [line for line in latency.lines if line.get_linestyle() == ":"]
-    assert [to_hex(str(g.get_color())) for g in gaps] == [palette.colour(FAST),
-                                                         palette.colour(SLOW)]  # fmt: skip
+    assert [to_hex(str(g.get_color())) for g in gaps] == [
+        palette.colour(FAST),
+        palette.colour(SLOW),
+    ]
     assert str(gaps[0].get_label()).startswith(f"{FAST}: idle ")
 
 
@@ -299,8 +365,11 @@ def test_fill_mean_bars_are_sorted_highest_first(pair: Any) -> None:
     _, sink, palette = pair
     fig = sink.figures["csd fill mean bandwidth"]
     titles = [ax.get_title() for ax in fig.axes]
-    assert titles == ["fill pass 1: mean MiB/s", "fill pass 2: mean MiB/s",
-                      "full-span read: mean MiB/s"]  # fmt: skip
+    assert titles == [
+        "fill pass 1: mean MiB/s",
+        "fill pass 2: mean MiB/s",
+        "full-span read: mean MiB/s",
+    ]
     fill = load().derived_values(f"{CSD}test_fill_drive.py::test_fill_drive", "fill")
     assert fill is not None
     top_down = bars_top_down(fig.axes[0])
@@ -343,12 +412,15 @@ def test_low_qd_weighted_curves_and_ranking(pair: Any) -> None:
     curves = sink.figures["csd low QD weighted cssd-1-rnd"].axes[0]
     lines = [line for line in curves.lines if isinstance(line, Line2D)]
     assert [str(line.get_label()).split(":")[0] for line in lines] == [f"1. {FAST}", f"2. {SLOW}"]
-    assert [to_hex(str(line.get_color())) for line in lines] == [palette.colour(FAST),
-                                                                palette.colour(SLOW)]  # fmt: skip
+    assert [to_hex(str(line.get_color())) for line in lines] == [
+        palette.colour(FAST),
+        palette.colour(SLOW),
+    ]
     fast, slow = (np.asarray(line.get_ydata(), dtype=float) for line in lines)
     assert slow == pytest.approx(fast / FACTOR)
-    values = load().derived_values(f"{CSD}test_lowqd.py::test_low_qd_by_rw_ratio[cssd-1-rnd]",
-                                   "lowqd-rnd")  # fmt: skip
+    values = load().derived_values(
+        f"{CSD}test_lowqd.py::test_low_qd_by_rw_ratio[cssd-1-rnd]", "lowqd-rnd"
+    )
     assert values is not None and fast == pytest.approx(values["weighted_mib_s"])
     assert curves.get_xlabel() == "read share (%)" and curves.get_ylabel().startswith("MiB/s")
     ranking = sink.figures["csd low QD ranking cssd-1-rnd"].axes[0]
@@ -360,8 +432,10 @@ def test_tail_latency_overlays_the_drives_on_the_nines_axis(pair: Any) -> None:
     built, sink, palette = pair
     ax = sink.figures["csd tail lat-rnd4k-qd1-70r cssd-1"].axes[0]
     steps = [line for line in ax.lines if isinstance(line, Line2D)]
-    assert [to_hex(str(s.get_color())) for s in steps] == [palette.colour(FAST),
-                                                          palette.colour(SLOW)]  # fmt: skip
+    assert [to_hex(str(s.get_color())) for s in steps] == [
+        palette.colour(FAST),
+        palette.colour(SLOW),
+    ]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["90", "99", "99.9", "99.99", "99.999"]
     assert ax.get_xlabel() == "completion latency (µs)"
     marks = [c for c in ax.collections if isinstance(c, PathCollection)]
@@ -370,8 +444,9 @@ def test_tail_latency_overlays_the_drives_on_the_nines_axis(pair: Any) -> None:
     assert hollow == [False, False, False, False, True] * 2
     # the table: the merged histogram's percentiles, "n/r" where not resolved
     fast = load()
-    m = fast.measurement(f"{CSD}test_latency.py::test_percentile_and_tail_latency[cssd-1]",
-                         "lat-rnd4k-qd1-70r")  # fmt: skip
+    m = fast.measurement(
+        f"{CSD}test_latency.py::test_percentile_and_tail_latency[cssd-1]", "lat-rnd4k-qd1-70r"
+    )
     assert m is not None
     pairs = [
         pair
@@ -397,10 +472,13 @@ def test_without_histograms_the_tail_falls_back_to_fios_percentiles() -> None:
     ax = sink.figures["csd tail lat-rnd4k-qd1-read cssd-1"].axes[0]
     assert len([line for line in ax.lines if isinstance(line, Line2D)]) == 1, "no steps for bare"
     assert len([c for c in ax.collections if isinstance(c, PathCollection)]) == 10
-    assert re.search(rf"<td>{SLOW}</td>(?:<td>[^<]*</td>){{6}}<td>fio&#x27;s percentiles</td>",
-                     built.body)  # fmt: skip
-    assert (f"{SLOW}: left out of the tail: lat-rnd4k-qd1-70r: no latency histogram to merge "
-            "read and write") in notes_of(built)  # fmt: skip
+    assert re.search(
+        rf"<td>{SLOW}</td>(?:<td>[^<]*</td>){{6}}<td>fio&#x27;s percentiles</td>", built.body
+    )
+    assert (
+        f"{SLOW}: left out of the tail: lat-rnd4k-qd1-70r: no latency histogram to merge "
+        "read and write"
+    ) in notes_of(built)
 
 
 def test_notes_say_which_drive_misses_a_test_and_why() -> None:
@@ -425,9 +503,10 @@ def test_notes_say_whose_workload_differs() -> None:
     key = f"{CSD}test_sync_writes.py::test_sync_writes[cssd-1]"
     other.measurements = [
         dataclasses.replace(m, workload={**m.workload, "iodepth": 4})
-        if m.test.endswith("[scratch-cssd-1]") and m.name == "sync-rnd4k-qd1" else m
+        if m.test.endswith("[scratch-cssd-1]") and m.name == "sync-rnd4k-qd1"
+        else m
         for m in other.measurements
-    ]  # fmt: skip
+    ]
     lowqd = next(d for d in other.derived if d["name"] == "lowqd-seq")
     lowqd["values"]["read_pct"] = [0, 10, 100]
     built, sink = build(fast, other)
@@ -479,8 +558,16 @@ def test_drives_without_consumer_results_are_named() -> None:
 
 def test_fill_pass_travels_as_a_series() -> None:
     t = np.array([0.1, 0.2, 0.3])
-    one = FillPass("pass 1", t, np.full(3, 1e9), np.cumsum(np.full(3, 1e8)), t, np.full(3, 5e5),
-                   300_000_000, 0.3)  # fmt: skip
+    one = FillPass(
+        "pass 1",
+        t,
+        np.full(3, 1e9),
+        np.cumsum(np.full(3, 1e8)),
+        t,
+        np.full(3, 5e5),
+        300_000_000,
+        0.3,
+    )
     meta, arrays = series_of(one, "write")
     back = pass_of(json.loads(json.dumps(meta)), unpack(pack(arrays)))
     assert (back.name, back.io_bytes, back.runtime_s) == ("pass 1", 300_000_000, 0.3)
@@ -500,10 +587,18 @@ def test_figures_render_into_the_run_folder(tmp_path: Path) -> None:
     assert page.startswith('<section class="ssd-section" id="ssd-suite-csd">')
     assert page.count("<img ") == 4 == len(ctx.figures.saved)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        f"{i:02d}-csd-{name}.{ext}" for i, name in enumerate(
-            ("fill-bandwidth-vs-written", "fill-latency-vs-time", "fill-mean-bandwidth",
-             "read-bandwidth-vs-read"), start=1) for ext in ("png", "svg")
-    )  # fmt: skip
+        f"{i:02d}-csd-{name}.{ext}"
+        for i, name in enumerate(
+            (
+                "fill-bandwidth-vs-written",
+                "fill-latency-vs-time",
+                "fill-mean-bandwidth",
+                "read-bandwidth-vs-read",
+            ),
+            start=1,
+        )
+        for ext in ("png", "svg")
+    )
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ def test_iops_round_on_960gb() -> None:
     test = plan(FULL).tests()["iops"]
     jobs = [opts(j) for j in test.round_jobs(GB960, 60)]
     assert len(jobs) == 7 * 8
-    mixes = [int(j.get("rwmixread", {"randread": 100, "randwrite": 0}.get(j["rw"], -1)))
-             for j in jobs]  # fmt: skip
+    mixes = [
+        int(j.get("rwmixread", {"randread": 100, "randwrite": 0}.get(j["rw"], -1))) for j in jobs
+    ]
     # R/W mix the outer loop, block size the inner, both in the PTS's order
     assert mixes == [m for m in (100, 95, 65, 50, 35, 5, 0) for _ in range(8)]
     assert [int(j["bs"]) for j in jobs] == IOPS_BLOCKS * 7

@@ -51,8 +51,14 @@ def test_a_cell_without_clat_data_is_not_measured_never_zero() -> None:
 
 def test_window_results_merge_the_rounds() -> None:
     cell = CellStats.of(RESULT)
-    slower = CellStats(cell.iops * 0.8, cell.bw_mib_s * 0.8, cell.ios, cell.clat_mean_us * 2,
-                       cell.clat_max_us * 3, cell.bins)  # fmt: skip
+    slower = CellStats(
+        cell.iops * 0.8,
+        cell.bw_mib_s * 0.8,
+        cell.ios,
+        cell.clat_mean_us * 2,
+        cell.clat_max_us * 3,
+        cell.bins,
+    )
     one, five = window_results([[cell]]), window_results([[cell]] * 4 + [[slower]])
     (result,) = five
     assert result["iops"] == pytest.approx(cell.iops * 4.8 / 5), "mean of the rounds"
@@ -84,8 +90,10 @@ def test_rounds_keep_histograms_only_inside_the_window() -> None:
 
 def test_cell_table_places_cells_and_marks_unresolved() -> None:
     meta = {"mixes": [100, 0], "block_sizes": [4096, 512]}
-    cells = [{"read_pct": 0, "block_size": 512, "x": 7.0},
-             {"read_pct": 100, "block_size": 4096, "x": None}]  # fmt: skip
+    cells = [
+        {"read_pct": 0, "block_size": 512, "x": 7.0},
+        {"read_pct": 100, "block_size": 4096, "x": None},
+    ]
     table = CellTable.of(meta, cells, "x")
     assert np.isnan(table.values[0, 0]) and table.values[1, 1] == 7.0
     assert np.isnan(table.values[0, 1]) and np.isnan(table.values[1, 0])

@@ -68,10 +68,19 @@ EVO_MEASURED = {
 
 def identity(model: str | None, size: int, firmware: str | None) -> DeviceIdentity:
     return DeviceIdentity(
-        path="/dev/nvme0n1", kind="block", kernel_name="nvme0n1", size_bytes=size,
-        logical_block_size=512, physical_block_size=4096, rotational=False, discard=True,
-        model=model, serial="S1", firmware=firmware, transport="nvme",
-    )  # fmt: skip
+        path="/dev/nvme0n1",
+        kind="block",
+        kernel_name="nvme0n1",
+        size_bytes=size,
+        logical_block_size=512,
+        physical_block_size=4096,
+        rotational=False,
+        discard=True,
+        model=model,
+        serial="S1",
+        firmware=firmware,
+        transport="nvme",
+    )
 
 
 def test_seed_001_pm983_meets_every_line_of_its_datasheet() -> None:
@@ -121,9 +130,14 @@ def test_verdict_rows_sort_failures_first() -> None:
     assert (first["spec"], first["measured"], first["unit"]) == (98_000, 80_000, "IOPS")
     assert first["ratio"] == pytest.approx(80 / 98)
     assert first["conditions"] == {
-        "pattern": "rnd", "direction": "read", "read_pct": 100, "block_size": 4096, "qd": 32,
-        "jobs": 1, "state": "fob",
-    }  # fmt: skip
+        "pattern": "rnd",
+        "direction": "read",
+        "read_pct": 100,
+        "block_size": 4096,
+        "qd": 32,
+        "jobs": 1,
+        "state": "fob",
+    }
 
 
 def test_measured_in_another_unit_is_converted_for_the_message() -> None:
@@ -167,8 +181,11 @@ def test_a_percentile_the_sample_cannot_resolve_is_not_judged() -> None:
     line = load_datasheet(PM983).line("qos-read-p9999")
     verdict = SpecCheck(line).evaluate(Reading(Quantity(513.8, "ms"), samples=247, needs=10_000))
     assert (verdict.status, verdict.met, verdict.measured, verdict.ratio) == (
-        "not judged", False, None, None,
-    )  # fmt: skip
+        "not judged",
+        False,
+        None,
+        None,
+    )
     assert verdict.message == (
         "RND read QD1 4KiB p99.99 latency: not judged: p99.99 needs ≥ 10,000 I/Os, had 247"
     )
@@ -203,14 +220,16 @@ PM983_IDENTITY = identity("SAMSUNG MZQLB960HAJR-00007", 960_197_124_096, "EDA520
         ({}, None),
         ({"firmware": "EDB7902Q"}, None),
         ({"model": "samsung  mzqlb960hajr-00007"}, None),
-        ({"model": "Samsung SSD 970 PRO 1TB"},
-         "model 'Samsung SSD 970 PRO 1TB' is not SAMSUNG MZQLB960HAJR-*"),
+        (
+            {"model": "Samsung SSD 970 PRO 1TB"},
+            "model 'Samsung SSD 970 PRO 1TB' is not SAMSUNG MZQLB960HAJR-*",
+        ),
         ({"model": None}, "model 'unknown' is not SAMSUNG MZQLB960HAJR-*"),
         ({"size_bytes": 1_920_383_410_176}, "capacity 1.92 TB is not 960 GB"),
         ({"firmware": "EDW1234Q"}, "firmware 'EDW1234Q' is not EDA5* or EDB7*"),
         ({"firmware": None}, "firmware 'unknown' is not EDA5* or EDB7*"),
     ],
-)  # fmt: skip
+)
 def test_pm983_datasheet_matches_its_drive_only(
     changes: dict[str, object], reason: str | None
 ) -> None:
@@ -248,8 +267,12 @@ def test_plan_gives_the_state_and_the_fio_job_of_a_line() -> None:
     assert planned.state == parse_state("ss(rnd-4k-write-qd256)")
     job = planned.job
     assert (job.name, job.rw, job.block_size, job.iodepth, job.numjobs) == (
-        "rnd-read-qd32x4", "randread", 4096, 32, 4,
-    )  # fmt: skip
+        "rnd-read-qd32x4",
+        "randread",
+        4096,
+        32,
+        4,
+    )
     assert (job.runtime_s, job.ramp_s, job.offset, job.size) == (60, 5, 0, None)
 
 

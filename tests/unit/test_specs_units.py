@@ -53,8 +53,14 @@ def test_unknown_unit_names_the_known_ones() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(80_000, "80,000"), (534, "534"), (0.09, "0.09"), (98.93, "98.93"), (530.579456, "530.6"),
-     (3504.25, "3,504.2")],
-)  # fmt: skip
+    [
+        (80_000, "80,000"),
+        (534, "534"),
+        (0.09, "0.09"),
+        (98.93, "98.93"),
+        (530.579456, "530.6"),
+        (3504.25, "3,504.2"),
+    ],
+)
 def test_numbers_read_like_the_seeds_tables(value: float, text: str) -> None:
     assert number(value) == text

@@ -168,8 +168,12 @@ def test_read_job_and_dd_read_the_same_span_the_same_way() -> None:
     span = 3 * GiB + 12345  # not whole MiB: both read the whole MiB below it
     job = read_job(span, row)
     assert (job.rw, job.block_size, job.iodepth, job.ioengine, job.direct) == (
-        "read", MiB, 1, "psync", True,
-    )  # fmt: skip
+        "read",
+        MiB,
+        1,
+        "psync",
+        True,
+    )
     assert job.size == 3 * GiB
     assert "write_lat_log=/tmp/p-speed-read" in render([job], "/dev/x", log_prefix="/tmp/p")
     chunks = check_chunks(span, row)
@@ -177,11 +181,24 @@ def test_read_job_and_dd_read_the_same_span_the_same_way() -> None:
     assert chunks == [(i * 384 * MiB, 384 * MiB) for i in range(8)]
     check = check_job(3, *chunks[3], row)
     assert (check.rw, check.block_size, check.iodepth, check.ioengine, check.offset) == (
-        "read", MiB, 1, "psync", 3 * 384 * MiB,
-    )  # fmt: skip
+        "read",
+        MiB,
+        1,
+        "psync",
+        3 * 384 * MiB,
+    )
     argv = dd_argv("/usr/bin/env", "/usr/bin/dd", Path("/dev/x"), chunks[3], row)
-    assert argv == ["/usr/bin/env", "LC_ALL=C", "/usr/bin/dd", "if=/dev/x", "of=/dev/null",
-                    f"bs={MiB}", "iflag=direct", f"skip={3 * 384}", "count=384"]  # fmt: skip
+    assert argv == [
+        "/usr/bin/env",
+        "LC_ALL=C",
+        "/usr/bin/dd",
+        "if=/dev/x",
+        "of=/dev/null",
+        f"bs={MiB}",
+        "iflag=direct",
+        f"skip={3 * 384}",
+        "count=384",
+    ]
     big = check_chunks(1 << 40, row)
     assert len(big) == 8 and all(size == GiB for _, size in big), "1 TB: 8 GiB per tool"
 

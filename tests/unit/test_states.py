@@ -28,11 +28,13 @@ def names(steps: list) -> list[str]:  # type: ignore[type-arg]
         ("cssd", StateSpec("cssd")),
         (" fob ", StateSpec("fob")),
         ("ss(rnd-4k-write-qd32)", StateSpec("ss", Workload("rnd", 4096, 0, 32))),
-        ("ss(seq-128k-write-qd256, snia)",
-         StateSpec("ss", Workload("seq", 131072, 0, 256), "snia")),
+        (
+            "ss(seq-128k-write-qd256, snia)",
+            StateSpec("ss", Workload("seq", 131072, 0, 256), "snia"),
+        ),
         ("ss(rnd-4k-70r-qd1-t4)", StateSpec("ss", Workload("rnd", 4096, 70, 1, 4))),
     ],
-)  # fmt: skip
+)
 def test_state_names_parse(text: str, expected: StateSpec) -> None:
     assert parse_state(text) == expected
     assert parse_state(str(expected)) == expected, "str() round-trips"
@@ -40,9 +42,13 @@ def test_state_names_parse(text: str, expected: StateSpec) -> None:
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("warm", "unknown device state 'warm'"), ("ss", "unknown device state"),
-     ("ss(rnd-4k-sideways)", "PATTERN-BS-DIRECTION"), ("ss(rnd-3-write)", "multiple of 512")],
-)  # fmt: skip
+    [
+        ("warm", "unknown device state 'warm'"),
+        ("ss", "unknown device state"),
+        ("ss(rnd-4k-sideways)", "PATTERN-BS-DIRECTION"),
+        ("ss(rnd-3-write)", "multiple of 512"),
+    ],
+)
 def test_bad_state_names_say_what_is_allowed(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         parse_state(text)
@@ -130,10 +136,12 @@ def test_writes_inside_their_region_keep_the_state_but_not_pristine() -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "offset", "size", "touched"),
-    [("seq", 0, 4 * MiB, "rnd"),  # SEQ write into the RND region
-     ("seq", 1536 * MiB, MiB, "trimmed"),  # a write into the trimmed quarter
-     ("rnd", 1000 * MiB, 1000 * MiB, "trimmed")],  # crosses into the trimmed quarter
-)  # fmt: skip
+    [
+        ("seq", 0, 4 * MiB, "rnd"),  # SEQ write into the RND region
+        ("seq", 1536 * MiB, MiB, "trimmed"),  # a write into the trimmed quarter
+        ("rnd", 1000 * MiB, 1000 * MiB, "trimmed"),
+    ],  # crosses into the trimmed quarter
+)
 def test_writes_outside_their_region_break_the_state(
     pattern: str, offset: int, size: int, touched: str
 ) -> None:

@@ -90,9 +90,11 @@ def test_measurement_window_has_values_mean_band_and_fit() -> None:
 
 @pytest.mark.parametrize(
     ("name", "outcome"),
-    [("ss_bw_slope_attained.json", "fio steady state attained\n"),
-     ("ss_bw_slope_not_attained.json", "fio steady state not attained\n")],
-)  # fmt: skip
+    [
+        ("ss_bw_slope_attained.json", "fio steady state attained\n"),
+        ("ss_bw_slope_not_attained.json", "fio steady state not attained\n"),
+    ],
+)
 def test_fio_slope_plot_has_samples_mean_and_fios_line(name: str, outcome: str) -> None:
     state = fio_state(name)
     fig = fio_steadystate(state)

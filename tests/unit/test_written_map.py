@@ -51,8 +51,12 @@ def test_only_writes_known_to_cover_their_span_count(job: FioJob, covered: bool)
 def test_a_prefill_tiles_its_span_exactly() -> None:
     job = prefill_job("p", 64 * MiB, 128 * MiB)
     assert (job.pattern, job.read_pct, job.offset, job.size, job.block_size) == (
-        "seq", 0, 64 * MiB, 64 * MiB, 131072,
-    )  # fmt: skip
+        "seq",
+        0,
+        64 * MiB,
+        64 * MiB,
+        131072,
+    )
     assert job.runtime_s is None and covers_span(job, 64 * MiB)
     odd = prefill_job("p", 4096, 4096 + 3 * 4096)
     assert odd.block_size == 4096 and odd.size == 3 * 4096

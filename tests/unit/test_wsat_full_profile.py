@@ -26,7 +26,11 @@ def test_rnd_4k_write_until_4x_capacity_or_24h() -> None:
     job = WORKLOADS["rnd-4k-write"].job(GB960, timing(FULL))
     opts = effective(job)
     assert (opts["rw"], opts["bs"], opts["iodepth"], opts["numjobs"]) == (
-        "randwrite", "4096", "32", "1")  # fmt: skip
+        "randwrite",
+        "4096",
+        "32",
+        "1",
+    )
     assert (opts["offset"], opts["size"]) == ("0", str(GB960)), "the whole drive"
     assert opts["io_size"] == str(4 * GB960) == str(amount_of(job)), "4 x capacity"
     assert opts["runtime"] == str(24 * 3600) and opts["time_based"] == "0", "or 24 h, first wins"

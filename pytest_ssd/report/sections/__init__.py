@@ -46,8 +46,11 @@ def _generic(suite: str, title: str) -> Builder:
 def _ordered(declared: Sequence[ReportSection], suites: Sequence[str]) -> list[ReportSection]:
     """The sections to build: every declared one, and a generic one for an undeclared suite."""
     named = {s.suite for s in declared}
-    extra = [ReportSection(suite=suite, title=f"Tests in {suite}/") for suite in suites
-             if suite not in named]  # fmt: skip
+    extra = [
+        ReportSection(suite=suite, title=f"Tests in {suite}/")
+        for suite in suites
+        if suite not in named
+    ]
     return sorted([*declared, *extra], key=lambda s: (s.order, s.title))
 
 
@@ -71,8 +74,9 @@ def build(
     *declared*: the sections suites and plugins declared (``pytest_ssd_report_sections``).
     """
     _distinct_labels(drives)
-    ctx = Context(tuple(suite_view(d) for d in drives), current, Palette.of(drives),
-                  FigureSink(figures))  # fmt: skip
+    ctx = Context(
+        tuple(suite_view(d) for d in drives), current, Palette.of(drives), FigureSink(figures)
+    )
     sections: list[Section | None] = [
         general.devices(ctx),
         general.environment(runs),

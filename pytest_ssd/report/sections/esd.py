@@ -30,8 +30,11 @@ SWEEPS = {
     "seq": ("seq-read-bs", "seq-write-bs", "seq-read-qd", "seq-write-qd"),
     "rnd": ("rnd-read-bs", "rnd-write-bs", "rnd-read-qd", "rnd-write-qd", "rnd-70r-qd"),
 }
-QOS_WORKLOADS = (("qos-read", "RND 4 KiB QD1 read"), ("qos-write", "RND 4 KiB QD1 write"),
-                 ("qos-70r", "RND 4 KiB QD1 70 % read"))  # fmt: skip
+QOS_WORKLOADS = (
+    ("qos-read", "RND 4 KiB QD1 read"),
+    ("qos-write", "RND 4 KiB QD1 write"),
+    ("qos-70r", "RND 4 KiB QD1 70 % read"),
+)
 
 
 def _e(value: object) -> str:
@@ -84,28 +87,39 @@ def _precondition(drives: EsdDrives, pattern: str) -> str:
         if stored is not None:
             meta, arrays = stored.meta, stored.arrays
             window = tuple(meta.get("window") or ())
-            logs.append(figs.PreconditionLog(
-                drives.name(drive), _floats(arrays["t_s"]), _floats(arrays["value"]),
-                _floats(arrays["lat_us"]),
-                str(meta.get("unit")), float(meta.get("wdpc_start_s", 0.0)),
-                (float(window[0]), float(window[1])) if len(window) == 2 else None,
-            ))  # fmt: skip
-        rows.append([
-            _e(drives.name(drive)), _e(values.get("workload")),
-            f"{values['wipc_bytes'] / 2**30:,.1f} GiB in {values['wipc_s']:,.3g} s",
-            f"{values['wdpc_bytes'] / 2**30:,.1f} GiB in {values['wdpc_s']:,.3g} s",
-            f"{values['wdpc_cap_bytes'] / 2**30:,.1f} GiB", _attained(values),
-            _e(values.get("summary")),
-        ])  # fmt: skip
+            logs.append(
+                figs.PreconditionLog(
+                    drives.name(drive),
+                    _floats(arrays["t_s"]),
+                    _floats(arrays["value"]),
+                    _floats(arrays["lat_us"]),
+                    str(meta.get("unit")),
+                    float(meta.get("wdpc_start_s", 0.0)),
+                    (float(window[0]), float(window[1])) if len(window) == 2 else None,
+                )
+            )
+        rows.append(
+            [
+                _e(drives.name(drive)),
+                _e(values.get("workload")),
+                f"{values['wipc_bytes'] / 2**30:,.1f} GiB in {values['wipc_s']:,.3g} s",
+                f"{values['wdpc_bytes'] / 2**30:,.1f} GiB in {values['wdpc_s']:,.3g} s",
+                f"{values['wdpc_cap_bytes'] / 2**30:,.1f} GiB",
+                _attained(values),
+                _e(values.get("summary")),
+            ]
+        )
     if not rows:
         return ""
     body = f"<h3>{pattern.upper()} preconditioning</h3>"
     if logs:
         title = f"{pattern.upper()} preconditioning"
-        body += drives.ctx.figures.html(figs.precondition_figure(logs, title, drives.colours),
-                                        f"esd precondition {pattern}")  # fmt: skip
-        body += drives.ctx.figures.html(figs.precondition_zoom(logs, title, drives.colours),
-                                        f"esd precondition {pattern} zoom")  # fmt: skip
+        body += drives.ctx.figures.html(
+            figs.precondition_figure(logs, title, drives.colours), f"esd precondition {pattern}"
+        )
+        body += drives.ctx.figures.html(
+            figs.precondition_zoom(logs, title, drives.colours), f"esd precondition {pattern} zoom"
+        )
     header = ["drive", "workload", "WIPC", "WDPC", "WDPC cap", "steady state", "fio's verdict"]
     return body + table(header, rows)
 
@@ -125,17 +139,25 @@ def _sweep(drives: EsdDrives, name: str) -> str:
     curves, title, axis, unit = [], name, "", ""
     for drive, _, values in found:
         title, axis, unit = values["title"], values["axis"], values["unit"]
-        curves.append(figs.SweepCurve(drives.name(drive), tuple(values["x"]),
-                                      tuple(values["values"]),
-                                      workers=tuple(values.get("workers", ()))))  # fmt: skip
-        drives.missing += [f"{drives.name(drive)}: {title}: {job} skipped: {why}"
-                           for job, why in values.get("skipped", {}).items()]  # fmt: skip
+        curves.append(
+            figs.SweepCurve(
+                drives.name(drive),
+                tuple(values["x"]),
+                tuple(values["values"]),
+                workers=tuple(values.get("workers", ())),
+            )
+        )
+        drives.missing += [
+            f"{drives.name(drive)}: {title}: {job} skipped: {why}"
+            for job, why in values.get("skipped", {}).items()
+        ]
     xs = sorted({x for c in curves for x in c.xs})
     label: Callable[[int], str] = format_bytes if axis == "block size" else str
     rows = [[_e(c.label), *(_cell(c, x, unit) for x in xs)] for c in curves]
     fig = figs.sweep_figure(curves, title, axis, unit, drives.colours)
-    return (drives.ctx.figures.html(fig, f"esd {name}")
-            + table([f"{_e(unit)} \\ {_e(axis)}", *(label(x) for x in xs)], rows))  # fmt: skip
+    return drives.ctx.figures.html(fig, f"esd {name}") + table(
+        [f"{_e(unit)} \\ {_e(axis)}", *(label(x) for x in xs)], rows
+    )
 
 
 def _cell(curve: figs.SweepCurve, x: int, unit: str) -> str:
@@ -180,8 +202,7 @@ def _sample(drive: DriveResults, test: str, name: str) -> LatencySample | None:
     for direction in ("read", "write"):
         stored = _series(drive, test, f"{name}.clat-{direction}")
         if stored is not None:
-            pairs += zip(stored.arrays["ns"].tolist(), stored.arrays["count"].tolist(),
-                         strict=True)  # fmt: skip
+            pairs += zip(stored.arrays["ns"].tolist(), stored.arrays["count"].tolist(), strict=True)
     return LatencySample.of_bins(name, 0.0, pairs) if pairs else None
 
 
@@ -196,6 +217,9 @@ def section(ctx: Context) -> Section | None:
         body += f"<h3>{pattern.upper()} performance</h3>"
         body += "".join(_sweep(drives, name) for name in SWEEPS[pattern])
     body += _qos(drives)
-    without = [f"{d.drive.label}: no results from suites/esd" for d in ctx.drives
-               if not any(d is kept for kept in drives.all)]  # fmt: skip
+    without = [
+        f"{d.drive.label}: no results from suites/esd"
+        for d in ctx.drives
+        if not any(d is kept for kept in drives.all)
+    ]
     return Section(ID, TITLE, notes(without) + body + notes(drives.missing))

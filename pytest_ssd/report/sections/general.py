@@ -17,10 +17,18 @@ from pytest_ssd.results.record import verdict_order
 
 #: environment keys shown, in this order, with their names
 ENVIRONMENT = (
-    ("host", "Host"), ("kernel", "Kernel"), ("machine", "Machine"), ("cpu", "CPU"),
-    ("cpus", "CPUs"), ("python", "Python"), ("pytest", "pytest"), ("pytest_ssd", "pytest-ssd"),
-    ("fio", "fio"), ("nvme_cli", "nvme-cli"), ("argv", "Command"),
-)  # fmt: skip
+    ("host", "Host"),
+    ("kernel", "Kernel"),
+    ("machine", "Machine"),
+    ("cpu", "CPU"),
+    ("cpus", "CPUs"),
+    ("python", "Python"),
+    ("pytest", "pytest"),
+    ("pytest_ssd", "pytest-ssd"),
+    ("fio", "fio"),
+    ("nvme_cli", "nvme-cli"),
+    ("argv", "Command"),
+)
 
 
 def _e(value: object) -> str:
@@ -36,21 +44,42 @@ def devices(ctx: Context) -> Section:
         size = int(ident.get("size_bytes") or 0)
         role = "this run" if index < ctx.current else "compared"
         swatch = f'<span style="color:{ctx.palette.colour(d.drive.label)}">■</span>'
-        rows.append([
-            f"{swatch} <b>{_e(d.drive.label)}</b>", role, _e(d.drive.run_id), _e(d.drive.dut_id),
-            _e(ident.get("path")), _e(ident.get("model")), _e(ident.get("serial")),
-            _e(ident.get("firmware")), f"{binary_size(size)} ({decimal_size(size)})",
-            f"{_e(ident.get('logical_block_size'))}/{_e(ident.get('physical_block_size'))}",
-            _e(ident.get("transport")), _drive_class(d.drive.description),
-        ])  # fmt: skip
+        rows.append(
+            [
+                f"{swatch} <b>{_e(d.drive.label)}</b>",
+                role,
+                _e(d.drive.run_id),
+                _e(d.drive.dut_id),
+                _e(ident.get("path")),
+                _e(ident.get("model")),
+                _e(ident.get("serial")),
+                _e(ident.get("firmware")),
+                f"{binary_size(size)} ({decimal_size(size)})",
+                f"{_e(ident.get('logical_block_size'))}/{_e(ident.get('physical_block_size'))}",
+                _e(ident.get("transport")),
+                _drive_class(d.drive.description),
+            ]
+        )
         if d.drive.scratch:
             note = d.drive.description.get("note", "")
             banners.append(
                 f'<p class="ssd-scratch" style="color:#b00"><b>Scratch device'
                 f" {_e(d.drive.label)}:</b> {_e(note)} — {SCRATCH_BANNER}.</p>"
             )
-    header = ["label", "", "run", "id", "path", "model", "serial", "firmware", "capacity",
-              "LBA/phys (B)", "transport", "class"]  # fmt: skip
+    header = [
+        "label",
+        "",
+        "run",
+        "id",
+        "path",
+        "model",
+        "serial",
+        "firmware",
+        "capacity",
+        "LBA/phys (B)",
+        "transport",
+        "class",
+    ]
     summaries = [
         tables_html(f"{d.drive.label} ({d.drive.dut_id})", d.drive.description["summary_tables"])
         for d in ctx.drives[: ctx.current]
@@ -93,11 +122,16 @@ def environment(runs: list[RunInfo]) -> Section:
         rows.append([name, *(_e(v) for v in values)])
     envs = [run.environment for run in runs]
     for name, cells in side_by_side(envs):
-        rows.append([_e(name), *(f'<b class="ssd-warn">{_e(c.text)}</b>' if c.warn
-                                 else _e(c.text) for c in cells)])  # fmt: skip
+        rows.append(
+            [
+                _e(name),
+                *(f'<b class="ssd-warn">{_e(c.text)}</b>' if c.warn else _e(c.text) for c in cells),
+            ]
+        )
     warnings = [env.get("host_warnings") for env in envs]
-    rows.append(["Warnings", *(_e(("; ".join(w) or "none") if w is not None else None)
-                               for w in warnings)])  # fmt: skip
+    rows.append(
+        ["Warnings", *(_e(("; ".join(w) or "none") if w is not None else None) for w in warnings)]
+    )
     rows.append(["--ssd-tune", *(_e(tune_summary(env)) for env in envs)])
     rows.append(["Start", *(_e(run.start) for run in runs)])
     rows.append(["End", *(_e(run.end or "never: the run was cut short") for run in runs)])

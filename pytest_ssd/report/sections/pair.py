@@ -22,8 +22,12 @@ from pytest_ssd.report.sections.match import Matched, match, measurement_keys
 from pytest_ssd.report.sections.workloads import Bars, grouped_bars, value_of, workload_label
 
 #: (metric key, column title, decimals)
-METRICS = (("iops", "IOPS", 0), ("bw_mb_s", "MB/s", 1), ("p50_us", "p50 (µs)", 1),
-           ("p99_us", "p99 (µs)", 1))  # fmt: skip
+METRICS = (
+    ("iops", "IOPS", 0),
+    ("bw_mb_s", "MB/s", 1),
+    ("p50_us", "p50 (µs)", 1),
+    ("p99_us", "p99 (µs)", 1),
+)
 AGREE, PARTLY = 0.8, 0.4
 
 

@@ -43,18 +43,33 @@ def verdict_of(values: Mapping[str, Any]) -> SniaVerdict:
 
 
 def _steady_row(name: str, v: SniaVerdict) -> list[str]:
-    outcome = (f"reached at round {v.reached_round}" if v.attained
-               else f"<b>not reached</b> after {v.rounds} rounds")  # fmt: skip
+    outcome = (
+        f"reached at round {v.reached_round}"
+        if v.attained
+        else f"<b>not reached</b> after {v.rounds} rounds"
+    )
     return [
-        html.escape(name), outcome, f"{v.window_first}–{v.window_last}",
-        ", ".join(f"{x:,.6g}" for x in v.window_values), f"{v.mean:,.6g}",
+        html.escape(name),
+        outcome,
+        f"{v.window_first}–{v.window_last}",
+        ", ".join(f"{x:,.6g}" for x in v.window_values),
+        f"{v.mean:,.6g}",
         f"{v.range_excursion_pct:.1f} % (≤ {v.range_limit_pct:g} %)",
-        f"{v.slope:+,.4g} / round", f"{v.slope_excursion_pct:.1f} % (≤ {v.slope_limit_pct:g} %)",
-    ]  # fmt: skip
+        f"{v.slope:+,.4g} / round",
+        f"{v.slope_excursion_pct:.1f} % (≤ {v.slope_limit_pct:g} %)",
+    ]
 
 
-STEADY_HEADER = ["drive", "steady state", "window rounds", "window values", "mean",
-                 "range excursion (limit)", "fitted slope", "slope excursion (limit)"]  # fmt: skip
+STEADY_HEADER = [
+    "drive",
+    "steady state",
+    "window rounds",
+    "window values",
+    "mean",
+    "range excursion (limit)",
+    "fitted slope",
+    "slope excursion (limit)",
+]
 
 
 def _format(value: float) -> str:
@@ -66,8 +81,10 @@ def cell_table(result: figs.CellTable) -> str:
     header = [f"R/W mix \\ {html.escape(result.what)} ({result.unit})"] + [
         format_bytes(bs) for bs in result.block_sizes
     ]
-    rows = [[mix_label(mix), *(_format(v) for v in result.values[i])]
-            for i, mix in enumerate(result.mixes)]  # fmt: skip
+    rows = [
+        [mix_label(mix), *(_format(v) for v in result.values[i])]
+        for i, mix in enumerate(result.mixes)
+    ]
     return table(header, rows)
 
 
@@ -80,15 +97,17 @@ def _drive_part(ctx: Context, drive: DriveResults, record: dict[str, Any]) -> st
         return f"{name} {page}: {label}"
 
     body = [
-        ctx.figures.html(snia_convergence(verdict, quantity=quantity, unit=unit),
-                         caption("convergence")),
+        ctx.figures.html(
+            snia_convergence(verdict, quantity=quantity, unit=unit), caption("convergence")
+        ),
         ctx.figures.html(snia_window(verdict, quantity=quantity, unit=unit), caption("window")),
-    ]  # fmt: skip
+    ]
     series = next((s for s in drive.series if s.test == record["test"] and s.name == name), None)
     if series is not None:
         rounds = np.asarray(series.arrays[values["metric"]], dtype=float)
-        body.append(ctx.figures.html(figs.tracked_mix_rounds(values, rounds, verdict),
-                                     caption("rounds")))  # fmt: skip
+        body.append(
+            ctx.figures.html(figs.tracked_mix_rounds(values, rounds, verdict), caption("rounds"))
+        )
     window = f"rounds {verdict.window_first}–{verdict.window_last}"
     for metric in figs.CELL_METRICS[values["metric"]]:
         cells = figs.CellTable.of(values, values["window"], metric)
@@ -120,6 +139,7 @@ def section(ctx: Context) -> Section | None:
             bodies.append(_drive_part(ctx, drive, record))
         first = found[name][0][1]["values"]
         heading = f"{first['title']} (tracked: {first['quantity']}, {first['cell_s']:g} s cells)"
-        parts.append(f"<h3>{html.escape(heading)}</h3>" + table(STEADY_HEADER, rows)
-                     + "".join(bodies))  # fmt: skip
+        parts.append(
+            f"<h3>{html.escape(heading)}</h3>" + table(STEADY_HEADER, rows) + "".join(bodies)
+        )
     return Section(ID, TITLE, notes(left_out) + "".join(parts))

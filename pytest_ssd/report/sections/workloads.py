@@ -81,9 +81,14 @@ def grouped_bars(panels: list[tuple[str, Bars]], palette: Palette) -> Figure:
             heights = [bars[label].get(drive, (np.nan, 0.0))[0] for label in labels]
             errors = [bars[label].get(drive, (np.nan, 0.0))[1] for label in labels]
             drawn = ax.bar(
-                xs, heights, width, color=palette.colour(drive), label=drive,
-                yerr=errors if any(errors) else None, capsize=3,
-            )  # fmt: skip
+                xs,
+                heights,
+                width,
+                color=palette.colour(drive),
+                label=drive,
+                yerr=errors if any(errors) else None,
+                capsize=3,
+            )
             ax.bar_label(drawn, fmt="%.0f", fontsize="x-small")
         ax.set_xticks(np.arange(len(labels)) + width * (len(drives) - 1) / 2)
         ax.set_xticklabels(labels, rotation=20, ha="right", fontsize="small")
@@ -118,10 +123,14 @@ def _row(one: Matched) -> list[list[str]]:
     rows = []
     for direction in sorted(one.measurement.metrics):
         figures = [_figure(one, direction, key, digits) for key, digits in TABLE_FIGURES]
-        rows.append([
-            html.escape(workload_label(one.measurement, direction)), html.escape(one.label),
-            *figures, _runs(one, direction),
-        ])  # fmt: skip
+        rows.append(
+            [
+                html.escape(workload_label(one.measurement, direction)),
+                html.escape(one.label),
+                *figures,
+                _runs(one, direction),
+            ]
+        )
     return rows
 
 

@@ -20,17 +20,30 @@ ID = "ssd-suite-wsat"
 TITLE = "Write saturation (suites/wsat)"
 WSAT = "wsat/"
 GiB = 1 << 30
-HEADER = ["drive", "ended by", "GiB written", "× capacity", "time (s)", "mean IOPS",
-          "steady IOPS", "steady state (SNIA rule over rounds)"]  # fmt: skip
+HEADER = [
+    "drive",
+    "ended by",
+    "GiB written",
+    "× capacity",
+    "time (s)",
+    "mean IOPS",
+    "steady IOPS",
+    "steady state (SNIA rule over rounds)",
+]
 
 
 def _row(label: str, v: dict[str, Any]) -> list[str]:
     steady = v["steady_iops"]
     return [
-        html.escape(label), html.escape(v["ended_by"]), f"{v['written_bytes'] / GiB:,.2f}",
-        f"{v['written_capacities']:.2f}", f"{v['runtime_s']:,.1f}", f"{v['iops']:,.0f}",
-        "—" if steady is None else f"{steady:,.0f}", html.escape(v["region"]["summary"]),
-    ]  # fmt: skip
+        html.escape(label),
+        html.escape(v["ended_by"]),
+        f"{v['written_bytes'] / GiB:,.2f}",
+        f"{v['written_capacities']:.2f}",
+        f"{v['runtime_s']:,.1f}",
+        f"{v['iops']:,.0f}",
+        "—" if steady is None else f"{steady:,.0f}",
+        html.escape(v["region"]["summary"]),
+    ]
 
 
 def section(ctx: Context) -> Section | None:
@@ -43,8 +56,9 @@ def section(ctx: Context) -> Section | None:
         curves, rows = [], []
         for drive, record in runs:
             label, values = drive.drive.label, record["values"]
-            series = next((s for s in drive.series
-                           if s.test == record["test"] and s.name == name), None)  # fmt: skip
+            series = next(
+                (s for s in drive.series if s.test == record["test"] and s.name == name), None
+            )
             rows.append(_row(label, values))
             if series is None:
                 left_out.append(f"{label}: {name}: no log stored")

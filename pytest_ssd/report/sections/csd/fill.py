@@ -78,8 +78,13 @@ COLUMNS: tuple[tuple[str, Callable[[Values, Values], str]], ...] = (
 
 def _table(rows: list[tuple[str, Values, Values]]) -> str:
     header = ["drive", *(title for title, _ in COLUMNS)]
-    return table(header, [[html.escape(name), *(cell(fill, read) for _, cell in COLUMNS)]
-                          for name, fill, read in rows])  # fmt: skip
+    return table(
+        header,
+        [
+            [html.escape(name), *(cell(fill, read) for _, cell in COLUMNS)]
+            for name, fill, read in rows
+        ],
+    )
 
 
 def _curves(

@@ -115,6 +115,9 @@ def latency(drives: Drives) -> Part | None:
 
 def _row(label: str, found: TailCurve, source: str) -> list[str]:
     return [
-        html.escape(label), html.escape(found.label), f"{found.iops:,.0f}",
-        *(html.escape(format_latency(p)) for p in found.column), html.escape(source),
-    ]  # fmt: skip
+        html.escape(label),
+        html.escape(found.label),
+        f"{found.iops:,.0f}",
+        *(html.escape(format_latency(p)) for p in found.column),
+        html.escape(source),
+    ]

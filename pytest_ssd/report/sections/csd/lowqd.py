@@ -82,13 +82,17 @@ def low_qd(drives: Drives) -> Part | None:
 def _ranking_table(titles: list[str], scores: dict[str, dict[str, float]]) -> str:
     """Score (MiB/s) and place of every drive in every ranking."""
     places = {
-        title: {r.device: r.place for r in ranking({n: s[title] for n, s in scores.items()
-                                                    if title in s})}
+        title: {
+            r.device: r.place
+            for r in ranking({n: s[title] for n, s in scores.items() if title in s})
+        }
         for title in titles
-    }  # fmt: skip
+    }
     rows = [
-        [html.escape(name), *(f"{found[t]:,.1f} ({places[t][name]}.)" if t in found else "–"
-                              for t in titles)]
+        [
+            html.escape(name),
+            *(f"{found[t]:,.1f} ({places[t][name]}.)" if t in found else "–" for t in titles),
+        ]
         for name, found in scores.items()
-    ]  # fmt: skip
+    ]
     return table(["drive", *(html.escape(f"{t}: MiB/s (place)") for t in titles)], rows)

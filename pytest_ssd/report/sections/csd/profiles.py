@@ -80,10 +80,15 @@ def _sync_bars(drives: Drives, drive: DriveResults, key: str) -> list[Bar]:
     state = state_of(param_of(key))
     name = drives.name(drive)
     return [
-        Bar(f"{m.workload.get('label', m.name)} + fsync, {state}", name,
-            m.metrics["write"]["bw_mib_s"], drives.colours[name])
-        for m in measurements_of(drive, key) if "write" in m.metrics
-    ]  # fmt: skip
+        Bar(
+            f"{m.workload.get('label', m.name)} + fsync, {state}",
+            name,
+            m.metrics["write"]["bw_mib_s"],
+            drives.colours[name],
+        )
+        for m in measurements_of(drive, key)
+        if "write" in m.metrics
+    ]
 
 
 def _has_sync(drive: DriveResults, key: str) -> bool:
