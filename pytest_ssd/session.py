@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.db import DriveRef, ResultsDb, RunWriter
+from pytest_ssd.db.export import ResultsExport
 from pytest_ssd.device import guard
 from pytest_ssd.device.drive_class import (
     DriveClass,
@@ -44,7 +45,7 @@ from pytest_ssd.proc import which
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.purge import choose as choose_purge
 from pytest_ssd.purge.extra import pick as pick_purge
-from pytest_ssd.results import ResultsStore, runinfo
+from pytest_ssd.results import runinfo
 from pytest_ssd.results.files import storage_error
 from pytest_ssd.specs.load import load_datasheet
 from pytest_ssd.specs.model import Datasheet
@@ -225,7 +226,8 @@ class SsdSession:
     worker: bool
     duts: dict[str, Dut] = field(default_factory=dict)
     scratch: list[ScratchDevice] = field(default_factory=list)
-    store: ResultsStore | None = None
+    #: results.json, exported from the database
+    store: ResultsExport | None = None
     db: RunWriter | None = None
     #: earlier drives from the database drawn on comparison graphs (--ssd-compare)
     compared: list[DriveRef] = field(default_factory=list)
@@ -351,8 +353,6 @@ class SsdSession:
         # the record says what the run measures under: after --ssd-tune, with every device
         self.host = present(self.tuner, "the tuner").start(identities)
         environment = runinfo.collect(args, self.host)
-        self.store = ResultsStore(self.run_dir, self.run_id, environment)
-        self.store.write()
         self.db = RunWriter(self.options.db, self.run_id, self.run_dir, environment)
         for dut_id, dut in self.duts.items():
             sheet = self.datasheets.get(dut_id)
@@ -362,8 +362,9 @@ class SsdSession:
                 "datasheet": str(sheet.path) if sheet else None,
                 "health": health.source.name if health.source else health.reason,
             }
-            self.store.add_device(dut_id, description)
             self.db.add_device(dut_id, description, dut.label)
+        self.store = ResultsExport(self.run_dir, self.options.db, self.run_id)
+        self.store.write()
 
     def _resolve_all(self) -> None:
         """Resolve, lock and guard every device: the named ones before scratch is made."""

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from pytest_ssd.cli import commands
 from pytest_ssd.db.faults import database_error
-from pytest_ssd.errors import DatabaseError, SsdError
+from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.results.files import StorageError
 
 DEFAULT_DB = Path("reports/results.sqlite")
-EXIT_DB, EXIT_OUTPUT = 3, 4
+EXIT_USAGE, EXIT_DB, EXIT_OUTPUT = 2, 3, 4
 
 
 def parser() -> argparse.ArgumentParser:
@@ -58,8 +58,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="the HTML file (default: beside the db)")
     p.set_defaults(func=commands.compare)
 
-    p = sub.add_parser("export", help="flat tables (CSV or JSON) for spreadsheets")
-    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p = sub.add_parser(
+        "export", help="flat tables (CSV or JSON) for spreadsheets, or a run's results.json"
+    )
+    p.add_argument(
+        "--format",
+        choices=("csv", "json", "results-json"),
+        default="csv",
+        help="results-json: the results.json of one --run (latest: the newest), as a run writes it",
+    )
     p.add_argument(
         "--table",
         choices=sorted(commands.TABLES),
@@ -93,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"pytest-ssd: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
         return EXIT_OUTPUT
+    except ConfigError as exc:  # arguments that do not go together
+        print(f"pytest-ssd: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except SsdError as exc:
         print(f"pytest-ssd: {exc}", file=sys.stderr)
         return EXIT_DB

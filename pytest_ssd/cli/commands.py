@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import stat
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ from pathlib import Path
 from pytest_ssd.cli.export import TABLES, as_csv, as_json, rows
 from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
-from pytest_ssd.errors import DatabaseError, SsdError
+from pytest_ssd.db.export import results_json
+from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.report.build import report_page
 from pytest_ssd.results.files import storage_error, write_atomic
 
@@ -105,11 +107,27 @@ def compare(args: argparse.Namespace) -> None:
 
 
 def export(args: argparse.Namespace) -> None:
+    if args.format == "results-json":
+        _results_json(args)
+        return
     with ResultsDb(args.db) as db:
         for run_id in args.run:
             db.run(run_id)  # an unknown run is an error, not an empty file
         columns, data = rows(db, args.table, args.run)
     text = as_csv(columns, data) if args.format == "csv" else as_json(columns, data)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        _write(args.output, text)
+
+
+def _results_json(args: argparse.Namespace) -> None:
+    """One run's results.json (the schema a run writes), from the database."""
+    if len(args.run) != 1:
+        raise ConfigError("--format=results-json exports one run: give --run RUN-ID (or latest)")
+    with ResultsDb(args.db) as db:
+        run_id = db.run(args.run[0]).id
+        text = json.dumps(results_json(db, run_id), indent=1) + "\n"
     if args.output is None:
         sys.stdout.write(text)
     else:

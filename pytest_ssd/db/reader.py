@@ -92,7 +92,7 @@ class ResultsDb:
         where = "WHERE run_id = ? AND dut_id = ? ORDER BY id"
         found = DriveResults(drive)
         for row in self.conn.execute(f"SELECT * FROM measurements {where}", key):
-            found.measurements.append(_measurement(row))
+            found.measurements.append(measurement_of(row))
         for row in self.conn.execute(f"SELECT * FROM derived {where}", key):
             values = json.loads(row["values"])
             found.derived.append(
@@ -171,7 +171,8 @@ def _drive(row: sqlite3.Row) -> DriveRef:
     )
 
 
-def _measurement(row: sqlite3.Row) -> Measurement:
+def measurement_of(row: sqlite3.Row) -> Measurement:
+    """A ``measurements`` row as the record it was written from."""
     return Measurement(
         test=row["test"],
         device=row["dut_id"],

@@ -71,15 +71,6 @@ class RunRecorder:
 
     def _record(self, report: pytest.TestReport) -> None:
         records = self._new_records(report)
-        with self._sink("store"):
-            for m in records.measurements:
-                self.store.add(m)
-            for d in records.derived:
-                self.store.add_derived(d)
-            for v in records.verdicts:
-                self.store.add_conformance(v)
-            for t in records.transitions:
-                self.store.add_transition(t)
         with self._sink("db"):
             self.db.add(records)
             if report.when == "call" or report.outcome != "passed":
@@ -92,6 +83,9 @@ class RunRecorder:
                 self.db.test_done(
                     report.nodeid, outcome, report.duration, "".join(message) or None, suite=suite
                 )
+        if report.when == "teardown" and "store" not in self._broken:
+            with self._sink("store"):  # results.json follows the database, while that is cheap
+                self.store.checkpoint()
 
     @contextlib.contextmanager
     def _sink(self, name: str) -> Iterator[None]:
@@ -146,16 +140,16 @@ class RunRecorder:
         complete = exitstatus not in _INCOMPLETE and self.fault is None
         outcomes = dict(self.outcomes)
         failed: list[str] = []
-        if "store" not in self._broken:
-            try:
-                self.store.finish(outcomes, complete=complete)
-            except SsdError as exc:
-                failed.append(str(exc))
         if "db" in self._broken:
             self.db.close()
         else:
             try:
                 self.db.finish(outcomes, complete=complete)
+            except SsdError as exc:
+                failed.append(str(exc))
+        if "store" not in self._broken:  # the final results.json, from the database
+            try:
+                self.store.write()
             except SsdError as exc:
                 failed.append(str(exc))
         if self.fault is None:  # else the stop's line has said it: the same cause, no news

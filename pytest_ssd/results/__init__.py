@@ -1,9 +1,8 @@
-"""Measurements and the per-run results store (results.json)."""
+"""The records a run makes (measurements, derived values, verdicts) and writing files safely."""
 
 from __future__ import annotations
 
 from pytest_ssd.results.files import StorageError, write_atomic
 from pytest_ssd.results.record import Measurement
-from pytest_ssd.results.store import ResultsStore
 
-__all__ = ["Measurement", "ResultsStore", "StorageError", "write_atomic"]
+__all__ = ["Measurement", "StorageError", "write_atomic"]

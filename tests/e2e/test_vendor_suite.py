@@ -71,6 +71,24 @@ def test_the_example_runs_outside_suites_with_its_own_section(run_ssd: Any, tmp_
     )
     assert done.returncode == 0, done.stderr
     assert 'id="ssd-suite-vendor"' in out.read_text() and "Tests in vendor/" in out.read_text()
+    # results.json is the database's run: the same file again from the command line
+    exported = subprocess.run(
+        [
+            str(cli),
+            "--db",
+            str(run.report_dir / "results.sqlite"),
+            "export",
+            "--format=results-json",
+            "--run",
+            run.run_dir.name,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout) == results
 
 
 HOOKS = """

@@ -20,11 +20,11 @@ from pytest_ssd.db import (
     shared_test_id,
 )
 from pytest_ssd.db.arrays import pack, unpack
+from pytest_ssd.db.export import ResultsExport, results_json
 from pytest_ssd.errors import DatabaseError
-from pytest_ssd.results import ResultsStore, StorageError
+from pytest_ssd.results import StorageError
 from tests.unit.db_fixtures import (
     CORNERS,
-    corner,
     corrupt_page,
     foreign_db,
     remount,
@@ -285,32 +285,54 @@ def test_a_database_in_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
         assert "Read-only file system: make it and its folder writable" in _one_line(new)
 
 
-def _store(folder: Path) -> ResultsStore:
-    store = ResultsStore(folder, "run-1", {"host": "lab"})
-    store.add(corner("d0", CORNERS[0], 1000.0))
-    return store
+def test_results_json_is_the_database_run_in_the_documented_schema(tmp_path: Path) -> None:
+    db_path = tmp_path / "results.sqlite"
+    write_run(db_path, "run-1", "drive A").close()
+    with ResultsDb(db_path) as db:
+        data = results_json(db, "run-1")
+        found = db.results(db.run("run-1").drives[0])
+    assert list(data) == [
+        "schema",
+        "run",
+        "devices",
+        "transitions",
+        "measurements",
+        "derived",
+        "conformance",
+    ]
+    assert data["schema"] == 1 and data["run"]["id"] == "run-1" and data["run"]["complete"]
+    assert data["run"]["outcome"] == {"passed": 4} and data["run"]["host"] == "lab"
+    assert list(data["devices"]) == ["d0"]
+    assert data["measurements"] == [m.as_dict() for m in found.measurements]
 
 
 def test_results_json_on_a_full_filesystem_keeps_its_last_version(tmp_path: Path) -> None:
+    db_path = tmp_path / "results.sqlite"
+    write_run(db_path, "run-1", "drive A").close()
     with tmpfs(tmp_path / "small", "64k") as mnt:
-        store = _store(mnt)
+        export = ResultsExport(mnt, db_path, "run-1")
+        export.write()
         before = (mnt / "results.json").read_bytes()
-        store.data["run"]["padding"] = "x" * 200_000  # more than the filesystem holds
+        (mnt / "filler").write_bytes(b"x" * (64 * 1024 - len(before) - 4096))
+        with sqlite3.connect(db_path) as conn:  # a bigger run than the filesystem holds
+            conn.execute("UPDATE runs SET environment = ?", ('{"host": "' + "x" * 90_000 + '"}',))
         with pytest.raises(StorageError) as full:
-            store.add(corner("d0", CORNERS[1], 2000.0))
+            export.write()
         assert _one_line(full) == (
             f"cannot write {mnt / 'results.json'}: No space left on device: free space on its"
             " filesystem or give --ssd-report-dir another folder"
         )
         assert (mnt / "results.json").read_bytes() == before
-        assert sorted(p.name for p in mnt.iterdir()) == ["results.json"], "no partial file"
+        assert sorted(p.name for p in mnt.iterdir()) == ["filler", "results.json"], "no partial"
 
 
 def test_results_json_in_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
+    db_path = tmp_path / "results.sqlite"
+    write_run(db_path, "run-1", "drive A").close()
     with tmpfs(tmp_path / "ro", "64k") as mnt:
         remount(mnt, "ro")
         with pytest.raises(StorageError) as refused:
-            _store(mnt)
+            ResultsExport(mnt, db_path, "run-1").write()
         assert _one_line(refused) == (
             f"cannot write {mnt / 'results.json'}: Read-only file system: make its folder"
             " writable or give --ssd-report-dir another folder"
