@@ -30,13 +30,16 @@ from pytest_ssd.results.record import (
     PROPERTY,
     SERIES_PROPERTY,
     SPEC_PROPERTY,
+    Derived,
     Measurement,
+    SeriesRecord,
     iso,
 )
+from pytest_ssd.results.transition import TRANSITION_PROPERTY
 from pytest_ssd.session import Dut
 from pytest_ssd.specs import Datasheet, SpecCheck, SpecLine, Verdict, measured, unknown_line
 from pytest_ssd.state.actions import discard
-from pytest_ssd.state.keeper import TRANSITION_PROPERTY, StateKeeper
+from pytest_ssd.state.keeper import StateKeeper
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
 from pytest_ssd.state.profile import RESTING_STATES, Profile
@@ -378,13 +381,9 @@ class SsdBench:
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
         path = self.artifacts / f"{safe}.npz"
         path.write_bytes(pack(arrays))
-        record = {
-            "device": self.dut.id,
-            "name": name,
-            "meta": meta or {},
-            "file": str(path.relative_to(self._env.run_dir)),
-        }
-        self._node.user_properties.append((SERIES_PROPERTY, json.dumps(record, sort_keys=True)))
+        file = str(path.relative_to(self._env.run_dir))
+        record = SeriesRecord(device=self.dut.id, name=name, meta=meta or {}, file=file)
+        self._node.user_properties.append((SERIES_PROPERTY, record.to_json()))
         return path
 
     def derive(self, name: str, values: dict[str, Any]) -> None:
@@ -393,8 +392,8 @@ class SsdBench:
         They go to results.json (``derived``) and, flattened, to the test's properties.
         Values must be JSON: numbers, strings, lists, dicts (numpy arrays as ``.tolist()``).
         """
-        record = {"test": self._node.nodeid, "device": self.dut.id, "name": name, "values": values}
-        self._node.user_properties.append((DERIVED_PROPERTY, json.dumps(record, sort_keys=True)))
+        record = Derived(test=self._node.nodeid, device=self.dut.id, name=name, values=values)
+        self._node.user_properties.append((DERIVED_PROPERTY, record.to_json()))
         for key, value in values.items():
             if isinstance(value, int | float | str):
                 self._node.user_properties.append((f"{name}.{key}", value))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_ssd.errors import ConfigError
+from pytest_ssd.errors import ConfigError, ParseError
 
 FloatArray = npt.NDArray[np.float64]
 MiB = 1 << 20
@@ -117,6 +117,22 @@ class RatioMatrix:
             "score_mib_s": float(weighted.mean()),
             "score_iops": float(weighted.mean() * iops),
         }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> RatioMatrix:
+        """The matrix back from :meth:`as_dict` (a derived record); ParseError if it is not."""
+        try:
+            qds = [int(qd) for qd in values["queue_depths"]]
+            rows = [values["samples_mib_s"][f"qd{qd}"] for qd in qds]
+            return cls(
+                str(values["pattern"]),
+                int(values["block_size"]),
+                tuple(int(p) for p in values["read_pct"]),
+                tuple(qds),
+                np.array(rows, dtype=np.float64),
+            )
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise ParseError(f"low-QD values are not RatioMatrix.as_dict's: {exc!r}") from None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from typing import Any
 
 from pytest_ssd.db.faults import damaged, database_error
 from pytest_ssd.db.schema import connect
-from pytest_ssd.results.record import Measurement, iso
+from pytest_ssd.results.record import Derived, Measurement, SeriesRecord, iso
+from pytest_ssd.results.transition import Transition
 
 #: workload fields kept as columns of ``measurements`` (the whole job is in ``workload``)
 WORKLOAD_COLUMNS = ("pattern", "block_size", "iodepth", "numjobs", "read_pct")
@@ -36,11 +37,12 @@ class TestRecords:
 
     nodeid: str
     measurements: list[Measurement] = field(default_factory=list)
-    derived: list[dict[str, Any]] = field(default_factory=list)
+    derived: list[Derived] = field(default_factory=list)
+    #: conformance rows (:meth:`pytest_ssd.specs.Verdict.as_dict` and where it was checked)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
-    transitions: list[dict[str, Any]] = field(default_factory=list)
-    #: ``{"device", "name", "meta", "blob"}``: a compressed npz of named arrays
-    series: list[dict[str, Any]] = field(default_factory=list)
+    transitions: list[Transition] = field(default_factory=list)
+    #: each series with its arrays: a compressed npz (:mod:`pytest_ssd.db.arrays`)
+    series: list[tuple[SeriesRecord, bytes]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return any((self.measurements, self.derived, self.verdicts, self.transitions, self.series))
@@ -154,15 +156,8 @@ class RunWriter:
             for t in records.transitions:
                 self._transition(cur, t)
             for d in records.derived:
-                _insert(
-                    cur,
-                    "derived",
-                    {
-                        **self._of(d["device"], d["test"]),
-                        "name": d["name"],
-                        "values": _json(d["values"]),
-                    },
-                )
+                row = {**self._of(d.device, d.test), "name": d.name, "values": _json(d.values)}
+                _insert(cur, "derived", row)
             for v in records.verdicts:
                 _insert(
                     cur,
@@ -176,17 +171,9 @@ class RunWriter:
                         "row": _json(v),
                     },
                 )
-            for s in records.series:
-                _insert(
-                    cur,
-                    "series",
-                    {
-                        **self._of(s["device"], records.nodeid),
-                        "name": s["name"],
-                        "meta": _json(s["meta"]),
-                        "arrays": s["blob"],
-                    },
-                )
+            for s, blob in records.series:
+                row = {**self._of(s.device, records.nodeid), "name": s.name, "meta": _json(s.meta)}
+                _insert(cur, "series", {**row, "arrays": blob})
 
     def _of(self, dut_id: str, test: str) -> dict[str, Any]:
         return {"run_id": self.run_id, "dut_id": dut_id, "test": test}
@@ -228,20 +215,20 @@ class RunWriter:
                 ],
             )
 
-    def _transition(self, cur: sqlite3.Cursor, t: dict[str, Any]) -> None:
-        totals = t.get("totals") or {}
+    def _transition(self, cur: sqlite3.Cursor, t: Transition) -> None:
+        totals = t.totals()
         _insert(
             cur,
             "transitions",
             {
-                **self._of(t["device"], t["test"]),
-                "target": t["target"],
-                "start": t.get("start"),
-                "end": t.get("end"),
-                "seconds": t.get("seconds"),
+                **self._of(t.device, t.test),
+                "target": t.target,
+                "start": t.start,
+                "end": t.end,
+                "seconds": t.seconds,
                 **{f"bytes_{key}": totals.get(key) for key in ("written", "read", "discarded")},
                 "fio_written": totals.get("fio_written"),
-                "data": _json(t),
+                "data": _json(t.as_dict()),
             },
         )
 

@@ -9,7 +9,6 @@ the ranking by their means.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,25 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pytest_ssd.analysis.lowqd import WEIGHTS, RatioMatrix, ranking
-from pytest_ssd.errors import ConfigError, ParseError
 from pytest_ssd.figures import PALETTE
 from pytest_ssd.fio.job import format_bytes
-
-
-def matrix_of(values: Mapping[str, Any]) -> RatioMatrix:
-    """The matrix the test derived (:meth:`RatioMatrix.as_dict`), back from the results."""
-    try:
-        qds = [int(qd) for qd in values["queue_depths"]]
-        samples = np.array([values["samples_mib_s"][f"qd{qd}"] for qd in qds], dtype=np.float64)
-        return RatioMatrix(
-            str(values["pattern"]),
-            int(values["block_size"]),
-            tuple(int(p) for p in values["read_pct"]),
-            tuple(qds),
-            samples,
-        )
-    except (KeyError, TypeError, ValueError, ConfigError) as exc:
-        raise ParseError(f"low-QD values are not RatioMatrix.as_dict's: {exc!r}") from None
 
 
 def _colour(index: int, device: str, colours: Mapping[str, str] | None) -> str:

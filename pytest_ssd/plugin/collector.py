@@ -19,10 +19,12 @@ from pytest_ssd.results.record import (
     SERIES_PROPERTY,
     SPEC_PROPERTY,
     SUITE_PROPERTY,
+    Derived,
     Measurement,
+    SeriesRecord,
 )
+from pytest_ssd.results.transition import TRANSITION_PROPERTY, Transition
 from pytest_ssd.session import SsdSession
-from pytest_ssd.state.keeper import TRANSITION_PROPERTY, Transition
 
 RECORDED = (PROPERTY, DERIVED_PROPERTY, SPEC_PROPERTY, TRANSITION_PROPERTY, SERIES_PROPERTY)
 #: exit statuses after which the run did not go through all its tests
@@ -117,23 +119,23 @@ class RunRecorder:
             if name == PROPERTY:
                 records.measurements.append(Measurement.from_json(value))
             elif name == DERIVED_PROPERTY:
-                records.derived.append(json.loads(value))
+                records.derived.append(Derived.from_json(value))
             elif name == SPEC_PROPERTY:
                 records.verdicts.append(json.loads(value))
             elif name == SERIES_PROPERTY:
-                records.series.append(self._series(json.loads(value)))
+                series = SeriesRecord.from_json(value)
+                records.series.append((series, self._arrays(series)))
             else:
-                records.transitions.append(Transition.from_json(value).as_dict())
+                records.transitions.append(Transition.from_json(value))
         return records
 
-    def _series(self, record: dict[str, Any]) -> dict[str, Any]:
-        """A series' arrays, read from the npz file the test wrote into its artifacts."""
-        path = self.session.run_dir / record["file"]
+    def _arrays(self, series: SeriesRecord) -> bytes:
+        """A series' arrays: the npz file the test wrote into its artifacts."""
+        path = self.session.run_dir / series.file
         try:
-            blob = path.read_bytes()
+            return path.read_bytes()
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc.strerror}: check that folder") from None
-        return {**record, "blob": blob}
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Mark the run finished in each file that still works; never raise from here."""

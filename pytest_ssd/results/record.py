@@ -80,3 +80,44 @@ def percentile_us(direction: dict[str, Any], p: float) -> float | None:
         if abs(item["p"] - p) < 1e-9:
             return float(item["us"]) if item["resolved"] else None
     return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Derived:
+    """Values a test derived from what it measured (``ssd.derive(name, values)``).
+
+    Its *name* is its kind: what a report section asks for (``ctx.derived(kind)``).
+    """
+
+    test: str
+    device: str
+    name: str
+    values: dict[str, Any]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Derived:
+        return cls(**json.loads(text))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeriesRecord:
+    """Named arrays a test kept (``ssd.series``): an npz file in its artifacts, and its meta."""
+
+    device: str
+    name: str
+    meta: dict[str, Any]
+    #: the npz file, relative to the run folder
+    file: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> SeriesRecord:
+        return cls(**json.loads(text))

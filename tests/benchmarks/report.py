@@ -21,7 +21,7 @@ import numpy as np
 from pytest_ssd.db import ResultsDb, RunWriter, TestRecords
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.report.build import report_page
-from pytest_ssd.results.record import Measurement
+from pytest_ssd.results.record import Measurement, SeriesRecord
 from tests.benchmarks.lab import verdict
 from tests.unit.db_fixtures import description, metrics
 
@@ -57,7 +57,7 @@ def write(db: Path, run_id: str, label: str) -> None:
             "fsync": 0,
         }
         m = Measurement(test, "d0", name, workload, directions, "t0", "t1", "artifacts")
-        series = {"device": "d0", "name": f"{name}.clat-read", "meta": {}, "blob": pack(bins)}
+        series = (SeriesRecord(device="d0", name=f"{name}.clat-read", meta={}, file=""), pack(bins))
         writer.add(TestRecords(test, measurements=[m], series=[series]))
         writer.test_done(test, "passed", 1.0, None)
     writer.finish({"passed": MEASUREMENTS}, complete=True)

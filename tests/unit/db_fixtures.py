@@ -18,7 +18,7 @@ import pytest
 
 from pytest_ssd.db import RunWriter, TestRecords
 from pytest_ssd.db.arrays import pack
-from pytest_ssd.results.record import Measurement
+from pytest_ssd.results.record import Measurement, SeriesRecord
 
 CORNERS = (
     ("seq-read", "seq", 131072, 100),
@@ -113,7 +113,10 @@ def write_run(
         name = shape[0]
         m = corner(dut, shape, 1000.0 * (number + 1) * scale)
         blob = pack({"ns": [1000, 2000], "count": [5, 1]})
-        series = {"device": dut, "name": f"{name}.clat-x", "meta": {"unit": "ns"}, "blob": blob}
+        series = (
+            SeriesRecord(device=dut, name=f"{name}.clat-x", meta={"unit": "ns"}, file=""),
+            blob,
+        )
         writer.add(TestRecords(m.test, measurements=[m], series=[series]))
         writer.test_done(m.test, "passed", 3.0, None)
     if finish:

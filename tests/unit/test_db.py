@@ -23,6 +23,7 @@ from pytest_ssd.db.arrays import pack, unpack
 from pytest_ssd.db.export import ResultsExport, results_json
 from pytest_ssd.errors import DatabaseError
 from pytest_ssd.results import StorageError
+from pytest_ssd.results.record import SeriesRecord
 from tests.unit.db_fixtures import (
     CORNERS,
     corrupt_page,
@@ -256,7 +257,7 @@ def test_a_full_filesystem_keeps_every_committed_test(tmp_path: Path) -> None:
         path = mnt / "results.sqlite"
         writer = write_run(path, "run-1", "A", finish=False)
         blob = pack({"noise": np.random.default_rng(1).random(100_000)})  # 800 kB, barely packed
-        series = {"device": "d0", "name": "big", "meta": {}, "blob": blob}
+        series = (SeriesRecord(device="d0", name="big", meta={}, file=""), blob)
         with pytest.raises(DatabaseError) as full:
             writer.add(TestRecords("t::big", series=[series]))
         assert _one_line(full) == (

@@ -13,7 +13,7 @@ import html
 from pytest_ssd.analysis.lowqd import RatioMatrix, ranking
 from pytest_ssd.db import DriveResults
 from pytest_ssd.errors import ParseError
-from pytest_ssd.figures.lowqd import matrix_of, ranking_bars, weighted_curves
+from pytest_ssd.figures.lowqd import ranking_bars, weighted_curves
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import table
 from pytest_ssd.report.sections.csd.common import Drives, Part, derived, param_of, state_of
@@ -60,7 +60,7 @@ def low_qd(drives: Drives) -> Part | None:
         matrices: dict[str, RatioMatrix] = {}
         for drive in kept:
             try:
-                matrices[drives.name(drive)] = matrix_of(_record(drive, key) or {})
+                matrices[drives.name(drive)] = RatioMatrix.from_dict(_record(drive, key) or {})
             except ParseError as exc:
                 part.left_out.append(f"{drives.name(drive)}: left out of low QD: {exc}")
         if not matrices:
