@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,21 @@ class SsdRun:
     def results(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.run_dir / "results.json").read_text())
         return data
+
+
+def smoke_argv(reports: Path, *args: str) -> list[str]:
+    """``python -m pytest suites/smoke ARGS`` into *reports*, for a run driven by hand."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(SMOKE),
+        *args,
+        "-p",
+        "no:cacheprovider",
+        f"--ssd-report-dir={reports}",
+        f"--rootdir={REPO}",
+    ]
 
 
 @pytest.fixture

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import REPO, SMOKE, attached_loops, digest
+from tests.e2e.conftest import attached_loops, digest, smoke_argv
 
 USAGE_ERROR = 4
 INTERRUPTED = 2
@@ -87,17 +86,7 @@ def test_interrupt_releases_scratch_and_keeps_measured_results(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
     reports = tmp_path / "reports"
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(SMOKE),
-        "--dut=scratch:128M",
-        "-p",
-        "no:cacheprovider",
-        f"--ssd-report-dir={reports}",
-        f"--rootdir={REPO}",
-    ]
+    argv = smoke_argv(reports, "--dut=scratch:128M")
     proc = subprocess.Popen(
         argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

@@ -10,7 +10,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import REPO, SMOKE, attached_loops, digest
+from tests.e2e.conftest import REPO, attached_loops, digest, smoke_argv
 
 USAGE_ERROR = 4
 DATASHEET = REPO / "datasheets" / "samsung-850-evo-1tb.toml"
@@ -128,18 +127,7 @@ def _wait_for(predicate: Callable[[], bool], what: str, limit: float = 90) -> No
 
 
 def _pytest(reports: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(SMOKE),
-        "-p",
-        "no:cacheprovider",
-        f"--ssd-report-dir={reports}",
-        f"--rootdir={REPO}",
-        "--ssd-profile=quick",
-        *args,
-    ]
+    return smoke_argv(reports, "--ssd-profile=quick", *args)
 
 
 def _fio_jobs(reports: Path) -> list[Path]:

@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 
 from pytest_ssd.host import RESTORE_FILE
 from pytest_ssd.statedir import STATE_DIR_ENV, write_private
-from tests.e2e.conftest import REPO, SMOKE, attached_loops
+from tests.e2e.conftest import attached_loops, smoke_argv
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 ASLR = Path("/proc/sys/kernel/randomize_va_space")
@@ -138,18 +137,7 @@ def test_a_killed_session_is_restored_by_the_next(
     now = as_found(THP, ASLR)
     before = now()
     reports = tmp_path / "reports"
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        str(SMOKE),
-        "--dut=scratch:256M",
-        "--ssd-tune",
-        "-p",
-        "no:cacheprovider",
-        f"--ssd-report-dir={reports}",
-        f"--rootdir={REPO}",
-    ]
+    argv = smoke_argv(reports, "--dut=scratch:256M", "--ssd-tune")
     proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
