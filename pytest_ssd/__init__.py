@@ -18,6 +18,7 @@ from pytest_ssd.fio.results import DEFAULT_PERCENTILES, DirectionResult, JobResu
 from pytest_ssd.fixture import SsdBench
 from pytest_ssd.health.sources import HealthSample
 from pytest_ssd.purge.extra import PurgeProvider
+from pytest_ssd.results.record import Derived
 from pytest_ssd.report.sections.base import Context, ReportSection, Section, notes, table
 from pytest_ssd.specs import SpecLine, Verdict
 from pytest_ssd.specs import plan as spec_plan
@@ -32,6 +33,7 @@ __all__ = [
     "WSAT_CLASSES",
     "ConfigError",
     "Context",
+    "Derived",
     "DeviceIdentity",
     "DirectionResult",
     "DriveClass",

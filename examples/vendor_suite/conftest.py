@@ -47,7 +47,7 @@ def acceptance(ctx: Context) -> Section | None:
             html.escape(values["verdict"]),
         ]
         for drive, record in found
-        for values in [record["values"]]
+        for values in [record.values]
     ]
     body = table(["drive", "check", "measured", "datasheet verdict"], rows)
     left_out = [

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_ssd.db.arrays import Arrays
-from pytest_ssd.results.record import Measurement
+from pytest_ssd.results.record import Derived, Measurement
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class DriveResults:
 
     drive: DriveRef
     measurements: list[Measurement] = field(default_factory=list)
-    derived: list[dict[str, Any]] = field(default_factory=list)
+    derived: list[Derived] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     transitions: list[dict[str, Any]] = field(default_factory=list)
     series: list[Series] = field(default_factory=list)
@@ -74,11 +74,8 @@ class DriveResults:
     def derived_values(self, test_name: str, name: str) -> dict[str, Any] | None:
         """The values of derived record *name* of the test function *test_name*, if any."""
         for record in self.derived:
-            if (
-                record["name"] == name
-                and shared_test_id(record["test"], self.drive.dut_id) == test_name
-            ):
-                values: dict[str, Any] = record["values"]
+            if record.name == name and shared_test_id(record.test, self.drive.dut_id) == test_name:
+                values: dict[str, Any] = record.values
                 return values
         return None
 

@@ -14,7 +14,7 @@ from pytest_ssd.db.faults import database_error
 from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series
 from pytest_ssd.db.schema import connect
 from pytest_ssd.errors import DatabaseError
-from pytest_ssd.results.record import Measurement
+from pytest_ssd.results.record import Derived, Measurement
 
 #: ``--ssd-compare=all``: every other labelled drive with results for the same tests
 ALL = "all"
@@ -96,7 +96,7 @@ class ResultsDb:
         for row in self.conn.execute(f"SELECT * FROM derived {where}", key):
             values = json.loads(row["values"])
             found.derived.append(
-                {"test": row["test"], "device": drive.dut_id, "name": row["name"], "values": values}
+                Derived(test=row["test"], device=drive.dut_id, name=row["name"], values=values)
             )
         for row in self.conn.execute(f"SELECT row FROM verdicts {where}", key):
             found.verdicts.append(json.loads(row["row"]))

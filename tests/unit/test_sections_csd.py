@@ -37,7 +37,7 @@ from pytest_ssd.report.sections.base import Context, FigureSink, Palette, Sectio
 from pytest_ssd.report.sections.csd import section
 from pytest_ssd.report.sections.match import SHAPE
 from pytest_ssd.report.sections.suites import suite_view
-from pytest_ssd.results.record import Measurement
+from pytest_ssd.results.record import Derived, Measurement
 from pytest_ssd.workloads.profiles import CDM_PROFILES, CdmScore
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "csd"
@@ -79,7 +79,7 @@ def load(label: str = FAST, run_id: str = "run-a") -> DriveResults:
     return DriveResults(
         drive,
         measurements=[Measurement(**m) for m in data["measurements"]],
-        derived=data["derived"],
+        derived=[Derived(**d) for d in data["derived"]],
         series=[
             Series(s["test"], s["name"], s["meta"], {a: arrays[f"{i}.{a}"] for a in s["arrays"]})
             for i, s in enumerate(data["series"])
@@ -113,7 +113,7 @@ def export(db_path: Path, out: Path) -> None:
                 "dut_id": drive.dut_id,
                 "description": {"identity": identity},
                 "measurements": measurements,
-                "derived": found.derived,
+                "derived": [d.as_dict() for d in found.derived],
                 "tests": found.tests,
                 "series": [
                     {"test": s.test, "name": s.name, "meta": s.meta, "arrays": sorted(s.arrays)}
@@ -157,11 +157,16 @@ def slower(drive: DriveResults, factor: float = FACTOR) -> DriveResults:
         )
         for m in out.measurements
     ]
-    for record in out.derived:
-        record["values"] = {
-            k: _scale(v, 1 / factor) if any(u in k for u in SCALED) else v
-            for k, v in record["values"].items()
-        }
+    out.derived = [
+        dataclasses.replace(
+            record,
+            values={
+                k: _scale(v, 1 / factor) if any(u in k for u in SCALED) else v
+                for k, v in record.values.items()
+            },
+        )
+        for record in out.derived
+    ]
     for i, s in enumerate(out.series):
         arrays = dict(s.arrays)
         if "ns" in arrays:
@@ -177,7 +182,7 @@ def without(drive: DriveResults, module: str) -> DriveResults:
     prefix = f"{CSD}{module}::"
     out = copy.copy(drive)
     out.measurements = [m for m in drive.measurements if not m.test.startswith(prefix)]
-    out.derived = [d for d in drive.derived if not d["test"].startswith(prefix)]
+    out.derived = [d for d in drive.derived if not d.test.startswith(prefix)]
     out.series = [s for s in drive.series if not s.test.startswith(prefix)]
     out.tests = {t: o for t, o in drive.tests.items() if not t.startswith(prefix)}
     return out
@@ -507,8 +512,8 @@ def test_notes_say_whose_workload_differs() -> None:
         else m
         for m in other.measurements
     ]
-    lowqd = next(d for d in other.derived if d["name"] == "lowqd-seq")
-    lowqd["values"]["read_pct"] = [0, 10, 100]
+    lowqd = next(d for d in other.derived if d.name == "lowqd-seq")
+    lowqd.values["read_pct"] = [0, 10, 100]
     built, sink = build(fast, other)
     notes = notes_of(built)
     assert (

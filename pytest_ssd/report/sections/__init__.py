@@ -34,7 +34,7 @@ def suites_of(drives: Sequence[DriveResults]) -> list[str]:
     """The suites the drives' tests belong to (drives in suite form), in order of first record."""
     found: dict[str, None] = {}
     for d in drives:
-        for test in (*(m.test for m in d.measurements), *(r["test"] for r in d.derived)):
+        for test in (*(m.test for m in d.measurements), *(r.test for r in d.derived)):
             found.setdefault(test.split("/", 1)[0])
     return list(found)
 

@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
 
 from matplotlib.figure import Figure
 
 from pytest_ssd.db import DriveResults
 from pytest_ssd.figures import PALETTE, render
+from pytest_ssd.results.record import Derived
 
 
 @dataclass(frozen=True)
@@ -100,13 +100,13 @@ class Context:
         """Whether the test (a record's ``test``) is one of this section's suite."""
         return test.startswith(f"{self.suite}/")
 
-    def derived(self, kind: str) -> list[tuple[DriveResults, dict[str, Any]]]:
+    def derived(self, kind: str) -> list[tuple[DriveResults, Derived]]:
         """Every derived record of *kind* (its name, or a pattern: ``snia-*``) of this suite."""
         return [
             (drive, record)
             for drive in self.drives
             for record in drive.derived
-            if fnmatchcase(record["name"], kind) and self.in_suite(record["test"])
+            if fnmatchcase(record.name, kind) and self.in_suite(record.test)
         ]
 
 
@@ -131,7 +131,7 @@ class ReportSection:
 
 
 #: derived-record name -> the drives that recorded it, each with its record
-Records = dict[str, list[tuple[DriveResults, dict[str, Any]]]]
+Records = dict[str, list[tuple[DriveResults, Derived]]]
 
 
 def derived_records(drives: Sequence[DriveResults], prefix: str, suite: str) -> Records:
@@ -139,8 +139,8 @@ def derived_records(drives: Sequence[DriveResults], prefix: str, suite: str) -> 
     found: Records = {}
     for drive in drives:
         for record in drive.derived:
-            if record["test"].startswith(suite) and record["name"].startswith(prefix):
-                found.setdefault(record["name"], []).append((drive, record))
+            if record.test.startswith(suite) and record.name.startswith(prefix):
+                found.setdefault(record.name, []).append((drive, record))
     return found
 
 

@@ -46,7 +46,7 @@ class EsdDrives:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.all = [d for d in ctx.drives if any(r["test"].startswith(ESD) for r in d.derived)]
+        self.all = [d for d in ctx.drives if any(r.test.startswith(ESD) for r in d.derived)]
         self.colours = {self.name(d): ctx.palette.colour(d.drive.label) for d in self.all}
         self.missing: list[str] = []
 
@@ -56,8 +56,8 @@ class EsdDrives:
     def derived(self, drive: DriveResults, name: str) -> tuple[str, dict[str, Any]] | None:
         """(node id, values) of the drive's derived record *name* from suites/esd."""
         for record in drive.derived:
-            if record["name"] == name and record["test"].startswith(ESD):
-                return record["test"], record["values"]
+            if record.name == name and record.test.startswith(ESD):
+                return record.test, record.values
         return None
 
     def having(self, name: str, what: str) -> list[tuple[DriveResults, str, dict[str, Any]]]:

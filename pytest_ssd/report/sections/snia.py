@@ -23,6 +23,7 @@ from pytest_ssd.figures import snia as figs
 from pytest_ssd.figures.steady import snia_convergence, snia_window
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
+from pytest_ssd.results.record import Derived
 from pytest_ssd.steady.snia import SniaRule, SniaVerdict, SteadyStateError, evaluate
 from pytest_ssd.workloads.snia import mix_label
 
@@ -88,8 +89,8 @@ def cell_table(result: figs.CellTable) -> str:
     return table(header, rows)
 
 
-def _drive_part(ctx: Context, drive: DriveResults, record: dict[str, Any]) -> str:
-    values, name, label = record["values"], record["name"], drive.drive.label
+def _drive_part(ctx: Context, drive: DriveResults, record: Derived) -> str:
+    values, name, label = record.values, record.name, drive.drive.label
     verdict = verdict_of(values)
     quantity, unit = values["quantity"], values["unit"]
 
@@ -102,7 +103,7 @@ def _drive_part(ctx: Context, drive: DriveResults, record: dict[str, Any]) -> st
         ),
         ctx.figures.html(snia_window(verdict, quantity=quantity, unit=unit), caption("window")),
     ]
-    series = next((s for s in drive.series if s.test == record["test"] and s.name == name), None)
+    series = next((s for s in drive.series if s.test == record.test and s.name == name), None)
     if series is not None:
         rounds = np.asarray(series.arrays[values["metric"]], dtype=float)
         body.append(
@@ -122,7 +123,7 @@ def section(ctx: Context) -> Section | None:
     """Every SNIA PTS test any drive ran; None when none did."""
     found = {}
     for name, runs in derived_records(ctx.drives, "snia-", SNIA).items():
-        kept = [(drive, record) for drive, record in runs if "window" in record["values"]]
+        kept = [(drive, record) for drive, record in runs if "window" in record.values]
         if kept:
             found[name] = kept
     if not found:
@@ -132,12 +133,12 @@ def section(ctx: Context) -> Section | None:
         rows, bodies = [], []
         for drive, record in found[name]:
             try:
-                rows.append(_steady_row(drive.drive.label, verdict_of(record["values"])))
+                rows.append(_steady_row(drive.drive.label, verdict_of(record.values)))
             except SteadyStateError as exc:
                 left_out.append(f"{drive.drive.label}: {name}: {exc}")
                 continue
             bodies.append(_drive_part(ctx, drive, record))
-        first = found[name][0][1]["values"]
+        first = found[name][0][1].values
         heading = f"{first['title']} (tracked: {first['quantity']}, {first['cell_s']:g} s cells)"
         parts.append(
             f"<h3>{html.escape(heading)}</h3>" + table(STEADY_HEADER, rows) + "".join(bodies)

@@ -41,7 +41,7 @@ def suite_view(drive: DriveResults) -> DriveResults:
     return replace(
         drive,
         measurements=[replace(m, test=form(m.test)) for m in drive.measurements],
-        derived=[{**d, "test": form(d["test"])} for d in drive.derived],
+        derived=[replace(d, test=form(d.test)) for d in drive.derived],
         series=[Series(form(s.test), s.name, s.meta, s.arrays) for s in drive.series],
         tests={form(nodeid): outcome for nodeid, outcome in drive.tests.items()},
         suites={form(nodeid): suite for nodeid, suite in drive.suites.items()},

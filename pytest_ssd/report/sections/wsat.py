@@ -55,9 +55,9 @@ def section(ctx: Context) -> Section | None:
     for name, runs in found.items():
         curves, rows = [], []
         for drive, record in runs:
-            label, values = drive.drive.label, record["values"]
+            label, values = drive.drive.label, record.values
             series = next(
-                (s for s in drive.series if s.test == record["test"] and s.name == name), None
+                (s for s in drive.series if s.test == record.test and s.name == name), None
             )
             rows.append(_row(label, values))
             if series is None:
@@ -65,7 +65,7 @@ def section(ctx: Context) -> Section | None:
                 continue
             colour = ctx.palette.colour(label)
             curves.append(WsatCurve.of_series(label, colour, values, series.arrays))
-        title = runs[0][1]["values"]["title"]
+        title = runs[0][1].values["title"]
         graphs = ((iops_vs_time, "iops vs time"), (iops_vs_written, "iops vs written"))
         body = "".join(
             ctx.figures.html(draw(curves, title), f"{name} {what}")

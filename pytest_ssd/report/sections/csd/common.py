@@ -145,7 +145,7 @@ def _in_csd(nodeid: str) -> bool:
 
 def _tests(drive: DriveResults) -> list[str]:
     """The node ids the drive has results of, in the order they ran."""
-    found = [m.test for m in drive.measurements] + [d["test"] for d in drive.derived]
+    found = [m.test for m in drive.measurements] + [d.test for d in drive.derived]
     return list(dict.fromkeys(found))
 
 
@@ -185,7 +185,7 @@ def series(drive: DriveResults, nodeid: str, name: str) -> Series | None:
 def derived(drive: DriveResults, key: str, name: str) -> tuple[str, dict[str, Any]] | None:
     """(node id, values) of the derived record *name* of test *key*."""
     for record in drive.derived:
-        if record["name"] == name and shared_test_id(record["test"], drive.drive.dut_id) == key:
-            values: dict[str, Any] = record["values"]
-            return record["test"], values
+        if record.name == name and shared_test_id(record.test, drive.drive.dut_id) == key:
+            values: dict[str, Any] = record.values
+            return record.test, values
     return None
