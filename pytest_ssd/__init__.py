@@ -18,8 +18,8 @@ from pytest_ssd.fio.results import DEFAULT_PERCENTILES, DirectionResult, JobResu
 from pytest_ssd.fixture import SsdBench
 from pytest_ssd.health.sources import HealthSample
 from pytest_ssd.purge.extra import PurgeProvider
-from pytest_ssd.results.record import Derived
 from pytest_ssd.report.sections.base import Context, ReportSection, Section, notes, table
+from pytest_ssd.results.record import Derived
 from pytest_ssd.specs import SpecLine, Verdict
 from pytest_ssd.specs import plan as spec_plan
 from pytest_ssd.specs.units import Quantity
