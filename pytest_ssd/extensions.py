@@ -15,7 +15,7 @@ from pytest_ssd.health.sources import Source
 from pytest_ssd.purge.extra import PurgeProvider
 
 
-def _no_class(identity: DeviceIdentity, scratch: bool) -> DriveClass | None:
+def _no_class(identity: DeviceIdentity) -> DriveClass | None:
     return None
 
 
@@ -27,8 +27,8 @@ def _no_source(identity: DeviceIdentity) -> Source | None:
 class Extensions:
     """The hooks' answers: a drive's class, a health source, added purge methods."""
 
-    #: the class of a drive, before pytest-ssd's guess (None: guess)
-    drive_class: Callable[[DeviceIdentity, bool], DriveClass | None] = _no_class
+    #: the class of a drive that is not scratch, before pytest-ssd's guess (None: guess)
+    drive_class: Callable[[DeviceIdentity], DriveClass | None] = _no_class
     #: a device's health source, before pytest-ssd's own (None: find one)
     health_source: Callable[[DeviceIdentity], Source | None] = _no_source
     #: purge methods tried before pytest-ssd's own

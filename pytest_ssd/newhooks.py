@@ -44,10 +44,11 @@ def pytest_ssd_report_sections() -> list[ReportSection]:
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_ssd_drive_class(identity: DeviceIdentity, scratch: bool) -> DriveClass | None:
+def pytest_ssd_drive_class(identity: DeviceIdentity) -> DriveClass | None:
     """The class of a drive (``cssd``, ``essd-ri`` ...), before pytest-ssd guesses it.
 
-    ``--dut-class`` still wins.  Return None to leave the drive to the next
+    ``--dut-class`` still wins, and a scratch device is not asked about (every suite
+    applies to it).  Return None to leave the drive to the next
     implementation, and finally to pytest-ssd's guess from model and capacity.
     """
     raise NotImplementedError

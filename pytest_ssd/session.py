@@ -196,7 +196,7 @@ class Dut:
     ) -> None:
         """Set the class and the IU: the index-th ``--dut-class``, a plugin's, else the guess."""
         given = classes[index] if index < len(classes) else None
-        added = None if given or self.scratch else extensions.drive_class(self.identity, False)
+        added = None if given or self.scratch else extensions.drive_class(self.identity)
         self.drive_class = added or classify(self.identity, self.scratch, given)
         self.iu = indirection_unit(self.identity)
 

@@ -59,9 +59,7 @@ def extensions(config: pytest.Config) -> Extensions:
     hook = config.hook
     added = [p for found in hook.pytest_ssd_purge_methods() for p in found]
     return Extensions(
-        drive_class=lambda identity, scratch: hook.pytest_ssd_drive_class(
-            identity=identity, scratch=scratch
-        ),
+        drive_class=lambda identity: hook.pytest_ssd_drive_class(identity=identity),
         health_source=lambda identity: hook.pytest_ssd_health_source(identity=identity),
         purge_methods=tuple(added),
     )

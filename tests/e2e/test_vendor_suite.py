@@ -119,7 +119,7 @@ class Probe:
         return HealthSample(t=time.monotonic(), temperature_c=41.5)
 
 
-def pytest_ssd_drive_class(identity, scratch):
+def pytest_ssd_drive_class(identity):
     return DriveClass("essd-wi", "the vendor's part number says so")
 
 
