@@ -20,11 +20,13 @@ from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import binary_size
 from pytest_ssd.errors import ConfigError, present
+from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.results import JobResult
+from pytest_ssd.fio.results import FioOutput, JobResult
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
+from pytest_ssd.proc import Completed
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
     PROPERTY,
@@ -80,6 +82,8 @@ class BenchEnv:
     guard: Callable[[], None]
     #: a new health sampler for the device
     sampler: Callable[[], Sampler]
+    #: the fio batch holding this sweep's points (``ssd_points(..., jobs=)``), if one runs
+    batch: Callable[[], Batch | None] = lambda: None
 
 
 @dataclass
@@ -143,6 +147,10 @@ class SsdBench:
         derived record ``<job>.repeat``, and the last run is returned.
         """
         every = (*self._prefill(setup, jobs), *setup, *jobs)
+        batch = self._env.batch()
+        simple = record and every == jobs and self._env.repeat == 1
+        if batch is not None and simple and batch.running and set(jobs) <= set(batch.waiting):
+            return self._run_batched(batch, jobs)
         if any(job.writes for job in every):
             self._guard_writes()
             keeper = self._env.keeper()
@@ -161,7 +169,48 @@ class SsdBench:
         if times > 1:
             for job in jobs:
                 self._aggregate(job.name)
-        return present(fio_run, "the last fio run")
+        fio_run = present(fio_run, "the last fio run")
+        if record:
+            self._check_covered(jobs, fio_run)
+        return fio_run
+
+    def _check_covered(self, jobs: Sequence[FioJob], fio_run: FioRun) -> None:
+        """Assert the datasheet lines this point measures (the plugin marked them on it).
+
+        A line matches a job of the same pattern, block size, QD, jobs and read share
+        run over the whole device; its own test in the datasheet suite was skipped.
+        """
+        for marker in self._node.iter_markers(COVERS_MARKER):
+            line: SpecLine = marker.args[0]
+            shape = (line.pattern, line.block_size, line.qd, line.jobs, line.read_pct)
+            for job in jobs:
+                whole = job.offset == 0 and job.size in (None, self.region("device").size)
+                ran = (job.pattern, job.block_size, job.iodepth, job.numjobs, job.read_pct)
+                if whole and ran == shape:
+                    self.assert_meets_spec(line, fio_run.result(job))
+
+    def _run_batched(self, batch: Batch, jobs: tuple[FioJob, ...]) -> FioRun:
+        """Release *jobs* from the sweep's fio batch (the plugin guarded its writes at start)."""
+        if any(job.writes for job in jobs):
+            keeper = self._env.keeper()
+            for job in jobs:
+                keeper.state.observe(job, self._node.nodeid)
+        started = time.time()
+        with self._env.sampler() as sampler:
+            results = tuple(batch.release(job) for job in jobs)
+        ended = time.time()
+        self._keep_health(sampler, jobs[0].name)
+        for job in jobs:
+            self._note_written(job)
+        output = FioOutput(
+            fio_version="", notes="released from a batch", jobs=results, disk_util=()
+        )
+        done = Completed(("fio", "batch", jobs[0].name), 0, "", "", ended - started)
+        fio_run = FioRun(jobs, output, done, batch.artifacts, started, ended)
+        for job in jobs:
+            self._record(job, fio_run)
+        self._check_covered(jobs, fio_run)
+        return fio_run
 
     def _run_once(self, every: tuple[FioJob, ...]) -> FioRun:
         self._runs += 1
@@ -399,6 +448,10 @@ class SsdBench:
                 self._node.user_properties.append((f"{name}.{key}", value))
 
 
+#: the plugin marks a point with the datasheet lines it checks (``plugin.points``)
+COVERS_MARKER = "ssd_covers"
+
+
 def enter_state(bench: SsdBench, need: Need) -> None:
     """Bring the device to the state *bench*'s test declared; the transition goes on the test."""
     bench.need = need
@@ -406,9 +459,12 @@ def enter_state(bench: SsdBench, need: Need) -> None:
     if bench.dut.readonly and keeper.plan(need):
         pytest.skip(f"--ssd-readonly: reaching state {need.state} writes to {bench.dut.path}")
     transition, bench._layout = keeper.bring(need, bench._node.nodeid)
-    if transition is None and need.state.name in RESTING_STATES and keeper.used:
+    node = bench._node
+    sweep = f"{node.path}::{getattr(node, 'originalname', node.name)}@{need.state}/{need.phase}"
+    rests = need.state.name in RESTING_STATES and keeper.used and keeper.sweep != sweep
+    if transition is None and rests:  # before a measurement, not between a sweep's points
         time.sleep(bench.profile.seconds(bench.profile.idle.between_tests_s))
-    keeper.used = True
+    keeper.used, keeper.sweep = True, sweep
     if transition is not None:
         bench._node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
 

@@ -455,6 +455,11 @@ class SsdSession:
         """The profile for *dut*: the option's, else quick on scratch and full on real devices."""
         return profile_for(self.options.profile, dut.scratch, self.options.idle)
 
+    def profile_of(self, dut_id: str) -> Profile:
+        """The profile of device *dut_id*, known before it is opened (``--collect-only``)."""
+        spec = dict(zip(self.dut_ids, self.options.duts, strict=True))[dut_id]
+        return profile_for(self.options.profile, spec.is_scratch, self.options.idle)
+
     def sampler(self, dut: Dut) -> Sampler:
         """A health sampler for *dut* (inactive, with the reason, where it has no sensor)."""
         if dut.id not in self.health_sources:

@@ -80,6 +80,15 @@ class RatioMatrix:
             )
 
     @property
+    def missing(self) -> int:
+        """Cells (QD × read share) with no measured repetition: drawn as gaps, never ranked."""
+        return int(np.isnan(self.samples).all(axis=2).sum())
+
+    @property
+    def cells(self) -> int:
+        return len(self.queue_depths) * len(self.read_shares)
+
+    @property
     def iops_per_mib_s(self) -> float:
         """IOPS of 1 MiB/s at this block size."""
         return MiB / self.block_size
@@ -92,6 +101,10 @@ class RatioMatrix:
     def weighted(self, weights: Mapping[int, float] = WEIGHTS) -> FloatArray:
         """The weighted curve (MiB/s per read share)."""
         return weighted_curve(self.trimmed, self.queue_depths, weights)
+
+    def weighted_complete(self, weights: Mapping[int, float] = WEIGHTS) -> bool:
+        """Every point of the weighted curve measured (a score means something)."""
+        return not bool(np.isnan(self.weighted(weights)).any())
 
     def score(self, weights: Mapping[int, float] = WEIGHTS) -> float:
         """The ranking number: the weighted curve's mean over all read shares, MiB/s."""
@@ -119,6 +132,32 @@ class RatioMatrix:
         }
 
     @classmethod
+    def from_points(cls, points: Sequence[Mapping[str, Any]]) -> RatioMatrix:
+        """The matrix of the points' records (:func:`point_values`); NaN where none was measured.
+
+        Every record must name the same pattern, block size and axes (ParseError if not).
+        """
+        if not points:
+            raise ParseError("low-QD points: none")
+        try:
+            first = points[0]
+            axes = {key: first[key] for key in POINT_AXES}
+            shares = tuple(int(p) for p in first["read_shares"])
+            qds = tuple(int(qd) for qd in first["queue_depths"])
+            repetitions = max(len(p["samples_mib_s"]) for p in points)
+            samples = np.full((len(qds), len(shares), repetitions), np.nan)
+            for point in points:
+                differs = [key for key in POINT_AXES if point[key] != axes[key]]
+                if differs:
+                    raise ParseError(f"low-QD points differ in {', '.join(differs)}")
+                runs = [float(v) for v in point["samples_mib_s"]]
+                where = qds.index(int(point["queue_depth"])), shares.index(int(point["read_pct"]))
+                samples[where][: len(runs)] = runs
+            return cls(str(first["pattern"]), int(first["block_size"]), shares, qds, samples)
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise ParseError(f"low-QD point records do not make a matrix: {exc!r}") from None
+
+    @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> RatioMatrix:
         """The matrix back from :meth:`as_dict` (a derived record); ParseError if it is not."""
         try:
@@ -133,6 +172,40 @@ class RatioMatrix:
             )
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ParseError(f"low-QD values are not RatioMatrix.as_dict's: {exc!r}") from None
+
+
+#: the derived record of one low-QD point (its values: :func:`point_values`)
+POINT_RECORD = "lowqd-point"
+#: what every point of one matrix must share
+POINT_AXES = ("pattern", "block_size", "read_shares", "queue_depths", "amount")
+
+
+def point_values(
+    *,
+    pattern: str,
+    block_size: int,
+    read_shares: Sequence[int],
+    queue_depths: Sequence[int],
+    queue_depth: int,
+    read_pct: int,
+    samples_mib_s: Sequence[float],
+    amount: str,
+) -> dict[str, Any]:
+    """One point's derived record: its repetitions, their trimmed mean, the matrix it is of."""
+    trimmed = float(trimmed_mean(samples_mib_s))
+    return {
+        "pattern": pattern,
+        "block_size": block_size,
+        "read_shares": list(read_shares),
+        "queue_depths": list(queue_depths),
+        "queue_depth": queue_depth,
+        "read_pct": read_pct,
+        "repetitions": len(samples_mib_s),
+        "samples_mib_s": [float(v) for v in samples_mib_s],
+        "trimmed_mib_s": trimmed,
+        "trimmed_iops": trimmed * MiB / block_size,
+        "amount": amount,
+    }
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,11 @@ def ratio_curves(matrix: RatioMatrix, device: str = "") -> Figure:
         ax.fill_between(shares, runs.min(axis=1), runs.max(axis=1), color=colour, alpha=0.15)
         ax.plot(shares, trimmed[index], color=colour, marker="o", ms=4, label=f"QD{qd}")
     weighted = matrix.weighted()
+    mean = (
+        f"mean {weighted.mean():,.1f} MiB/s"
+        if matrix.weighted_complete()
+        else "no mean: points missing"
+    )
     ax.plot(
         shares,
         weighted,
@@ -78,7 +83,7 @@ def ratio_curves(matrix: RatioMatrix, device: str = "") -> Figure:
         linestyle="--",
         marker="s",
         ms=3,
-        label=f"weighted ({weights_label()}): mean {weighted.mean():,.1f} MiB/s",
+        label=f"weighted ({weights_label()}): {mean}",
     )
     _shares_axis(ax, matrix.read_shares)
     _iops_axis(ax, matrix.iops_per_mib_s)
@@ -97,21 +102,26 @@ def weighted_curves(
 ) -> Figure:
     """The weighted curve of every drive, best score first in the legend.
 
-    *colours* by drive (a report's palette); without, the palette by place.
+    A curve with missing points (gaps, never interpolated) has no score: it comes
+    last, "not ranked".  *colours* by drive (a report's palette); without, the
+    palette by place.
     """
     fig = Figure(figsize=(7.2, 4.0))
     ax = fig.add_subplot()
-    scores = {device: matrix.score() for device, matrix in matrices.items()}
+    scores = {d: m.score() for d, m in matrices.items() if m.weighted_complete()}
+    labels = {r.device: f"{r.place}. {r.device}: {r.score:,.1f} MiB/s" for r in ranking(scores)}
+    for device in matrices:
+        labels.setdefault(device, f"{device}: not ranked (points missing)")
     first = next(iter(matrices.values()))
-    for index, ranked in enumerate(ranking(scores)):
-        matrix = matrices[ranked.device]
+    for index, device in enumerate(labels):
+        matrix = matrices[device]
         ax.plot(
             matrix.read_shares,
             matrix.weighted(),
-            color=_colour(index, ranked.device, colours),
+            color=_colour(index, device, colours),
             marker="o",
             ms=4,
-            label=f"{ranked.place}. {ranked.device}: {ranked.score:,.1f} MiB/s",
+            label=labels[device],
         )
     _shares_axis(ax, first.read_shares)
     _iops_axis(ax, first.iops_per_mib_s)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_ssd.analysis import log_path, read_log
+from pytest_ssd.analysis.sweep import POINT_RECORD
 from pytest_ssd.figures import esd as figs
 from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.engine import FioRun
@@ -72,43 +73,34 @@ def _skip_note(ssd: SsdBench, skipped: dict[str, str]) -> None:
         ssd.note("esd.skipped", skipped)
 
 
-def run_sweep(ssd: SsdBench, sweep: Sweep) -> figs.SweepCurve:
-    """Every point of *sweep* in one fio process; the curve, its derived values and graph."""
-    skipped = sweep.skipped
-    _skip_note(ssd, skipped)
-    if not sweep.run:
-        pytest.skip(f"{sweep.title}: every point skipped: {next(iter(skipped.values()))}")
-    fio_run = ssd.run_jobs(*sweep.run)
-    kept = [p for p in sweep.points if p.skipped is None]
-    values = []
-    for point in kept:
-        result = fio_run.result(point.job)
-        check_timed(point.job, result)
-        values.append(value_of(point.job, result))
-    assert all(v > 0 for v in values)
-    unit = unit_of(kept[0].job)
-    curve = figs.SweepCurve(
-        ssd.dut.id,
-        tuple(p.x for p in kept),
-        tuple(values),
-        tuple(p.job.name for p in kept),
-        tuple(p.job.numjobs for p in kept),
-    )
-    ssd.derive(
-        sweep.name,
-        {
-            "unit": unit,
-            "axis": sweep.axis,
-            "x": list(curve.xs),
-            "values": list(values),
-            "jobs": list(curve.names),
-            "workers": list(curve.workers),
-            "skipped": skipped,
-            "title": sweep.title,
-        },
-    )
-    ssd.figure(figs.sweep_figure([curve], sweep.title, sweep.axis, unit), sweep.name)
-    return curve
+def run_point(ssd: SsdBench, sweep: Sweep, index: int) -> float:
+    """Point *index* of *sweep* (its own test): its value, recorded with the sweep it is of.
+
+    The report draws each sweep's curve from its points' records, a point that did
+    not run as a gap.  A point the drive cannot take (a write under its indirection
+    unit) is recorded with the reason and skipped.
+    """
+    point = sweep.points[index]
+    record = {
+        "sweep": sweep.name,
+        "title": sweep.title,
+        "axis": sweep.axis,
+        "unit": unit_of(point.job),
+        "index": index,
+        "xs": [p.x for p in sweep.points],
+        "x": point.x,
+        "job": point.job.name,
+        "workers": point.job.numjobs,
+    }
+    if point.skipped is not None:
+        ssd.derive(POINT_RECORD, {**record, "skipped": point.skipped})
+        pytest.skip(f"{sweep.title}: {point.job.name} skipped: {point.skipped}")
+    result = ssd.run(point.job)
+    check_timed(point.job, result)
+    value = value_of(point.job, result)
+    assert value > 0
+    ssd.derive(POINT_RECORD, {**record, "value": value})
+    return value
 
 
 def _log(fio_run: FioRun, job: FioJob, kind: str) -> tuple[np.ndarray, np.ndarray]:

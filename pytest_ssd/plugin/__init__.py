@@ -20,8 +20,16 @@ from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class, 
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError, present
 from pytest_ssd.extensions import Extensions
-from pytest_ssd.fixture import FIGURES_KEY, BenchEnv, SsdBench, enter_state, leave_state
+from pytest_ssd.fixture import (
+    COVERS_MARKER,
+    FIGURES_KEY,
+    BenchEnv,
+    SsdBench,
+    enter_state,
+    leave_state,
+)
 from pytest_ssd.plugin import suites
+from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.collector import RunRecorder
 from pytest_ssd.plugin.host import HostReport
 from pytest_ssd.plugin.html import HtmlReport, terminal_lines
@@ -31,6 +39,12 @@ from pytest_ssd.plugin.params import (
     SPEC_MARKER_HELP,
     check_spec_markers,
     spec_params,
+)
+from pytest_ssd.plugin.points import (
+    POINTS_HELP,
+    WORKLOAD_HELP,
+    link_datasheet_lines,
+    point_params,
 )
 from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.proc.runner import die_with_parent
@@ -46,6 +60,8 @@ from pytest_ssd.state.progress import terminal_writer
 pytest.register_assert_rewrite("pytest_ssd.methods")
 
 PASSED_KEY = pytest.StashKey[bool]()
+#: the fio batches of point tests (one per device at a time)
+BATCHES_KEY = pytest.StashKey[Batches]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -297,6 +313,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", plan.MARKER_HELP)
     config.addinivalue_line("markers", APPLIES_HELP)
     config.addinivalue_line("markers", SPEC_MARKER_HELP)
+    config.addinivalue_line("markers", POINTS_HELP)
+    config.addinivalue_line("markers", WORKLOAD_HELP)
+    config.addinivalue_line("markers", f"{COVERS_MARKER}(line): set by pytest-ssd")
+    config.stash[BATCHES_KEY] = Batches()
     if getattr(config.option, "help", False) or getattr(config.option, "version", False):
         return
     if _is_worker(config) and WORKERINPUT_KEY in config.workerinput:  # type: ignore[attr-defined]
@@ -341,6 +361,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(HostReport(tuner, host), "ssd-host")
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    batches = session.config.stash.get(BATCHES_KEY, None)
+    if batches is not None:
+        batches.close_all()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is not None and not session.worker:
@@ -373,6 +399,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             raise pytest.UsageError(str(exc)) from None
         metafunc.parametrize(("dut", SPEC_FIXTURE), params, indirect=["dut"])
         return
+    try:
+        names, params = point_params(session, metafunc.definition)
+    except SsdError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if names:
+        metafunc.parametrize(names, params, indirect=["dut"])
+        return
     ids = session.dut_ids
     metafunc.parametrize("dut", ids, ids=ids, indirect=True)
 
@@ -395,9 +428,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Print the plan: states, steps, bytes and time, per device (also for --collect-only)."""
+    """Datasheet lines to the points that measure them; print the plan (also --collect-only)."""
     ssd_session = session.config.stash.get(SESSION_KEY, None)
-    if ssd_session is None or _is_worker(session.config):
+    if ssd_session is None:
+        return
+    try:
+        link_datasheet_lines(session.items, SPEC_FIXTURE)  # the items -k and -m kept
+        session.config.stash[BATCHES_KEY].groups = mark_groups(session.items)
+    except SsdError:  # a bad marker: modifyitems' usage error is already on its way
+        return
+    if _is_worker(session.config):
         return
     try:
         lines = plan_lines(ssd_session, session.items)
@@ -469,10 +509,15 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
         kept=lambda: ssd_session.keepers.get(dut.id),
         guard=lambda: ssd_session.guard_writes(dut),
         sampler=lambda: ssd_session.sampler(dut),
+        batch=lambda: request.config.stash[BATCHES_KEY].batch(dut.id),
     )
     bench = SsdBench(dut, request.node, env)
+    batches = request.config.stash[BATCHES_KEY]
+    batches.before(request.node, dut.id)  # a test outside the device's batch closes it first
     need = plan.need_of(request.node)
     if need is not None:
         enter_state(bench, need)
+        batches.start(request.node, bench, dut.id)
     yield bench
     leave_state(bench, request.node.stash.get(PASSED_KEY, False))
+    batches.after(request.node, dut.id)

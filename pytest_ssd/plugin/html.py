@@ -29,9 +29,10 @@ COLUMNS = (
 
 
 def measurements_of(report: pytest.TestReport) -> list[Measurement]:
+    """The measurements a test report carries (a collection error's report carries none)."""
     return [
         Measurement.from_json(v)
-        for k, v in report.user_properties
+        for k, v in getattr(report, "user_properties", ())
         if k == PROPERTY and isinstance(v, str)
     ]
 

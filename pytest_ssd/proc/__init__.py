@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from pytest_ssd.proc.runner import Completed, run, which
+from pytest_ssd.proc.runner import Background, Completed, run, spawn, which
 
-__all__ = ["Completed", "run", "which"]
+__all__ = ["Background", "Completed", "run", "spawn", "which"]

@@ -7,6 +7,7 @@ artifact folder keeping the command, stdout, stderr and exit code.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -208,3 +209,119 @@ def run(
     if artifacts is not None:
         _keep(artifacts, label, result, extra_files or {})
     return result
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below *pid* (children first), from /proc; empty where there is none."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+@dataclass
+class Background:
+    """A program running in the background (:func:`spawn`): its own process group, files."""
+
+    proc: subprocess.Popen[bytes]
+    argv: tuple[str, ...]
+    artifacts: Path
+    name: str
+    started: float
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _completed(self) -> Completed:
+        folder, name = self.artifacts, self.name
+        return Completed(
+            self.argv,
+            self.proc.returncode if self.proc.returncode is not None else -signal.SIGKILL,
+            (folder / f"{name}.stdout").read_text(errors="replace"),
+            (folder / f"{name}.stderr").read_text(errors="replace"),
+            time.monotonic() - self.started,
+        )
+
+    def wait(self, timeout: float) -> Completed:
+        """Wait for the program to end (its group is killed after *timeout*); what it left."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise ToolError(
+                f"{self.name} timed out after {timeout:g} s: {shlex.join(self.argv)}"
+            ) from None
+        except BaseException:
+            self.kill()
+            raise
+        return self._keep()
+
+    def kill(self) -> Completed:
+        """Terminate the program, its group and its descendants (SIGTERM, then SIGKILL).
+
+        Descendants count too: fio's job processes each call ``setsid()`` and leave
+        the group of the fio that forked them.
+        """
+        family = descendants(self.proc.pid)
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        else:
+            try:
+                self.proc.wait(timeout=KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        with contextlib.suppress(ProcessLookupError):  # children that outlived the leader
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in family:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        return self._keep()
+
+    def _keep(self) -> Completed:
+        result = self._completed()
+        (self.artifacts / f"{self.name}.cmd").write_text(result.command + "\n")
+        (self.artifacts / f"{self.name}.rc").write_text(f"{result.returncode}\n")
+        (self.artifacts / f"{self.name}.seconds").write_text(f"{result.seconds:.3f}\n")
+        return result
+
+
+def spawn(argv: list[str] | tuple[str, ...], *, artifacts: Path, name: str) -> Background:
+    """Start *argv* in the background, in its own session, run from *artifacts*.
+
+    stdout and stderr go to ``<name>.stdout`` / ``<name>.stderr`` there (no pipe to
+    drain); the program gets SIGTERM if this process dies.  :meth:`Background.wait`
+    or :meth:`Background.kill` ends it.
+    """
+    argv = tuple(str(a) for a in argv)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    parent = os.getpid()
+    with (
+        (artifacts / f"{name}.stdout").open("wb") as out,
+        (artifacts / f"{name}.stderr").open("wb") as err,
+    ):
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd=artifacts,
+                start_new_session=True,
+                preexec_fn=lambda: die_with_parent(signal.SIGTERM, parent),  # noqa: PLW1509
+            )
+        except FileNotFoundError as exc:
+            raise ToolError(f"{argv[0]} not found: {exc.strerror}") from None
+    return Background(proc, argv, artifacts, name, time.monotonic())

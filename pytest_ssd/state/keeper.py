@@ -51,6 +51,8 @@ class StateKeeper:
     transitions: int = 0
     #: a test has used the device (the consumer flow rests before the next measurement)
     used: bool = False
+    #: the sweep (test function and state) of the last test: its points rest once, not each
+    sweep: str = ""
     #: a new health sampler for the device (fio and steady-state steps are sampled)
     sampler: Callable[[], Sampler] | None = None
     #: the device's written map: a purge empties it, covering writes fill it, discards cut it

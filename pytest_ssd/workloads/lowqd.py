@@ -25,20 +25,18 @@ sample needs to resolve five nines — the amount is one sample, not 160.
   written (from the drive's SLC cache); in turn, every point reads data as
   the preconditioning left it.  fio's sequential mix keeps one position per
   direction, so reads and writes both run from the slice's start.
-* Run order: repetition by repetition (a sweep over all points each), QD
-  ascending, read share ascending within a QD: a slow drift of the drive
-  (cache filling, heat) spreads over all points instead of over one point's
-  repetitions, and the trimmed mean takes the outliers out.
+* Run order: QD ascending, read share ascending within a QD, each point's
+  repetitions one after another: a point is one test
+  (``test_low_qd[seq-cssd1-qd2-r70]``) that holds its repetitions and their
+  trimmed mean, so ``-k`` can pick it.  (The seed's scripts swept the matrix once
+  per repetition; with repetitions back to back a slow drift of the drive lands
+  within a point's runs, where dropping the max and the min takes its ends out.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from pytest_ssd.analysis.lowqd import RatioMatrix
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import FioJob, Pattern, format_bytes
 from pytest_ssd.fio.results import JobResult
@@ -98,12 +96,11 @@ class LowQdPlan:
         return len(self.read_shares) * len(self.queue_depths) * self.repetitions
 
 
-#: full: seed 000 verbatim.  quick (scratch, CI): every job boundary costs fio about 0.3 s
-#: (its scheduler polls every 100 ms, stonewalled job or new process alike), so the quick
-#: matrix keeps the three QDs the weights need, the ends and the middle of the read
-#: shares, and the fewest repetitions a drop-max-and-min mean allows: 27 jobs a test.
+#: full: seed 000 verbatim.  quick (scratch, CI): the three QDs the weights need, the
+#: ends of the read shares and 70 % (the usual mixed datasheet point), and the fewest
+#: repetitions a drop-max-and-min mean allows: 9 points of 3 jobs per pattern and round.
 #: Amounts keep the seed's counts with smaller chunks: RND 160 × 16 KiB = 640 I/Os (p99
-#: resolved), SEQ 3 × 8 MiB = 192 I/Os; a test takes 9-12 s on a 1 GiB scratch device.
+#: resolved), SEQ 3 × 8 MiB = 192 I/Os.
 PLANS: dict[str, LowQdPlan] = {
     "full": LowQdPlan(
         read_shares=tuple(range(0, 101, 10)),
@@ -113,7 +110,7 @@ PLANS: dict[str, LowQdPlan] = {
         rnd=Amount(4 * MiB, 160),
     ),
     "quick": LowQdPlan(
-        read_shares=(0, 50, 100),
+        read_shares=(0, 70, 100),
         queue_depths=(1, 2, 4),
         repetitions=3,
         seq=Amount(8 * MiB, 3),
@@ -145,12 +142,12 @@ def job_name(pattern: Pattern, point: Point) -> str:
 
 
 def points(plan: LowQdPlan) -> tuple[Point, ...]:
-    """Every point in run order: repetition, then QD, then read share."""
+    """Every point and repetition in run order: QD, then read share, then repetition."""
     return tuple(
         Point(qd, share, rep)
-        for rep in range(plan.repetitions)
         for qd in plan.queue_depths
         for share in plan.read_shares
+        for rep in range(plan.repetitions)
     )
 
 
@@ -198,22 +195,15 @@ def throughput_mib_s(result: JobResult) -> float:
     return sum(moved) / MiB
 
 
-def ratio_matrix(
-    pattern: Pattern,
-    plan: LowQdPlan,
-    planned: Sequence[PlannedJob],
-    result: Callable[[FioJob], JobResult],
-) -> RatioMatrix:
-    """The measured matrix: *result* gives each planned job's fio result (``run.result``)."""
-    samples = np.full((len(plan.queue_depths), len(plan.read_shares), plan.repetitions), np.nan)
-    for item in planned:
-        point = item.point
-        where = (
-            plan.queue_depths.index(point.queue_depth),
-            plan.read_shares.index(point.read_pct),
-            point.repetition,
-        )
-        samples[where] = throughput_mib_s(result(item.job))
-    if np.isnan(samples).any():
-        raise ConfigError(f"low-QD {pattern}: {int(np.isnan(samples).sum())} points not measured")
-    return RatioMatrix(pattern, BLOCK_SIZES[pattern], plan.read_shares, plan.queue_depths, samples)
+def point_jobs(
+    pattern: Pattern, region: Region, plan: LowQdPlan, queue_depth: int, read_pct: int
+) -> tuple[PlannedJob, ...]:
+    """The repetitions of one point of the matrix, in run order (where the matrix puts them)."""
+    found = tuple(
+        item
+        for item in plan_jobs(pattern, region, plan)
+        if (item.point.queue_depth, item.point.read_pct) == (queue_depth, read_pct)
+    )
+    if not found:
+        raise ConfigError(f"low-QD {pattern}: QD{queue_depth} at {read_pct} % read is not planned")
+    return found

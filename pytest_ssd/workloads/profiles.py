@@ -100,6 +100,8 @@ CDM_PROFILES: dict[str, tuple[CdmTest, ...]] = {
         CdmTest("rnd", 4 * KiB, 1),
     ),
 }
+#: the derived record of one line (profile, test, direction) of a state's quick profiles
+LINE_RECORD = "cdm-line"
 #: seed 000 runs them in this order
 CDM_PROFILE_ORDER = ("default", "nvme")
 CDM_TITLES = {"default": "Default", "nvme": "NVMe"}

@@ -3,22 +3,25 @@
 Read share 0 … 100 % × QD 1, 2, 4; SEQ 128 KiB in the cSSD SEQ region, RND 4 KiB in
 the RND region; each point repeated, the max and the min dropped and the rest
 averaged; the QDs weighted 70/20/10 into one curve whose mean ranks the drive.
-Measured in both cSSD rounds.  The matrix of one pattern runs in one fio process
-(amount-based jobs one after another); see pytest_ssd/workloads/lowqd.py for how
-the seed's amounts map to fio.
+Measured in both cSSD rounds.  Each point is one test, ``test_low_qd[seq-cssd1-qd2-r70]``
+(pattern, round, QD, read share) holding its repetitions (amount-based jobs); the
+consecutive points of a round run in one fio process, each point's jobs released by
+its test (``jobs=jobs_of``, see the README); the report draws the curves, the
+weighted curve and the ranking from every point's ``lowqd-point`` record.  See
+pytest_ssd/workloads/lowqd.py for how the seed's amounts map to fio.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-import numpy as np
 import pytest
 
 from pytest_ssd import ALL_CLASSES, FioJob, JobResult, Pattern, SsdBench
-from pytest_ssd.figures.lowqd import ratio_curves, weighted_curves
+from pytest_ssd.analysis.lowqd import POINT_RECORD, point_values
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
-from pytest_ssd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, ratio_matrix
+from pytest_ssd.workloads.lowqd import BLOCK_SIZES, PATTERNS, PLANS, point_jobs, throughput_mib_s
 
 pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 
@@ -41,36 +44,59 @@ def check_job(job: FioJob, result: JobResult) -> None:
     assert result.options["iodepth"] == str(job.iodepth)
 
 
-@pytest.mark.parametrize("pattern", PATTERNS)
-@pytest.mark.parametrize("cssd_round", CSSD_ROUNDS)
-def test_low_qd_by_rw_ratio(ssd: SsdBench, cssd_round: int, pattern: Pattern) -> None:
+def low_qd_points(profile: str) -> list[Any]:
+    """Every point of the matrix under *profile*, in both cssd rounds, in the method's order."""
+    plan = PLANS[profile]
+    return [
+        pytest.param(
+            pattern,
+            cssd_round.values[0],
+            qd,
+            share,
+            marks=cssd_round.marks,
+            id=f"{pattern}-cssd{cssd_round.values[0]}-qd{qd}-r{share}",
+        )
+        for cssd_round in CSSD_ROUNDS
+        for pattern in PATTERNS
+        for qd in plan.queue_depths
+        for share in plan.read_shares
+    ]
+
+
+def jobs_of(
+    ssd: SsdBench, pattern: Pattern, cssd_round: int, qd: int, read_pct: int
+) -> list[FioJob]:
+    """The point's repetitions (the plugin runs consecutive points in one fio process)."""
+    plan = PLANS[ssd.profile.name]
+    return [p.job for p in point_jobs(pattern, ssd.region(pattern), plan, qd, read_pct)]
+
+
+@pytest.mark.ssd_points("pattern, cssd_round, qd, read_pct", low_qd_points, jobs=jobs_of)
+def test_low_qd(ssd: SsdBench, pattern: Pattern, cssd_round: int, qd: int, read_pct: int) -> None:
     plan = PLANS[ssd.profile.name]
     region = ssd.region(pattern)
-    planned = plan_jobs(pattern, region, plan)
+    planned = point_jobs(pattern, region, plan, qd, read_pct)
+    assert len(planned) == plan.repetitions
     assert all(region.contains(p.job.offset, p.job.size or 0) for p in planned)
 
     run = ssd.run_jobs(*(p.job for p in planned))
 
     for item in planned:
         check_job(item.job, run.result(item.job))
-    matrix = ratio_matrix(pattern, plan, planned, run.result)
-    assert matrix.samples.shape == (len(plan.queue_depths), len(plan.read_shares), plan.repetitions)
-    assert np.all(matrix.samples > 0)
-    # a trimmed mean lies within its runs; the weighted curve within its QD curves
-    trimmed, weighted = matrix.trimmed, matrix.weighted()
-    assert np.all(matrix.samples.min(axis=2) <= trimmed)
-    assert np.all(trimmed <= matrix.samples.max(axis=2))
-    assert np.all(trimmed.min(axis=0) <= weighted + 1e-9)
-    assert np.all(weighted <= trimmed.max(axis=0) + 1e-9)
-
-    summary = matrix.as_dict()
-    summary["round"] = cssd_round
-    summary["amount"] = plan.amount(pattern).describe()
-    summary["region"] = region.describe()
-    ssd.derive(f"lowqd-{pattern}", summary)
-    title = f"{pattern} low QD by read share, cssd round {cssd_round}"
-    ssd.figure(ratio_curves(matrix, ssd.dut.id), title)
-    # the weighted curve (QD1 70 %, QD2 20 %, QD4 10 %); across drives it ranks them (issue 6)
-    ssd.figure(
-        weighted_curves({ssd.dut.id: matrix}), f"{pattern} weighted low QD, round {cssd_round}"
+    samples = [throughput_mib_s(run.result(p.job)) for p in planned]
+    assert min(samples) > 0
+    values = point_values(
+        pattern=pattern,
+        block_size=BLOCK_SIZES[pattern],
+        read_shares=plan.read_shares,
+        queue_depths=plan.queue_depths,
+        queue_depth=qd,
+        read_pct=read_pct,
+        samples_mib_s=samples,
+        amount=plan.amount(pattern).describe(),
     )
+    # a trimmed mean lies within its runs
+    assert min(samples) <= values["trimmed_mib_s"] <= max(samples)
+    # the curves per QD, the weighted curve and the ranking are drawn in the report from
+    # every point's record (a point that did not run is shown missing)
+    ssd.derive(POINT_RECORD, {**values, "round": cssd_round, "region": region.describe()})

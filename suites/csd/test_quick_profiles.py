@@ -1,7 +1,10 @@
 """Quick profiles: CrystalDiskMark's Default and NVMe profiles with fio (METHOD §4.1).
 
 Run at FOB (phase 1), after cssd in both rounds, and after ``used75`` (seed 001's
-"realistic" re-run).  Every pass is recorded; the grid shows the best one.
+"realistic" re-run).  Each line is a test: state, profile, CDM test and direction
+(``test_quick_profiles[fob-default-seq1m-q8t1-read]``), in CDM's order (every
+test's reads, then its writes); every pass is recorded and the report's grid of
+a state shows each line's best pass.
 
 Where the test span lies: at FOB and in ``used75`` the first span of the device
 (the used 75 %), at cssd the first span of the SEQ region for SEQ tests and of
@@ -14,18 +17,20 @@ cssd and ``used75`` it holds the state's own data and is read as it is.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
 from pytest_ssd import ALL_CLASSES, DirectionResult, FioJob, SsdBench
-from pytest_ssd.figures.grid import Grid, grid_of, results_grid
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import (
     CDM_PROFILE_ORDER,
     CDM_PROFILES,
     CDM_TIMING,
-    CDM_TITLES,
+    DIRECTIONS,
+    LINE_RECORD,
     CdmPass,
+    Direction,
     Span,
     cdm_bursts,
     cdm_passes,
@@ -41,6 +46,35 @@ QUICK_PROFILE_STATES = [
     *CSSD_ROUNDS,
     pytest.param(2, marks=pytest.mark.dut_state("used75", phase=2), id="used75"),
 ]
+
+
+def lines() -> list[Any]:
+    """A param per state, profile, test and direction in CDM's order: ``fob-nvme-rnd4k-q1t1-read``.
+
+    Only the first line at FOB needs the device pristine (purged): the lines after it
+    run in the FOB the first one found.
+    """
+    params = []
+    for state in QUICK_PROFILE_STATES:
+        first = True
+        for profile in CDM_PROFILE_ORDER:
+            for direction in DIRECTIONS:
+                for index, test in enumerate(CDM_PROFILES[profile]):
+                    marks = list(state.marks)
+                    if state.id == "fob" and not first:
+                        marks = [pytest.mark.dut_state("fob")]
+                    first = False
+                    params.append(
+                        pytest.param(
+                            state.values[0],
+                            profile,
+                            index,
+                            direction,
+                            marks=marks,
+                            id=f"{state.id}-{profile}-{test.key}-{direction}",
+                        )
+                    )
+    return params
 
 
 def spans(ssd: SsdBench, limit: int) -> dict[str, Span]:
@@ -76,36 +110,30 @@ def run_passes(
     return measured
 
 
-def grid_of_profile(
-    ssd: SsdBench, profile: str, passes: list[CdmPass], measured: dict[str, DirectionResult]
-) -> Grid:
-    """Check and record one profile's scores; its grid."""
-    timing = CDM_TIMING[ssd.profile.name]
-    scores = cdm_scores([p for p in passes if p.profile == profile], measured)
-    assert len(scores) == 2 * len(CDM_PROFILES[profile]), "a read and a write per test"
-    values: dict[str, object] = {"passes": timing.passes, "pass_s": timing.pass_s}
-    for score in scores:
-        assert len(score.mb_s) == timing.passes, "every pass is kept"
-        assert min(score.mb_s) > 0
-        assert score.mb_s[score.best] == max(score.mb_s), "the grid shows the best pass"
-        assert score.mib_s[score.best] == pytest.approx(score.mb_s[score.best] / 1.048576)
-        values.update(score.as_values())
-    ssd.derive(f"cdm-{profile}", values)
-    return grid_of(CDM_TITLES[profile], CDM_PROFILES[profile], scores)
-
-
-@pytest.mark.parametrize("phase", QUICK_PROFILE_STATES)
-def test_quick_profiles(ssd: SsdBench, phase: int) -> None:
+@pytest.mark.parametrize(("phase", "profile", "index", "direction"), lines())
+def test_quick_profiles(
+    ssd: SsdBench, phase: int, profile: str, index: int, direction: Direction
+) -> None:
     timing = CDM_TIMING[ssd.profile.name]
     assert ssd.need is not None and ssd.need.phase == phase
-    state = ssd.need.state.name
     where = spans(ssd, timing.span)
-    passes = [one for profile in CDM_PROFILE_ORDER for one in cdm_passes(profile, timing, where)]
-    # at FOB the span (the same for SEQ and RND there) is written once, before the first read
-    measured = run_passes(ssd, passes, (cdm_prepare(where["seq"]),) if state == "fob" else ())
+    test = CDM_PROFILES[profile][index]
+    passes = [
+        one
+        for one in cdm_passes(profile, timing, where)
+        if (one.test, one.direction) == (test, direction)
+    ]
+    # a read reads data, as CDM's do: at FOB its span is written first by CDM's "preparing"
+    # pass (once: the lines after the first find it written); cssd and used75 hold data
+    prepare = ssd.unwritten(cdm_prepare(where[test.pattern])) if direction == "read" else ()
+    measured = run_passes(ssd, passes, prepare)
 
-    grids = [grid_of_profile(ssd, profile, passes, measured) for profile in CDM_PROFILE_ORDER]
-
+    (score,) = cdm_scores(passes, measured)
+    assert len(score.mb_s) == timing.passes, "every pass is kept"
+    assert min(score.mb_s) > 0
+    assert score.mb_s[score.best] == max(score.mb_s), "the line shows the best pass"
+    assert score.mib_s[score.best] == pytest.approx(score.mb_s[score.best] / 1.048576)
     assert len(ssd.measurements) == len(passes), "every pass is recorded"
-    title = f"quick profiles at {state} (phase {phase}), best of {timing.passes}"
-    ssd.figure(results_grid(grids, title), f"quick profiles {state}-{phase}")
+    # the report draws each state's grids from its lines' records
+    values = {"profile": profile, "passes": timing.passes, "pass_s": timing.pass_s}
+    ssd.derive(LINE_RECORD, {**values, **score.as_values()})

@@ -1,63 +1,99 @@
-"""SEQ and RND measurements in their steady states (METHOD §5), one test per sweep.
+"""SEQ and RND measurements in their steady states (METHOD §5), one test per point.
 
 By block size (512 B ... 1 MiB at QD32) and by QD (QD 1 ... 256 at 128 KiB SEQ
 or 4 KiB RND), read and write, over the whole span; RND adds 4 workers x QD32
 (the usual datasheet point) to its QD sweep and 70 % read by QD.  Each pattern
-runs in its own steady state (``seq-ss``, ``rnd-ss``: the parameter's marker).
+runs in its own steady state (``seq-ss``, ``rnd-ss``).
 
-Each sweep is one fio process, its points one after another; each point a ramp
-and a measured time (30 s and 5 minutes; quick: 0.2 s and 0.5 s).  Writes
-smaller than the drive's indirection unit (when it is over 4 KiB) are skipped,
-and the test says why.
+Each point is a test (``test_rnd_by_qd[read-qd32]``, ``test_seq_by_block_size[write-64KiB]``):
+a ramp and a measured time (30 s and 5 minutes; quick: 0.2 s and 0.5 s), the
+sweep's points in order.  The report draws each sweep's curve from its points'
+records.  Writes smaller than the drive's indirection unit (when it is over
+4 KiB) are skipped, and the test says why.  A datasheet line of a point's
+workload and state (``--datasheet``) is checked in that point's test.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_ssd import ESD_CLASSES, Pattern, SsdBench
-from pytest_ssd.methods.esd import limits_of, run_sweep
+from pytest_ssd.methods.esd import limits_of, run_point
 from pytest_ssd.workloads.esd import (
     MIXED_READ_PCT,
     RND_STATE,
     SEQ_STATE,
+    TIMING,
     WORKERS_POINT,
+    EsdTiming,
+    Limits,
+    Sweep,
     by_block_size,
     by_queue_depth,
     timing,
 )
 
 pytestmark = pytest.mark.ssd_applies(*ESD_CLASSES)
-SEQ = pytest.param("seq", marks=SEQ_STATE, id="seq")
-RND = pytest.param("rnd", marks=RND_STATE, id="rnd")
-DIRECTIONS = [pytest.param(100, id="read"), pytest.param(0, id="write")]
+#: (read share, id) of the sweeps' directions
+DIRECTIONS = ((100, "read"), (0, "write"))
 
 
-@pytest.mark.parametrize("read_pct", DIRECTIONS)
-@pytest.mark.parametrize("pattern", [SEQ, RND])
-def test_by_block_size(ssd: SsdBench, pattern: Pattern, read_pct: int) -> None:
+def qd_sweep(pattern: Pattern, read_pct: int, span: int, row: EsdTiming, limits: Limits) -> Sweep:
+    """By QD; RND reads and writes end with the 4 workers x QD32 point."""
+    plain = pattern == "seq" or read_pct == MIXED_READ_PCT
+    workers = [] if plain else [WORKERS_POINT]
+    return by_queue_depth(pattern, read_pct, span, row, limits, workers=workers)
+
+
+def points(build: Any, pattern: Pattern, mixed: bool = False) -> list[Any]:
+    """One param (read share, index in the sweep) per point: ``read-64KiB``, ``r70-qd32``."""
+    directions = [*DIRECTIONS, *([(MIXED_READ_PCT, f"r{MIXED_READ_PCT}")] if mixed else [])]
+    params = []
+    for read_pct, direction in directions:
+        sweep = build(pattern, read_pct, 1 << 30, TIMING["quick"], Limits())
+        for index, point in enumerate(sweep.points):
+            x = point.job.name.rpartition("-")[2].removeprefix("bs")  # 64KiB, qd32t4
+            job = point.job
+            # what it measures over the whole device: a datasheet line of this workload and
+            # state is checked here (the datasheet suite skips it)
+            measures = pytest.mark.ssd_workload(
+                pattern=job.pattern,
+                block_size=job.block_size,
+                iodepth=job.iodepth,
+                numjobs=job.numjobs,
+                read_pct=job.read_pct,
+            )
+            params.append(pytest.param(read_pct, index, marks=measures, id=f"{direction}-{x}"))
+    return params
+
+
+def measure(ssd: SsdBench, build: Any, pattern: Pattern, read_pct: int, index: int) -> None:
     span = ssd.region("device").size
-    sweep = by_block_size(pattern, read_pct, span, timing(ssd.profile), limits_of(ssd))
-    curve = run_sweep(ssd, sweep)
-    assert len(curve.xs) + len(sweep.skipped) == len(sweep.points)
+    sweep = build(pattern, read_pct, span, timing(ssd.profile), limits_of(ssd))
+    run_point(ssd, sweep, index)
 
 
-@pytest.mark.parametrize("read_pct", DIRECTIONS)
-@pytest.mark.parametrize("pattern", [SEQ, RND])
-def test_by_qd(ssd: SsdBench, pattern: Pattern, read_pct: int) -> None:
-    span = ssd.region("device").size
-    workers = [WORKERS_POINT] if pattern == "rnd" else []
-    sweep = by_queue_depth(
-        pattern, read_pct, span, timing(ssd.profile), limits_of(ssd), workers=workers
-    )
-    curve = run_sweep(ssd, sweep)
-    single = list(curve.xs[: len(curve.xs) - len(workers)])  # the workers' points come last
-    assert single == sorted(single), "QD ascending"
-    assert not workers or curve.names[-1].endswith("qd32t4"), "the datasheet point last"
+@SEQ_STATE
+@pytest.mark.parametrize(("read_pct", "index"), points(by_block_size, "seq"))
+def test_seq_by_block_size(ssd: SsdBench, read_pct: int, index: int) -> None:
+    measure(ssd, by_block_size, "seq", read_pct, index)
 
 
-@pytest.mark.parametrize("pattern", [RND])
-def test_mixed_by_qd(ssd: SsdBench, pattern: Pattern) -> None:
-    span = ssd.region("device").size
-    sweep = by_queue_depth(pattern, MIXED_READ_PCT, span, timing(ssd.profile), limits_of(ssd))
-    run_sweep(ssd, sweep)
+@SEQ_STATE
+@pytest.mark.parametrize(("read_pct", "index"), points(qd_sweep, "seq"))
+def test_seq_by_qd(ssd: SsdBench, read_pct: int, index: int) -> None:
+    measure(ssd, qd_sweep, "seq", read_pct, index)
+
+
+@RND_STATE
+@pytest.mark.parametrize(("read_pct", "index"), points(by_block_size, "rnd"))
+def test_rnd_by_block_size(ssd: SsdBench, read_pct: int, index: int) -> None:
+    measure(ssd, by_block_size, "rnd", read_pct, index)
+
+
+@RND_STATE
+@pytest.mark.parametrize(("read_pct", "index"), points(qd_sweep, "rnd", mixed=True))
+def test_rnd_by_qd(ssd: SsdBench, read_pct: int, index: int) -> None:
+    measure(ssd, qd_sweep, "rnd", read_pct, index)

@@ -19,17 +19,19 @@ FIGURES = (
     "read speed histogram",
     "latency cssd-1",
     "tail latency cssd-2",
-    "quick profiles fob-1",
-    "quick profiles used75-2",
+    "csd quick profiles fob",
+    "csd quick profiles used75",
     "sync writes cssd-1",
-    "seq low QD by read share, cssd round 2",
-    "rnd weighted low QD, round 1",
+    "csd low QD weighted cssd-2-seq",
+    "csd low QD ranking cssd-1-rnd",
 )
 
 
 def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None:
     run = run_ssd("--dut=scratch:1G", suite=CSD, timeout=900)
-    run.result.assert_outcomes(passed=14)
+    # a test per point: 16 quick-profile lines in each of 4 states, 36 low-QD points
+    # (2 patterns x 2 rounds x QD 1, 2, 4 x 0, 70, 100 % read), 2 fill, 2 sync, 2 latency
+    run.result.assert_outcomes(passed=106)
     data = run.results()
     flow = [(t["source"], t["target"]) for t in data["transitions"]]
     # purge -> FOB profiles -> cssd -> measure -> purge -> fill -> RND + trim -> measure again
@@ -40,11 +42,9 @@ def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None
     ], "after the fill drive, cssd needs only the RND and trim steps"
     derived = Counter(d["name"] for d in data["derived"])
     assert derived == {
-        "cdm-default": 4,
-        "cdm-nvme": 4,
+        "cdm-line": 64,
         "tail-latency": 2,
-        "lowqd-seq": 2,
-        "lowqd-rnd": 2,
+        "lowqd-point": 36,
         "sync-writes": 2,
         "fill": 1,
         "fill-speed": 1,

@@ -31,7 +31,9 @@ SECTION_FIGURES = (
 
 def test_esd_quick_walks_the_flow_and_reports_every_graph(run_ssd: Any) -> None:
     run = run_ssd("--dut=scratch:2G", suite=ESD, timeout=900)
-    run.result.assert_outcomes(passed=12)
+    # one test per point: SEQ 24 by block size + 18 by QD, RND 24 + 29 (read, write, 70 % by
+    # QD, 4 workers x QD32), both preconditionings and the QoS test
+    run.result.assert_outcomes(passed=98)
     data = run.results()
     order = [m["name"] for m in data["measurements"]]
     # SEQ preconditioning, SEQ measurements, RND preconditioning, RND measurements, QoS
@@ -39,13 +41,21 @@ def test_esd_quick_walks_the_flow_and_reports_every_graph(run_ssd: Any) -> None:
     assert order.index("wdpc-rnd") < order.index("rnd-read-qd1") < order.index("qos-read")
     assert not data["transitions"], "the tests themselves precondition a new scratch device"
     assert {m["workload"]["ioengine"] for m in data["measurements"]} == {"io_uring"}
-    derived = {d["name"]: d["values"] for d in data["derived"]}
-    assert Counter(d["name"] for d in data["derived"]) == dict.fromkeys(derived, 1)
+    points = [d["values"] for d in data["derived"] if d["name"] == "esd-point"]
+    derived = {d["name"]: d["values"] for d in data["derived"] if d["name"] != "esd-point"}
+    assert Counter(d["name"] for d in data["derived"]) == {
+        **dict.fromkeys(derived, 1),
+        "esd-point": 95,
+    }
     for pattern in ("seq", "rnd"):
         pre = derived[f"precondition-{pattern}"]
         assert pre["wipc_bytes"] == 2 * pre["span_bytes"] and pre["wdpc_bytes"] > 0
         assert pre["wdpc_bytes"] <= 23 * pre["span_bytes"]
-    assert len(derived["seq-read-bs"]["values"]) == 12 and len(derived["rnd-write-qd"]["x"]) == 10
+    sweeps = Counter(p["sweep"] for p in points)
+    assert (
+        sweeps["seq-read-bs"] == 12 and sweeps["rnd-write-qd"] == 10 and sweeps["rnd-70r-qd"] == 9
+    )
+    assert all(p["value"] > 0 and p["x"] == p["xs"][p["index"]] for p in points)
     assert set(derived["qos"]) == {"qos-read", "qos-write", "qos-70r", "skipped"}
     html = (run.run_dir / "report.html").read_text()
     section = html[html.index('id="ssd-suite-esd"') :]

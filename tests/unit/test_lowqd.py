@@ -13,11 +13,12 @@ from matplotlib.patches import Rectangle
 from pytest_ssd.analysis.lowqd import (
     Ranked,
     RatioMatrix,
+    point_values,
     ranking,
     trimmed_mean,
     weighted_curve,
 )
-from pytest_ssd.errors import ConfigError
+from pytest_ssd.errors import ConfigError, ParseError
 from pytest_ssd.figures import render as render_figure
 from pytest_ssd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
 from pytest_ssd.fio.job import FioJob, render
@@ -28,7 +29,7 @@ from pytest_ssd.workloads.lowqd import (
     Amount,
     LowQdPlan,
     plan_jobs,
-    ratio_matrix,
+    point_jobs,
     throughput_mib_s,
 )
 
@@ -154,12 +155,12 @@ def test_rnd_jobs_span_the_region_by_amount_in_sweeps() -> None:
     assert (first.name, first.pattern, first.block_size) == ("rnd-q1-r000-n0", "rnd", 4 * KiB)
     assert all((p.job.offset, p.job.size) == (0, 8 * GiB) for p in jobs)
     assert all(p.job.io_bytes == 640 * MiB and p.job.runtime_s is None for p in jobs)
-    # a sweep over all 33 points per repetition: QD ascending, read share ascending
-    sweep = [(p.point.queue_depth, p.point.read_pct) for p in jobs[:33]]
-    assert sweep == [(qd, share) for qd in (1, 2, 4) for share in range(0, 101, 10)]
-    assert [p.point.repetition for p in jobs[::33]] == [0, 1, 2, 3, 4]
+    # QD ascending, read share ascending, each point's 5 repetitions back to back
+    order = [(p.point.queue_depth, p.point.read_pct) for p in jobs[::5]]
+    assert order == [(qd, share) for qd in (1, 2, 4) for share in range(0, 101, 10)]
+    assert [p.point.repetition for p in jobs[:10]] == [0, 1, 2, 3, 4] * 2
     # each repetition its own fio seed
-    assert {dict(p.job.extra)["randseed"] for p in jobs[33:66]} == {"2"}
+    assert [dict(p.job.extra)["randseed"] for p in jobs[:5]] == ["1", "2", "3", "4", "5"]
     by_point = {(p.point.queue_depth, p.point.read_pct, p.point.repetition): p.job for p in jobs}
     job = by_point[(2, 70, 3)]
     assert (job.iodepth, job.read_pct, job.rw, job.name) == (2, 70, "randrw", "rnd-q2-r070-n3")
@@ -247,20 +248,77 @@ def test_throughput_adds_reads_and_writes() -> None:
     assert throughput_mib_s(result_for(job)) == pytest.approx(1050.0 + 10.0)
 
 
-def test_ratio_matrix_places_every_job() -> None:
-    planned = plan_jobs("rnd", RND, SMALL)
-    m = ratio_matrix("rnd", SMALL, planned, result_for)
-    assert m.samples.shape == (3, 3, 3) and m.block_size == 4 * KiB
+def test_point_jobs_are_the_points_repetitions_where_the_matrix_puts_them() -> None:
+    every = plan_jobs("seq", SEQ, SMALL)
+    point = point_jobs("seq", SEQ, SMALL, 2, 50)
+    assert [p.job.name for p in point] == ["seq-q2-r050-n0", "seq-q2-r050-n1", "seq-q2-r050-n2"]
+    # the slices in turn are the whole matrix's: the 5th point's are the 13th-15th slices
+    assert [p.job for p in point] == [p.job for p in every[12:15]]
+    with pytest.raises(ConfigError, match="QD8 at 50 % read is not planned"):
+        point_jobs("seq", SEQ, SMALL, 8, 50)
+
+
+def point_of(
+    qd: int, share: int, pattern: str = "rnd", plan: LowQdPlan = SMALL
+) -> dict[str, object]:
+    samples = [
+        throughput_mib_s(result_for(p.job)) for p in point_jobs(pattern, RND, plan, qd, share)
+    ]
+    return point_values(
+        pattern=pattern,
+        block_size=4 * KiB,
+        read_shares=plan.read_shares,
+        queue_depths=plan.queue_depths,
+        queue_depth=qd,
+        read_pct=share,
+        samples_mib_s=samples,
+        amount=plan.amount(pattern).describe(),
+    )
+
+
+def test_point_values_keep_every_run_and_their_trimmed_mean() -> None:
+    values = point_of(2, 50)
+    assert values["samples_mib_s"] == [2060.0, 2061.0, 2062.0]  # QD2 50 %: 2050 + r + 10
+    assert values["trimmed_mib_s"] == pytest.approx(2061.0)
+    assert values["trimmed_iops"] == pytest.approx(2061.0 * 256)
+    assert json.loads(json.dumps(values)) == values
+
+
+def test_matrix_from_points_places_every_point() -> None:
+    m = RatioMatrix.from_points([point_of(qd, share) for qd in (1, 2, 4) for share in (0, 50, 100)])
+    assert m.samples.shape == (3, 3, 3) and m.block_size == 4 * KiB and m.missing == 0
     assert m.samples[0, 0].tolist() == [10.0, 10.0, 10.0]  # QD1, writes only
-    assert m.samples[1, 1].tolist() == [2060.0, 2061.0, 2062.0]  # QD2 50 %: 2050 + r + 10
     assert m.samples[2, 2].tolist() == [4100.0, 4101.0, 4102.0]  # QD4 reads only
     assert m.trimmed[1, 1] == pytest.approx(2061.0)
+    assert m.weighted_complete()
 
 
-def test_ratio_matrix_refuses_missing_points() -> None:
-    planned = plan_jobs("seq", SEQ, SMALL)
-    with pytest.raises(ConfigError, match="1 points not measured"):
-        ratio_matrix("seq", SMALL, planned[1:], result_for)
+def test_a_missing_point_is_a_gap_never_interpolated() -> None:
+    points = [point_of(qd, share) for qd in (1, 2, 4) for share in (0, 50, 100)]
+    m = RatioMatrix.from_points([p for p in points if (p["queue_depth"], p["read_pct"]) != (2, 50)])
+    assert (m.missing, m.cells) == (1, 9)
+    assert np.isnan(m.trimmed[1, 1]) and not np.isnan(m.trimmed[1, 0])
+    weighted = m.weighted()
+    assert np.isnan(weighted[1]) and not np.isnan(weighted[[0, 2]]).any()
+    assert not m.weighted_complete()
+    ax = ratio_curves(m, "scratch").axes[0]
+    assert labels(ax.lines)[-1].endswith("no mean: points missing")
+    qd2 = np.asarray(ax.lines[1].get_ydata(), dtype=float)
+    assert np.isnan(qd2[1]) and not np.isnan(qd2[[0, 2]]).any()
+    complete = RatioMatrix.from_points(points)
+    curves = weighted_curves({"partial": m, "whole": complete})
+    assert labels(curves.axes[0].lines) == [
+        f"1. whole: {complete.score():,.1f} MiB/s",
+        "partial: not ranked (points missing)",
+    ]
+
+
+def test_points_of_other_matrices_do_not_mix() -> None:
+    other = LowQdPlan((0, 100), (1, 2, 4), 3, Amount(8 * MiB, 3), Amount(16 * KiB, 160))
+    with pytest.raises(ParseError, match="differ in read_shares"):
+        RatioMatrix.from_points([point_of(1, 0), point_of(1, 0, plan=other)])
+    with pytest.raises(ParseError, match="none"):
+        RatioMatrix.from_points([])
 
 
 # --- graphs --------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from pytest_ssd.analysis.fill import FillPass
+from pytest_ssd.analysis.lowqd import RatioMatrix
 from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, Series
 from pytest_ssd.db.arrays import pack, unpack
 from pytest_ssd.errors import ParseError
@@ -56,14 +57,16 @@ FIGURES = [
     "csd fill mean bandwidth",
     "csd read bandwidth vs read",
     "csd sync writes",
-    "csd low QD weighted cssd-1-seq",
-    "csd low QD ranking cssd-1-seq",
-    "csd low QD weighted cssd-1-rnd",
-    "csd low QD ranking cssd-1-rnd",
-    "csd low QD weighted cssd-2-seq",
-    "csd low QD ranking cssd-2-seq",
-    "csd low QD weighted cssd-2-rnd",
-    "csd low QD ranking cssd-2-rnd",
+    *(
+        title
+        for key in ("cssd-1-seq", "cssd-1-rnd", "cssd-2-seq", "cssd-2-rnd")
+        for title in (
+            f"csd low QD {FAST} {key}",
+            f"csd low QD {SLOW} {key}",
+            f"csd low QD weighted {key}",
+            f"csd low QD ranking {key}",
+        )
+    ),
     *(f"csd tail lat-rnd4k-qd1-{mix} cssd-{n}" for n in (1, 2) for mix in ("read", "70r", "write")),
 ]
 
@@ -297,10 +300,7 @@ def test_quick_profiles_are_grouped_bars_in_mb_s_and_iops(pair: Any) -> None:
     seq, rnd = fig.axes[0], fig.axes[1]
     assert seq.get_ylabel() == "MB/s (10⁶ bytes/s)" and rnd.get_ylabel() == "IOPS"
     assert legend(seq) == [FAST, SLOW]
-    values = load().derived_values(
-        f"{CSD}test_quick_profiles.py::test_quick_profiles[fob]", "cdm-default"
-    )
-    assert values is not None
+    values = line_values(load(), "fob", "default")
     heights: dict[str, list[float]] = {FAST: [], SLOW: []}
     for rect in (p for p in seq.patches if isinstance(p, Rectangle)):
         colour = to_hex(rect.get_facecolor())
@@ -412,6 +412,25 @@ def test_sync_writes_one_panel_per_workload_and_round(pair: Any) -> None:
         assert slow_mib_s == pytest.approx(fast_mib_s / FACTOR)
 
 
+def line_values(drive: DriveResults, state: str, profile: str) -> dict[str, Any]:
+    """The quick-profile lines of *profile* in *state*, merged (what the grid shows)."""
+    merged: dict[str, Any] = {}
+    for record in drive.derived:
+        if record.name == "cdm-line" and f"[scratch-{state}-{profile}-" in record.test:
+            merged.update(record.values)
+    assert len(merged) > 3, f"no {profile} lines at {state}"
+    return merged
+
+
+def lowqd_points(drive: DriveResults, cssd_round: int, pattern: str) -> list[dict[str, Any]]:
+    """The low-QD point records of one matrix, in the order they ran."""
+    return [
+        r.values
+        for r in drive.derived
+        if r.name == "lowqd-point" and f"[scratch-{pattern}-cssd{cssd_round}-" in r.test
+    ]
+
+
 def test_low_qd_weighted_curves_and_ranking(pair: Any) -> None:
     built, sink, palette = pair
     curves = sink.figures["csd low QD weighted cssd-1-rnd"].axes[0]
@@ -423,10 +442,10 @@ def test_low_qd_weighted_curves_and_ranking(pair: Any) -> None:
     ]
     fast, slow = (np.asarray(line.get_ydata(), dtype=float) for line in lines)
     assert slow == pytest.approx(fast / FACTOR)
-    values = load().derived_values(
-        f"{CSD}test_lowqd.py::test_low_qd_by_rw_ratio[cssd-1-rnd]", "lowqd-rnd"
-    )
-    assert values is not None and fast == pytest.approx(values["weighted_mib_s"])
+    points = lowqd_points(load(), 1, "rnd")
+    assert len(points) == 9, "QD 1, 2, 4 x 0, 70, 100 % read"
+    values = RatioMatrix.from_points(points).as_dict()
+    assert fast == pytest.approx(values["weighted_mib_s"])
     assert curves.get_xlabel() == "read share (%)" and curves.get_ylabel().startswith("MiB/s")
     ranking = sink.figures["csd low QD ranking cssd-1-rnd"].axes[0]
     assert bars_top_down(ranking)[0][:2] == (f"1. {FAST}", pytest.approx(values["score_mib_s"]))
@@ -512,8 +531,8 @@ def test_notes_say_whose_workload_differs() -> None:
         else m
         for m in other.measurements
     ]
-    lowqd = next(d for d in other.derived if d.name == "lowqd-seq")
-    lowqd.values["read_pct"] = [0, 10, 100]
+    for values in lowqd_points(other, 1, "seq"):
+        values["read_shares"] = [0, 10, 100]
     built, sink = build(fast, other)
     notes = notes_of(built)
     assert (
@@ -523,7 +542,7 @@ def test_notes_say_whose_workload_differs() -> None:
     assert any(
         n.startswith(
             "other shape: left out of low QD in cssd, round 1 (seq): the matrix "
-            "differs (read_pct [0, 10, 100] vs [0, 50, 100])"
+            "differs (read_shares [0, 10, 100] vs [0, 70, 100])"
         )
         for n in notes
     )

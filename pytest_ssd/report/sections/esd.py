@@ -11,11 +11,13 @@ is listed under the part with the reason.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from pytest_ssd.analysis.sweep import POINT_RECORD
 from pytest_ssd.db import DriveResults, Series
 from pytest_ssd.figures import esd as figs
 from pytest_ssd.figures.latency import LatencySample
@@ -132,25 +134,47 @@ def _attained(values: dict[str, Any]) -> str:
     return "<b>no</b> (cap)"
 
 
+def _points(drive: DriveResults, name: str) -> list[dict[str, Any]]:
+    """The drive's point records of sweep *name*, in the sweep's order."""
+    found = [
+        r.values
+        for r in drive.derived
+        if r.name == POINT_RECORD and r.test.startswith(ESD) and r.values.get("sweep") == name
+    ]
+    return sorted(found, key=lambda values: int(values["index"]))
+
+
+def _curve(label: str, points: list[dict[str, Any]]) -> tuple[figs.SweepCurve, list[str]]:
+    """The sweep's curve: a point that was skipped or did not run is a gap (NaN); why."""
+    xs = [int(x) for x in points[0]["xs"]]
+    ys, workers, gaps = [math.nan] * len(xs), [1] * len(xs), []
+    for values in points:
+        index = int(values["index"])
+        workers[index] = int(values.get("workers", 1))
+        if "value" in values:
+            ys[index] = float(values["value"])
+        else:
+            gaps.append(f"{values['job']} skipped: {values.get('skipped')}")
+    measured = {int(v["index"]) for v in points}
+    missing = len(xs) - len(measured)
+    if missing:
+        gaps.append(f"{missing} of {len(xs)} points did not run")
+    return figs.SweepCurve(label, tuple(xs), tuple(ys), workers=tuple(workers)), gaps
+
+
 def _sweep(drives: EsdDrives, name: str) -> str:
-    found = drives.having(name, "sweep")
-    if not found:
-        return ""
     curves, title, axis, unit = [], name, "", ""
-    for drive, _, values in found:
-        title, axis, unit = values["title"], values["axis"], values["unit"]
-        curves.append(
-            figs.SweepCurve(
-                drives.name(drive),
-                tuple(values["x"]),
-                tuple(values["values"]),
-                workers=tuple(values.get("workers", ())),
-            )
-        )
-        drives.missing += [
-            f"{drives.name(drive)}: {title}: {job} skipped: {why}"
-            for job, why in values.get("skipped", {}).items()
-        ]
+    for drive in drives.all:
+        points = _points(drive, name)
+        if not points:
+            drives.missing.append(f"{drives.name(drive)}: no sweep ({name})")
+            continue
+        title, axis, unit = points[0]["title"], points[0]["axis"], points[0]["unit"]
+        curve, gaps = _curve(drives.name(drive), points)
+        curves.append(curve)
+        drives.missing += [f"{drives.name(drive)}: {title}: {gap}" for gap in gaps]
+    if not curves:
+        return ""
     xs = sorted({x for c in curves for x in c.xs})
     label: Callable[[int], str] = format_bytes if axis == "block size" else str
     rows = [[_e(c.label), *(_cell(c, x, unit) for x in xs)] for c in curves]
@@ -161,7 +185,7 @@ def _sweep(drives: EsdDrives, name: str) -> str:
 
 
 def _cell(curve: figs.SweepCurve, x: int, unit: str) -> str:
-    if x not in curve.xs:
+    if x not in curve.xs or math.isnan(curve.ys[curve.xs.index(x)]):
         return "—"
     value = curve.ys[curve.xs.index(x)]
     return f"{value:,.0f}" if unit == "IOPS" else f"{value:,.1f}"

@@ -8,33 +8,52 @@ writes: MiB/s bars per workload and cSSD round, fastest on top.
 from __future__ import annotations
 
 import html
+from typing import Any
 
-from pytest_ssd.db import DriveResults
+from pytest_ssd.db import DriveResults, shared_test_id
 from pytest_ssd.figures.grid import Bar, Grid, grid_bars, grid_of_values, mib_bars
 from pytest_ssd.report.sections.base import table
 from pytest_ssd.report.sections.csd.common import (
+    CSD,
     Drives,
     Part,
-    derived,
     measurements_of,
     param_of,
     state_of,
 )
-from pytest_ssd.workloads.profiles import CDM_PROFILE_ORDER, CDM_PROFILES, CDM_TITLES, DIRECTIONS
+from pytest_ssd.workloads.profiles import (
+    CDM_PROFILE_ORDER,
+    CDM_PROFILES,
+    CDM_TITLES,
+    DIRECTIONS,
+    LINE_RECORD,
+)
+
+MODULE = f"{CSD}test_quick_profiles.py::"
 
 
-def _grids(drive: DriveResults, key: str) -> list[Grid]:
-    """The drive's grids of the profiles it ran in test *key*."""
-    grids = []
-    for profile in CDM_PROFILE_ORDER:
-        found = derived(drive, key, f"cdm-{profile}")
-        if found is not None:
-            grids.append(grid_of_values(CDM_TITLES[profile], CDM_PROFILES[profile], found[1]))
-    return grids
+def _lines(drive: DriveResults) -> dict[str, dict[str, dict[str, Any]]]:
+    """The drive's line records merged per state and profile: ``fob`` -> ``default`` -> values."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for record in drive.derived:
+        if record.name != LINE_RECORD or not record.test.startswith(MODULE):
+            continue
+        profile = str(record.values.get("profile"))
+        state = param_of(shared_test_id(record.test, drive.drive.dut_id)).partition(f"-{profile}-")[
+            0
+        ]
+        found.setdefault(state, {}).setdefault(profile, {}).update(record.values)
+    return found
 
 
-def _has_grids(drive: DriveResults, key: str) -> bool:
-    return bool(_grids(drive, key))
+def _grids(drive: DriveResults, state: str) -> list[Grid]:
+    """The drive's grids of the profiles it ran in *state* (a line not measured shows "–")."""
+    profiles = _lines(drive).get(state, {})
+    return [
+        grid_of_values(CDM_TITLES[profile], CDM_PROFILES[profile], profiles[profile])
+        for profile in CDM_PROFILE_ORDER
+        if profile in profiles
+    ]
 
 
 def _grid_table(grids: dict[str, list[Grid]]) -> str:
@@ -58,20 +77,22 @@ def _grid_table(grids: dict[str, list[Grid]]) -> str:
 
 def quick_profiles(drives: Drives) -> Part | None:
     """Per state, every drive's best pass of each profile item, side by side."""
-    keys = drives.tests_of("test_quick_profiles.py")
-    if not keys:
+    states = list(dict.fromkeys(state for d in drives.all for state in _lines(d)))
+    if not states:
         return None
     part = Part("Quick profiles (CrystalDiskMark-like, best pass)")
-    for key in keys:
-        state = state_of(param_of(key))
-        kept, left_out = drives.comparable(key, f"the quick profiles at {state}", _has_grids)
-        part.left_out += left_out
-        grids = {drives.name(d): _grids(d, key) for d in kept}
-        if not grids:
-            continue
-        fig = grid_bars(grids, drives.colours, f"Quick profiles at {state}: best pass per test")
-        part.body.append(f"<h4>{html.escape(state)}</h4>")
-        part.body.append(drives.figure(fig, f"csd quick profiles {param_of(key)}"))
+    for state in states:
+        title = state_of(state)
+        grids = {drives.name(d): _grids(d, state) for d in drives.all if state in _lines(d)}
+        part.left_out += [
+            f"{drives.name(d)}: left out of the quick profiles at {title}: test_quick_profiles"
+            " did not run there"
+            for d in drives.all
+            if state not in _lines(d)
+        ]
+        fig = grid_bars(grids, drives.colours, f"Quick profiles at {title}: best pass per test")
+        part.body.append(f"<h4>{html.escape(title)}</h4>")
+        part.body.append(drives.figure(fig, f"csd quick profiles {state}"))
         part.body.append(_grid_table(grids))
     return part
 

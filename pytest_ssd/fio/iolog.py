@@ -1,0 +1,118 @@
+"""A job's figures from fio's per-I/O latency logs, before fio has printed its own.
+
+With ``write_lat_log`` and no averaging, fio writes one line per I/O to
+``<stem>_clat.N.log``, ``<stem>_lat.N.log`` and ``<stem>_slat.N.log``
+(``time ms, value ns, direction, block size, priority``), N = 1 … numjobs, when the
+job ends.  From them come what fio's JSON says of the job: bytes and I/Os per
+direction, run time, bandwidth and IOPS, completion latency (min, max, mean,
+standard deviation and the json+ histogram, bucketed exactly as fio buckets:
+``plat_val_to_idx``/``plat_idx_to_val`` of fio 3.33's stat.c), and the means of
+total and submission latency.  The run time is the last completion's time plus
+1 ms, fio's rounding up of the elapsed microseconds (checked against fio's
+final JSON by :meth:`pytest_ssd.fio.batch.BatchRun.differences`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_ssd.errors import ParseError
+from pytest_ssd.fio.results import DirectionResult, JobResult, Latency
+
+#: fio 3.33 stat.h: FIO_IO_U_PLAT_BITS, FIO_IO_U_PLAT_VAL, FIO_IO_U_PLAT_NR
+PLAT_BITS = 6
+PLAT_VAL = 1 << PLAT_BITS
+PLAT_NR = 29 * PLAT_VAL
+DIRECTIONS = ("read", "write", "trim")
+
+Array = npt.NDArray[np.int64]
+
+
+def plat_val_to_idx(value: int) -> int:
+    """fio's histogram bucket of a latency in ns (stat.c ``plat_val_to_idx``)."""
+    msb = value.bit_length() - 1 if value else 0
+    if msb <= PLAT_BITS:
+        return value
+    error_bits = msb - PLAT_BITS
+    base = (error_bits + 1) << PLAT_BITS
+    offset = (PLAT_VAL - 1) & (value >> error_bits)
+    return min(base + offset, PLAT_NR - 1)
+
+
+def plat_idx_to_val(index: int) -> int:
+    """The value fio reports for a bucket (stat.c ``plat_idx_to_val``): its middle."""
+    if index < (PLAT_VAL << 1):
+        return index
+    error_bits = (index >> PLAT_BITS) - 1
+    base = 1 << (error_bits + PLAT_BITS)
+    return int(base + (index % PLAT_VAL + 0.5) * (1 << error_bits))
+
+
+def read_log(path: Path) -> Array:
+    """A per-I/O log as rows of integers (time ms, value, direction, block size, ...)."""
+    text = path.read_text()
+    if not text.strip():
+        return np.zeros((0, 5), dtype=np.int64)
+    columns = text.split("\n", 1)[0].count(",") + 1
+    values = np.array(text.replace(",", " ").split(), dtype=np.int64)
+    if values.size % columns:
+        raise ParseError(f"{path}: lines of {columns} values expected")
+    return values.reshape(-1, columns)
+
+
+def _logs(stem: Path, kind: str) -> Array:
+    found = sorted(stem.parent.glob(f"{stem.name}_{kind}.*.log"))
+    if not found:
+        raise ParseError(f"fio wrote no {kind} log {stem.name}_{kind}.N.log in {stem.parent}")
+    return np.concatenate([read_log(path) for path in found])
+
+
+def _latency(values: Array) -> Latency:
+    buckets = Counter(plat_val_to_idx(int(v)) for v in values)
+    n = len(values)
+    mean = float(values.mean())
+    stddev = float(values.std(ddof=1)) if n > 1 else 0.0
+    return Latency(
+        samples=n,
+        min_ns=int(values.min()),
+        max_ns=int(values.max()),
+        mean_ns=mean,
+        stddev_ns=stddev if math.isfinite(stddev) else 0.0,
+        bins=tuple(sorted((plat_idx_to_val(i), count) for i, count in buckets.items())),
+        fio_percentiles={},
+    )
+
+
+def job_result(name: str, stem: Path, options: dict[str, str]) -> JobResult:
+    """What fio will report of job *name* whose logs are ``<stem>_{clat,lat,slat}.N.log``."""
+    clat = _logs(stem, "clat")
+    lat = _logs(stem, "lat")
+    slat = _logs(stem, "slat")
+    if not len(clat):
+        raise ParseError(f"fio job {name!r}: no I/O in its completion log")
+    runtime_ms = int(clat[:, 0].max()) + 1
+    directions: dict[str, DirectionResult] = {}
+    for code, direction in enumerate(DIRECTIONS):
+        mine = clat[clat[:, 2] == code]
+        if not len(mine):
+            continue
+        io_bytes = int(mine[:, 3].sum())
+        lat_values = lat[lat[:, 2] == code][:, 1]
+        slat_values = slat[slat[:, 2] == code][:, 1]
+        directions[direction] = DirectionResult(
+            direction,
+            io_bytes=io_bytes,
+            total_ios=len(mine),
+            runtime_ms=runtime_ms,
+            iops=len(mine) * 1000 / runtime_ms,
+            bw_bytes_s=float(io_bytes * 1000 // runtime_ms),
+            clat=_latency(mine[:, 1]),
+            lat_mean_ns=float(lat_values.mean()) if len(lat_values) else None,
+            slat_mean_ns=float(slat_values.mean()) if len(slat_values) else None,
+        )
+    return JobResult(name, 0, runtime_ms / 1000, 0.0, 0.0, options, directions)

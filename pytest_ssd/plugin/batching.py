@@ -1,0 +1,153 @@
+"""Consecutive point tests of one sweep share one fio process (:mod:`pytest_ssd.fio.batch`).
+
+A sweep that declares its points' jobs (``@pytest.mark.ssd_points(names, points,
+jobs=jobs_of)``, ``jobs_of(ssd, *values)`` the jobs the point's test will run) is
+batched: when its first selected point has reached its state, the jobs of it and
+of the points that follow it (same function, device and state, in the run's order,
+at most :data:`MAX_JOBS`) start in one fio process, each held at its gate; each
+point's ``ssd.run_jobs`` releases its own.  The batch closes before a test outside
+it and at the end of the session; a point that was skipped or failed before its
+run leaves its jobs to be skipped (no I/O).  The figures a release hands out are
+checked against fio's final JSON when the batch closes, and a difference is
+reported.  Writes are guarded once, before fio starts.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_ssd.errors import SsdError
+from pytest_ssd.fio.batch import Batch
+from pytest_ssd.fio.job import FioJob
+from pytest_ssd.fixture import SsdBench
+from pytest_ssd.state import plan
+
+#: jobs in one batch at most (each a waiting fio process with its buffers)
+MAX_JOBS = 128
+#: ``jobs_of(ssd, *point values)``: the jobs a point's test will run
+JobsOf = Callable[..., Sequence[FioJob]]
+GROUP_KEY = pytest.StashKey[str]()
+
+
+def _jobs_of(item: pytest.Item) -> tuple[list[str], JobsOf] | None:
+    marker = item.get_closest_marker("ssd_points")
+    if marker is None or "jobs" not in marker.kwargs:
+        return None
+    names = [name.strip() for name in str(marker.args[0]).split(",") if name.strip()]
+    return names, marker.kwargs["jobs"]
+
+
+def _group_of(item: pytest.Item) -> tuple[Any, ...] | None:
+    callspec = getattr(item, "callspec", None)
+    need = plan.need_of(item)
+    if _jobs_of(item) is None or callspec is None or need is None:
+        return None
+    function = getattr(item, "function", None)
+    return (callspec.params.get("dut"), function, need.state, need.phase)
+
+
+def mark_groups(items: list[pytest.Item]) -> dict[str, list[pytest.Item]]:
+    """The runs of consecutive points of one sweep, device and state, by key."""
+    groups: dict[str, list[pytest.Item]] = {}
+    previous: tuple[Any, ...] | None = None
+    for item in items:
+        group = _group_of(item)
+        if group is None:
+            previous = None
+            continue
+        if group != previous:
+            key = f"{group[0]}#{len(groups)}"
+            groups[key] = []
+        previous = group
+        groups[key].append(item)
+        item.stash[GROUP_KEY] = key
+    return groups
+
+
+@dataclass
+class Active:
+    """A batch running for one device: the points whose jobs it holds."""
+
+    batch: Batch
+    members: set[str]
+    last: str
+
+
+@dataclass
+class Batches:
+    """The batch of each device (one at a time) and what the closed ones reported."""
+
+    groups: dict[str, list[pytest.Item]] = field(default_factory=dict)
+    active: dict[str, Active] = field(default_factory=dict)
+    #: one line per batch whose figures differed from fio's final JSON, or that failed
+    problems: list[str] = field(default_factory=list)
+
+    def batch(self, dut: str) -> Batch | None:
+        found = self.active.get(dut)
+        return found.batch if found is not None else None
+
+    def before(self, item: pytest.Item, dut: str) -> None:
+        """Close the device's batch unless *item* is one of its points."""
+        found = self.active.get(dut)
+        if found is not None and item.nodeid not in found.members:
+            self.close(dut)
+
+    def start(self, item: pytest.Item, bench: SsdBench, dut: str) -> None:
+        """After *item* reached its state: batch it and the points after it, if declared."""
+        key = item.stash.get(GROUP_KEY, None)
+        declared = _jobs_of(item)
+        if key is None or declared is None or dut in self.active or bench.dut.readonly:
+            return
+        names, jobs_of = declared
+        members = self.groups[key][self.groups[key].index(item) :]
+        chosen: list[pytest.Item] = []
+        jobs: list[FioJob] = []
+        for member in members:
+            params = member.callspec.params  # type: ignore[attr-defined]  # a parametrized Function
+            found = list(jobs_of(bench, *(params[name] for name in names)))
+            if chosen and len(jobs) + len(found) > MAX_JOBS:
+                break
+            chosen.append(member)
+            jobs += found
+        if len(chosen) < 2:
+            return  # one point: its own fio process, as any test
+        if any(job.writes for job in jobs):
+            bench._guard_writes()  # once for the batch: its releases run no guard
+        folder = bench.artifacts.parent / f"batch-{bench.artifacts.name}"
+        batch = Batch(jobs, bench.dut.path, artifacts=folder, logs=True)
+        batch.start()
+        self.active[dut] = Active(batch, {m.nodeid for m in chosen}, chosen[-1].nodeid)
+
+    def after(self, item: pytest.Item, dut: str) -> None:
+        """Close the device's batch after its last point."""
+        found = self.active.get(dut)
+        if found is not None and found.last == item.nodeid:
+            self.close(dut)
+
+    def close(self, dut: str) -> None:
+        """Close the device's batch; a failure or a difference from fio's JSON is warned of."""
+        found = self.active.pop(dut, None)
+        if found is None:
+            return
+        problem = None
+        try:
+            differs = found.batch.close().differences()
+        except SsdError as exc:
+            found.batch.abort()
+            problem = f"{dut}: a fio batch failed as it closed: {exc}"
+        else:
+            if differs:
+                more = f" (and {len(differs) - 1} more)" if len(differs) > 1 else ""
+                problem = f"{dut}: figures from a batch differ from fio's JSON: {differs[0]}{more}"
+        if problem is not None:
+            self.problems.append(problem)
+            warnings.warn(problem, pytest.PytestWarning, stacklevel=1)
+
+    def close_all(self) -> None:
+        for dut in list(self.active):
+            self.close(dut)

@@ -1,0 +1,84 @@
+"""fio jobs held at their gates in one fio process and released one at a time, on a loop device."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ssd.errors import FioError
+from pytest_ssd.fio.batch import Batch
+from pytest_ssd.fio.job import FioJob
+
+MiB = 1 << 20
+
+
+def jobs(n: int, read_pct: int = 0) -> list[FioJob]:
+    return [
+        FioJob(f"j{i}", "rnd", 4096, iodepth=2, read_pct=read_pct, size=16 * MiB, io_bytes=MiB)
+        for i in range(n)
+    ]
+
+
+def running_in(folder: Path) -> list[int]:
+    """Processes whose working directory is *folder*: a batch's fio, its jobs, their shells.
+
+    By folder, not by parent: a job process calls setsid, and an orphan is init's child.
+    """
+    found = []
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
+        try:
+            if cwd.readlink() == folder:
+                found.append(int(cwd.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_released_jobs_get_fios_own_figures_and_a_skipped_job_does_no_io(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    dev, batch_jobs = loop_device(64), jobs(4)
+    with Batch(batch_jobs, dev, artifacts=tmp_path / "b", logs=True) as batch:
+        first = batch.release(batch_jobs[0])
+        assert first.directions["write"].io_bytes == MiB and batch.running
+        batch.skip(batch_jobs[1])
+        batch.release(batch_jobs[2])
+        assert batch.waiting == [batch_jobs[3]]
+        run = batch.close()  # skips the job still waiting
+    assert run.skipped == ("j1", "j3")
+    assert {job.name: job.io_bytes for job in run.output.jobs} == {
+        "j0": MiB,
+        "j1": 0,
+        "j2": MiB,
+        "j3": 0,
+    }
+    assert run.differences() == [], "the logs' figures are fio's"
+    assert run.released["j2"].directions["write"].total_ios == 256
+    assert not running_in(tmp_path / "b")
+
+
+def test_a_job_that_cannot_start_fails_its_release_quickly_and_leaves_no_fio(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    broken = [replace(job, extra=(("ioengine", "no-such-engine"),)) for job in jobs(2)]
+    batch = Batch(broken, loop_device(64), artifacts=tmp_path / "b")
+    batch.start()
+    started = time.monotonic()
+    with pytest.raises(FioError, match=r"fio job j0 on .* never reached its gate: fio ended: "):
+        batch.run(batch.jobs[0])
+    assert time.monotonic() - started < 10
+    assert not batch.running and not running_in(tmp_path / "b")
+
+
+def test_abort_leaves_no_fio_running(loop_device: Any, tmp_path: Path) -> None:
+    dev = loop_device(64)
+    batch = Batch(jobs(3), dev, artifacts=tmp_path / "b")
+    batch.start()
+    batch.run(batch.jobs[0])
+    assert len(running_in(tmp_path / "b")) >= 3, "fio and the jobs waiting at their gates"
+    batch.abort()
+    assert not batch.running and not running_in(tmp_path / "b")

@@ -1,0 +1,141 @@
+"""A test per benchmark point: collection lists the points, ``-k`` picks them, junit has each."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.conftest import REPO, attached_loops
+
+CSD = REPO / "suites" / "csd"
+ESD = REPO / "suites" / "esd"
+
+
+def collected(run: Any, test: str) -> list[str]:
+    return re.findall(rf"::{test}\[([^\]]+)\]", run.result.stdout.str())
+
+
+def test_collect_only_lists_every_low_qd_point_per_profile(run_ssd: Any) -> None:
+    quick = collected(run_ssd("--collect-only", "-q", suite=CSD), "test_low_qd")
+    assert len(quick) == 2 * 2 * 3 * 3 and len(set(quick)) == len(quick)
+    assert quick[:4] == [
+        "scratch-seq-cssd1-qd1-r0",
+        "scratch-seq-cssd1-qd1-r70",
+        "scratch-seq-cssd1-qd1-r100",
+        "scratch-seq-cssd1-qd2-r0",
+    ], "the method's order: QD ascending, read share ascending"
+    full = collected(
+        run_ssd("--collect-only", "-q", "--ssd-profile=full", suite=CSD), "test_low_qd"
+    )
+    assert len(full) == 2 * 2 * 3 * 11, "the full matrix: read share 0 ... 100 % by 10"
+    assert "scratch-rnd-cssd2-qd4-r30" in full and "scratch-rnd-cssd2-qd4-r30" not in quick
+    lines = collected(run_ssd("--collect-only", "-q", suite=CSD), "test_quick_profiles")
+    assert len(lines) == 4 * 16 and lines[0] == "scratch-fob-default-seq1m-q8t1-read"
+    esd = run_ssd("--collect-only", "-q", suite=ESD).result.stdout.str()
+    for name in (
+        "test_rnd_by_qd[scratch-read-qd32t4]",
+        "test_seq_by_block_size[scratch-write-64KiB]",
+    ):
+        assert name in esd
+
+
+def test_k_runs_the_chosen_points_in_their_states_with_junit_per_point(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    junit = tmp_path / "junit.xml"
+    run = run_ssd("--dut=scratch:1G", "-k", "qd1 and r70", f"--junitxml={junit}", suite=CSD)
+    run.result.assert_outcomes(passed=4)
+    cases = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in ET.parse(junit).getroot().iter("testcase")
+    }
+    assert sorted(cases) == sorted(
+        f"test_low_qd[scratch-{pattern}-cssd{n}-qd1-r70]"
+        for pattern in ("seq", "rnd")
+        for n in (1, 2)
+    )
+    for name, props in cases.items():
+        job = f"{name.split('-')[1]}-q1-r070-n"
+        # every repetition's figures, reads and writes, as properties of the point's testcase
+        assert {f"{job}{rep}.read.iops" for rep in range(3)} <= set(props), name
+        assert float(props[f"{job}0.write.bw_mib_s"]) > 0
+        assert float(props["lowqd-point.trimmed_mib_s"]) > 0
+    data = run.results()
+    assert [t["target"] for t in data["transitions"]] == ["cssd"], "the state the points need"
+    # the two points of each round ran in one fio process, released one after the other, and
+    # the figures the releases handed out were fio's own (no warning when the batch closed)
+    batches = sorted((run.run_dir / "artifacts").glob("batch-*/fio.stdout"))
+    assert len(batches) == 2
+    assert {m["artifacts"].split("/")[1] for m in data["measurements"]} == {
+        b.parent.name for b in batches
+    }
+    assert "differ from fio" not in run.result.stdout.str()
+    html = (run.run_dir / "report.html").read_text()
+    assert "8 of 9 points not measured (gaps in the curves)" in html
+    assert "not ranked in SEQ 128KiB, cssd, round 1" in html
+    assert str(run.report_dir) not in attached_loops()
+
+
+ESD_SHEET = """
+[drive]
+name = "scratch"
+model = ["*"]
+capacity_gb = 1
+
+[[specs]]
+id = "rnd-read-qd32x4"
+metric = "iops"
+unit = "IOPS"
+pattern = "rnd"
+direction = "read"
+block_size = "4KiB"
+qd = 32
+jobs = 4
+state = "ss(rnd-4k-write-qd256)"
+value = 100
+kind = "ceiling"
+
+[[specs]]
+id = "seq-read-qd8"
+metric = "throughput"
+unit = "MB/s"
+pattern = "seq"
+direction = "read"
+block_size = "128KiB"
+qd = 8
+state = "fob"
+value = 1
+kind = "ceiling"
+"""
+
+
+def test_a_datasheet_line_is_checked_in_the_point_that_measures_it(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    sheet = tmp_path / "sheet.toml"
+    sheet.write_text(ESD_SHEET)
+    run = run_ssd(
+        "--dut=scratch:1G",
+        f"--datasheet={sheet}",
+        "--datasheet-force",
+        "-rs",
+        "-k",
+        "read-qd32t4 or spec_line",
+        str(REPO / "suites" / "datasheet"),
+        suite=ESD,
+        timeout=600,
+    )
+    # the RND 4 workers x QD32 read point checks rnd-read-qd32x4; its own test is skipped,
+    # saying where; seq-read-qd8 (FOB: no esd point measures there) keeps its own test
+    run.result.assert_outcomes(passed=2, skipped=1)
+    run.result.stdout.fnmatch_lines(
+        ["*rnd-read-qd32x4: measured and checked in test_qd_and_block_size.py::test_rnd_by_qd*"]
+    )
+    verdicts = {v["id"]: v for v in run.results()["conformance"]}
+    assert set(verdicts) == {"rnd-read-qd32x4", "seq-read-qd8"}
+    assert verdicts["rnd-read-qd32x4"]["verdict"] == "met"
+    assert "test_rnd_by_qd[scratch-read-qd32t4]" in verdicts["rnd-read-qd32x4"]["test"]
+    assert "test_spec_line" in verdicts["seq-read-qd8"]["test"]
+    assert str(run.report_dir) not in attached_loops()
