@@ -50,6 +50,8 @@ def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None
         "fill-speed": 1,
         "speed-read": 1,
     }
+    # without --ssd-batch every point runs a fio process of its own
+    assert not list((run.run_dir / "artifacts").glob("batch-*"))
     fill = next(d["values"] for d in data["derived"] if d["name"] == "fill")
     assert "cache" in str(fill) and "mean" in str(fill)
     html = (run.run_dir / "report.html").read_text()

@@ -45,7 +45,9 @@ def test_k_runs_the_chosen_points_in_their_states_with_junit_per_point(
     run_ssd: Any, tmp_path: Path
 ) -> None:
     junit = tmp_path / "junit.xml"
-    run = run_ssd("--dut=scratch:1G", "-k", "qd1 and r70", f"--junitxml={junit}", suite=CSD)
+    run = run_ssd(
+        "--dut=scratch:1G", "-k", "qd1 and r70", "--ssd-batch", f"--junitxml={junit}", suite=CSD
+    )
     run.result.assert_outcomes(passed=4)
     cases = {
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
