@@ -30,6 +30,7 @@ from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fixture import SsdBench
+from pytest_ssd.plugin.points import declared
 from pytest_ssd.state import plan
 
 #: jobs in one batch at most (each a waiting fio process with its buffers)
@@ -40,11 +41,10 @@ GROUP_KEY = pytest.StashKey[str]()
 
 
 def _jobs_of(item: pytest.Item) -> tuple[list[str], JobsOf] | None:
-    marker = item.get_closest_marker("ssd_points")
-    if marker is None or "jobs" not in marker.kwargs:
+    found = declared(item)
+    if found is None or found[2] is None:
         return None
-    names = [name.strip() for name in str(marker.args[0]).split(",") if name.strip()]
-    return names, marker.kwargs["jobs"]
+    return found[0], found[2]
 
 
 def _group_of(item: pytest.Item) -> tuple[Any, ...] | None:

@@ -32,24 +32,25 @@ POINTS_HELP = (
 Points = Callable[[str], Sequence[Any]]
 
 
-def _declared(definition: pytest.Function) -> tuple[list[str], Points] | None:
-    marker = definition.get_closest_marker(POINTS_MARKER)
+def declared(item: pytest.Item) -> tuple[list[str], Points, Any] | None:
+    """A sweep's ``ssd_points``: its argnames, its points function and its jobs function."""
+    marker = item.get_closest_marker(POINTS_MARKER)
     if marker is None:
         return None
     if len(marker.args) != 2 or not callable(marker.args[1]):
         raise ConfigError(
-            f"{definition.nodeid}: @pytest.mark.{POINTS_MARKER} takes (argnames, points_function)"
+            f"{item.nodeid}: @pytest.mark.{POINTS_MARKER} takes (argnames, points_function)"
         )
     names = [name.strip() for name in str(marker.args[0]).split(",") if name.strip()]
-    return names, marker.args[1]
+    return names, marker.args[1], marker.kwargs.get("jobs")
 
 
 def point_params(session: SsdSession, definition: pytest.Function) -> tuple[list[str], list[Any]]:
     """("dut" and the point's argnames, a param per device and point); ([], []) if undeclared."""
-    declared = _declared(definition)
-    if declared is None:
+    found = declared(definition)
+    if found is None:
         return [], []
-    names, points = declared
+    names, points, _ = found
     params: list[Any] = []
     for dut_id in session.dut_ids:
         for point in points(session.profile_of(dut_id).name):

@@ -62,14 +62,16 @@ def _gaps(matrix: RatioMatrix) -> str:
     return f"{matrix.missing} of {matrix.cells} points not measured"
 
 
-def _matrices(drives: Drives, key: str, part: Part) -> dict[str, RatioMatrix]:
+def _matrices(
+    drives: Drives, found: dict[int, dict[str, list[dict[str, Any]]]], key: str, part: Part
+) -> dict[str, RatioMatrix]:
     """The drives' matrices of *key* that compare with the first one's; notes for the rest."""
     what = f"low QD in {state_of(key)} ({key.rpartition('-')[2]})"
     first: dict[str, Any] | None = None
     matrices: dict[str, RatioMatrix] = {}
     for drive in drives.all:
         name = drives.name(drive)
-        points = groups(drive).get(key, [])
+        points = found[id(drive)].get(key, [])
         if not points:
             part.left_out.append(f"{name}: left out of {what}: test_low_qd did not run")
             continue
@@ -90,14 +92,15 @@ def _matrices(drives: Drives, key: str, part: Part) -> dict[str, RatioMatrix]:
 
 def low_qd(drives: Drives) -> Part | None:
     """Per pattern and round: each drive's curves, every drive's weighted curve, the ranking."""
-    keys = sorted({key for drive in drives.all for key in groups(drive)}, key=_order)
+    found = {id(drive): groups(drive) for drive in drives.all}
+    keys = sorted({key for by_key in found.values() for key in by_key}, key=_order)
     if not keys:
         return None
     part = Part("Low-QD performance by read share")
     titles: list[str] = []
     scores: dict[str, dict[str, float]] = {}  # drive -> title -> score
     for key in keys:
-        matrices = _matrices(drives, key, part)
+        matrices = _matrices(drives, found, key, part)
         if not matrices:
             continue
         title = _title(next(iter(matrices.values())), key)

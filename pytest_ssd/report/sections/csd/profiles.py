@@ -46,9 +46,9 @@ def _lines(drive: DriveResults) -> dict[str, dict[str, dict[str, Any]]]:
     return found
 
 
-def _grids(drive: DriveResults, state: str) -> list[Grid]:
-    """The drive's grids of the profiles it ran in *state* (a line not measured shows "–")."""
-    profiles = _lines(drive).get(state, {})
+def _grids(lines: dict[str, dict[str, dict[str, Any]]], state: str) -> list[Grid]:
+    """A drive's grids of the profiles it ran in *state* (a line not measured shows "–")."""
+    profiles = lines.get(state, {})
     return [
         grid_of_values(CDM_TITLES[profile], CDM_PROFILES[profile], profiles[profile])
         for profile in CDM_PROFILE_ORDER
@@ -77,18 +77,20 @@ def _grid_table(grids: dict[str, list[Grid]]) -> str:
 
 def quick_profiles(drives: Drives) -> Part | None:
     """Per state, every drive's best pass of each profile item, side by side."""
-    states = list(dict.fromkeys(state for d in drives.all for state in _lines(d)))
+    lines = {id(d): _lines(d) for d in drives.all}
+    states = list(dict.fromkeys(state for found in lines.values() for state in found))
     if not states:
         return None
     part = Part("Quick profiles (CrystalDiskMark-like, best pass)")
     for state in states:
         title = state_of(state)
-        grids = {drives.name(d): _grids(d, state) for d in drives.all if state in _lines(d)}
+        grids = {drives.name(d): _grids(lines[id(d)], state) for d in drives.all}
+        grids = {name: found for name, found in grids.items() if found}
         part.left_out += [
             f"{drives.name(d)}: left out of the quick profiles at {title}: test_quick_profiles"
             " did not run there"
             for d in drives.all
-            if state not in _lines(d)
+            if state not in lines[id(d)]
         ]
         fig = grid_bars(grids, drives.colours, f"Quick profiles at {title}: best pass per test")
         part.body.append(f"<h4>{html.escape(title)}</h4>")
