@@ -2,9 +2,9 @@
 
 With ``write_lat_log`` and no averaging, fio writes one line per I/O to
 ``<stem>_clat.N.log``, ``<stem>_lat.N.log`` and ``<stem>_slat.N.log``
-(``time ms, value ns, direction, block size, priority``), N = 1 … numjobs, when the
-job ends.  From them come what fio's JSON says of the job: bytes and I/Os per
-direction, run time, bandwidth and IOPS, completion latency (min, max, mean,
+(``time ms, value ns, direction, block size, priority``), N the job's number in
+its fio process, when the job ends.  From them come what fio's JSON says of the
+job: bytes and I/Os per direction, run time, bandwidth and IOPS, completion latency (min, max, mean,
 standard deviation and the json+ histogram, bucketed exactly as fio buckets:
 ``plat_val_to_idx``/``plat_idx_to_val`` of fio 3.33's stat.c), and the means of
 total and submission latency.  The run time is the last completion's time plus

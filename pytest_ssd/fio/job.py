@@ -110,6 +110,9 @@ class FioJob:
     #: by any time, exactly; only the clat log is written (fio's slat and lat are off)
     io_log: bool = False
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
+    #: the job's own random stream (offsets, read/write mix): the same whatever the job's place
+    #: in its fio process (see :func:`fio_seed`); None: fio's default, which depends on it
+    seed: int | None = None
     extra: tuple[tuple[str, str], ...] = field(default=())
 
     @classmethod
@@ -141,6 +144,10 @@ class FioJob:
             problems.append(f"read share {self.read_pct} % is not within 0..100")
         if (self.runtime_s is not None and self.runtime_s < 0.001) or self.ramp_s < 0:
             problems.append("runtime must be at least 1 ms and ramp time not negative")
+        if self.seed is not None and not (0 <= self.seed < SEED_LIMIT and self.numjobs == 1):
+            problems.append(
+                f"a seed is 0 .. 2**48 - 1 and for one job (numjobs=1), not {self.seed}"
+            )
         if self.runtime_s is not None and self.io_bytes is not None:
             problems.append("give runtime_s or io_bytes, not both")
         if self.io_log and self.log_avg_ms:
@@ -215,6 +222,36 @@ class FioJob:
         return data
 
 
+#: a job's seed is below 2**48: fio gets it times 2**16, room for a thread number's factors of 2
+SEED_LIMIT = 1 << 48
+_SEED_SHIFT = 16
+_U64 = 1 << 64
+
+
+def fio_seed(seed: int, thread: int) -> int:
+    """The ``randseed`` that gives the job numbered *thread* in its fio process the random
+    stream a lone fio run of it gets with ``randseed = seed * 2**16``.
+
+    fio 3.33 seeds a job's generators with ``randseed * thread_number`` (init.c
+    ``setup_random_seeds``; with the default ``randrepeat=1`` the offsets even ignore
+    randseed: ``FIO_RANDSEED * thread_number``).  So the same job would read other
+    LBAs as the 2nd job of a process than alone, and every point of a sweep run
+    one fio process each would hit the same LBAs.  With ``randrepeat=0`` and this
+    seed, ``fio_seed * thread`` = ``seed * 2**16`` (mod 2**64) wherever the job runs.
+    Returned as fio parses it: a signed 64-bit number.
+    """
+    target = seed << _SEED_SHIFT
+    twos = (thread & -thread).bit_length() - 1  # thread = 2**twos * odd
+    if twos > _SEED_SHIFT:
+        raise ConfigError(f"fio job number {thread}: too many jobs in one fio process")
+    odd = thread >> twos
+    modulus = _U64 >> twos
+    value = ((target >> twos) * pow(odd, -1, modulus)) % modulus
+    # fio parses randseed as a signed 64-bit number and keeps its bits: 2**63 and above
+    # are written as the negative number with the same bits
+    return value - _U64 if value >= _U64 >> 1 else value
+
+
 def render(jobs: Sequence[FioJob], filename: str, log_prefix: str | None = None) -> str:
     """Render *jobs* as one fio job file on *filename*; jobs after the first wait (stonewall).
 
@@ -233,6 +270,9 @@ def render(jobs: Sequence[FioJob], filename: str, log_prefix: str | None = None)
         if index:
             lines.append("stonewall")
         lines += [f"{key}={value}" for key, value in job.options()]
+        if job.seed is not None:
+            thread = 1 + sum(other.numjobs for other in jobs[:index])
+            lines += ["randrepeat=0", f"randseed={fio_seed(job.seed, thread)}"]
         if log_prefix is not None and job.log_avg_ms:
             stem = fio_path(f"{log_prefix}-{job.name}", filename=False)
             lines += [

@@ -121,11 +121,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the results database every run is added to (default: <report dir>/results.sqlite)",
     )
     group.addoption(
-        "--ssd-batch",
-        dest="ssd_batch",
+        "--ssd-no-batch",
+        dest="ssd_no_batch",
         action="store_true",
-        help="run consecutive points of a sweep in one fio process, each job released by its"
-        " test (experimental: see the README's 'one fio process' paragraph)",
+        help="run every point of a sweep in a fio process of its own (default: consecutive"
+        " points share one, each job released by its test)",
     )
     group.addoption(
         "--dut-label",
@@ -323,7 +323,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", POINTS_HELP)
     config.addinivalue_line("markers", WORKLOAD_HELP)
     config.addinivalue_line("markers", f"{COVERS_MARKER}(line): set by pytest-ssd")
-    config.stash[BATCHES_KEY] = Batches(enabled=bool(config.getoption("ssd_batch", False)))
+    config.stash[BATCHES_KEY] = Batches(enabled=not config.getoption("ssd_no_batch", False))
     if getattr(config.option, "help", False) or getattr(config.option, "version", False):
         return
     if _is_worker(config) and WORKERINPUT_KEY in config.workerinput:  # type: ignore[attr-defined]

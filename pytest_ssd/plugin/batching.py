@@ -1,9 +1,8 @@
 """Consecutive point tests of one sweep share one fio process (:mod:`pytest_ssd.fio.batch`).
 
-Only with ``--ssd-batch``: on the VM it was built on, QD1 reads released from a
-batch completed 15-30 % faster than the same jobs run by a lone fio, also with the
-same idle before each, and the cause is not known yet (writes agree).  Until a
-batch measures what a lone fio run measures, the default is a fio process per point.
+``--ssd-no-batch`` turns it off.  A batch measures what lone fio runs of the same
+jobs measure (``tests/benchmarks/orchestration.py``) because a seeded job's random
+stream does not depend on its place in the fio process (:func:`pytest_ssd.fio.job.fio_seed`).
 
 A sweep that declares its points' jobs (``@pytest.mark.ssd_points(names, points,
 jobs=jobs_of)``, ``jobs_of(ssd, *values)`` the jobs the point's test will run) is
@@ -87,8 +86,8 @@ class Active:
 class Batches:
     """The batch of each device (one at a time) and what the closed ones reported."""
 
-    #: ``--ssd-batch``: off by default until a batch measures as a lone fio run does
-    enabled: bool = False
+    #: False with ``--ssd-no-batch``
+    enabled: bool = True
     groups: dict[str, list[pytest.Item]] = field(default_factory=dict)
     active: dict[str, Active] = field(default_factory=dict)
     #: one line per batch whose figures differed from fio's final JSON, or that failed
@@ -108,7 +107,8 @@ class Batches:
         """After *item* reached its state: batch it and the points after it, if declared."""
         key = item.stash.get(GROUP_KEY, None)
         declared = _jobs_of(item)
-        busy = dut in self.active or bench.dut.readonly
+        # a repeated point runs its cycle (trim, precondition) between runs: not batched
+        busy = dut in self.active or bench.dut.readonly or bench._env.repeat > 1
         if not self.enabled or key is None or declared is None or busy:
             return
         names, jobs_of = declared

@@ -16,9 +16,12 @@ from these runs: 160 × 4 MiB = 163,840 I/Os of 4 KiB, just over the 10^5 one
 sample needs to resolve five nines — the amount is one sample, not 160.
 
 * RND: each job runs over the whole RND region, ``io_size`` = 160 × 4 MiB.
-  Repetition *n* of every point uses fio seed ``FIRST_SEED + n``: the five
-  repetitions sample different LBAs and read/write sequences (five runs of a
-  tool would), and the whole matrix stays reproducible.
+  Every job has a random stream of its own (:func:`point_seed`, the CRC-32 of
+  its name): the five repetitions sample different LBAs and read/write
+  sequences (five runs of a tool would), no point reads the LBAs the point
+  before it just wrote, the stream is the same whether the job runs alone,
+  stonewalled or in a batch (:func:`pytest_ssd.fio.job.fio_seed`), and the
+  whole matrix stays reproducible.
 * SEQ: each job reads/writes its own slice of 3 × 128 MiB of the SEQ region,
   slices taken in turn in run order (wrapping round on a small region).  With
   one fixed start every point would re-read what the points before it had just
@@ -35,6 +38,7 @@ sample needs to resolve five nines — the amount is one sample, not 160.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 from pytest_ssd.errors import ConfigError
@@ -46,8 +50,6 @@ KiB, MiB = 1 << 10, 1 << 20
 PATTERNS: tuple[Pattern, ...] = ("seq", "rnd")
 #: block size per pattern (seed 000: SEQ 128 KiB, RND 4 KiB)
 BLOCK_SIZES: dict[Pattern, int] = {"seq": 128 * KiB, "rnd": 4 * KiB}
-#: fio's randseed of repetition 0; repetition n uses FIRST_SEED + n
-FIRST_SEED = 1
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,15 @@ class PlannedJob:
     job: FioJob
 
 
+def point_seed(pattern: Pattern, point: Point) -> int:
+    """The job's random stream: its own per pattern, QD, read share and repetition.
+
+    Every job reads and writes LBAs of its own (a point does not read what the point
+    before it just wrote), the same in a lone fio run, in a batch or stonewalled.
+    """
+    return zlib.crc32(job_name(pattern, point).encode())
+
+
 def job_name(pattern: Pattern, point: Point) -> str:
     """'rnd-q1-r070-n2': pattern, QD, read share, repetition."""
     return f"{pattern}-q{point.queue_depth}-r{point.read_pct:03d}-n{point.repetition}"
@@ -182,7 +193,7 @@ def plan_jobs(pattern: Pattern, region: Region, plan: LowQdPlan) -> tuple[Planne
                 offset=offset,
                 size=size,
                 io_bytes=amount,
-                extra=(("randseed", str(FIRST_SEED + point.repetition)),),
+                seed=point_seed(pattern, point),
             ),
         )
         for point, (offset, size) in zip(order, spans, strict=True)

@@ -75,7 +75,6 @@ def through_plugin(dev: Path, work: Path) -> tuple[float, float, int, float, int
         f"--dut={dev}",
         f"--ssd-confirm={dev}",
         "--ssd-profile=quick",
-        "--ssd-batch",
         f"--junitxml={xml}",
         "-o",
         "junit_duration_report=call",

@@ -11,7 +11,8 @@ import pytest
 
 from pytest_ssd.errors import FioError
 from pytest_ssd.fio.batch import Batch
-from pytest_ssd.fio.job import FioJob
+from pytest_ssd.fio.engine import run_jobs
+from pytest_ssd.fio.job import FioJob, fio_seed
 
 MiB = 1 << 20
 
@@ -82,3 +83,48 @@ def test_abort_leaves_no_fio_running(loop_device: Any, tmp_path: Path) -> None:
     assert len(running_in(tmp_path / "b")) >= 3, "fio and the jobs waiting at their gates"
     batch.abort()
     assert not batch.running and not running_in(tmp_path / "b")
+
+
+def offsets(log: Path) -> list[int]:
+    return [int(line.split(",")[4]) for line in log.read_text().splitlines()]
+
+
+def test_a_seeded_job_hits_the_same_lbas_alone_after_another_job_and_in_a_batch(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(64)
+    job = FioJob(
+        "seeded",
+        "rnd",
+        4096,
+        read_pct=0,
+        size=16 * MiB,
+        io_bytes=256 * 1024,
+        seed=7,
+        io_log=True,
+        extra=(("log_offset", "1"),),
+    )
+    other = replace(job, name="other", seed=2, io_log=False)
+    alone = run_jobs([job], dev, artifacts=tmp_path / "alone")
+    second = run_jobs([other, job], dev, artifacts=tmp_path / "second")
+    # as the third job its fio seed is 2**63 or more: written as a negative number
+    third = run_jobs([other, replace(other, name="o2"), job], dev, artifacts=tmp_path / "third")
+    assert fio_seed(job.seed or 0, 3) < 0
+    lbas = offsets(next(alone.artifacts.glob("log-seeded_clat.*.log")))
+    assert len(lbas) == 64 and len(set(lbas)) > 32, "random offsets"
+    assert offsets(next(second.artifacts.glob("log-seeded_clat.*.log"))) == lbas
+    assert offsets(next(third.artifacts.glob("log-seeded_clat.*.log"))) == lbas
+    with Batch(
+        [other, replace(job, io_log=False)], dev, artifacts=tmp_path / "b", logs=True
+    ) as batch:
+        batch.skip(other)
+        batch.release(batch.jobs[1])
+        batch.close()
+    assert offsets(next((tmp_path / "b").glob("io-2_clat.*.log"))) == lbas
+    # without a seed the same job is fio's default stream, which moves with its place
+    plain = [replace(j, seed=None) for j in (other, job)]
+    moved = run_jobs(plain, dev, artifacts=tmp_path / "plain")
+    lone = run_jobs(plain[1:], dev, artifacts=tmp_path / "plain-alone")
+    assert offsets(next(moved.artifacts.glob("log-seeded_clat.*.log"))) != offsets(
+        next(lone.artifacts.glob("log-seeded_clat.*.log"))
+    )

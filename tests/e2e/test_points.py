@@ -45,9 +45,7 @@ def test_k_runs_the_chosen_points_in_their_states_with_junit_per_point(
     run_ssd: Any, tmp_path: Path
 ) -> None:
     junit = tmp_path / "junit.xml"
-    run = run_ssd(
-        "--dut=scratch:1G", "-k", "qd1 and r70", "--ssd-batch", f"--junitxml={junit}", suite=CSD
-    )
+    run = run_ssd("--dut=scratch:1G", "-k", "qd1 and r70", f"--junitxml={junit}", suite=CSD)
     run.result.assert_outcomes(passed=4)
     cases = {
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
@@ -141,3 +139,11 @@ def test_a_datasheet_line_is_checked_in_the_point_that_measures_it(
     assert "test_rnd_by_qd[scratch-read-qd32t4]" in verdicts["rnd-read-qd32x4"]["test"]
     assert "test_spec_line" in verdicts["seq-read-qd8"]["test"]
     assert str(run.report_dir) not in attached_loops()
+
+
+def test_no_batch_runs_each_point_in_its_own_fio_process(run_ssd: Any) -> None:
+    run = run_ssd("--dut=scratch:1G", "-k", "qd1 and r70 and cssd1", "--ssd-no-batch", suite=CSD)
+    run.result.assert_outcomes(passed=2)
+    artifacts = run.run_dir / "artifacts"
+    assert not list(artifacts.glob("batch-*"))
+    assert len(list(artifacts.glob("*/*/fio.stdout"))) == 2, "a fio process per point"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,7 +22,7 @@ from pytest_ssd.analysis.lowqd import (
 from pytest_ssd.errors import ConfigError, ParseError
 from pytest_ssd.figures import render as render_figure
 from pytest_ssd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
-from pytest_ssd.fio.job import FioJob, render
+from pytest_ssd.fio.job import FioJob, fio_seed, render
 from pytest_ssd.fio.results import DirectionResult, JobResult
 from pytest_ssd.state.layout import Region
 from pytest_ssd.workloads.lowqd import (
@@ -159,8 +160,9 @@ def test_rnd_jobs_span_the_region_by_amount_in_sweeps() -> None:
     order = [(p.point.queue_depth, p.point.read_pct) for p in jobs[::5]]
     assert order == [(qd, share) for qd in (1, 2, 4) for share in range(0, 101, 10)]
     assert [p.point.repetition for p in jobs[:10]] == [0, 1, 2, 3, 4] * 2
-    # each repetition its own fio seed
-    assert [dict(p.job.extra)["randseed"] for p in jobs[:5]] == ["1", "2", "3", "4", "5"]
+    # every job its own random stream (no point reads what the one before it wrote)
+    assert len({p.job.seed for p in jobs}) == 165
+    assert jobs[0].job.seed == zlib.crc32(b"rnd-q1-r000-n0")
     by_point = {(p.point.queue_depth, p.point.read_pct, p.point.repetition): p.job for p in jobs}
     job = by_point[(2, 70, 3)]
     assert (job.iodepth, job.read_pct, job.rw, job.name) == (2, 70, "randrw", "rnd-q2-r070-n3")
@@ -196,13 +198,15 @@ def test_jobs_render_as_amount_based_fio_jobs() -> None:
     text = render(jobs, "/dev/loop9")
     assert text.count("stonewall") == len(jobs) - 1
     section = text.split("[rnd-q2-r050-n1]")[1].split("\n\n")[0]
+    job = next(j for j in jobs if j.name == "rnd-q2-r050-n1")
     for line in (
         "rw=randrw",
         "rwmixread=50",
         "iodepth=2",
         "bs=4096",
         f"io_size={160 * 16 * KiB}",
-        "randseed=2",
+        "randrepeat=0",
+        f"randseed={fio_seed(zlib.crc32(b'rnd-q2-r050-n1'), jobs.index(job) + 1)}",
         "size=8589934592",
         "offset=0",
     ):
@@ -369,3 +373,15 @@ def test_weighted_curves_and_ranking_bars_put_the_best_first() -> None:
     widths = sorted(((p.get_y(), p.get_width()) for p in rects), reverse=True)
     assert [w for _, w in widths] == pytest.approx([404.0, 202.0, 101.0])
     assert render_figure(bars).png.startswith(PNG)
+
+
+def test_a_seeded_jobs_stream_does_not_depend_on_its_place_in_the_fio_process() -> None:
+    # fio seeds job number k with randseed * k (mod 2**64): the seed rendered for place k
+    # makes that the job's own seed * 2**16, whatever k is, odd or even
+    for seed in (0, 1, zlib.crc32(b"rnd-q1-r070-n2"), (1 << 48) - 1):
+        for k in (*range(1, 70), 1024, 4096):
+            value = fio_seed(seed, k)
+            assert -(1 << 63) <= value < 1 << 63, "fio parses a signed 64-bit number"
+            assert value * k % (1 << 64) == seed << 16, (seed, k)
+    with pytest.raises(ConfigError, match="numjobs=1"):
+        FioJob("x", "rnd", 4096, numjobs=4, seed=1)
