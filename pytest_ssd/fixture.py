@@ -153,9 +153,7 @@ class SsdBench:
             return self._run_batched(batch, jobs)
         if any(job.writes for job in every):
             self._guard_writes()
-            keeper = self._env.keeper()
-            for job in every:
-                keeper.state.observe(job, self._node.nodeid)
+            self._observe(every)
         times = self._env.repeat if record else 1
         fio_run = None
         measured_writes = any(job.writes for job in jobs)
@@ -174,17 +172,26 @@ class SsdBench:
             self._check_covered(jobs, fio_run)
         return fio_run
 
+    def _observe(self, jobs: Sequence[FioJob]) -> None:
+        """Account *jobs*' writes in the device's state before fio runs them."""
+        keeper = self._env.keeper()
+        for job in jobs:
+            keeper.state.observe(job, self._node.nodeid)
+
     def _check_covered(self, jobs: Sequence[FioJob], fio_run: FioRun) -> None:
         """Assert the datasheet lines this point measures (the plugin marked them on it).
 
         A line matches a job of the same pattern, block size, QD, jobs and read share
         run over the whole device; its own test in the datasheet suite was skipped.
         """
-        for marker in self._node.iter_markers(COVERS_MARKER):
-            line: SpecLine = marker.args[0]
+        lines: list[SpecLine] = [m.args[0] for m in self._node.iter_markers(COVERS_MARKER)]
+        if not lines:
+            return
+        device = self.region("device").size
+        for line in lines:
             shape = (line.pattern, line.block_size, line.qd, line.jobs, line.read_pct)
             for job in jobs:
-                whole = job.offset == 0 and job.size in (None, self.region("device").size)
+                whole = job.offset == 0 and job.size in (None, device)
                 ran = (job.pattern, job.block_size, job.iodepth, job.numjobs, job.read_pct)
                 if whole and ran == shape:
                     self.assert_meets_spec(line, fio_run.result(job))
@@ -192,9 +199,7 @@ class SsdBench:
     def _run_batched(self, batch: Batch, jobs: tuple[FioJob, ...]) -> FioRun:
         """Release *jobs* from the sweep's fio batch (the plugin guarded its writes at start)."""
         if any(job.writes for job in jobs):
-            keeper = self._env.keeper()
-            for job in jobs:
-                keeper.state.observe(job, self._node.nodeid)
+            self._observe(jobs)
         started = time.time()
         with self._env.sampler() as sampler:
             results = tuple(batch.release(job) for job in jobs)

@@ -157,22 +157,6 @@ class RatioMatrix:
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ParseError(f"low-QD point records do not make a matrix: {exc!r}") from None
 
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> RatioMatrix:
-        """The matrix back from :meth:`as_dict` (a derived record); ParseError if it is not."""
-        try:
-            qds = [int(qd) for qd in values["queue_depths"]]
-            rows = [values["samples_mib_s"][f"qd{qd}"] for qd in qds]
-            return cls(
-                str(values["pattern"]),
-                int(values["block_size"]),
-                tuple(int(p) for p in values["read_pct"]),
-                tuple(qds),
-                np.array(rows, dtype=np.float64),
-            )
-        except (KeyError, TypeError, ValueError, ConfigError) as exc:
-            raise ParseError(f"low-QD values are not RatioMatrix.as_dict's: {exc!r}") from None
-
 
 #: the derived record of one low-QD point (its values: :func:`point_values`)
 POINT_RECORD = "lowqd-point"

@@ -25,6 +25,7 @@ amount-based or short: every completion is logged.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import select
@@ -148,13 +149,10 @@ class Batch:
                     out += [f"write_lat_log=io-{n}", "log_avg_msec=0"]
         return "\n".join(out) + "\n"
 
-    def _alive(self) -> bool:
-        return self._fio is not None and self._fio.alive()
-
     @property
     def running(self) -> bool:
         """fio runs (a failed release kills it: the points after it run fio of their own)."""
-        return self._alive()
+        return self._fio is not None and self._fio.alive()
 
     def _dead(self, job: FioJob, what: str) -> FioError:
         fio = self._fio
@@ -163,28 +161,30 @@ class Batch:
 
     # --- releasing jobs -------------------------------------------------------------------
 
+    def _tell(self, job: FioJob, word: bytes) -> bool:
+        """Write *word* to *job*'s gate if the job waits there (False: it is not there yet)."""
+        try:
+            fd = os.open(
+                self.artifacts / f"gate-{self._index[job.name]}", os.O_WRONLY | os.O_NONBLOCK
+            )
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: nobody reads yet (the job is not there)
+                raise
+            return False
+        try:
+            os.write(fd, word)
+        finally:
+            os.close(fd)
+        return True
+
     def _open_gate(self, job: FioJob, word: bytes) -> None:
-        gate = self.artifacts / f"gate-{self._index[job.name]}"
         deadline = time.monotonic() + self.gate_timeout
-        while True:
-            try:
-                fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as exc:
-                if exc.errno != errno.ENXIO:  # ENXIO: nobody reads yet (the job is not there)
-                    raise
-                if not self._alive():
-                    raise self._dead(job, "never reached its gate: fio ended") from None
-                if time.monotonic() > deadline:
-                    raise self._dead(
-                        job, f"did not reach its gate in {self.gate_timeout:g} s"
-                    ) from None
-                time.sleep(POLL_S)
-                continue
-            try:
-                os.write(fd, word)
-            finally:
-                os.close(fd)
-            return
+        while not self._tell(job, word):
+            if not self.running:
+                raise self._dead(job, "never reached its gate: fio ended")
+            if time.monotonic() > deadline:
+                raise self._dead(job, f"did not reach its gate in {self.gate_timeout:g} s")
+            time.sleep(POLL_S)
 
     def release(self, job: FioJob, *, pause_s: float = 0.0) -> JobResult:
         """Run *job* now (after *pause_s* of idle, not measured) and return its figures.
@@ -193,7 +193,7 @@ class Batch:
         them, :meth:`run` the jobs and read fio's own figures from :meth:`close`.
         """
         n = self.run(job, pause_s=pause_s)
-        options = {key: value for key, value in job.options()}
+        options = dict(job.options())
         options["filename"] = fio_path(str(self.target))
         try:
             result = job_result(job.name, self.artifacts / f"io-{n}", options)
@@ -209,15 +209,14 @@ class Batch:
         if pause_s > 0:
             time.sleep(pause_s)
         n = self._index[job.name]
-        # the end is a FIFO too: waiting blocks in select(), no polling that would keep the
-        # CPU awake (a QD1 completion takes 15-20 us longer from an idle vCPU, as in a lone run)
+        # the end is a FIFO too: the wait blocks in select() instead of polling a file
         done = os.open(self.artifacts / f"done-{n}", os.O_RDONLY | os.O_NONBLOCK)
         try:
             self._open_gate(job, b"go\n")
             limit = job.planned_seconds + RUN_MARGIN_S if job.runtime_s else AMOUNT_TIMEOUT_S
             deadline = time.monotonic() + limit
             while not select.select([done], [], [], LIVENESS_S)[0]:
-                if not self._alive():
+                if not self.running:
                     raise self._dead(job, "did not finish: fio ended")
                 if time.monotonic() > deadline:
                     raise self._dead(job, f"did not finish in {limit:g} s")
@@ -264,15 +263,8 @@ class Batch:
     def abort(self) -> None:
         """Kill fio and every job of it (nothing of the batch runs afterwards)."""
         for job in self.waiting:  # a job waiting in its prerun leaves without I/O
-            gate = self.artifacts / f"gate-{self._index[job.name]}"
-            try:
-                fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                continue
-            try:
-                os.write(fd, b"skip\n")
-            finally:
-                os.close(fd)
+            with contextlib.suppress(OSError):
+                self._tell(job, b"skip\n")
         if self._fio is not None:
             self._fio.kill()
 
@@ -281,5 +273,5 @@ class Batch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._alive():
+        if self.running:
             self.abort()

@@ -84,14 +84,12 @@ class Active:
 
 @dataclass
 class Batches:
-    """The batch of each device (one at a time) and what the closed ones reported."""
+    """The batch of each device, one at a time."""
 
     #: False with ``--ssd-no-batch``
     enabled: bool = True
     groups: dict[str, list[pytest.Item]] = field(default_factory=dict)
     active: dict[str, Active] = field(default_factory=dict)
-    #: one line per batch whose figures differed from fio's final JSON, or that failed
-    problems: list[str] = field(default_factory=list)
 
     def batch(self, dut: str) -> Batch | None:
         found = self.active.get(dut)
@@ -153,7 +151,6 @@ class Batches:
                 more = f" (and {len(differs) - 1} more)" if len(differs) > 1 else ""
                 problem = f"{dut}: figures from a batch differ from fio's JSON: {differs[0]}{more}"
         if problem is not None:
-            self.problems.append(problem)
             warnings.warn(problem, pytest.PytestWarning, stacklevel=1)
 
     def close_all(self) -> None:

@@ -138,10 +138,6 @@ class Sweep:
     points: tuple[Point, ...]
 
     @property
-    def run(self) -> tuple[FioJob, ...]:
-        return tuple(p.job for p in self.points if p.skipped is None)
-
-    @property
     def skipped(self) -> dict[str, str]:
         return {p.job.name: p.skipped for p in self.points if p.skipped is not None}
 
