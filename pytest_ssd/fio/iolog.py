@@ -15,7 +15,7 @@ final JSON by :meth:`pytest_ssd.fio.batch.BatchRun.differences`).
 from __future__ import annotations
 
 import math
-from collections import Counter
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +44,19 @@ def plat_val_to_idx(value: int) -> int:
     return min(base + offset, PLAT_NR - 1)
 
 
+def plat_indices(values: Array) -> Array:
+    """:func:`plat_val_to_idx` of every value at once.
+
+    Exact: a float holds every integer below 2**53, and anything from 2**35 ns up
+    is in the last bucket however it rounds.
+    """
+    # frexp: value = m * 2**e with 0.5 <= m < 1, so the most significant bit is e - 1
+    msb = np.frexp(values.astype(np.float64))[1].astype(np.int64) - 1
+    error_bits = np.maximum(msb - PLAT_BITS, 0)
+    bucketed = ((error_bits + 1) << PLAT_BITS) + ((PLAT_VAL - 1) & (values >> error_bits))
+    return np.where(msb <= PLAT_BITS, values, np.minimum(bucketed, PLAT_NR - 1))
+
+
 def plat_idx_to_val(index: int) -> int:
     """The value fio reports for a bucket (stat.c ``plat_idx_to_val``): its middle."""
     if index < (PLAT_VAL << 1):
@@ -59,7 +72,13 @@ def read_log(path: Path) -> Array:
     if not text.strip():
         return np.zeros((0, 5), dtype=np.int64)
     columns = text.split("\n", 1)[0].count(",") + 1
-    values = np.array(text.replace(",", " ").split(), dtype=np.int64)
+    with warnings.catch_warnings():
+        # numpy warns (DeprecationWarning) where the text stops being numbers
+        warnings.simplefilter("error")
+        try:
+            values = np.fromstring(text.replace("\n", ","), dtype=np.int64, sep=",")
+        except (DeprecationWarning, ValueError) as exc:
+            raise ParseError(f"{path}: not a log of integers ({exc})") from None
     if values.size % columns:
         raise ParseError(f"{path}: lines of {columns} values expected")
     return values.reshape(-1, columns)
@@ -73,7 +92,7 @@ def _logs(stem: Path, kind: str) -> Array:
 
 
 def _latency(values: Array) -> Latency:
-    buckets = Counter(plat_val_to_idx(int(v)) for v in values)
+    indices, counts = np.unique(plat_indices(values), return_counts=True)
     n = len(values)
     mean = float(values.mean())
     stddev = float(values.std(ddof=1)) if n > 1 else 0.0
@@ -83,7 +102,7 @@ def _latency(values: Array) -> Latency:
         max_ns=int(values.max()),
         mean_ns=mean,
         stddev_ns=stddev if math.isfinite(stddev) else 0.0,
-        bins=tuple(sorted((plat_idx_to_val(i), count) for i, count in buckets.items())),
+        bins=tuple((plat_idx_to_val(int(i)), int(c)) for i, c in zip(indices, counts, strict=True)),
         fio_percentiles={},
     )
 

@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pytest_ssd.errors import ParseError
-from pytest_ssd.fio.iolog import PLAT_NR, job_result, plat_idx_to_val, plat_val_to_idx
+from pytest_ssd.fio.iolog import (
+    PLAT_NR,
+    job_result,
+    plat_idx_to_val,
+    plat_indices,
+    plat_val_to_idx,
+    read_log,
+)
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "fio"
 
@@ -23,6 +31,24 @@ def test_small_latencies_are_their_own_bucket_and_larger_ones_the_buckets_middle
     index = plat_val_to_idx(10_000)
     assert plat_idx_to_val(index) - 64 <= 10_000 < plat_idx_to_val(index) + 64
     assert plat_val_to_idx(1 << 62) == PLAT_NR - 1, "the last bucket takes what is larger"
+
+
+def test_the_vectorised_buckets_are_fios_at_every_power_of_two_and_between() -> None:
+    edges = [v for k in range(63) for v in ((1 << k) - 1, 1 << k, (1 << k) + 1)]
+    spread = np.random.default_rng(7).integers(0, 1 << 40, 10_000).tolist()
+    values = edges + spread + [(1 << 63) - 1]
+    got = plat_indices(np.array(values, dtype=np.int64)).tolist()
+    assert got == [plat_val_to_idx(v) for v in values]
+
+
+def test_a_log_that_stops_being_numbers_is_a_parse_error(tmp_path: Path) -> None:
+    path = tmp_path / "io-1_clat.1.log"
+    path.write_text("0, 1000, 0, 4096, 0\n1, 12x, 0, 4096, 0\n")
+    with pytest.raises(ParseError, match=r"io-1_clat\.1\.log: not a log of integers"):
+        read_log(path)
+    path.write_text("0, 1000, 0, 4096, 0\n1, 1200, 0, 4096\n")
+    with pytest.raises(ParseError, match="lines of 5 values expected"):
+        read_log(path)
 
 
 def test_every_bin_fio_reported_is_a_bucket_value_of_ours() -> None:
