@@ -7,6 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_ssd.errors import ConfigError
+from pytest_ssd.machine.address import is_remote, parse_address
+
 #: size of a scratch device when ``scratch`` is given without one
 DEFAULT_SCRATCH_SIZE = 2 << 30
 MIN_SCRATCH_SIZE = 64 << 20
@@ -64,6 +67,16 @@ def dut_spec(text: str) -> DutSpec:
                 f"--dut {text}: {size:,} bytes is beyond any file size (8 EiB at most)"
             )
         return DutSpec(raw=text, scratch_size=size)
+    if is_remote(text):
+        try:
+            address = parse_address(text)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        # the SSH connection and its tests exist (pytest_ssd.machine); measuring over it not yet
+        raise argparse.ArgumentTypeError(
+            f"--dut={text}: devices on test hosts are not measured yet; "
+            f"run pytest-ssd on {address.host} with --dut={address.path}"
+        )
     return DutSpec(raw=text, path=Path(text))
 
 

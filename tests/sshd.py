@@ -1,0 +1,96 @@
+"""A real OpenSSH server on 127.0.0.1 for the tests: its own keys, port and config.
+
+Nothing of the machine's ssh set-up is used or changed: the host key, the
+client key, ``authorized_keys``, ``known_hosts`` and an ssh_config (``ssh -F``)
+naming them are generated in a folder of the test's.  Only ever 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SSHD = "/usr/sbin/sshd"
+START_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class Sshd:
+    """A running server: where it listens and the ssh_config that reaches it."""
+
+    port: int
+    config: Path
+    folder: Path
+
+    def url(self, path: str, user: str = "root") -> str:
+        return f"ssh://{user}@127.0.0.1:{self.port}{path}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _keygen(path: Path) -> str:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=30
+    )
+    return path.with_suffix(".pub").read_text().strip()
+
+
+def _banner(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1) as sock:
+        sock.settimeout(2)
+        return sock.recv(64).startswith(b"SSH-")
+    return False
+
+
+@contextlib.contextmanager
+def local_sshd(folder: Path) -> Iterator[Sshd]:
+    """Start sshd on a free 127.0.0.1 port; stopped when the block ends (skip without sshd)."""
+    if not Path(SSHD).exists() or shutil.which("ssh") is None:
+        pytest.skip("no OpenSSH here (apt-get install openssh-server openssh-client)")
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    host_pub = _keygen(folder / "host_key")
+    client_pub = _keygen(folder / "client_key")
+    (folder / "authorized_keys").write_text(client_pub + "\n")
+    port = _free_port()
+    (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    (folder / "sshd_config").write_text(
+        f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {folder / 'host_key'}\n"
+        f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPidFile {folder / 'sshd.pid'}\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+        "MaxSessions 64\nMaxStartups 64\n"
+    )
+    config = folder / "ssh_config"
+    config.write_text(
+        f"Host 127.0.0.1\n  IdentityFile {folder / 'client_key'}\n  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {folder / 'known_hosts'}\n  StrictHostKeyChecking yes\n"
+    )
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    log = (folder / "sshd.log").open("wb")
+    server = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(folder / "sshd_config")], stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _banner(port):
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"sshd did not start: {(folder / 'sshd.log').read_text()}")
+            time.sleep(0.1)
+        yield Sshd(port, config, folder)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        log.close()
