@@ -1,7 +1,6 @@
-"""The machine a device is on: this one, or a test host reached over SSH.
+"""The machine a device is on, when it is a test host reached over SSH.
 
-:mod:`.fs` is what the safety guard and identification read (sysfs, procfs,
-device nodes), on this machine (:class:`~.fs.LocalFs`) or on a test host
-(:class:`~.remote.RemoteFs`, one SSH round trip per look); :mod:`.ssh` is the
-OpenSSH connection (``BatchMode``, one multiplexed connection per host).
+:mod:`.address` parses ``--dut=ssh://[user@]host[:port]/dev/...``; :mod:`.ssh` is
+the OpenSSH connection to the host (``BatchMode``, one master connection per host
+that this process owns, every command multiplexed over it).
 """

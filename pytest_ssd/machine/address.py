@@ -33,12 +33,6 @@ class SshAddress:
         """The host as labels show it: ``host`` or ``host:port``."""
         return f"{self.host}:{self.port}" if self.port else self.host
 
-    @property
-    def url(self) -> str:
-        user = f"{self.user}@" if self.user else ""
-        port = f":{self.port}" if self.port else ""
-        return f"{SCHEME}{user}{self.host}{port}{self.path}"
-
 
 def is_remote(text: str) -> bool:
     return text.startswith(SCHEME)

@@ -16,7 +16,6 @@ def test_user_host_port_and_path_come_apart() -> None:
     assert found == SshAddress(host="127.0.0.1", path="/dev/nvme0n1", user="root", port=2222)
     assert found.destination == "root@127.0.0.1"
     assert found.label == "127.0.0.1:2222"
-    assert found.url == "ssh://root@127.0.0.1:2222/dev/nvme0n1"
 
 
 def test_user_and_port_are_optional() -> None:
