@@ -8,6 +8,7 @@ naming them are generated in a folder of the test's.  Only ever 127.0.0.1.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -17,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from pytest_ssd.machine.address import parse_address
+from pytest_ssd.machine.ssh import Ssh
 
 SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_S = 20.0
@@ -32,6 +36,11 @@ class Sshd:
 
     def url(self, path: str, user: str = "root") -> str:
         return f"ssh://{user}@127.0.0.1:{self.port}{path}"
+
+    def client(self, name: str, url: str | None = None) -> Ssh:
+        """An :class:`Ssh` to this server (*name* keeps its control socket apart, short)."""
+        control = Path(f"/tmp/ssd-ssh-{os.getpid()}-{name[-12:]}")
+        return Ssh(parse_address(url or self.url("/dev/null")), control, config=self.config)
 
 
 def _free_port() -> int:

@@ -17,31 +17,21 @@ on) open counts, found in ``/proc`` as ``fuser`` does (:mod:`.openers`).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import errno
-import json
 import os
 import re
 import shlex
-import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_ssd.device.node import describe_pid, kernel_node
-from pytest_ssd.device.openers import openers
+from pytest_ssd.device.openers import shown
+from pytest_ssd.device.view import LocalView, Node, View
 from pytest_ssd.errors import SafetyError
-from pytest_ssd.proc.runner import run, which
 
-SYS_BLOCK = Path("/sys/class/block")
-MOUNTINFO = Path("/proc/self/mountinfo")
-SWAPS = Path("/proc/swaps")
 #: mount points of the running system: a device backing one is never written to
 SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
-PROBE_TIMEOUT_S = 60.0
 _OCTAL = re.compile(r"\\([0-7]{3})")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -67,54 +57,55 @@ class TargetFacts:
     built_on: tuple[TargetFacts, ...] = ()
 
 
-def inspect(path: str | Path, above: frozenset[str] = frozenset()) -> TargetFacts:
-    """Gather the facts about *path*; reads only, never writes or opens for writing.
+def inspect(
+    path: str | Path, above: frozenset[str] = frozenset(), view: View | None = None
+) -> TargetFacts:
+    """Gather the facts about *path* (on *view*'s machine, default this one).
 
-    *above* names the devices built on *path* that the walk came down from: they
-    are the target's own chain, not users of *path*.
+    Reads only, never writes or opens for writing.  *above* names the devices built
+    on *path* that the walk came down from: they are the target's own chain, not
+    users of *path*.
 
     Raises :class:`~pytest_ssd.errors.ToolError` only when ``wipefs`` is missing;
     every other failure to probe is recorded in ``probe_error`` (and refused).
     """
+    view = view or LocalView()
     text = str(path)
-    st = _stat(text)
-    if st is None:
+    node = view.stat(text)
+    if node is None:
         return TargetFacts(text, exists=False, kind=None)
-    if stat.S_ISBLK(st.st_mode):
-        tree = _block_tree(st.st_rdev)
+    if node.kind == "block":
+        tree = _block_tree(view, node.rdev)
         claimed = any(h in above for h in tree.holders)  # a dm/md above holds it exclusively
-        busy, open_error = (False, None) if claimed else _exclusive_open(text)
-        facts = _inspect_related(text, "block", tree, busy, open_error, above=above)
-        by = _openers(tree.devs, ())
-        lower = tuple(_built_on(st.st_rdev, above))
+        busy, open_error = (False, None) if claimed else view.exclusive_open(text)
+        facts = _inspect_related(
+            view, text, node, tree, busy=busy, open_error=open_error, above=above
+        )
+        by = view.openers(tree.devs, ())
+        lower = tuple(_built_on(view, node.rdev, above))
         return dataclasses.replace(facts, openers=by, built_on=lower)
-    if stat.S_ISREG(st.st_mode):
-        facts = _inspect_related(text, "file", _Tree(set(), [], [], []), False, None, above=above)
-        return dataclasses.replace(facts, openers=_openers((), ((st.st_dev, st.st_ino),)))
+    if node.kind == "file":
+        facts = _inspect_related(view, text, node, _Tree(set(), [], [], []), above=above)
+        return dataclasses.replace(facts, openers=view.openers((), ((node.dev, node.ino),)))
     return TargetFacts(text, exists=True, kind=None)
 
 
-def _openers(devices: Iterable[int], files: Iterable[tuple[int, int]]) -> tuple[str, ...]:
-    return tuple(describe_pid(pid) for pid in openers(devices, files))
-
-
-def _built_on(rdev: int, above: frozenset[str]) -> Iterable[TargetFacts]:
+def _built_on(view: View, rdev: int, above: frozenset[str]) -> Iterable[TargetFacts]:
     """Facts of every block device directly below *rdev* (each walks further down itself)."""
-    sysdir = _sysfs_dir(rdev)
-    if sysdir is None:
+    block = view.block_of(rdev)
+    if block is None:
         return
-    chain = above | {sysdir.name}
-    slaves = sysdir / "slaves"
-    lower = [_dev_of(s.resolve()) for s in sorted(slaves.iterdir())] if slaves.is_dir() else []
-    backing = sysdir / "loop" / "backing_file"
-    if backing.is_file():
-        with contextlib.suppress(OSError):
-            lower.append(_block_rdev(backing.read_text().strip().removesuffix(" (deleted)")))
+    chain = above | {block.name}
+    blocks = view.blocks()
+    lower = [blocks[s].dev if s in blocks else None for s in block.slaves]
+    if block.backing_file is not None:
+        lower.append(_block_rdev(view, block.backing_file.strip().removesuffix(" (deleted)")))
     for dev in lower:
         if dev is None:
             continue  # a loop on a regular file: its file system is not the target's data
-        node = kernel_node(dev)
-        yield inspect(node or f"/dev/block/{os.major(dev)}:{os.minor(dev)}", frozenset(chain))
+        node = view.kernel_node(dev)
+        path = node or f"/dev/block/{os.major(dev)}:{os.minor(dev)}"
+        yield inspect(path, frozenset(chain), view)
 
 
 @dataclass
@@ -128,25 +119,26 @@ class _Tree:
 
 
 def _inspect_related(
+    view: View,
     path: str,
-    kind: str,
+    node: Node,
     tree: _Tree,
-    busy: bool,
-    open_error: str | None,
     *,
+    busy: bool = False,
+    open_error: str | None = None,
     above: frozenset[str] = frozenset(),
 ) -> TargetFacts:
-    _add_loops(path, tree)
+    _add_loops(view, node, tree)
     tree.holders = [h for h in tree.holders if h not in above]
     tree.loops = [loop for loop in tree.loops if loop not in above]
-    mounts = _mounts(tree.devs)
-    signatures, probe_error = _signatures(path)
+    mounts = _mounts(view, tree.devs)
+    signatures, probe_error = view.signatures(path)
     return TargetFacts(
         path=path,
         exists=True,
-        kind=kind,
+        kind=node.kind,
         mounts=tuple(mounts),
-        swap=_in_swap(path, tree.devs),
+        swap=_in_swap(view, node, tree.devs),
         signatures=signatures,
         holders=tuple(tree.holders),
         partitions=tuple(tree.partitions),
@@ -163,74 +155,36 @@ def _extend(tree: _Tree, more: _Tree) -> None:
     tree.holders += [h for h in more.holders if h not in tree.holders]
 
 
-def _sysfs_dir(rdev: int) -> Path | None:
-    sysdir = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
-    return sysdir.resolve() if sysdir.exists() else None
-
-
-def _dev_of(sysdir: Path) -> int | None:
-    try:
-        major, minor = (sysdir / "dev").read_text().strip().split(":")
-    except (OSError, ValueError):
-        return None
-    return os.makedev(int(major), int(minor))
-
-
-def _block_tree(rdev: int) -> _Tree:
+def _block_tree(view: View, rdev: int) -> _Tree:
     """The device, its partitions and (transitively) every holder of them."""
     tree = _Tree({rdev}, [], [], [])
-    sysdir = _sysfs_dir(rdev)
-    if sysdir is None:
+    block = view.block_of(rdev)
+    if block is None:
         return tree
-    todo = [sysdir]
-    for part in sorted(sysdir.iterdir()):
-        if (part / "partition").is_file():
-            tree.partitions.append(part.name)
-            todo.append(part)
+    blocks = view.blocks()
+    tree.partitions = sorted(b.name for b in blocks.values() if b.disk == block.name)
+    todo = [block.name, *tree.partitions]
     while todo:
-        holders = todo.pop() / "holders"
-        for holder in sorted(holders.iterdir()) if holders.is_dir() else []:
-            dev = _dev_of(SYS_BLOCK / holder.name)
-            if holder.name not in tree.holders and dev is not None:
-                tree.holders.append(holder.name)
-                tree.devs.add(dev)
-                todo.append((SYS_BLOCK / holder.name).resolve())
+        for holder in blocks[todo.pop()].holders:
+            if holder not in tree.holders and holder in blocks:
+                tree.holders.append(holder)
+                tree.devs.add(blocks[holder].dev)
+                todo.append(holder)
     return tree
 
 
-def _stat(path: str) -> os.stat_result | None:
-    """``stat`` following symlinks, or None when the path cannot be reached."""
-    try:
-        return Path(path).stat()
-    except OSError:
-        return None
-
-
-def _same_target(a: os.stat_result | None, b: os.stat_result | None) -> bool:
-    if a is None or b is None:
-        return False
-    if stat.S_ISBLK(a.st_mode) and stat.S_ISBLK(b.st_mode):
-        return a.st_rdev == b.st_rdev
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-def _add_loops(path: str, tree: _Tree) -> None:
-    """Add every loop device backed by *path* or by a device of *tree*, and what they reach."""
-    target = _stat(path)
+def _add_loops(view: View, target: Node, tree: _Tree) -> None:
+    """Add every loop device backed by the target or by a device of *tree*, and what they reach."""
+    loops = [b for _, b in sorted(view.blocks().items()) if b.backing_file is not None]
     found = True
     while found:  # until no new loop: a loop device may back another one
         found = False
-        for backing in sorted(SYS_BLOCK.glob("loop*/loop/backing_file")):
-            name = backing.parent.parent.name
-            try:
-                file = backing.read_text().rstrip("\n")
-            except OSError:  # the loop device was detached meanwhile
-                continue
-            dev = _dev_of(backing.parent.parent)
-            reached = _same_target(target, _stat(file)) or _block_rdev(file) in tree.devs
-            if reached and dev is not None and name not in tree.loops:
-                tree.loops.append(name)
-                _extend(tree, _block_tree(dev))
+        for loop in loops:
+            file = loop.backing_file or ""
+            reached = target.same(view.stat(file)) or _block_rdev(view, file) in tree.devs
+            if reached and loop.name not in tree.loops:
+                tree.loops.append(loop.name)
+                _extend(tree, _block_tree(view, loop.dev))
                 found = True
 
 
@@ -238,66 +192,30 @@ def _unescape(field: str) -> str:
     return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
-def _mounts(devs: set[int]) -> list[str]:
+def _mounts(view: View, devs: set[int]) -> list[str]:
     """Mount points backed by one of *devs*, by device number or by mount source."""
     found: list[str] = []
-    for line in MOUNTINFO.read_text().splitlines():
+    for line in view.mountinfo():
         fields = line.split(" ")
         major, minor = fields[2].split(":")
         source = _unescape(fields[fields.index("-") + 2])
         point = _unescape(fields[4])
-        if os.makedev(int(major), int(minor)) in devs or _block_rdev(source) in devs:
+        if os.makedev(int(major), int(minor)) in devs or _block_rdev(view, source) in devs:
             found.append(point)
     return list(dict.fromkeys(found))
 
 
-def _block_rdev(path: str) -> int | None:
-    st = _stat(path) if path.startswith("/") else None
-    return st.st_rdev if st is not None and stat.S_ISBLK(st.st_mode) else None
+def _block_rdev(view: View, path: str) -> int | None:
+    node = view.stat(path) if path.startswith("/") else None
+    return node.rdev if node is not None and node.kind == "block" else None
 
 
-def _in_swap(path: str, devs: set[int]) -> bool:
-    target = _stat(path)
-    for line in SWAPS.read_text().splitlines()[1:]:
+def _in_swap(view: View, target: Node, devs: set[int]) -> bool:
+    for line in view.swaps()[1:]:
         name = _unescape(line.split()[0])
-        if _same_target(target, _stat(name)) or _block_rdev(name) in devs:
+        if target.same(view.stat(name)) or _block_rdev(view, name) in devs:
             return True
     return False
-
-
-def _exclusive_open(path: str) -> tuple[bool, str | None]:
-    """(busy, error): an exclusive read-only open of a block device, closed at once.
-
-    EBUSY means mounted, held by a holder or opened with O_EXCL by another program;
-    any other failure (EPERM from a device cgroup, ...) leaves the state unknown.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_EXCL)
-    except OSError as exc:
-        if exc.errno == errno.EBUSY:
-            return True, None
-        return False, f"an exclusive open failed: {exc.strerror}"
-    os.close(fd)
-    return False, None
-
-
-def _signatures(path: str) -> tuple[tuple[str, ...], str | None]:
-    """Filesystem, partition-table, RAID, LVM and swap signatures wipefs finds (never wipes)."""
-    wipefs = which("wipefs", "install util-linux")
-    done = run([wipefs, "--no-act", "--json", path], timeout=PROBE_TIMEOUT_S)
-    if done.returncode != 0:
-        return (), f"wipefs failed: {done.last_error_line()}"
-    if not done.stdout.strip():  # some wipefs versions print nothing when nothing is found
-        return (), None
-    try:
-        found = json.loads(done.stdout).get("signatures", [])
-        return tuple(dict.fromkeys(str(sig["type"]) for sig in found)), None
-    except (ValueError, AttributeError, KeyError, TypeError):
-        return (), "wipefs printed JSON this guard does not understand"
-
-
-def _one_line(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _system_reason(system: tuple[str, ...]) -> str:
@@ -363,26 +281,26 @@ def _reason(facts: TargetFacts) -> str | None:
 def refusal(facts: TargetFacts) -> str | None:
     """The one-line reason writing to the target is refused, or None when it is safe."""
     reason = _reason(facts)
-    return None if reason is None else _one_line(f"refusing to write to {facts.path}: {reason}")
+    return None if reason is None else shown(f"refusing to write to {facts.path}: {reason}")
 
 
-def check_writable(path: str | Path) -> TargetFacts:
+def check_writable(path: str | Path, view: View | None = None) -> TargetFacts:
     """Inspect *path* and raise :class:`SafetyError` unless writing to it is safe."""
-    facts = inspect(path)
+    facts = inspect(path, view=view)
     reason = refusal(facts)
     if reason is not None:
         raise SafetyError(reason)
     return facts
 
 
-def check_readable(path: str | Path) -> TargetFacts:
+def check_readable(path: str | Path, view: View | None = None) -> TargetFacts:
     """Inspect *path* and raise :class:`SafetyError` unless it is a block device or a file."""
-    facts = inspect(path)
+    facts = inspect(path, view=view)
     if not facts.exists:
-        raise SafetyError(_one_line(f"cannot read {facts.path}: it does not exist; check the path"))
+        raise SafetyError(shown(f"cannot read {facts.path}: it does not exist; check the path"))
     if facts.kind is None:
         raise SafetyError(
-            _one_line(
+            shown(
                 f"cannot read {facts.path}: it is not a block device or a regular file; "
                 "check the path"
             )
@@ -401,7 +319,7 @@ def check_confirmation(path: str, description: str, token: str, confirmed: Seque
         given = ", ".join(shlex.quote(c) for c in confirmed)
         why = f"--ssd-confirm was given {given}, but this target needs {token!r}"
     raise SafetyError(
-        _one_line(
+        shown(
             f"refusing to write to {path} ({description}): {why}; "
             f"add {add} if its data may be destroyed"
         )

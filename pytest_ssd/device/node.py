@@ -18,60 +18,34 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import stat
 from pathlib import Path
 
+from pytest_ssd.device.openers import describe_pid, shown
+from pytest_ssd.device.view import LocalView, View
 from pytest_ssd.errors import SafetyError
 
-SYS_DEV_BLOCK = Path("/sys/dev/block")
 PROC_LOCKS = Path("/proc/locks")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_DEVNAME = re.compile(r"^DEVNAME=(.+)$", re.MULTILINE)
 
 
-def _shown(text: str) -> str:
-    """*text* on one line: control characters as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def canonical(path: Path) -> Path:
+def canonical(path: Path, view: View | None = None) -> Path:
     """The node behind *path*: ``/dev/<kernel name>`` for a block device, else the real path.
 
-    Raises :class:`SafetyError` for control characters in the name (a newline in a
-    job file starts a new fio option).  A path that does not exist resolves to itself;
-    the guard refuses it.
+    On *view*'s machine (default: this one).  Raises :class:`SafetyError` for control
+    characters in the name (a newline in a job file starts a new fio option).  A path
+    that does not exist resolves to itself; the guard refuses it.
     """
     text = str(path)
-    if _CONTROL.search(text):
+    if shown(text) != text:
         raise SafetyError(
-            f"refusing --dut {_shown(text)}: the path holds control characters; check it"
+            f"refusing --dut {shown(text)}: the path holds control characters; check it"
         )
-    real = Path(os.path.realpath(text))
-    try:
-        st = real.stat()
-    except OSError:
-        return real
-    if not stat.S_ISBLK(st.st_mode):
-        return real
-    return kernel_node(st.st_rdev) or real
-
-
-def kernel_node(rdev: int) -> Path | None:
-    """``/dev/<DEVNAME>`` of block device *rdev* when that node is this device, else None."""
-    uevent = SYS_DEV_BLOCK / f"{os.major(rdev)}:{os.minor(rdev)}" / "uevent"
-    try:
-        found = _DEVNAME.search(uevent.read_text())
-    except OSError:
-        return None
-    if found is None:
-        return None
-    node = Path("/dev") / found.group(1).strip()
-    try:
-        st = node.stat()
-    except OSError:
-        return None
-    return node if stat.S_ISBLK(st.st_mode) and st.st_rdev == rdev else None
+    view = view or LocalView()
+    real = view.realpath(text)
+    node = view.stat(real)
+    if node is None or node.kind != "block":
+        return Path(real)
+    return Path(view.kernel_node(node.rdev) or real)
 
 
 def device_key(path: Path) -> tuple[str, int, int]:
@@ -98,19 +72,6 @@ def lock_holders(st: os.stat_result) -> list[int]:
         if fields[5] == inode and fields[4].isdigit():
             pids.append(int(fields[4]))
     return pids
-
-
-def describe_pid(pid: int) -> str:
-    """'pid 1234 (pytest suites/smoke --dut=/dev/loop3)', shortened to one readable line."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        command = " ".join(a.decode(errors="replace") for a in argv if a)
-    except OSError:
-        command = ""
-    command = _shown(command)
-    if len(command) > 120:
-        command = command[:117] + "..."
-    return f"pid {pid} ({command})" if command else f"pid {pid}"
 
 
 class DeviceLock:

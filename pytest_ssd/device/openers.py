@@ -12,15 +12,40 @@ write, so a process must be seen in every one of a few scans to count.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 PROC = Path("/proc")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: scans a process must be seen in, and the pause between them
 SCANS = 3
 SCAN_PAUSE_S = 0.2
+
+
+def shown(text: str) -> str:
+    """*text* on one line: control characters as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def describe(pid: int, command: str) -> str:
+    """'pid 1234 (pytest suites/smoke --dut=/dev/loop3)', shortened to one readable line."""
+    command = shown(command.strip())
+    if len(command) > 120:
+        command = command[:117] + "..."
+    return f"pid {pid} ({command})" if command else f"pid {pid}"
+
+
+def describe_pid(pid: int) -> str:
+    """:func:`describe` of a process on this machine."""
+    try:
+        argv = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+        command = " ".join(a.decode(errors="replace") for a in argv if a)
+    except OSError:
+        command = ""
+    return describe(pid, command)
 
 
 def ancestors(pid: int | None = None) -> set[int]:

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.device.node import describe_pid, lock_holders
+from pytest_ssd.device.node import lock_holders
+from pytest_ssd.device.openers import describe_pid
 from pytest_ssd.errors import ConfigError, SsdError, present
 from pytest_ssd.host import settings
 from pytest_ssd.host.changes import Change

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -11,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.errors import DeviceError
-from pytest_ssd.machine.address import parse_address
 from pytest_ssd.machine.ssh import Ssh
 from tests.sshd import Sshd, local_sshd
 
@@ -23,8 +21,7 @@ def sshd(tmp_path: Path) -> Iterator[Sshd]:
 
 
 def _ssh(sshd: Sshd, tmp_path: Path, url: str | None = None) -> Ssh:
-    control = Path(f"/tmp/ssd-ssh-{os.getpid()}-{tmp_path.name[-12:]}")
-    return Ssh(parse_address(url or sshd.url("/dev/null")), control, config=sshd.config)
+    return sshd.client(tmp_path.name, url)
 
 
 def _ssh_processes(control: Path) -> list[str]:

@@ -1,0 +1,280 @@
+"""A test host's block-device facts, read in one snapshot over SSH.
+
+A command over the host's master connection costs about 0.1 s, so the guard
+does not ask the host file by file: :meth:`SshView.snapshot` runs one POSIX
+``sh`` script there (coreutils, ``find``, ``grep`` and ``wipefs``; no Python on
+the host) that prints every sysfs record of ``/sys/class/block``, ``stat`` of the
+target, of every block node and symlink under ``/dev``, of every loop device's
+backing file and swap area, mountinfo, ``/proc/swaps``, ``stat`` of every open
+file descriptor in ``/proc`` and the target's ``wipefs`` probes.  The guard then
+judges those records as it judges this machine's (:class:`~.view.LocalView`).
+
+Two probes differ from the local ones:
+
+* the exclusive open is ``wipefs --all --no-act`` (it opens the device
+  ``O_RDWR | O_EXCL`` and writes nothing); it runs only for a write check, so a
+  read-only session never opens a host's device for writing;
+* mapped files (``/proc/PID/maps``) are not scanned: a program holding a file
+  target only mapped is not seen (block devices, the targets of a lab, are found
+  through their descriptors as here).
+
+A path the snapshot did not cover (a mount source outside ``/dev``) reads as
+unreachable, as a mount source that is not a device does here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pytest_ssd.device import openers as local_openers
+from pytest_ssd.device.openers import describe
+from pytest_ssd.device.view import Block, Node, View, devname, parse_dev, signatures_of
+from pytest_ssd.errors import DeviceError
+from pytest_ssd.machine.ssh import Ssh
+
+SNAPSHOT_TIMEOUT_S = 120.0
+MARK = "@@ssd:"
+_STAT = "stat -L --printf '%f %t %T %d %i %n\\n'"
+
+#: the probes of block device $t ($write = 1: the exclusive open as well)
+PROBE = f"""
+if [ -b "$t" ] || [ -f "$t" ]; then
+  out=$(wipefs --no-act --json -- "$t" 2>&1); echo "{MARK}wipefs $?"; printf '%s\\n' "$out"
+  if [ -b "$t" ] && [ "$write" = 1 ]; then
+    out=$(wipefs --all --no-act -- "$t" 2>&1 >/dev/null); echo "{MARK}exclusive $?"
+    printf '%s\\n' "$out"
+  fi
+fi
+"""
+
+#: every open file descriptor on the host but this script's
+FDS = f"""
+echo "{MARK}fds $$"; {_STAT} /proc/[0-9]*/fd/* 2>/dev/null || :
+"""
+
+#: ``sh -c SNAPSHOT sh TARGET WRITE``
+SNAPSHOT = f"""
+t=$1 write=$2
+echo "{MARK}real"; readlink -m -- "$t"
+set --
+for f in /sys/class/block/*/loop/backing_file; do
+  [ -e "$f" ] && IFS= read -r b < "$f" && set -- "$@" "${{b% (deleted)}}"
+done
+while read -r name rest; do [ "$name" = Filename ] || set -- "$@" "$name"; done < /proc/swaps
+echo "{MARK}stat"; {_STAT} -- "$t" "$@" 2>/dev/null
+find /dev \\( -type b -o -type l \\) -exec {_STAT} -- {{}} + 2>/dev/null
+echo "{MARK}sys"
+grep -H '' /sys/class/block/*/dev /sys/class/block/*/uevent \\
+  /sys/class/block/*/loop/backing_file 2>/dev/null
+echo "{MARK}partition"
+for p in /sys/class/block/*/*/partition; do [ -e "$p" ] && echo "$p"; done
+echo "{MARK}link"
+for p in /sys/class/block/*/holders/* /sys/class/block/*/slaves/*; do [ -e "$p" ] && echo "$p"; done
+echo "{MARK}mountinfo"; cat /proc/self/mountinfo
+echo "{MARK}swaps"; cat /proc/swaps
+{FDS}
+{PROBE}
+"""
+
+#: ``sh -c ONE_PROBE sh TARGET WRITE``: the probes of a device below the target
+ONE_PROBE = f"t=$1 write=$2\n{PROBE}"
+
+#: ``sh -c COMMANDS sh PID...``: each process's command line
+COMMANDS = f"""
+for p; do echo "{MARK}pid $p"; tr '\\0' ' ' < "/proc/$p/cmdline" 2>/dev/null; echo; done
+"""
+
+
+def sections(text: str) -> dict[str, list[str]]:
+    """The script's output by section: ``{"stat": [...], "wipefs 0": [...], ...}``."""
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(MARK):
+            current = found.setdefault(line[len(MARK) :], [])
+        else:
+            current.append(line)
+    return found
+
+
+def _section(parts: Mapping[str, list[str]], word: str) -> tuple[str, list[str]] | None:
+    """The section whose heading starts with *word*: (the rest of the heading, its lines)."""
+    for heading, lines in parts.items():
+        name, _, rest = heading.partition(" ")
+        if name == word:
+            return rest, lines
+    return None
+
+
+def parse_stats(lines: Iterable[str]) -> dict[str, Node]:
+    """``stat --printf '%f %t %T %d %i %n'`` lines by path."""
+    found = {}
+    for line in lines:
+        fields = line.split(" ", 5)
+        if len(fields) < 6:
+            continue
+        try:
+            mode, major, minor = int(fields[0], 16), int(fields[1], 16), int(fields[2], 16)
+            node = Node.of_mode(mode, os.makedev(major, minor), int(fields[3]), int(fields[4]))
+        except ValueError:
+            continue
+        found[fields[5]] = node
+    return found
+
+
+def parse_blocks(parts: Mapping[str, list[str]]) -> dict[str, Block]:
+    """The :class:`Block` records of the ``sys``, ``partition`` and ``link`` sections."""
+    files: dict[tuple[str, str], list[str]] = {}
+    for line in parts.get("sys", []):
+        path, _, value = line.partition(":")
+        name, _, leaf = path.removeprefix("/sys/class/block/").partition("/")
+        files.setdefault((name, leaf), []).append(value)
+    disks = {}
+    for line in parts.get("partition", []):
+        disk, part = line.removeprefix("/sys/class/block/").split("/")[:2]
+        disks[part] = disk
+    links: dict[tuple[str, str], list[str]] = {}
+    for line in parts.get("link", []):
+        name, kind, other = line.removeprefix("/sys/class/block/").split("/")[:3]
+        links.setdefault((name, kind), []).append(other)
+    blocks = {}
+    for (name, leaf), lines in sorted(files.items()):
+        dev = parse_dev(lines[0]) if leaf == "dev" and lines else None
+        if dev is None:
+            continue
+        backing = files.get((name, "loop/backing_file"))
+        blocks[name] = Block(
+            name=name,
+            dev=dev,
+            disk=disks.get(name),
+            holders=tuple(sorted(links.get((name, "holders"), []))),
+            slaves=tuple(sorted(links.get((name, "slaves"), []))),
+            backing_file="\n".join(backing) if backing is not None else None,
+            devname=devname("\n".join(files.get((name, "uevent"), []))),
+        )
+    return blocks
+
+
+def parse_fds(lines: Iterable[str]) -> dict[int, list[Node]]:
+    """What each process holds open, from ``stat`` of ``/proc/PID/fd/N``."""
+    found: dict[int, list[Node]] = {}
+    for path, node in parse_stats(lines).items():
+        pid = path.removeprefix("/proc/").partition("/")[0]
+        if pid.isdigit():
+            found.setdefault(int(pid), []).append(node)
+    return found
+
+
+@dataclass
+class SshView(View):
+    """A test host's facts from one snapshot (:meth:`snapshot`)."""
+
+    ssh: Ssh
+    target: str
+    write: bool
+    #: pids on the host that are pytest-ssd's own (the session's lock holder)
+    ours: frozenset[int] = frozenset()
+    _parts: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _stats: dict[str, Node] = field(default_factory=dict, repr=False)
+    _blocks: dict[str, Block] = field(default_factory=dict, repr=False)
+    _probes: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def snapshot(cls, ssh: Ssh, target: str, *, write: bool, ours: Iterable[int] = ()) -> SshView:
+        """The host's facts about *target* as of now (one command over *ssh*)."""
+        view = cls(ssh, target, write, frozenset(ours))
+        view._parts = view._sh(SNAPSHOT, target, "1" if write else "0")
+        view._stats = parse_stats(view._parts.get("stat", []))
+        view._blocks = parse_blocks(view._parts)
+        view._probes[target] = view._parts
+        return view
+
+    @property
+    def where(self) -> str:
+        return self.ssh.where
+
+    def _sh(self, script: str, *args: str) -> dict[str, list[str]]:
+        done = self.ssh.run(["sh", "-c", script, "sh", *args], timeout=SNAPSHOT_TIMEOUT_S)
+        if done.returncode != 0:
+            raise DeviceError(
+                f"{self.where}: reading the device facts failed: {done.last_error_line()}"
+            )
+        return sections(done.stdout)
+
+    def stat(self, path: str) -> Node | None:
+        return self._stats.get(path)
+
+    def realpath(self, path: str) -> str:
+        real = self._parts.get("real", [])
+        return real[0] if path == self.target and real else path
+
+    def blocks(self) -> Mapping[str, Block]:
+        return self._blocks
+
+    def mountinfo(self) -> list[str]:
+        return self._parts.get("mountinfo", [])
+
+    def swaps(self) -> list[str]:
+        return self._parts.get("swaps", [])
+
+    def _holding(
+        self, parts: Mapping[str, list[str]], devices: set[int], files: set[tuple[int, int]]
+    ) -> set[int]:
+        """Pids (not ours, not the script's) holding one of *devices* or *files* open."""
+        found = _section(parts, "fds")
+        if found is None:
+            return set()
+        script, lines = found
+        skip = self.ours | ({int(script)} if script.isdigit() else set())
+
+        def held(node: Node) -> bool:
+            if node.kind == "block":
+                return node.rdev in devices
+            return (node.dev, node.ino) in files
+
+        return {
+            pid
+            for pid, nodes in parse_fds(lines).items()
+            if pid not in skip and any(held(n) for n in nodes)
+        }
+
+    def openers(self, devices: Iterable[int], files: Iterable[tuple[int, int]]) -> tuple[str, ...]:
+        """As :func:`~.openers.openers`: a process must be seen in every scan to count."""
+        wanted, mapped = set(devices), set(files)
+        seen = self._holding(self._parts, wanted, mapped)
+        for _ in range(local_openers.SCANS - 1):
+            if not seen:
+                break
+            time.sleep(local_openers.SCAN_PAUSE_S)
+            seen &= self._holding(self._sh(FDS), wanted, mapped)
+        if not seen:
+            return ()
+        commands = self._sh(COMMANDS, *(str(pid) for pid in sorted(seen)))
+        return tuple(
+            describe(pid, " ".join(commands.get(f"pid {pid}", []))) for pid in sorted(seen)
+        )
+
+    def _probe(self, path: str) -> dict[str, list[str]]:
+        if path not in self._probes:
+            self._probes[path] = self._sh(ONE_PROBE, path, "1" if self.write else "0")
+        return self._probes[path]
+
+    def exclusive_open(self, path: str) -> tuple[bool, str | None]:
+        found = _section(self._probe(path), "exclusive")
+        if found is None or found[0] == "0":
+            return False, None
+        said = next((line for line in reversed(found[1]) if line.strip()), "")
+        if "Device or resource busy" in said:
+            return True, None
+        return False, f"an exclusive open failed: {said.removeprefix('wipefs: error: ')}"
+
+    def signatures(self, path: str) -> tuple[tuple[str, ...], str | None]:
+        found = _section(self._probe(path), "wipefs")
+        if found is None:
+            return (), "wipefs did not run"
+        rc, lines = found
+        said = next((line for line in reversed(lines) if line.strip()), "")
+        return signatures_of(int(rc) if rc.isdigit() else 1, "\n".join(lines), said)
