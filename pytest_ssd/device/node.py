@@ -58,12 +58,17 @@ def device_key(path: Path) -> tuple[str, int, int]:
 
 def lock_holders(st: os.stat_result) -> list[int]:
     """Pids /proc/locks names as holding a FLOCK on the inode *st* describes."""
-    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    pids = []
     try:
         lines = PROC_LOCKS.read_text().splitlines()
     except OSError:
         return []
+    return flock_holders(lines, st.st_dev, st.st_ino)
+
+
+def flock_holders(lines: list[str], dev: int, ino: int) -> list[int]:
+    """Pids the lines of /proc/locks name as holding a FLOCK on inode *ino* of device *dev*."""
+    inode = f"{os.major(dev):02x}:{os.minor(dev):02x}:{ino}"
+    pids = []
     for line in lines:
         fields = line.split()
         # "1: FLOCK  ADVISORY  WRITE 1234 00:05:18 0 EOF"; blocked waiters carry "->"
@@ -72,6 +77,15 @@ def lock_holders(st: os.stat_result) -> list[int]:
         if fields[5] == inode and fields[4].isdigit():
             pids.append(int(fields[4]))
     return pids
+
+
+def locked(node: str, holders: list[str]) -> str:
+    """The one line refusing a device another session holds."""
+    who = ", ".join(holders) or "another process"
+    return (
+        f"refusing {node}: it is locked by {who}, another pytest-ssd session or a"
+        " tool using 'flock' (one session per device); wait for it to finish"
+    )
 
 
 class DeviceLock:
@@ -92,11 +106,7 @@ class DeviceLock:
         except BlockingIOError:
             holders = [p for p in lock_holders(os.fstat(fd)) if p != os.getpid()]
             os.close(fd)
-            who = ", ".join(describe_pid(p) for p in holders) or "another process"
-            raise SafetyError(
-                f"refusing {self.node}: it is locked by {who}, another pytest-ssd session or a"
-                " tool using 'flock' (one session per device); wait for it to finish"
-            ) from None
+            raise SafetyError(locked(str(self.node), [describe_pid(p) for p in holders])) from None
         self._fd = fd
 
     def release(self) -> None:

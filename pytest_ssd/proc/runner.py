@@ -272,6 +272,9 @@ class Background:
         the group of the fio that forked them.
         """
         family = descendants(self.proc.pid)
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -298,12 +301,15 @@ class Background:
         return result
 
 
-def spawn(argv: list[str] | tuple[str, ...], *, artifacts: Path, name: str) -> Background:
+def spawn(
+    argv: list[str] | tuple[str, ...], *, artifacts: Path, name: str, stdin: bool = False
+) -> Background:
     """Start *argv* in the background, in its own session, run from *artifacts*.
 
     stdout and stderr go to ``<name>.stdout`` / ``<name>.stderr`` there (no pipe to
-    drain); the program gets SIGTERM if this process dies.  :meth:`Background.wait`
-    or :meth:`Background.kill` ends it.
+    drain); the program gets SIGTERM if this process dies.  Its stdin is empty, or
+    with *stdin* a pipe held open until :meth:`Background.kill` (a program that
+    reads it runs until then).  :meth:`Background.wait` or :meth:`Background.kill` ends it.
     """
     argv = tuple(str(a) for a in argv)
     artifacts.mkdir(parents=True, exist_ok=True)
@@ -315,7 +321,7 @@ def spawn(argv: list[str] | tuple[str, ...], *, artifacts: Path, name: str) -> B
         try:
             proc = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
                 cwd=artifacts,

@@ -11,30 +11,38 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from pytest_ssd.device import guard
-from pytest_ssd.device.node import canonical
+from pytest_ssd.device.node import DeviceLock, canonical
 from pytest_ssd.device.remote import SshView
+from pytest_ssd.device.remote_lock import RemoteLock
+from pytest_ssd.errors import SafetyError
 from pytest_ssd.machine.ssh import Ssh
-from tests.sshd import local_sshd
+from tests.sshd import Sshd, local_sshd
 
 LoopFactory = Callable[..., Path]
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ssh]:
-    folder = tmp_path_factory.mktemp("sshd")
-    with local_sshd(folder) as server:
-        ssh = server.client(folder.name)
-        ssh.open()
-        try:
-            yield ssh
-        finally:
-            ssh.close()
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    with local_sshd(tmp_path_factory.mktemp("sshd")) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def host(server: Sshd) -> Iterator[Ssh]:
+    ssh = server.client(server.folder.parent.name)
+    ssh.open()
+    try:
+        yield ssh
+    finally:
+        ssh.close()
 
 
 def _tool(*argv: str | Path, stdin: str | None = None) -> str:
@@ -143,3 +151,76 @@ def test_a_symlink_becomes_the_same_kernel_node(
     link.symlink_to(dev)
     remote = canonical(link, SshView.snapshot(host, str(link), write=False))
     assert remote == canonical(link) == dev
+
+
+def test_the_lock_on_a_host_is_the_flock_every_session_sees(
+    host: Ssh, loop_device: LoopFactory, tmp_path: Path
+) -> None:
+    dev = loop_device(16)
+    lock = RemoteLock(host, str(dev), tmp_path / "lock-1")
+    lock.acquire()
+    try:
+        assert lock.pid is not None
+        with pytest.raises(SafetyError) as second:
+            RemoteLock(host, str(dev), tmp_path / "lock-2").acquire()
+        assert f"it is locked by pid {lock.pid} (flock -n -o -E 75 {dev} sh -c" in str(second.value)
+        with pytest.raises(SafetyError, match=f"locked by pid {lock.pid} "):
+            DeviceLock(dev).acquire()  # the host is this machine: a local session sees it too
+        held = SshView.snapshot(host, str(dev), write=True)
+        assert guard.inspect(dev, view=held).openers == (f"pid {lock.pid} ({_flock(dev)})",)
+        ours = SshView.snapshot(host, str(dev), write=True, ours=[lock.pid])
+        assert guard.refusal(guard.inspect(dev, view=ours)) is None, "the session's own lock"
+    finally:
+        lock.release()
+    again = DeviceLock(dev)
+    again.acquire()
+    again.release()
+
+
+def _flock(dev: Path) -> str:
+    return f'flock -n -o -E 75 {dev} sh -c echo "@@ssd:locked"; exec cat'
+
+
+def test_a_lock_on_a_missing_node_creates_nothing(host: Ssh, tmp_path: Path) -> None:
+    missing = tmp_path / "nvme9n9"
+    with pytest.raises(SafetyError, match="it is not a block device or a file there"):
+        RemoteLock(host, str(missing), tmp_path / "lock").acquire()
+    assert not missing.exists(), "flock would have created a regular file"
+
+
+def test_a_lock_ends_with_the_session_that_held_it(
+    server: Sshd, loop_device: LoopFactory, tmp_path: Path
+) -> None:
+    dev = loop_device(16)
+    holder = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from pytest_ssd.device.remote_lock import RemoteLock
+        from pytest_ssd.machine.address import parse_address
+        from pytest_ssd.machine.ssh import Ssh
+        ssh = Ssh(parse_address({server.url("/dev/null")!r}), Path({str(tmp_path / "c")!r}),
+                  config=Path({str(server.config)!r}))
+        ssh.open()
+        RemoteLock(ssh, {str(dev)!r}, Path({str(tmp_path / "held")!r})).acquire()
+        print("held", flush=True)
+        input()
+        """
+    )
+    session = subprocess.Popen(
+        [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert session.stdout is not None and session.stdout.readline() == "held\n"
+    with pytest.raises(SafetyError, match="locked by pid"):
+        DeviceLock(dev).acquire()
+    session.kill()  # kill -9: nothing of the session runs its clean-up
+    session.wait(timeout=10)
+    lock = DeviceLock(dev)
+    for _ in range(50):
+        try:
+            lock.acquire()
+            break
+        except SafetyError:
+            time.sleep(0.1)
+    else:
+        pytest.fail("the host kept the lock of a session that was killed")
+    lock.release()

@@ -6,6 +6,7 @@ back whatever differs in a finally, so the machine is left as found whatever hap
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -38,8 +39,19 @@ def _selected(text: str) -> str:
     return match.group(1) if match else text.strip()
 
 
+@pytest.fixture(autouse=True)
+def one_tuner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The machine's settings are one: the tests that tune them take turns, across workers.
+
+    The lock file is in the folder every xdist worker's temporary folder is in.
+    """
+    with (tmp_path_factory.getbasetemp().parent / "tune-tests.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture
-def as_found() -> Iterator[Callable[..., Reader]]:
+def as_found(one_tuner: None) -> Iterator[Callable[..., Reader]]:
     """``as_found(*paths)`` reads them now; at teardown, writes back any that changed."""
     found: dict[Path, str] = {}
 

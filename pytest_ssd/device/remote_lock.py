@@ -1,0 +1,101 @@
+"""The session's lock on a test host's device: util-linux ``flock`` held over SSH.
+
+The same BSD ``flock`` as :class:`~.node.DeviceLock` takes here, so a session
+on the host itself, another controller and ``flock /dev/sdb`` all see it.  One
+ssh channel runs ``flock -n -o NODE sh -c 'echo locked; exec cat'``: ``cat``
+reads the channel, so the lock lasts until this process closes it, ends, or
+loses the connection (the channel closes and ``cat`` sees the end of its input).
+``-o`` keeps the lock's descriptor out of ``cat``: only ``flock`` itself holds
+the node open, and :attr:`RemoteLock.pid` tells the guard it is ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+from pytest_ssd.device.node import flock_holders, locked
+from pytest_ssd.device.openers import describe
+from pytest_ssd.device.remote import COMMANDS, MARK, sections
+from pytest_ssd.errors import DeviceError, SafetyError
+from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.proc.runner import Background, spawn
+
+#: flock's exit code when the lock is held elsewhere (``-E``)
+CONFLICT = 75
+#: the node is not a block device or a file (flock would create a file there)
+NOT_A_TARGET = 3
+ACQUIRE_TIMEOUT_S = 30.0
+RELEASE_TIMEOUT_S = 5.0
+
+#: ``sh -c HOLD sh NODE``
+HOLD = f"""
+[ -b "$1" ] || [ -f "$1" ] || exit {NOT_A_TARGET}
+echo "{MARK}pid $$"
+exec flock -n -o -E {CONFLICT} "$1" sh -c 'echo "{MARK}locked"; exec cat'
+"""
+
+#: ``sh -c WHO sh NODE``: the node's inode and the host's locks
+WHO = f"""
+echo "{MARK}inode"; stat -L -c '%d %i' -- "$1"
+echo "{MARK}locks"; cat /proc/locks
+"""
+
+
+@dataclass
+class RemoteLock:
+    """An exclusive ``flock`` on *node* of the host *ssh* reaches, held for the session."""
+
+    ssh: Ssh
+    node: str
+    #: where the holding channel keeps its output
+    artifacts: Path
+    _holder: Background | None = field(default=None, repr=False)
+    pid: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`SafetyError` naming the process that holds it."""
+        holder = spawn(
+            self.ssh.command(["sh", "-c", HOLD, "sh", self.node]),
+            artifacts=self.artifacts,
+            name="lock",
+            stdin=True,
+        )
+        out = self.artifacts / "lock.stdout"
+        deadline = time.monotonic() + ACQUIRE_TIMEOUT_S
+        while "locked" not in (parts := sections(out.read_text())):
+            if not holder.alive() or time.monotonic() > deadline:
+                done = holder.kill()
+                self._refuse(done.returncode, done.last_error_line())
+            time.sleep(0.02)
+        self._holder = holder
+        self.pid = next((int(k.split()[1]) for k in parts if k.startswith("pid ")), None)
+
+    def _refuse(self, returncode: int, said: str) -> NoReturn:
+        where = f"{self.ssh.where}: {self.node}"
+        if returncode == NOT_A_TARGET:
+            raise SafetyError(f"refusing {where}: it is not a block device or a file there")
+        if returncode != CONFLICT:
+            raise DeviceError(f"cannot lock {where}: {said or f'exit code {returncode}'}")
+        found = sections(self.ssh.run(["sh", "-c", WHO, "sh", self.node], timeout=60).stdout)
+        dev, _, ino = " ".join(found.get("inode", [])).partition(" ")
+        pids = flock_holders(found.get("locks", []), int(dev), int(ino)) if ino else []
+        commands = sections(
+            self.ssh.run(["sh", "-c", COMMANDS, "sh", *map(str, pids)], timeout=60).stdout
+        )
+        who = [describe(p, " ".join(commands.get(f"pid {p}", []))) for p in pids]
+        raise SafetyError(locked(where, who))
+
+    def release(self) -> None:
+        """Close the channel: ``cat`` ends, ``flock`` unlocks and exits."""
+        if self._holder is not None:
+            holder, self._holder = self._holder, None
+            if holder.proc.stdin is not None:
+                holder.proc.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                holder.proc.wait(RELEASE_TIMEOUT_S)
+            holder.kill()
