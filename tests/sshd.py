@@ -64,8 +64,11 @@ def _banner(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def local_sshd(folder: Path) -> Iterator[Sshd]:
-    """Start sshd on a free 127.0.0.1 port; stopped when the block ends (skip without sshd)."""
+def local_sshd(folder: Path, options: str = "") -> Iterator[Sshd]:
+    """Start sshd on a free 127.0.0.1 port; stopped when the block ends (skip without sshd).
+
+    *options* are more lines of its sshd_config.
+    """
     if not Path(SSHD).exists() or shutil.which("ssh") is None:
         pytest.skip("no OpenSSH here (apt-get install openssh-server openssh-client)")
     folder.mkdir(parents=True, exist_ok=True)
@@ -80,7 +83,7 @@ def local_sshd(folder: Path) -> Iterator[Sshd]:
         f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPidFile {folder / 'sshd.pid'}\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-        "MaxSessions 64\nMaxStartups 64\n"
+        "MaxSessions 64\nMaxStartups 64\n" + options
     )
     config = folder / "ssh_config"
     config.write_text(

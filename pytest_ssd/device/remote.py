@@ -33,10 +33,9 @@ from pytest_ssd.device import openers as local_openers
 from pytest_ssd.device.openers import describe
 from pytest_ssd.device.view import Block, Node, View, devname, parse_dev, signatures_of
 from pytest_ssd.errors import DeviceError
-from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.machine.ssh import MARK, Ssh
 
 SNAPSHOT_TIMEOUT_S = 120.0
-MARK = "@@ssd:"
 _STAT = "stat -L --printf '%f %t %T %d %i %n\\n'"
 
 #: the probes of block device $t ($write = 1: the exclusive open as well)

@@ -11,19 +11,15 @@ the node open, and :attr:`RemoteLock.pid` tells the guard it is ours.
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
 from pytest_ssd.device.node import flock_holders, locked
 from pytest_ssd.device.openers import describe
-from pytest_ssd.device.remote import COMMANDS, MARK, sections
+from pytest_ssd.device.remote import COMMANDS, sections
 from pytest_ssd.errors import DeviceError, SafetyError
-from pytest_ssd.machine.ssh import Ssh
-from pytest_ssd.proc.runner import Background, spawn
+from pytest_ssd.machine.ssh import MARK, Held, Ssh
 
 #: flock's exit code when the lock is held elsewhere (``-E``)
 CONFLICT = 75
@@ -54,26 +50,22 @@ class RemoteLock:
     node: str
     #: where the holding channel keeps its output
     artifacts: Path
-    _holder: Background | None = field(default=None, repr=False)
+    _holder: Held | None = field(default=None, repr=False)
     pid: int | None = None
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`SafetyError` naming the process that holds it."""
-        holder = spawn(
-            self.ssh.command(["sh", "-c", HOLD, "sh", self.node]),
+        held = self.ssh.hold(
+            ["sh", "-c", HOLD, "sh", self.node],
             artifacts=self.artifacts,
             name="lock",
-            stdin=True,
+            ready="locked",
+            timeout=ACQUIRE_TIMEOUT_S,
         )
-        out = self.artifacts / "lock.stdout"
-        deadline = time.monotonic() + ACQUIRE_TIMEOUT_S
-        while "locked" not in (parts := sections(out.read_text())):
-            if not holder.alive() or time.monotonic() > deadline:
-                done = holder.kill()
-                self._refuse(done.returncode, done.last_error_line())
-            time.sleep(0.02)
-        self._holder = holder
-        self.pid = next((int(k.split()[1]) for k in parts if k.startswith("pid ")), None)
+        if not isinstance(held, Held):
+            self._refuse(held.returncode, held.last_error_line())
+        self._holder = held
+        self.pid = int(held.marks["pid"])
 
     def _refuse(self, returncode: int, said: str) -> NoReturn:
         where = f"{self.ssh.where}: {self.node}"
@@ -94,8 +86,4 @@ class RemoteLock:
         """Close the channel: ``cat`` ends, ``flock`` unlocks and exits."""
         if self._holder is not None:
             holder, self._holder = self._holder, None
-            if holder.proc.stdin is not None:
-                holder.proc.stdin.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                holder.proc.wait(RELEASE_TIMEOUT_S)
-            holder.kill()
+            holder.close(RELEASE_TIMEOUT_S)

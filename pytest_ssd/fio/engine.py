@@ -8,6 +8,7 @@ fio reports with exit 0, e.g. on a mounted device).
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 from pytest_ssd.errors import FioError, ParseError, ToolError
 from pytest_ssd.fio.job import FioJob, fio_path, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
+from pytest_ssd.fio.server import FioServer
 from pytest_ssd.fio.status import StatusCallback, StatusSink
 from pytest_ssd.proc import Completed, run, which
 
@@ -27,6 +29,8 @@ TIMEOUT_MARGIN_S = 120.0
 STATUS_INTERVAL_S = 1
 #: a job that runs by amount, not time, gets this long at most unless told otherwise
 DEFAULT_AMOUNT_TIMEOUT_S = 6 * 3600.0
+#: ``fio --client`` dies of SIGPIPE when the server drops it (refused jobs)
+SIGPIPE_EXITS = (-signal.SIGPIPE, 128 + signal.SIGPIPE)
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,16 @@ def _timeout(jobs: Sequence[FioJob]) -> float:
 
 def _check(jobs: Sequence[FioJob], output: FioOutput, target: str, stderr: str) -> None:
     for job in jobs:
-        result = output.job(job.name)
+        try:
+            result = output.job(job.name)
+        except ParseError:
+            said = [
+                line.partition("fio: ")[2]
+                for line in (output.notes + "\n" + stderr).splitlines()
+                if "fio: " in line
+            ]
+            reason = said[0] if said else "fio gave no reason"
+            raise FioError(f"fio job {job.name} did not run on {target}: {reason}") from None
         if result.error:
             said = [line for line in stderr.splitlines() if line.startswith("fio")]
             detail = said[-1] if said else os.strerror(result.error)
@@ -96,7 +109,7 @@ def _block_family(target: str) -> set[str] | None:
     return names
 
 
-def check_target(output: FioOutput, target: str) -> None:
+def check_target(output: FioOutput, target: str, *, here: bool = True) -> None:
     """Raise :class:`FioError` unless fio worked on *target* and nothing else.
 
     fio names the file of each job in its options and the disks it saw busy in
@@ -111,7 +124,7 @@ def check_target(output: FioOutput, target: str) -> None:
                 f"fio job {job.name} ran on {given!r}, not on the guarded target {target}:"
                 " treat the device's contents as unknown"
             )
-    family = _block_family(target)
+    family = _block_family(target) if here else None
     disks = {str(d.get("name")) for d in output.disk_util}
     if family is None or not disks:
         return
@@ -123,6 +136,13 @@ def check_target(output: FioOutput, target: str) -> None:
         )
 
 
+def _exited(completed: Completed, where: str) -> str:
+    said = completed.last_error_line()
+    if not said and completed.returncode in SIGPIPE_EXITS:
+        said = "the fio server ended the connection (it refused the jobs: see its log)"
+    return f"fio exited {completed.returncode} on {where}: {said}"
+
+
 def run_jobs(
     jobs: Sequence[FioJob],
     target: str | Path,
@@ -131,42 +151,53 @@ def run_jobs(
     readonly: bool = False,
     timeout: float | None = None,
     on_status: StatusCallback | None = None,
+    server: FioServer | None = None,
 ) -> FioRun:
     """Run *jobs* in one fio process on *target*, keeping every file in *artifacts*.
 
     The caller is responsible for the safety guard: this function only runs fio.
     With ``readonly`` fio itself refuses to write (``--readonly``).  With
     *on_status*, fio reports once a second (``--status-interval=1``) and each
-    report is handed to *on_status* as it comes (progress of long steps).
+    report is handed to *on_status* as it comes (progress of long steps).  With
+    *server*, the jobs run on that test host (``fio --client``) and *target* is its path there.
     """
     fio = which("fio", FIO_INSTALL_HINT)
     artifacts.mkdir(parents=True, exist_ok=True)
     jobfile = artifacts / "fio.job"
     jobfile.write_text(render(jobs, str(target), log_prefix=str(artifacts / "log")))
-    argv = [fio, "--output-format=json+", str(jobfile)]
+    # fio --client passes on only the options after it: --readonly must go to the host
+    argv = [fio, *(server.client_args(artifacts) if server is not None else ())]
     if readonly:
-        argv.insert(1, "--readonly")
+        argv.append("--readonly")
     sink = None
     if on_status is not None:
-        argv.insert(1, f"--status-interval={STATUS_INTERVAL_S}")
+        argv.append(f"--status-interval={STATUS_INTERVAL_S}")
         sink = StatusSink(on_status)
+    argv += ["--output-format=json+", str(jobfile)]
     started = time.time()
     completed = run(
-        argv, timeout=timeout or _timeout(jobs), artifacts=artifacts, name="fio", sink=sink
+        argv,
+        timeout=timeout or _timeout(jobs),
+        artifacts=artifacts,
+        name="fio",
+        sink=sink,
+        cwd=artifacts,
     )
     ended = time.time()
+    where = str(target)
+    if server is not None:
+        server.fetched(artifacts)
+        where = f"{target} ({server.ssh.where})"
+        if not server.alive:
+            raise FioError(f"fio on {where}: the fio server was lost (ssh ended)")
     try:
         output = parse_output(completed.stdout)
     except ParseError as exc:
         if completed.returncode:
-            raise FioError(
-                f"fio exited {completed.returncode} on {target}: {completed.last_error_line()}"
-            ) from None
-        raise FioError(f"fio on {target}: {exc}") from None
+            raise FioError(_exited(completed, where)) from None
+        raise FioError(f"fio on {where}: {exc}") from None
     if completed.returncode:
-        raise FioError(
-            f"fio exited {completed.returncode} on {target}: {completed.last_error_line()}"
-        )
+        raise FioError(_exited(completed, where))
     _check(jobs, output, str(target), completed.stderr)
-    check_target(output, str(target))
+    check_target(output, str(target), here=server is None)
     return FioRun(tuple(jobs), output, completed, artifacts, started, ended)

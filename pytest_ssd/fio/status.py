@@ -47,7 +47,7 @@ class StatusSink:
 def bytes_done(doc: dict[str, Any], direction: str = "write") -> int:
     """Bytes moved so far in *direction* over every job of a status document."""
     total = 0
-    for job in doc.get("jobs") or ():
+    for job in doc.get("jobs") or doc.get("client_stats") or ():
         part = job.get(direction) if isinstance(job, dict) else None
         if isinstance(part, dict):
             total += int(part.get("io_bytes") or 0)

@@ -9,7 +9,10 @@ multiplexed over it (``ControlPath``), a new channel instead of a new login.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
+import shutil
+import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +29,47 @@ CONNECT_TIMEOUT_S = 10
 OPEN_TIMEOUT_S = 30.0
 #: ssh's own exit code for its failures (the remote command's are passed through)
 SSH_FAILED = 255
+#: how a script on the host marks a line of its output for pytest-ssd ("@@ssd:word rest")
+MARK = "@@ssd:"
+#: how long a held command may take to end by itself once its input is closed
+HELD_CLOSE_TIMEOUT_S = 15.0
+
+
+def marks(text: str) -> dict[str, str]:
+    """The marked lines of *text*: ``{"pid": "1234", "ready": ""}``."""
+    return {
+        word: rest
+        for line in text.splitlines()
+        if line.startswith(MARK)
+        for word, _, rest in [line[len(MARK) :].partition(" ")]
+    }
+
+
+@dataclass
+class Held:
+    """A command held running on a host for as long as its input stays open (:meth:`Ssh.hold`).
+
+    The command reads its input (``cat``) to learn when to end: :meth:`close`, the
+    end of this process and a lost connection all close it.
+    """
+
+    process: Background
+    #: the marked lines it printed up to its ready mark
+    marks: dict[str, str]
+
+    @property
+    def alive(self) -> bool:
+        return self.process.alive()
+
+    def close(self, timeout: float = HELD_CLOSE_TIMEOUT_S) -> None:
+        """Close its input, give it *timeout* to end by itself, then end the ssh channel."""
+        stdin = self.process.proc.stdin
+        if stdin is not None:
+            with contextlib.suppress(OSError):
+                stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.proc.wait(timeout)
+        self.process.kill()
 
 
 @dataclass
@@ -33,7 +77,8 @@ class Ssh:
     """Commands on the host of *address*, over one master connection."""
 
     address: SshAddress
-    #: a short folder of this session's (a unix socket path holds at most 107 bytes)
+    #: a short folder of this connection's own, removed by :meth:`close` (a unix socket
+    #: path holds at most 107 bytes)
     control_dir: Path
     #: an ssh_config file to use instead of ``~/.ssh/config`` (``ssh -F``)
     config: Path | None = None
@@ -64,13 +109,20 @@ class Ssh:
             return
         self.control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.control_path.unlink(missing_ok=True)
-        argv = self._base("-M", "-N", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
+        argv = self._base(
+            "-M",
+            "-N",
+            *("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"),
+            # a forwarded socket (fio's server) replaces a stale one; only we may use it
+            *("-o", "StreamLocalBindUnlink=yes", "-o", "StreamLocalBindMask=0177"),
+        )
         self._master = spawn(argv, artifacts=self.control_dir, name="master")
         deadline = time.monotonic() + OPEN_TIMEOUT_S
         while not self.control_path.exists():
             if not self._master.alive() or time.monotonic() > deadline:
-                done = self._master.kill()
-                raise DeviceError(f"{self.where}: {done.last_error_line()}")
+                said = self._master.kill().last_error_line()
+                self.close()
+                raise DeviceError(f"{self.where}: {said}")
             time.sleep(0.05)
 
     @property
@@ -95,9 +147,29 @@ class Ssh:
             raise DeviceError(f"{self.where}: {done.last_error_line()} (running {argv[0]})")
         return Completed(tuple(argv), done.returncode, done.stdout, done.stderr, done.seconds)
 
+    def hold(
+        self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+    ) -> Held | Completed:
+        """Start *argv* on the host and wait for its mark *ready*: held, or how it ended."""
+        process = spawn(self.command(argv), artifacts=artifacts, name=name, stdin=True)
+        out = artifacts / f"{name}.stdout"
+        deadline = time.monotonic() + timeout
+        while ready not in (found := marks(out.read_text())):
+            if not process.alive() or time.monotonic() > deadline:
+                return process.kill()
+            time.sleep(0.02)
+        return Held(process, found)
+
+    def forward(self, local: Path, remote: str) -> None:
+        """Make unix socket *local* here reach socket *remote* on the host (the master forwards)."""
+        done = run(self._base("-O", "forward", "-L", f"{local}:{remote}"), timeout=OPEN_TIMEOUT_S)
+        if done.returncode != 0:
+            raise DeviceError(f"{self.where}: cannot forward {local}: {done.last_error_line()}")
+
     def close(self) -> None:
         """End the master connection (and with it every channel still open)."""
         if self._master is not None:
             self._master.kill()
             self._master = None
-        self.control_path.unlink(missing_ok=True)
+        # this connection's folder: its socket, forwarded sockets and the master's output
+        shutil.rmtree(self.control_dir, ignore_errors=True)

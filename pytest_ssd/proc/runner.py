@@ -163,6 +163,7 @@ def run(
     stdin: str | None = None,
     extra_files: dict[str, str] | None = None,
     sink: LineSink | None = None,
+    cwd: Path | None = None,
 ) -> Completed:
     """Run *argv* to completion and return what it printed; never raises on a non-zero exit.
 
@@ -182,6 +183,7 @@ def run(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            cwd=cwd,
             start_new_session=True,
             preexec_fn=lambda: die_with_parent(signal.SIGTERM, parent),  # noqa: PLW1509
         )

@@ -1,0 +1,130 @@
+"""fio's own server on a test host, for the session: jobs go there with ``fio --client``.
+
+:meth:`FioServer.start` runs, over one ssh channel, ``fio --server`` on a unix
+socket in a fresh ``0700`` folder of the host's (``mktemp -d``): fio's protocol
+has no authentication, so it never listens on a network port.  The controller
+reaches that socket through the SSH master connection (``ssh -O forward -L``,
+a socket only this user may open), and :func:`~pytest_ssd.fio.engine.run_jobs`
+runs ``fio --client=sock:fio.sock`` there: the job file and ``--readonly`` go to
+the host, fio's JSON (``client_stats``) and its per-I/O logs come back.
+
+The channel ends the server: when this process closes it (or dies, or loses the
+connection), the script on the host terminates every fio process of that
+server, its jobs included (found by the socket in their command line), and
+removes the folder.  :meth:`FioServer.leftovers` looks for them afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_ssd.errors import FioError
+from pytest_ssd.machine.ssh import MARK, Held, Ssh
+
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 15.0
+#: the name ``fio --client`` is given (relative: fio appends it to the logs' names)
+CLIENT_SOCKET = "fio.sock"
+
+#: this server's fio processes on the host (``[-]``: not the grep matching them)
+_OURS = """ours() {
+  grep -l -a -e "[-]-server=sock:$dir/" /proc/[0-9]*/cmdline 2>/dev/null |
+    sed -e 's|^/proc/||' -e 's|/cmdline$||'
+}"""
+
+#: ``sh -c SERVE sh``: start, report, wait for the channel to close, clean up
+SERVE = f"""
+command -v fio >/dev/null || {{ echo "fio is not installed on the host" >&2; exit 127; }}
+dir=$(mktemp -d /tmp/ssd-fio.XXXXXX) || exit 1
+{_OURS}
+setsid fio --server=sock:$dir/fio.sock >"$dir/log" 2>&1 </dev/null & pid=$!
+echo "{MARK}dir $dir"; echo "{MARK}pid $pid"
+i=0
+while [ ! -S "$dir/fio.sock" ]; do
+  if ! kill -0 $pid 2>/dev/null || [ $i -gt 300 ]; then
+    cat "$dir/log" >&2; rm -rf "$dir"; exit 4
+  fi
+  i=$((i + 1)); sleep 0.1
+done
+echo "{MARK}ready"
+cat >/dev/null
+pids=$(ours); [ -n "$pids" ] && kill -TERM $pids 2>/dev/null
+i=0; while [ -n "$(ours)" ] && [ $i -lt 50 ]; do i=$((i + 1)); sleep 0.1; done
+pids=$(ours); [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+rm -rf "$dir"
+echo "{MARK}stopped"
+"""
+
+#: ``sh -c LEFT sh DIR``: pids of fio processes of the server that had folder DIR
+LEFT = f"""dir=$1
+{_OURS}
+ours
+"""
+
+
+@dataclass
+class FioServer:
+    """``fio --server`` on the host *ssh* reaches, for as long as this object runs it."""
+
+    ssh: Ssh
+    #: where the channel's output is kept
+    artifacts: Path
+    #: the host's folder of the server (its socket is in it)
+    folder: str | None = None
+    _channel: Held | None = field(default=None, repr=False)
+
+    @property
+    def socket(self) -> Path:
+        """The forwarded socket here (in the connection's short control folder)."""
+        return self.ssh.control_dir / f"fio-{self.artifacts.name[-24:]}.sock"
+
+    def start(self) -> None:
+        """Start the server and forward its socket; :class:`FioError` in one line if not."""
+        held = self.ssh.hold(
+            ["sh", "-c", SERVE, "sh"],
+            artifacts=self.artifacts,
+            name="fio-server",
+            ready="ready",
+            timeout=START_TIMEOUT_S,
+        )
+        if not isinstance(held, Held):
+            said = held.last_error_line()
+            raise FioError(f"{self.ssh.where}: fio --server did not start: {said}")
+        self._channel = held
+        self.folder = held.marks["dir"]
+        self.ssh.forward(self.socket, f"{self.folder}/fio.sock")
+
+    @property
+    def alive(self) -> bool:
+        """The channel (and with it the server) runs."""
+        return self._channel is not None and self._channel.alive
+
+    def client_args(self, cwd: Path) -> list[str]:
+        """fio's arguments to run its jobs here, from *cwd* (a link to the socket goes there)."""
+        if not self.alive:
+            raise FioError(f"{self.ssh.where}: the fio server is not running (connection lost?)")
+        link = cwd / CLIENT_SOCKET
+        link.unlink(missing_ok=True)
+        link.symlink_to(self.socket)
+        return [f"--client=sock:{CLIENT_SOCKET}"]
+
+    def fetched(self, folder: Path) -> None:
+        """Give the logs fio sent back their own names (fio appends the client's name)."""
+        for log in folder.glob(f"*.log.{CLIENT_SOCKET}"):
+            log.rename(log.with_name(log.name.removesuffix(f".{CLIENT_SOCKET}")))
+        (folder / CLIENT_SOCKET).unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        """Close the channel: the host ends every fio of this server and removes its folder."""
+        if self._channel is not None:
+            channel, self._channel = self._channel, None
+            channel.close(STOP_TIMEOUT_S)
+        self.socket.unlink(missing_ok=True)
+
+    def leftovers(self) -> list[int]:
+        """Pids of this server's fio processes still on the host (none after :meth:`stop`)."""
+        if self.folder is None:
+            return []
+        done = self.ssh.run(["sh", "-c", LEFT, "sh", self.folder], timeout=60)
+        return [int(p) for p in done.stdout.split() if p.isdigit()]
