@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.errors import ParseError
-from pytest_ssd.proc.runner import run, which
+from pytest_ssd.machine.machine import LOCAL, Machine
 
 NVME_TIMEOUT_S = 30.0
 INSTALL_HINT = "apt-get install nvme-cli"
@@ -291,8 +291,10 @@ def parse_id_ns(text: str) -> NvmeNamespace:
     )
 
 
-def _nvme_json(nvme: str, command: str, device: Path, artifacts: Path | None) -> str:
-    done = run(
+def _nvme_json(
+    machine: Machine, nvme: str, command: str, device: Path, artifacts: Path | None
+) -> str:
+    done = machine.run(
         [nvme, command, str(device), "-o", "json"],
         timeout=NVME_TIMEOUT_S,
         artifacts=artifacts,
@@ -301,13 +303,13 @@ def _nvme_json(nvme: str, command: str, device: Path, artifacts: Path | None) ->
     return done.check(f"nvme {command} {device}").stdout
 
 
-def query(device: Path, artifacts: Path | None = None) -> NvmeInfo:
-    """Identify the controller and namespace behind *device* (``/dev/nvme0n1``).
+def query(device: Path, artifacts: Path | None = None, machine: Machine = LOCAL) -> NvmeInfo:
+    """Identify the controller and namespace behind *device* (``/dev/nvme0n1``) on *machine*.
 
     :class:`ToolError` when nvme-cli is missing or fails (with nvme's own message),
     :class:`ParseError` when its output cannot be understood.
     """
-    nvme = which("nvme", INSTALL_HINT)
-    controller = parse_id_ctrl(_nvme_json(nvme, "id-ctrl", device, artifacts))
-    namespace = parse_id_ns(_nvme_json(nvme, "id-ns", device, artifacts))
+    nvme = machine.which("nvme", INSTALL_HINT)
+    controller = parse_id_ctrl(_nvme_json(machine, nvme, "id-ctrl", device, artifacts))
+    namespace = parse_id_ns(_nvme_json(machine, nvme, "id-ns", device, artifacts))
     return NvmeInfo(controller, namespace)

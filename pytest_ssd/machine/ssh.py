@@ -140,9 +140,23 @@ class Ssh:
         """The local argv that runs *argv* on the host (quoted for its shell)."""
         return [*self._base("-o", "ControlMaster=no"), shlex.join(argv)]
 
-    def run(self, argv: Sequence[str], *, timeout: float, stdin: str | None = None) -> Completed:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: str | None = None,
+        artifacts: Path | None = None,
+        name: str | None = None,
+    ) -> Completed:
         """Run *argv* on the host; :class:`DeviceError` when ssh itself failed (exit 255)."""
-        done = run(self.command(argv), timeout=timeout, stdin=stdin, name="ssh")
+        done = run(
+            self.command(argv),
+            timeout=timeout,
+            stdin=stdin,
+            artifacts=artifacts,
+            name=name or Path(argv[0]).name,
+        )
         if done.returncode == SSH_FAILED:
             raise DeviceError(f"{self.where}: {done.last_error_line()} (running {argv[0]})")
         return Completed(tuple(argv), done.returncode, done.stdout, done.stderr, done.seconds)

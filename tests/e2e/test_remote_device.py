@@ -1,4 +1,4 @@
-"""The guard on a test host: the facts read over SSH are the facts read here.
+"""A device on a test host: the facts, the lock and the identity read over SSH are those read here.
 
 A real sshd on 127.0.0.1 (tests/sshd.py) reaches this very machine, so every
 state a loop device is put in can be inspected both ways: the local view
@@ -19,10 +19,13 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.device import guard
+from pytest_ssd.device.identity import identify
 from pytest_ssd.device.node import DeviceLock, canonical
 from pytest_ssd.device.remote import SshView
+from pytest_ssd.device.remote_identity import identify_remote
 from pytest_ssd.device.remote_lock import RemoteLock
-from pytest_ssd.errors import SafetyError
+from pytest_ssd.errors import SafetyError, ToolError
+from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from tests.sshd import Sshd, local_sshd
 
@@ -224,3 +227,26 @@ def test_a_lock_ends_with_the_session_that_held_it(
     else:
         pytest.fail("the host kept the lock of a session that was killed")
     lock.release()
+
+
+def test_a_device_is_identified_as_here(host: Ssh, loop_device: LoopFactory) -> None:
+    dev = loop_device(24)
+    view = SshView.snapshot(host, str(dev), write=False)
+    node = view.stat(str(dev))
+    assert node is not None
+    block = view.block_of(node.rdev)
+    assert block is not None
+    remote = identify_remote(SshMachine(host), str(dev), block.name)
+    assert remote == identify(dev)
+    assert remote.size_bytes == 24 << 20 and remote.backing_file and remote.direct_io
+
+
+def test_a_missing_tool_on_the_host_is_named_with_the_host(host: Ssh) -> None:
+    machine = SshMachine(host)
+    assert machine.which("sh", "").startswith("/")
+    with pytest.raises(ToolError) as caught:
+        machine.which("no-such-tool-ssd", "install it with 'apt-get install no-such-tool'")
+    assert str(caught.value) == (
+        f"no-such-tool-ssd is not installed on {host.where}:"
+        " install it with 'apt-get install no-such-tool'"
+    )

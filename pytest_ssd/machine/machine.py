@@ -1,0 +1,132 @@
+"""The machine a device is in: this one, or a test host reached over SSH.
+
+Every program pytest-ssd runs on a device's machine (``nvme``, ``blkdiscard``,
+``wipefs``, ...) and every small file it reads there (sysfs attributes, the
+block layer's counters) goes through a :class:`Machine`, so that one code path
+measures a local drive and a drive in a test host alike.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_ssd.errors import ToolError
+from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.proc.runner import Completed, run, which
+
+READ_TIMEOUT_S = 60.0
+
+
+class Machine(ABC):
+    """Programs and files of one machine."""
+
+    @property
+    @abstractmethod
+    def where(self) -> str:
+        """The machine in a message: "" for this one, ``ssh root@host port 2222`` for a host."""
+
+    @property
+    @abstractmethod
+    def host(self) -> str | None:
+        """The host's name as labels show it; None for this machine."""
+
+    @abstractmethod
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        artifacts: Path | None = None,
+        name: str | None = None,
+        stdin: str | None = None,
+    ) -> Completed:
+        """Run *argv* there to completion (never raises on a non-zero exit)."""
+
+    @abstractmethod
+    def which(self, program: str, install_hint: str) -> str:
+        """The path of *program* there, or a :class:`ToolError` saying how to install it."""
+
+    @abstractmethod
+    def read(self, path: str) -> str | None:
+        """A small file's text there (a sysfs attribute); None when it cannot be read."""
+
+
+class LocalMachine(Machine):
+    """This machine."""
+
+    @property
+    def where(self) -> str:
+        return ""
+
+    @property
+    def host(self) -> str | None:
+        return None
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        artifacts: Path | None = None,
+        name: str | None = None,
+        stdin: str | None = None,
+    ) -> Completed:
+        return run(list(argv), timeout=timeout, artifacts=artifacts, name=name, stdin=stdin)
+
+    def which(self, program: str, install_hint: str) -> str:
+        return which(program, install_hint)
+
+    def read(self, path: str) -> str | None:
+        try:
+            return Path(path).read_text(errors="replace")
+        except OSError:
+            return None
+
+
+#: this machine
+LOCAL = LocalMachine()
+
+
+@dataclass
+class SshMachine(Machine):
+    """A test host, over the connection *ssh* (opened by its owner)."""
+
+    ssh: Ssh
+    _paths: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def where(self) -> str:
+        return self.ssh.where
+
+    @property
+    def host(self) -> str | None:
+        return self.ssh.address.label
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        artifacts: Path | None = None,
+        name: str | None = None,
+        stdin: str | None = None,
+    ) -> Completed:
+        return self.ssh.run(argv, timeout=timeout, stdin=stdin, artifacts=artifacts, name=name)
+
+    def which(self, program: str, install_hint: str) -> str:
+        if program not in self._paths:
+            done = self.ssh.run(
+                ["sh", "-c", 'command -v "$1"', "sh", program], timeout=READ_TIMEOUT_S
+            )
+            path = done.stdout.strip()
+            if done.returncode != 0 or not path.startswith("/"):
+                raise ToolError(f"{program} is not installed on {self.where}: {install_hint}")
+            self._paths[program] = path
+        return self._paths[program]
+
+    def read(self, path: str) -> str | None:
+        done = self.ssh.run(["cat", "--", path], timeout=READ_TIMEOUT_S)
+        return done.stdout if done.returncode == 0 else None
