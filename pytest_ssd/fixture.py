@@ -19,11 +19,12 @@ from pytest_ssd import figures
 from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import binary_size
-from pytest_ssd.errors import ConfigError, present
+from pytest_ssd.errors import ConfigError, DeviceError, present
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import FioOutput, JobResult
+from pytest_ssd.fio.server import FioServer
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
 from pytest_ssd.proc import Completed
@@ -84,6 +85,8 @@ class BenchEnv:
     sampler: Callable[[], Sampler]
     #: the fio batch holding this sweep's points (``ssd_points(..., jobs=)``), if one runs
     batch: Callable[[], Batch | None] = lambda: None
+    #: the fio server on the device's test host (None: fio runs here)
+    server: Callable[[], FioServer | None] = lambda: None
 
 
 @dataclass
@@ -221,7 +224,13 @@ class SsdBench:
         self._runs += 1
         folder = self.artifacts / f"{self._runs:02d}-{every[0].name}"
         with self._env.sampler() as sampler:
-            fio_run = run_jobs(every, self.dut.path, artifacts=folder, readonly=self.dut.readonly)
+            fio_run = run_jobs(
+                every,
+                self.dut.path,
+                artifacts=folder,
+                readonly=self.dut.readonly,
+                server=self._env.server(),
+            )
         self._keep_health(sampler, every[0].name)
         for job in every:
             self._note_written(job)
@@ -241,6 +250,11 @@ class SsdBench:
             if transition is not None:
                 self._node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
         else:
+            if self.dut.address is not None:
+                raise DeviceError(
+                    f"{self.dut.path} on {self.dut.address.label}: --ssd-repeat trims between"
+                    " runs, and trimming on a test host is not available yet"
+                )
             start = min(job.offset for job in every)
             end = max(span(job, self._capacity)[1] for job in every)
             self._env.guard()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,8 @@ from pytest_ssd.device.drive_class import (
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, MIN_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
 from pytest_ssd.device.node import DeviceLock, canonical, device_key
+from pytest_ssd.device.remote import SshView
+from pytest_ssd.device.remote_identity import identify_remote
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, present
@@ -39,8 +43,12 @@ from pytest_ssd.extensions import Extensions
 from pytest_ssd.figures.steady import save_charts
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.fio.job import fio_path
+from pytest_ssd.fio.server import FioServer
 from pytest_ssd.health import Sampler, Source, find_source
 from pytest_ssd.host import HostRecord, Tuner
+from pytest_ssd.hosts import Hosts
+from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import which
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.purge import choose as choose_purge
@@ -103,7 +111,18 @@ def default_label(dut: Dut, labels: tuple[str, ...], index: int) -> str:
         return labels[index]
     if dut.scratch:
         return f"scratch {binary_size(dut.identity.size_bytes)}"
+    if dut.address is not None:
+        return f"{dut.identity.label} on {dut.address.label}"
     return dut.identity.label
+
+
+def _ssh_config(text: str | None) -> Path | None:
+    if text is None:
+        return None
+    path = Path(text).absolute()
+    if not path.is_file():
+        raise pytest.UsageError(f"--ssd-ssh-config={text}: no such file")
+    return path
 
 
 @dataclass(frozen=True)
@@ -129,6 +148,8 @@ class Options:
     classes: tuple[DriveClassName, ...] = ()
     #: --ssd-tune: METHOD §9's host settings for the session, restored afterwards
     tune: bool = False
+    #: --ssd-ssh-config: the ssh_config for test hosts (None: ~/.ssh/config)
+    ssh_config: Path | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -168,6 +189,7 @@ class Options:
             compare=tuple(config.getoption("ssd_compare") or ()),
             classes=classes,
             tune=bool(config.getoption("ssd_tune", False)),
+            ssh_config=_ssh_config(config.getoption("ssd_ssh_config", None)),
         )
 
 
@@ -190,6 +212,9 @@ class Dut:
     #: its class (--dut-class or the guess) and indirection unit: which suites and writes apply
     drive_class: DriveClass | None = None
     iu: IndirectionUnit | None = None
+    #: the test host it is in (None: this machine) and the pid holding its lock there
+    address: SshAddress | None = None
+    lock_pid: int | None = None
 
     def classify(
         self, classes: tuple[DriveClassName, ...], index: int, extensions: Extensions
@@ -213,6 +238,7 @@ class Dut:
             "summary_tables": self.summary.tables() if self.summary else None,
             "drive_class": self.drive_class.as_dict() if self.drive_class else None,
             "iu": self.iu.as_dict() if self.iu else None,
+            "host": self.address.label if self.address else None,
         }
 
 
@@ -248,6 +274,8 @@ class SsdSession:
     made_report_dir: bool = False
     #: what suites and plugins added through pytest-ssd's hooks
     extensions: Extensions = field(default_factory=Extensions)
+    #: the test hosts of ssh:// devices: connections, locks, fio servers (this process's)
+    hosts: Hosts = field(default_factory=Hosts)
 
     @property
     def dut_ids(self) -> list[str]:
@@ -271,15 +299,19 @@ class SsdSession:
             True,
             extensions=extensions,
         )
+        session.hosts.config = session.options.ssh_config
         for index, item in enumerate(data["duts"]):
             path = Path(item["path"])
+            address = SshAddress(**item["address"]) if item["address"] else None
             session.duts[item["id"]] = Dut(
                 id=item["id"],
                 path=path,
-                identity=identify(path),
+                identity=session._identify(path, address),
                 scratch=item["scratch"],
                 readonly=item["readonly"],
                 note=item["note"],
+                address=address,
+                lock_pid=item["lock_pid"],
             )
             session.duts[item["id"]].classify(session.options.classes, index, extensions)
         for dut_id, sheet in data.get("datasheets", {}).items():
@@ -294,6 +326,8 @@ class SsdSession:
                 "scratch": d.scratch,
                 "readonly": d.readonly,
                 "note": d.note,
+                "address": dataclasses.asdict(d.address) if d.address else None,
+                "lock_pid": d.lock_pid,
             }
             for d in self.duts.values()
         ]
@@ -318,6 +352,7 @@ class SsdSession:
         self.tuner = Tuner(None, self.options.tune)  # its journal: the machine's state folder
         self.tuner.recover()
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
+        self.hosts.config = self.options.ssh_config
         given = load_given(self.options.datasheets, len(self.options.duts))
         candidates = () if given else load_candidates(self.options.datasheets)
         if self.options.compare:  # a name that is not in the database stops the run here
@@ -326,6 +361,11 @@ class SsdSession:
         self.made_report_dir = not self.options.report_dir.exists()
         for leaked in sweep_stale(self.options.report_dir / SCRATCH_DIR):
             self.warnings.append(f"released {leaked}, a scratch device of a session that died")
+        if self.options.tune and any(spec.address for spec in self.options.duts):
+            raise ConfigError(
+                "--ssd-tune sets this machine's settings and does not reach test hosts yet:"
+                " leave it out with --dut=ssh://..., or tune the host yourself"
+            )
         try:
             self._resolve_all()
             identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
@@ -350,8 +390,9 @@ class SsdSession:
             raise storage_error(
                 Path(exc.filename or self.run_dir), exc, "--ssd-report-dir"
             ) from None
-        # the record says what the run measures under: after --ssd-tune, with every device
-        self.host = present(self.tuner, "the tuner").start(identities)
+        # the record says what the run measures under: after --ssd-tune, with every device here
+        here = {k: v for k, v in identities.items() if self.duts[k].address is None}
+        self.host = present(self.tuner, "the tuner").start(here)
         environment = runinfo.collect(args, self.host)
         self.db = RunWriter(self.options.db, self.run_id, self.run_dir, environment)
         for dut_id, dut in self.duts.items():
@@ -378,7 +419,7 @@ class SsdSession:
         self._check_scratch_space()
         for index, (dut_id, spec) in enumerate(specs):
             dut = named[dut_id] if dut_id in named else self._make_scratch(dut_id, spec, index)
-            dut.summary = summarize(dut.identity)
+            dut.summary = self._summary(dut)
             dut.classify(self.options.classes, index, self.extensions)
             dut.label = default_label(dut, self.options.labels, index)
             self.duts[dut_id] = dut
@@ -401,6 +442,8 @@ class SsdSession:
         self, dut_id: str, spec: DutSpec, seen: dict[tuple[str, int, int], str]
     ) -> Dut:
         """A device or file the user named: its node, lock, size, guard and confirmation."""
+        if spec.address is not None:
+            return self._resolve_remote(dut_id, spec, spec.address, seen)
         node = canonical(present(spec.path, "the device path"))
         facts = guard.check_readable(node)
         fio_path(str(node))  # a name fio would split or cut is refused before anything
@@ -422,6 +465,74 @@ class SsdSession:
         return Dut(
             id=dut_id, path=node, identity=identity, scratch=False, readonly=self.options.readonly
         )
+
+    def _resolve_remote(
+        self,
+        dut_id: str,
+        spec: DutSpec,
+        address: SshAddress,
+        seen: dict[tuple[str, int, int], str],
+    ) -> Dut:
+        """A device in a test host: the same checks as a local one, made on the host."""
+        host = self.hosts.host(address)  # unreachable: one line, before anything is written
+        host.machine.which("fio", FIO_INSTALL_HINT)
+        view = SshView.snapshot(host.ssh, address.path, write=False)
+        node = canonical(Path(address.path), view)
+        facts = guard.check_readable(node, view)
+        fio_path(str(node))
+        found = view.stat(view.realpath(address.path))
+        if found is None or found.kind != "block":
+            raise SafetyError(f"refusing --dut={spec.raw}: on a test host, name a block device")
+        key = (f"{host.ssh.where} block", os.major(found.rdev), os.minor(found.rdev))
+        if key in seen:
+            raise SafetyError(
+                f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]} ({node});"
+                " name each device once"
+            )
+        seen[key] = spec.raw
+        pid = self.hosts.lock(address, str(node))
+        identity = self._identify(node, address)
+        _check_size(node, identity.size_bytes, facts.kind)
+        dut = Dut(
+            id=dut_id,
+            path=node,
+            identity=identity,
+            scratch=False,
+            readonly=self.options.readonly,
+            address=address,
+            lock_pid=pid,
+        )
+        if not self.options.readonly:
+            self.guard_writes(dut)
+        return dut
+
+    def _identify(self, path: Path, address: SshAddress | None) -> DeviceIdentity:
+        """The identity of *path* on this machine, or on the test host of *address*."""
+        if address is None:
+            return identify(path)
+        host = self.hosts.host(address)
+        view = SshView.snapshot(host.ssh, str(path), write=False)
+        found = view.stat(str(path))
+        block = view.block_of(found.rdev) if found is not None else None
+        if block is None:
+            raise DeviceError(f"{host.ssh.where}: {path} is not a block device there")
+        return identify_remote(host.machine, str(path), block.name)
+
+    @staticmethod
+    def _summary(dut: Dut) -> DeviceSummary:
+        """The device's summary; on a test host from its identity alone (no sysfs here)."""
+        if dut.address is None:
+            return summarize(dut.identity)
+        found = summarize(dut.identity, sysfs_root=None)
+        return dataclasses.replace(found, path=f"{found.path} on {dut.address.label}")
+
+    def machine(self, dut: Dut) -> Machine:
+        """The machine *dut* is in."""
+        return LOCAL if dut.address is None else self.hosts.host(dut.address).machine
+
+    def fio_server(self, dut: Dut) -> FioServer | None:
+        """The fio server that runs *dut*'s jobs (None: fio runs here)."""
+        return None if dut.address is None else self.hosts.server(dut.address)
 
     def _check_scratch_space(self) -> None:
         sizes = [spec.scratch_size for spec in self.options.duts if spec.scratch_size]
@@ -464,7 +575,11 @@ class SsdSession:
         """A health sampler for *dut* (inactive, with the reason, where it has no sensor)."""
         if dut.id not in self.health_sources:
             added = self.extensions.health_source(dut.identity)
-            found = (added, added.name) if added is not None else find_source(dut.identity)
+            found = (
+                (added, added.name)
+                if added is not None
+                else find_source(dut.identity, machine=self.machine(dut))
+            )
             self.health_sources[dut.id] = found
         source, what = self.health_sources[dut.id]
         interval = self.options.health_interval
@@ -473,7 +588,11 @@ class SsdSession:
 
     def guard_writes(self, dut: Dut) -> None:
         """Refuse (SafetyError) unless *dut* may be written now: the guard and --ssd-confirm."""
-        guard.check_writable(dut.path)
+        view = None
+        if dut.address is not None:
+            ours = (dut.lock_pid,) if dut.lock_pid else ()
+            view = self.hosts.view(dut.address, str(dut.path), write=True, ours=ours)
+        guard.check_writable(dut.path, view)
         if not dut.scratch:
             identity = dut.identity
             guard.check_confirmation(
@@ -506,6 +625,7 @@ class SsdSession:
                 written=dut.written,
                 charts=save_charts,
                 added_purges=self.extensions.purge_methods,
+                host=dut.address.label if dut.address else None,
             )
         return self.keepers[dut_id]
 
@@ -528,6 +648,7 @@ class SsdSession:
         Ctrl-C, and safe to call twice."""
         if self.tuner is not None:
             self.tuner.restore()
+        self.close_hosts()
         while self.locks:
             self.locks.pop().release()
         if self.scratch:
@@ -538,6 +659,11 @@ class SsdSession:
                 if self.made_report_dir:  # a refused run leaves no folder it made
                     self.options.report_dir.rmdir()
         atexit.unregister(self.close)
+
+    def close_hosts(self) -> None:
+        """Stop this process's fio servers on test hosts, unlock, disconnect; say what was left."""
+        for problem in self.hosts.close():
+            sys.stderr.write(f"pytest-ssd: {problem}\n")
 
     def artifacts_for(self, nodeid: str) -> Path:
         """The test's artifact folder under the run directory."""

@@ -8,6 +8,7 @@ naming them are generated in a folder of the test's.  Only ever 127.0.0.1.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
@@ -61,6 +62,17 @@ def _banner(port: int) -> bool:
         sock.settimeout(2)
         return sock.recv(64).startswith(b"SSH-")
     return False
+
+
+@contextlib.contextmanager
+def one_at_a_time(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[None]:
+    """Tests that count what is left on the host take turns, across xdist workers.
+
+    The lock file is in the folder every worker's temporary folder is in.
+    """
+    with (tmp_path_factory.getbasetemp().parent / f"{name}.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 @contextlib.contextmanager

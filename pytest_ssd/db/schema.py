@@ -118,8 +118,11 @@ CREATE TABLE verdicts (
 #: 2: the suite each test belongs to (what its conftest.py declares), for the report's sections
 _V2 = "ALTER TABLE tests ADD COLUMN suite TEXT;"
 
+#: 3: the test host a device was in (``host:port`` of ``--dut=ssh://``; NULL: the controller)
+_V3 = "ALTER TABLE run_devices ADD COLUMN host TEXT;"
+
 #: (version, SQL) in order; a database at version N gets every later script
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 #: SQLite's ``PRAGMA application_id`` of a pytest-ssd database: "pSSD"
 APPLICATION_ID = int.from_bytes(b"pSSD", "big")

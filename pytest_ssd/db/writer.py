@@ -143,6 +143,7 @@ class RunWriter:
                     "scratch": int(bool(description.get("scratch"))),
                     "datasheet": description.get("datasheet"),
                     "description": _json(description),
+                    "host": description.get("host"),
                 },
             )
 

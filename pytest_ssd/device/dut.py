@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.errors import ConfigError
-from pytest_ssd.machine.address import is_remote, parse_address
+from pytest_ssd.machine.address import SshAddress, is_remote, parse_address
 
 #: size of a scratch device when ``scratch`` is given without one
 DEFAULT_SCRATCH_SIZE = 2 << 30
@@ -34,6 +34,8 @@ class DutSpec:
     raw: str
     path: Path | None = None
     scratch_size: int | None = None
+    #: the test host the device is in (``ssh://...``); None: this machine
+    address: SshAddress | None = None
 
     @property
     def is_scratch(self) -> bool:
@@ -72,11 +74,7 @@ def dut_spec(text: str) -> DutSpec:
             address = parse_address(text)
         except ConfigError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-        # the SSH connection and its tests exist (pytest_ssd.machine); measuring over it not yet
-        raise argparse.ArgumentTypeError(
-            f"--dut={text}: devices on test hosts are not measured yet; "
-            f"run pytest-ssd on {address.host} with --dut={address.path}"
-        )
+        return DutSpec(raw=text, path=Path(address.path), address=address)
     return DutSpec(raw=text, path=Path(text))
 
 

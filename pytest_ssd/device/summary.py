@@ -295,9 +295,9 @@ _NVME_ROWS: tuple[tuple[str, Callable[[NvmeDetails], str]], ...] = (
 )
 
 
-def summarize(identity: DeviceIdentity, *, sysfs_root: Path = SYSFS) -> DeviceSummary:
-    """The summary of *identity*, with what sysfs under *sysfs_root* adds."""
-    disk = _disk_dir(identity, sysfs_root)
+def summarize(identity: DeviceIdentity, *, sysfs_root: Path | None = SYSFS) -> DeviceSummary:
+    """The summary of *identity*, with what sysfs under *sysfs_root* adds (None: nothing)."""
+    disk = _disk_dir(identity, sysfs_root) if sysfs_root is not None else None
     nvme = NvmeDetails.from_info(identity.nvme) if identity.nvme else None
     nvme_disk = disk if identity.transport == "nvme" else None
     scsi_disk = disk if identity.transport == "scsi" else None
@@ -318,8 +318,8 @@ def summarize(identity: DeviceIdentity, *, sysfs_root: Path = SYSFS) -> DeviceSu
         rotational=identity.rotational,
         backing_file=identity.backing_file,
         direct_io=identity.direct_io,
-        pcie=pcie_link(nvme_disk, sysfs_root) if nvme_disk else None,
-        sata=sata_link(scsi_disk, sysfs_root) if scsi_disk else None,
+        pcie=pcie_link(nvme_disk, sysfs_root) if nvme_disk and sysfs_root else None,
+        sata=sata_link(scsi_disk, sysfs_root) if scsi_disk and sysfs_root else None,
         nvme=nvme,
         scsi=scsi,
     )

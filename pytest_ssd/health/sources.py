@@ -15,6 +15,7 @@ from typing import Protocol
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import load_object
 from pytest_ssd.errors import ParseError, ToolError
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import run, which
 
 #: kelvin of 0 °C (NVMe reports temperatures in kelvin)
@@ -81,10 +82,13 @@ class NvmeSmartLog:
     nvme: str
     device: Path
     name: str = "nvme smart-log"
+    #: the machine the device is in
+    machine: Machine = LOCAL
 
     def read(self) -> HealthSample:
         argv = [self.nvme, "smart-log", str(self.device), "-o", "json"]
-        done = run(argv, timeout=READ_TIMEOUT_S).check(f"nvme smart-log {self.device}")
+        done = self.machine.run(argv, timeout=READ_TIMEOUT_S)
+        done.check(f"nvme smart-log {self.device}")
         return parse_smart_log(done.stdout, time.time())
 
 
@@ -136,17 +140,28 @@ def hwmon_folder(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> Path |
     return None
 
 
-def find_source(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> tuple[Source | None, str]:
-    """The device's health source and what it is, or None and why there is none."""
+def find_source(
+    identity: DeviceIdentity, sysfs: Path = Path("/sys"), machine: Machine = LOCAL
+) -> tuple[Source | None, str]:
+    """The device's health source and what it is, or None and why there is none.
+
+    On a test host (*machine* not :data:`LOCAL`) only NVMe's smart-log is read.
+    """
     if identity.kind == "file":
         return None, "a regular file has no temperature sensor"
     if identity.transport == "loop":
         return None, "a loop device has no temperature sensor"
     if identity.nvme is not None:
         try:
-            return NvmeSmartLog(which("nvme", "install nvme-cli"), Path(identity.path)), "nvme"
+            nvme = machine.which("nvme", "install nvme-cli")
         except ToolError as exc:
             return None, str(exc)
+        return NvmeSmartLog(nvme, Path(identity.path), machine=machine), "nvme"
+    if machine is not LOCAL:
+        return (
+            None,
+            f"on a test host only NVMe drives are sampled (nvme smart-log): {machine.where}",
+        )
     folder = hwmon_folder(identity, sysfs)
     if folder is not None:
         return Hwmon(folder), f"hwmon {folder}"

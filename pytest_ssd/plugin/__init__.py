@@ -227,6 +227,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         + ", ".join(m.value for m in PurgeMethod),
     )
     group.addoption(
+        "--ssd-ssh-config",
+        dest="ssd_ssh_config",
+        default=None,
+        metavar="FILE",
+        help="the ssh_config for --dut=ssh://... test hosts (default: ~/.ssh/config)",
+    )
+    group.addoption(
         "--ssd-tune",
         dest="ssd_tune",
         action="store_true",
@@ -376,7 +383,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
-    if session is not None and not session.worker:
+    if session is not None and session.worker:
+        session.close_hosts()  # a worker's own connections and fio servers
+    elif session is not None:
         session.close()
 
 
@@ -517,6 +526,7 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
         guard=lambda: ssd_session.guard_writes(dut),
         sampler=lambda: ssd_session.sampler(dut),
         batch=lambda: request.config.stash[BATCHES_KEY].batch(dut.id),
+        server=lambda: ssd_session.fio_server(dut),
     )
     bench = SsdBench(dut, request.node, env)
     batches = request.config.stash[BATCHES_KEY]

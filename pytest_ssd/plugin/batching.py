@@ -106,7 +106,9 @@ class Batches:
         key = item.stash.get(GROUP_KEY, None)
         declared = _jobs_of(item)
         # a repeated point runs its cycle (trim, precondition) between runs: not batched
-        busy = dut in self.active or bench.dut.readonly or bench._env.repeat > 1
+        # a device on a test host: its fio runs there (fio --client), one process per test
+        remote = bench.dut.address is not None
+        busy = dut in self.active or bench.dut.readonly or bench._env.repeat > 1 or remote
         if not self.enabled or key is None or declared is None or busy:
             return
         names, jobs_of = declared

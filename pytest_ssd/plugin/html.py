@@ -60,7 +60,8 @@ def terminal_lines(session: SsdSession) -> list[str]:
     lines = [f"pytest-ssd {session.run_id}: {session.run_dir}"]
     lines += [f"  warning: {line}" for line in session.warnings]
     for dut in session.duts.values():
-        lines.append(f"  {dut.id}: {dut.identity.summary()}")
+        host = f" on {dut.address.destination} port {dut.address.port or 22}" if dut.address else ""
+        lines.append(f"  {dut.id}: {dut.identity.summary()}{host}")
         if dut.scratch:
             lines.append(f"  {dut.id}: SCRATCH DEVICE ({dut.note}): {SCRATCH_BANNER}")
         if dut.readonly:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.errors import present
+from pytest_ssd.errors import DeviceError, present
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.purge.extra import PurgeProvider
@@ -61,6 +61,8 @@ class StateKeeper:
     charts: actions.Charts = actions.no_charts
     #: purge methods suites and plugins added (``pytest_ssd_purge_methods``), tried first
     added_purges: tuple[PurgeProvider, ...] = ()
+    #: the test host the device is in (None: this machine): no transitions there yet
+    host: str | None = None
 
     @property
     def context(self) -> Context:
@@ -81,6 +83,12 @@ class StateKeeper:
         steps = self.plan(need)
         if not steps:
             return None, present(self.state.layout, "the layout of the state reached")
+        if self.host is not None:
+            raise DeviceError(
+                f"{self.target} on {self.host}: bringing a device on a test host to"
+                f" {need.state} (purge, preconditioning, trim) is not available yet; measure it"
+                " with tests that need no state (suites/smoke), or run pytest-ssd on the host"
+            )
         reason = self._reason(need)
         self.guard()
         self.transitions += 1

@@ -9,6 +9,7 @@ state a loop device is put in can be inspected both ways: the local view
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -195,13 +196,14 @@ def test_a_lock_ends_with_the_session_that_held_it(
     server: Sshd, loop_device: LoopFactory, tmp_path: Path
 ) -> None:
     dev = loop_device(16)
+    control = Path(f"/tmp/ssd-ssh-{os.getpid()}-held")  # a socket path holds 107 bytes at most
     holder = textwrap.dedent(
         f"""
         from pathlib import Path
         from pytest_ssd.device.remote_lock import RemoteLock
         from pytest_ssd.machine.address import parse_address
         from pytest_ssd.machine.ssh import Ssh
-        ssh = Ssh(parse_address({server.url("/dev/null")!r}), Path({str(tmp_path / "c")!r}),
+        ssh = Ssh(parse_address({server.url("/dev/null")!r}), Path({str(control)!r}),
                   config=Path({str(server.config)!r}))
         ssh.open()
         RemoteLock(ssh, {str(dev)!r}, Path({str(tmp_path / "held")!r})).acquire()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -51,12 +52,9 @@ def test_a_bad_address_is_one_line_naming_the_option(text: str, message: str) ->
     assert "\n" not in str(caught.value)
 
 
-def test_dut_names_a_test_host_and_is_told_it_is_not_measured_yet() -> None:
-    with pytest.raises(argparse.ArgumentTypeError) as caught:
-        dut_spec("ssh://root@127.0.0.1:2222/dev/loop3")
-    assert str(caught.value) == (
-        "--dut=ssh://root@127.0.0.1:2222/dev/loop3: devices on test hosts are not measured yet;"
-        " run pytest-ssd on 127.0.0.1 with --dut=/dev/loop3"
-    )
+def test_dut_names_a_test_host_and_its_device_there() -> None:
+    spec = dut_spec("ssh://root@127.0.0.1:2222/dev/loop3")
+    assert spec.address == SshAddress(host="127.0.0.1", path="/dev/loop3", user="root", port=2222)
+    assert spec.path == Path("/dev/loop3") and spec.param_id == "loop3"
     with pytest.raises(argparse.ArgumentTypeError, match="the port is not a number"):
         dut_spec("ssh://root@127.0.0.1:0/dev/loop3")

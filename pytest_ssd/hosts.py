@@ -1,0 +1,110 @@
+"""The session's test hosts: one SSH connection each, the locks and fio servers held there.
+
+A ``--dut=ssh://[user@]host[:port]/dev/...`` device is reached through a
+:class:`TestHost`: its connection (:class:`~pytest_ssd.machine.ssh.Ssh`, opened
+once per process), the device locks the controller holds there for the session
+(:class:`~pytest_ssd.device.remote_lock.RemoteLock`), and the fio server the
+process running the tests starts there on first use
+(:class:`~pytest_ssd.fio.server.FioServer`).  :meth:`Hosts.close` stops the
+servers, checks that no fio of theirs is left on any host, releases the locks
+and closes the connections; it says what it found left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_ssd.device.remote import SshView
+from pytest_ssd.device.remote_lock import RemoteLock
+from pytest_ssd.errors import SsdError
+from pytest_ssd.fio.server import FioServer
+from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.machine import SshMachine
+from pytest_ssd.machine.ssh import Ssh
+
+
+@dataclass
+class TestHost:
+    """One test host of the session, in this process."""
+
+    __test__ = False  # not a test class, whatever pytest collects
+
+    ssh: Ssh
+    machine: SshMachine
+    locks: list[RemoteLock] = field(default_factory=list)
+    fio: FioServer | None = None
+
+
+def host_key(address: SshAddress) -> str:
+    """One connection per user, host and port."""
+    return f"{address.destination}:{address.port or 22}"
+
+
+@dataclass
+class Hosts:
+    """The test hosts of this process, connected on first use."""
+
+    #: an ssh_config to use instead of ``~/.ssh/config`` (``--ssd-ssh-config``)
+    config: Path | None = None
+    hosts: dict[str, TestHost] = field(default_factory=dict)
+    _folder: Path | None = None
+
+    def _control_dir(self, index: int) -> Path:
+        if self._folder is None:
+            # short: a unix socket's path holds at most 107 bytes
+            self._folder = Path(tempfile.mkdtemp(prefix="ssd-ssh-"))
+        return self._folder / str(index)
+
+    def host(self, address: SshAddress) -> TestHost:
+        """The host of *address*, connected (a one-line :class:`DeviceError` when unreachable)."""
+        key = host_key(address)
+        if key not in self.hosts:
+            ssh = Ssh(address, self._control_dir(len(self.hosts)), config=self.config)
+            ssh.open()
+            self.hosts[key] = TestHost(ssh, SshMachine(ssh))
+        return self.hosts[key]
+
+    def lock(self, address: SshAddress, node: str) -> int:
+        """Lock *node* on the host for the session; the pid holding the lock there."""
+        host = self.host(address)
+        lock = RemoteLock(host.ssh, node, host.ssh.control_dir / f"lock-{len(host.locks)}")
+        lock.acquire()
+        host.locks.append(lock)
+        return int(lock.pid or 0)
+
+    def view(
+        self, address: SshAddress, path: str, *, write: bool, ours: tuple[int, ...] = ()
+    ) -> SshView:
+        """The host's facts about *path* now (one snapshot)."""
+        return SshView.snapshot(self.host(address).ssh, path, write=write, ours=ours)
+
+    def server(self, address: SshAddress) -> FioServer:
+        """The host's fio server for this process, started on first use."""
+        host = self.host(address)
+        if host.fio is None:
+            host.fio = FioServer(host.ssh, host.ssh.control_dir / "fio-server")
+            host.fio.start()
+        return host.fio
+
+    def close(self) -> list[str]:
+        """Stop every fio server, release every lock, disconnect; what was left behind."""
+        problems = []
+        for host in self.hosts.values():
+            if host.fio is not None:
+                host.fio.stop()
+                with contextlib.suppress(SsdError):  # the connection is gone: its end killed them
+                    left = host.fio.leftovers()
+                    if left:
+                        pids = ", ".join(map(str, left))
+                        problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
+            while host.locks:
+                host.locks.pop().release()
+            host.ssh.close()
+        self.hosts.clear()
+        if self._folder is not None:
+            with contextlib.suppress(OSError):
+                self._folder.rmdir()
+        return problems

@@ -1,0 +1,136 @@
+"""The smoke suite on devices in a test host: --dut=ssh://root@127.0.0.1:PORT/dev/loopN.
+
+A real sshd on 127.0.0.1 (tests/sshd.py) reaches this machine's loop devices as
+a test host's: identification, the guard and the lock go over SSH, fio runs
+there through its own server (``fio --client``), and nothing is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import digest
+from tests.sshd import Sshd, local_sshd, one_at_a_time
+
+LoopFactory = Callable[..., Path]
+
+
+@pytest.fixture(autouse=True)
+def fio_servers_one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with one_at_a_time(tmp_path_factory, "fio-servers"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    with local_sshd(tmp_path_factory.mktemp("sshd")) as started:
+        yield started
+
+
+def _ours_left() -> list[str]:
+    """fio servers of pytest-ssd and their folders still on the host (this machine)."""
+    found = subprocess.run(
+        ["pgrep", "-af", "fio --server=sock:/tmp/ssd-fio"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.splitlines()
+    return [line for line in found if "pgrep" not in line] + [
+        str(p) for p in Path("/tmp").glob("ssd-fio.*")
+    ]
+
+
+def test_smoke_runs_on_a_test_host(server: Sshd, loop_device: LoopFactory, run_ssd: Any) -> None:
+    dev = loop_device(1024)
+    left_before = _ours_left()
+    run = run_ssd(
+        f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}", f"--ssd-ssh-config={server.config}"
+    )
+    out = run.result.stdout.str()
+    assert run.result.ret == 0, out
+    run.result.assert_outcomes(passed=4)
+    assert f"{dev.name}: {dev}" in out and f"on root@127.0.0.1 port {server.port}" in out
+    commands = [p.read_text() for p in run.run_dir.rglob("fio.cmd")]
+    assert len(commands) == 4
+    assert all("--client=sock:fio.sock" in c for c in commands), "every fio ran on the host"
+    results = run.results()
+    device = results["devices"][dev.name]
+    assert device["host"] == f"127.0.0.1:{server.port}"
+    assert device["label"].endswith(f" on 127.0.0.1:{server.port}")
+    assert device["identity"]["path"] == str(dev) and device["identity"]["kernel_name"] == dev.name
+    assert len(results["measurements"]) == 4
+    with sqlite3.connect(run.report_dir / "results.sqlite") as db:
+        (host, described) = db.execute("SELECT host, description FROM run_devices").fetchone()
+    assert host == json.loads(described)["host"] == f"127.0.0.1:{server.port}"
+    assert _ours_left() == left_before, "no fio server is left on the host"
+
+
+def test_two_devices_on_a_host_run_in_parallel(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any
+) -> None:
+    first, second = loop_device(1024), loop_device(1024)
+    run = run_ssd(
+        f"--dut={server.url(str(first))}",
+        f"--dut={server.url(str(second))}",
+        f"--ssd-confirm={first}",
+        f"--ssd-confirm={second}",
+        f"--ssd-ssh-config={server.config}",
+        "-n",
+        "2",
+    )
+    out = run.result.stdout.str()
+    assert run.result.ret == 0, out
+    run.result.assert_outcomes(passed=8)
+    measured = {m["device"] for m in run.results()["measurements"]}
+    assert measured == {first.name, second.name}
+    logs = [p.read_text() for p in (run.run_dir / "artifacts").rglob("fio-server.stdout")]
+    assert logs == [], "the servers' folders are the connections', removed at the end"
+
+
+def test_an_unreachable_host_stops_the_run_before_anything(
+    tmp_path: Path, loop_device: LoopFactory, run_ssd: Any
+) -> None:
+    dev = loop_device(64)
+    before = digest(dev)
+    with local_sshd(tmp_path / "gone") as gone:
+        url, config = gone.url(str(dev)), gone.config
+    run = run_ssd(f"--dut={url}", f"--ssd-confirm={dev}", f"--ssd-ssh-config={config}")
+    assert run.result.ret != 0
+    errors = [line for line in run.result.stderr.lines if "Connection refused" in line]
+    assert len(errors) == 1 and errors[0].startswith("ERROR: ssh root@127.0.0.1 port "), (
+        run.result.stderr.str()
+    )
+    assert "Traceback" not in run.result.stderr.str() + run.result.stdout.str()
+    assert not run.report_dir.exists() or not any(run.report_dir.glob("2*")), "no run folder"
+    assert digest(dev) == before
+
+
+def test_a_mounted_device_on_a_host_is_refused(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(64)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(dev)], check=True, timeout=60)
+    point = tmp_path / "mnt"
+    point.mkdir()
+    subprocess.run(["mount", "-o", "ro", str(dev), str(point)], check=True, timeout=60)
+    try:
+        before = digest(dev)
+        run = run_ssd(
+            f"--dut={server.url(str(dev))}",
+            f"--ssd-confirm={dev}",
+            f"--ssd-ssh-config={server.config}",
+        )
+        err = run.result.stderr.str()
+        assert run.result.ret != 0
+        assert f"refusing to write to {dev}: it is mounted at {point}" in err, err
+        assert digest(dev) == before
+    finally:
+        subprocess.run(["umount", str(point)], check=False, timeout=60)
