@@ -17,6 +17,7 @@ from pytest_ssd.fio.job import FioJob, Pattern
 from pytest_ssd.fio.results import DEFAULT_PERCENTILES, DirectionResult, JobResult
 from pytest_ssd.fixture import SsdBench
 from pytest_ssd.health.sources import HealthSample
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.extra import PurgeProvider
 from pytest_ssd.report.sections.base import Context, ReportSection, Section, notes, table
 from pytest_ssd.results.record import Derived
@@ -41,6 +42,7 @@ __all__ = [
     "FioRun",
     "HealthSample",
     "JobResult",
+    "Machine",
     "ParseError",
     "Pattern",
     "PurgeProvider",

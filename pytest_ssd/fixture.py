@@ -19,7 +19,7 @@ from pytest_ssd import figures
 from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import binary_size
-from pytest_ssd.errors import ConfigError, DeviceError, present
+from pytest_ssd.errors import ConfigError, present
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
@@ -27,6 +27,7 @@ from pytest_ssd.fio.results import FioOutput, JobResult
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import Completed
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
@@ -87,6 +88,8 @@ class BenchEnv:
     batch: Callable[[], Batch | None] = lambda: None
     #: the fio server on the device's test host (None: fio runs here)
     server: Callable[[], FioServer | None] = lambda: None
+    #: the machine the device is in
+    machine: Machine = LOCAL
 
 
 @dataclass
@@ -108,6 +111,11 @@ class SsdBench:
     #: the health sampler of the last ``run`` (its samples, or why there are none)
     health: Sampler | None = None
     _runs: int = 0
+
+    @property
+    def machine(self) -> Machine:
+        """The machine the device is in: run programs on the device there (``machine.run``)."""
+        return self._env.machine
 
     @property
     def artifacts(self) -> Path:
@@ -250,16 +258,11 @@ class SsdBench:
             if transition is not None:
                 self._node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
         else:
-            if self.dut.address is not None:
-                raise DeviceError(
-                    f"{self.dut.path} on {self.dut.address.label}: --ssd-repeat trims between"
-                    " runs, and trimming on a test host is not available yet"
-                )
             start = min(job.offset for job in every)
             end = max(span(job, self._capacity)[1] for job in every)
             self._env.guard()
             self.dut.written.remove(start, end)
-            discard(self.dut.identity, start, end - start, self.artifacts / "trim")
+            discard(self.dut.identity, start, end - start, self.artifacts / "trim", self.machine)
         time.sleep(self.profile.seconds(self.profile.idle.between_tests_s))
 
     def _aggregate(self, name: str) -> None:

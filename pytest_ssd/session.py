@@ -38,6 +38,7 @@ from pytest_ssd.device.remote import SshView
 from pytest_ssd.device.remote_identity import identify_remote
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.figures.steady import save_charts
@@ -526,6 +527,13 @@ class SsdSession:
         found = summarize(dut.identity, sysfs_root=None)
         return dataclasses.replace(found, path=f"{found.path} on {dut.address.label}")
 
+    def guard_view(self, dut: Dut, path: str) -> View | None:
+        """The guard's facts about *path* on *dut*'s test host now (None: this machine's)."""
+        if dut.address is None:
+            return None
+        ours = (dut.lock_pid,) if dut.lock_pid else ()
+        return self.hosts.view(dut.address, path, write=True, ours=ours)
+
     def machine(self, dut: Dut) -> Machine:
         """The machine *dut* is in."""
         return LOCAL if dut.address is None else self.hosts.host(dut.address).machine
@@ -588,11 +596,7 @@ class SsdSession:
 
     def guard_writes(self, dut: Dut) -> None:
         """Refuse (SafetyError) unless *dut* may be written now: the guard and --ssd-confirm."""
-        view = None
-        if dut.address is not None:
-            ours = (dut.lock_pid,) if dut.lock_pid else ()
-            view = self.hosts.view(dut.address, str(dut.path), write=True, ours=ours)
-        guard.check_writable(dut.path, view)
+        guard.check_writable(dut.path, self.guard_view(dut, str(dut.path)))
         if not dut.scratch:
             identity = dut.identity
             guard.check_confirmation(
@@ -625,7 +629,9 @@ class SsdSession:
                 written=dut.written,
                 charts=save_charts,
                 added_purges=self.extensions.purge_methods,
-                host=dut.address.label if dut.address else None,
+                machine=self.machine(dut),
+                server=lambda: self.fio_server(dut),
+                view=lambda path: self.guard_view(dut, path),
             )
         return self.keepers[dut_id]
 

@@ -527,6 +527,7 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
         sampler=lambda: ssd_session.sampler(dut),
         batch=lambda: request.config.stash[BATCHES_KEY].batch(dut.id),
         server=lambda: ssd_session.fio_server(dut),
+        machine=ssd_session.machine(dut),
     )
     bench = SsdBench(dut, request.node, env)
     batches = request.config.stash[BATCHES_KEY]

@@ -8,17 +8,20 @@ tool's own last error line (``NVMe status: Invalid Command Opcode: ...``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device import guard
 from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import PurgeError, SafetyError, ToolError
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge import sanitize
 from pytest_ssd.purge.ata import HDPARM_HINT, HDPARM_TIMEOUT_S, AtaSecurity, query_ata
 from pytest_ssd.purge.methods import ATA, FORMAT, SANITIZE, PurgeMethod, nvme_controller, options
 from pytest_ssd.purge.tools import Tools, command_line
-from pytest_ssd.purge.verify import DEFAULT_SAMPLES, Verification, verify
+from pytest_ssd.purge.verify import DEFAULT_SAMPLES, Verification, reader_on, verify
 
 SYS_BLOCK = Path("/sys/block")
 DEFAULT_TIMEOUT_S = 6 * 3600.0
@@ -59,6 +62,14 @@ class PurgeResult:
         }
 
 
+#: the guard's view of a path on the device's machine (None: this machine's)
+ViewOf = Callable[[str], View | None]
+
+
+def _here(path: str) -> View | None:
+    return None
+
+
 @dataclass(frozen=True)
 class _Job:
     identity: DeviceIdentity
@@ -67,6 +78,8 @@ class _Job:
     artifacts: Path
     timeout_s: float
     poll_interval_s: float
+    machine: Machine = LOCAL
+    view: ViewOf = _here
 
     def run(self, argv: list[str], name: str, timeout: float | None = None) -> str:
         """Run *argv*; :class:`PurgeError` with the tool's message on a non-zero exit."""
@@ -182,13 +195,16 @@ def _security(job: _Job) -> AtaSecurity | None:
         raise PurgeError(f"{job.method} of {job.identity.path}: {exc}") from None
 
 
-def sibling_namespaces(identity: DeviceIdentity) -> list[str]:
-    """The other namespaces (``/dev/nvme0n2`` ...) of an NVMe namespace's controller."""
+def sibling_namespaces(identity: DeviceIdentity, names: Iterable[str] | None = None) -> list[str]:
+    """The other namespaces (``/dev/nvme0n2`` ...) of an NVMe namespace's controller.
+
+    *names* are the machine's block devices (default: this machine's ``/sys/block``).
+    """
     controller = nvme_controller(identity)
     if controller is None:
         return []
     name = re.compile(rf"{Path(controller).name}n\d+")
-    found = (p.name for p in SYS_BLOCK.glob(f"{Path(controller).name}n*"))
+    found = names if names is not None else (p.name for p in SYS_BLOCK.glob("nvme*"))
     return sorted(f"/dev/{n}" for n in found if name.fullmatch(n) and n != identity.kernel_name)
 
 
@@ -197,9 +213,13 @@ def _check_siblings(job: _Job) -> None:
     nvme = job.identity.nvme
     if job.method in FORMAT and not (nvme and nvme.controller.fna & _FNA_ALL_NAMESPACES):
         return
-    for sibling in sibling_namespaces(job.identity):
+    names = None
+    if job.machine is not LOCAL:
+        view = job.view(job.identity.path)
+        names = list(view.blocks()) if view is not None else []
+    for sibling in sibling_namespaces(job.identity, names):
         try:
-            guard.check_writable(sibling)
+            guard.check_writable(sibling, job.view(sibling))
         except SafetyError as exc:
             raise SafetyError(
                 f"{job.method} of {job.identity.path} erases every namespace of "
@@ -234,6 +254,8 @@ def purge(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     samples: int = DEFAULT_SAMPLES,
     tools: Tools | None = None,
+    machine: Machine = LOCAL,
+    view: ViewOf = _here,
 ) -> PurgeResult:
     """Purge *identity* with *method*, then read back *samples* random blocks plus the ends.
 
@@ -243,9 +265,12 @@ def purge(
     :func:`~pytest_ssd.purge.methods.options` supports.  Raises
     :class:`~pytest_ssd.errors.SafetyError` for a target in use, :class:`PurgeError`
     when the method cannot run, its tool fails, or the read-back breaks its promise.
+    On a test host (*machine*), every program runs there and *view* gives the guard
+    that host's facts.
     """
-    guard.check_writable(identity.path)
-    job = _Job(identity, method, tools or Tools(), artifacts, timeout_s, poll_interval_s)
+    guard.check_writable(identity.path, view(identity.path))
+    tools = tools or Tools(run=machine.run, which=machine.which)
+    job = _Job(identity, method, tools, artifacts, timeout_s, poll_interval_s, machine, view)
     if job.method in SANITIZE or job.method in FORMAT:
         _check_siblings(job)
     security = _security(job)
@@ -253,7 +278,7 @@ def purge(
     started = job.tools.clock()
     commands = _execute(job, security)
     seconds = job.tools.clock() - started
-    check = verify(identity, method, samples=samples)
+    check = verify(identity, method, samples=samples, read=reader_on(machine))
     if check.ok is False:
         raise PurgeError(f"{method} of {identity.path} failed its read-back check: {check.detail}")
     return PurgeResult(

@@ -14,12 +14,14 @@ import errno
 import mmap
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import PurgeError
+from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.ssh import MARK
 from pytest_ssd.purge.methods import FORMAT, SANITIZE, PurgeMethod
 
 DEFAULT_SAMPLES = 64
@@ -123,12 +125,49 @@ def read_blocks(path: str, unit: int, blocks: list[int]) -> Iterator[tuple[int, 
         buf.close()
 
 
+#: ``read(path, unit, blocks)``: (block, data) of each block, read with direct I/O
+BlockReader = Callable[[str, int, list[int]], Iterable[tuple[int, bytes]]]
+
+#: ``sh -c READ sh PATH UNIT BLOCK...``: each block as hex, after a mark
+_READ_THERE = f"""p=$1 u=$2; shift 2
+for b; do echo "{MARK}block $b"; dd if="$p" bs="$u" skip="$b" count=1 iflag=direct 2>/dev/null |
+  od -An -v -tx1; done
+"""
+READ_TIMEOUT_S = 600.0
+
+
+def reader_on(machine: Machine) -> BlockReader:
+    """:func:`read_blocks` on *machine* (``dd`` with direct I/O there, sent back as hex)."""
+    if machine is LOCAL:
+        return read_blocks
+
+    def read(path: str, unit: int, blocks: list[int]) -> Iterator[tuple[int, bytes]]:
+        argv = ["sh", "-c", _READ_THERE, "sh", path, str(unit), *map(str, blocks)]
+        done = machine.run(argv, timeout=READ_TIMEOUT_S, name="dd-read-back")
+        if done.returncode != 0:
+            raise PurgeError(
+                f"read-back check of {path} on {machine.where}: {done.last_error_line()}"
+            )
+        found: dict[int, list[str]] = {}
+        current: list[str] = []
+        for line in done.stdout.splitlines():
+            if line.startswith(f"{MARK}block "):
+                current = found.setdefault(int(line.split()[-1]), [])
+            else:
+                current.append(line)
+        for block in blocks:
+            yield block, bytes.fromhex("".join(found.get(block, [])))
+
+    return read
+
+
 def verify(
     identity: DeviceIdentity,
     method: PurgeMethod,
     *,
     samples: int = DEFAULT_SAMPLES,
     seed: int | None = None,
+    read: BlockReader = read_blocks,
 ) -> Verification:
     """Read the first, last and *samples* random blocks and compare them with the promise."""
     expected = promise(identity, method)
@@ -142,7 +181,7 @@ def verify(
     try:
         bad = [
             block
-            for block, data in read_blocks(identity.path, unit, blocks)
+            for block, data in read(identity.path, unit, blocks)
             if not data or data.count(expected.byte) != len(data)
         ]
     except OSError as exc:

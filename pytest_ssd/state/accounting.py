@@ -12,6 +12,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_ssd.machine.machine import Machine
+
 SECTOR = 512
 _READ, _WRITE, _DISCARD = 2, 6, 13  # 0-based fields of the stat file
 
@@ -52,6 +54,19 @@ def read_counters(stat_path: Path | None) -> Counters | None:
     """The counters now, or None when the device has none (a regular file)."""
     if stat_path is None:
         return None
-    fields = stat_path.read_text().split()
+    return parse_counters(stat_path.read_text())
+
+
+def counters_on(machine: Machine, kernel_name: str | None) -> Counters | None:
+    """The counters of block device *kernel_name* on *machine* now (None: a file, or none)."""
+    if kernel_name is None:
+        return None
+    text = machine.read(f"/sys/class/block/{kernel_name}/stat")
+    return parse_counters(text) if text else None
+
+
+def parse_counters(text: str) -> Counters:
+    """The counters of a ``stat`` file's text."""
+    fields = text.split()
     discarded = int(fields[_DISCARD]) if len(fields) > _DISCARD else 0
     return Counters(int(fields[_READ]) * SECTOR, int(fields[_WRITE]) * SECTOR, discarded * SECTOR)

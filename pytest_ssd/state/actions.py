@@ -15,8 +15,9 @@ from pytest_ssd import purge as purging
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import SsdError, ToolError, present
 from pytest_ssd.fio.engine import run_jobs
-from pytest_ssd.proc import run, which
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge import extra
+from pytest_ssd.purge.execute import ViewOf
 from pytest_ssd.purge.extra import PurgeProvider
 from pytest_ssd.state.steps import STEADY_CAP_FACTOR, Step
 from pytest_ssd.steady.fio_native import FioSteadyRule, FioSteadyState
@@ -43,27 +44,33 @@ def purge(
     forced: str | None,
     artifacts: Path,
     added: tuple[PurgeProvider, ...] = (),
+    *,
+    machine: Machine = LOCAL,
+    view: ViewOf = lambda path: None,
 ) -> str:
     """Purge the whole device with the strongest method (or *forced*); one line on what ran.
 
-    A method a plugin added (:mod:`pytest_ssd.purge.extra`) comes first when it applies.
+    A method a plugin added (:mod:`pytest_ssd.purge.extra`) comes first when it applies
+    (on this machine: a plugin's purge runs its own programs here).
     """
-    chosen = extra.pick(identity, added, forced)
+    chosen = extra.pick(identity, added, forced) if machine is LOCAL else None
     if chosen is not None:
         return extra.run(chosen, identity, artifacts)
     method = purging.choose(identity, purging.PurgeMethod(forced) if forced else None)
-    result = purging.purge(identity, method, artifacts=artifacts)
+    result = purging.purge(identity, method, artifacts=artifacts, machine=machine, view=view)
     text = f"{result.method} in {result.seconds:.1f} s"
     if result.weaker:
         text += f" ({result.weaker})"
     return f"{text}; {result.verification.detail}"
 
 
-def discard(identity: DeviceIdentity, offset: int, size: int, artifacts: Path) -> None:
+def discard(
+    identity: DeviceIdentity, offset: int, size: int, artifacts: Path, machine: Machine = LOCAL
+) -> None:
     """Deallocate [offset, offset + size): blkdiscard on a device, a punched hole in a file."""
     if identity.kind == "file":
         argv = [
-            which("fallocate", UTIL_LINUX_HINT),
+            machine.which("fallocate", UTIL_LINUX_HINT),
             "--punch-hole",
             "--keep-size",
             f"--offset={offset}",
@@ -72,12 +79,12 @@ def discard(identity: DeviceIdentity, offset: int, size: int, artifacts: Path) -
         ]
     else:
         argv = [
-            which("blkdiscard", UTIL_LINUX_HINT),
+            machine.which("blkdiscard", UTIL_LINUX_HINT),
             f"--offset={offset}",
             f"--length={size}",
             identity.path,
         ]
-    done = run(argv, timeout=TOOL_TIMEOUT_S, artifacts=artifacts, name=Path(argv[0]).name)
+    done = machine.run(argv, timeout=TOOL_TIMEOUT_S, artifacts=artifacts, name=Path(argv[0]).name)
     if done.returncode:
         raise ToolError(f"{done.command} failed ({done.returncode}): {done.last_error_line()}")
 
@@ -119,7 +126,8 @@ def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> SteadyOutcome:
         extra=fio_rule.options(),
         percentiles=(),
     )
-    result = run_jobs((job,), keeper.target, artifacts=artifacts).result(job)
+    fio_run = run_jobs((job,), keeper.target, artifacts=artifacts, server=keeper.server())
+    result = fio_run.result(job)
     written = result.directions["write"].io_bytes if "write" in result.directions else 0
     verdict = result.steadystate
     if verdict is None:
@@ -136,7 +144,9 @@ def _snia_rounds(keeper: StateKeeper, step: Step, artifacts: Path, span: int) ->
     while not tracker.done:
         n = len(tracker.values) + 1
         job = workload.job(f"round-{n:02d}", size=span, runtime_s=seconds, percentiles=())
-        result = run_jobs((job,), keeper.target, artifacts=artifacts / f"round-{n:02d}")
+        result = run_jobs(
+            (job,), keeper.target, artifacts=artifacts / f"round-{n:02d}", server=keeper.server()
+        )
         measured = result.result(job)
         written += measured.directions["write"].io_bytes if "write" in measured.directions else 0
         tracker.add(sum(d.iops for d in measured.directions.values()))

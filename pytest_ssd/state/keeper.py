@@ -17,14 +17,17 @@ from typing import Any
 
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.errors import DeviceError, present
+from pytest_ssd.device.view import View
+from pytest_ssd.errors import present
 from pytest_ssd.fio.engine import run_jobs
+from pytest_ssd.fio.server import FioServer
 from pytest_ssd.health import Sampler, summarize
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge.extra import PurgeProvider
 from pytest_ssd.results.record import iso
 from pytest_ssd.results.transition import StepDone, Transition
 from pytest_ssd.state import actions
-from pytest_ssd.state.accounting import Counters, read_counters, stat_file
+from pytest_ssd.state.accounting import Counters, counters_on, read_counters, stat_file
 from pytest_ssd.state.layout import Layout
 from pytest_ssd.state.progress import Progress, Write, log_writer
 from pytest_ssd.state.speeds import SpeedBook
@@ -61,8 +64,11 @@ class StateKeeper:
     charts: actions.Charts = actions.no_charts
     #: purge methods suites and plugins added (``pytest_ssd_purge_methods``), tried first
     added_purges: tuple[PurgeProvider, ...] = ()
-    #: the test host the device is in (None: this machine): no transitions there yet
-    host: str | None = None
+    #: the machine the device is in, the fio server there, and the guard's view of a path
+    #: there (None: this machine's)
+    machine: Machine = LOCAL
+    server: Callable[[], FioServer | None] = lambda: None
+    view: Callable[[str], View | None] = lambda path: None
 
     @property
     def context(self) -> Context:
@@ -83,12 +89,6 @@ class StateKeeper:
         steps = self.plan(need)
         if not steps:
             return None, present(self.state.layout, "the layout of the state reached")
-        if self.host is not None:
-            raise DeviceError(
-                f"{self.target} on {self.host}: bringing a device on a test host to"
-                f" {need.state} (purge, preconditioning, trim) is not available yet; measure it"
-                " with tests that need no state (suites/smoke), or run pytest-ssd on the host"
-            )
         reason = self._reason(need)
         self.guard()
         self.transitions += 1
@@ -122,10 +122,14 @@ class StateKeeper:
             return f"{need.state} needed pristine; written: {', '.join(sorted(self.state.dirty))}"
         return f"device in {self.state.current}"
 
+    def _counters(self) -> Counters | None:
+        if self.machine is LOCAL:
+            return read_counters(stat_file(self.target))
+        return counters_on(self.machine, self.identity.kernel_name)
+
     def _run(self, index: int, step: Step, folder: Path) -> StepDone:
         artifacts = folder / f"{index:02d}-{step.name}"
-        stat_path = stat_file(self.target)
-        before = read_counters(stat_path)
+        before = self._counters()
         clock = time.monotonic()
         sampled = self.sampler is not None and step.kind in ("fio", "steady")
         sampler = self.sampler() if self.sampler is not None and sampled else Sampler(None, 0)
@@ -133,7 +137,7 @@ class StateKeeper:
             fio_written, detail, verdict, shown = self._execute(step, artifacts)
         seconds = time.monotonic() - clock
         health = _health(sampler, artifacts) if sampler.active else None
-        after = read_counters(stat_path)
+        after = self._counters()
         kernel = _delta(after, before)
         self.speeds.record(self.speed_key, step, seconds)
         return StepDone(
@@ -157,14 +161,27 @@ class StateKeeper:
             self.written.clear()  # from the first command on, nothing is known written
             return (
                 0,
-                actions.purge(self.identity, self.purge_method, artifacts, self.added_purges),
+                actions.purge(
+                    self.identity,
+                    self.purge_method,
+                    artifacts,
+                    self.added_purges,
+                    machine=self.machine,
+                    view=self.view,
+                ),
                 None,
                 (),
             )
         if step.kind == "fio":
             write = self.progress or log_writer(artifacts / "progress.log")
             follow = Progress(f"{self.device} {step.name}", step.write_bytes, write)
-            fio_run = run_jobs(step.jobs, self.target, artifacts=artifacts, on_status=follow)
+            fio_run = run_jobs(
+                step.jobs,
+                self.target,
+                artifacts=artifacts,
+                on_status=follow,
+                server=self.server(),
+            )
             follow.close()
             for job in step.jobs:
                 self.written.note(job, self.state.capacity)
@@ -178,7 +195,7 @@ class StateKeeper:
         if step.kind == "discard":
             offset, size = present(step.discard, "the discard step's range")
             self.written.remove(offset, offset + size)
-            actions.discard(self.identity, offset, size, artifacts)
+            actions.discard(self.identity, offset, size, artifacts, self.machine)
             return 0, "", None, ()
         if step.kind == "idle":
             time.sleep(step.idle_s)

@@ -23,7 +23,7 @@ from pathlib import Path
 from pytest_ssd.analysis.fill import CacheRule
 from pytest_ssd.analysis.speed import parse_dd
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.proc import run, which
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.state.profile import Profile
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -208,9 +208,16 @@ COREUTILS = "install coreutils"
 
 
 def dd_read(
-    device: Path, chunk: tuple[int, int], row: FillTiming, folder: Path, timeout_s: float
+    device: Path,
+    chunk: tuple[int, int],
+    row: FillTiming,
+    folder: Path,
+    timeout_s: float,
+    *,
+    machine: Machine = LOCAL,
 ) -> tuple[int, float]:
-    """dd reads *chunk* of *device* (see :func:`dd_argv`): (bytes it copied, its seconds)."""
-    argv = dd_argv(which("env", COREUTILS), which("dd", COREUTILS), device, chunk, row)
-    report = run(argv, timeout=timeout_s, artifacts=folder, name="dd").check("dd")
+    """dd reads *chunk* of *device* on *machine* (see :func:`dd_argv`): (bytes, seconds)."""
+    env, dd = machine.which("env", COREUTILS), machine.which("dd", COREUTILS)
+    argv = dd_argv(env, dd, device, chunk, row)
+    report = machine.run(argv, timeout=timeout_s, artifacts=folder, name="dd").check("dd")
     return parse_dd(report.stderr)

@@ -201,7 +201,7 @@ def cross_check(
                 fio_bytes, fio_s = fio_bytes + done.io_bytes, fio_s + done.runtime_ms / 1000
                 continue
             folder = ssd.artifacts / f"dd-{index}"
-            count, seconds = dd_read(ssd.dut.path, chunk, row, folder, timeout)
+            count, seconds = dd_read(ssd.dut.path, chunk, row, folder, timeout, machine=ssd.machine)
             assert count == chunk[1], f"dd read chunk {index} whole"
             dd_bytes, dd_s = dd_bytes + count, dd_s + seconds
     return SelfCheck(fio_bytes / fio_s, dd_bytes / dd_s, "dd"), dd_s

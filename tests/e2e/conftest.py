@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.sshd import Sshd, local_sshd, one_at_a_time
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "suites" / "smoke"
@@ -98,3 +101,17 @@ def digest(path: Path) -> str:
 def attached_loops() -> str:
     argv = ["losetup", "-a"]
     return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30).stdout
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """A real sshd on 127.0.0.1 for the module's tests: the test host (tests/sshd.py)."""
+    with local_sshd(tmp_path_factory.mktemp("sshd")) as started:
+        yield started
+
+
+@pytest.fixture
+def fio_servers_one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests that count the fio servers left on the host take turns across workers."""
+    with one_at_a_time(tmp_path_factory, "fio-servers"):
+        yield

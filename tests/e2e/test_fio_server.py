@@ -20,22 +20,11 @@ from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine.ssh import Ssh
-from tests.sshd import Sshd, local_sshd, one_at_a_time
+from tests.sshd import Sshd, local_sshd
 
+pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 LoopFactory = Callable[..., Path]
 MIB = 1 << 20
-
-
-@pytest.fixture(autouse=True)
-def fio_servers_one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    with one_at_a_time(tmp_path_factory, "fio-servers"):
-        yield
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    with local_sshd(tmp_path_factory.mktemp("sshd")) as started:
-        yield started
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ state a loop device is put in can be inspected both ways: the local view
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -28,15 +29,9 @@ from pytest_ssd.device.remote_lock import RemoteLock
 from pytest_ssd.errors import SafetyError, ToolError
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.ssh import Ssh
-from tests.sshd import Sshd, local_sshd
+from tests.sshd import Sshd
 
 LoopFactory = Callable[..., Path]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    with local_sshd(tmp_path_factory.mktemp("sshd")) as started:
-        yield started
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +214,7 @@ def test_a_lock_ends_with_the_session_that_held_it(
         DeviceLock(dev).acquire()
     session.kill()  # kill -9: nothing of the session runs its clean-up
     session.wait(timeout=10)
+    shutil.rmtree(control, ignore_errors=True)  # what the killed session could not remove
     lock = DeviceLock(dev)
     for _ in range(50):
         try:

@@ -58,6 +58,7 @@ def test_the_ssd_fixture_is_a_narrow_handle() -> None:
         "dut",
         "figure",
         "health",
+        "machine",
         "measurements",
         "need",
         "note",

@@ -1,4 +1,4 @@
-"""The smoke suite on devices in a test host: --dut=ssh://root@127.0.0.1:PORT/dev/loopN.
+"""pytest-ssd runs on devices in a test host: --dut=ssh://root@127.0.0.1:PORT/dev/loopN.
 
 A real sshd on 127.0.0.1 (tests/sshd.py) reaches this machine's loop devices as
 a test host's: identification, the guard and the lock go over SSH, fio runs
@@ -10,28 +10,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import digest
-from tests.sshd import Sshd, local_sshd, one_at_a_time
+from tests.sshd import Sshd, local_sshd
 
+pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 LoopFactory = Callable[..., Path]
-
-
-@pytest.fixture(autouse=True)
-def fio_servers_one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    with one_at_a_time(tmp_path_factory, "fio-servers"):
-        yield
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    with local_sshd(tmp_path_factory.mktemp("sshd")) as started:
-        yield started
 
 
 def _ours_left() -> list[str]:
@@ -134,3 +123,47 @@ def test_a_mounted_device_on_a_host_is_refused(
         assert digest(dev) == before
     finally:
         subprocess.run(["umount", str(point)], check=False, timeout=60)
+
+
+CSSD_READ = """
+import pytest
+from pytest_ssd.fio.job import FioJob
+
+
+@pytest.mark.dut_state("cssd")
+def test_read_in_cssd(ssd):
+    r = ssd.region("rnd")
+    job = FioJob("rnd-read", "rnd", 4096, iodepth=4, offset=r.offset, size=r.size, runtime_s=0.3)
+    assert ssd.run(job).directions["read"].io_bytes > 0
+"""
+
+
+def test_a_device_state_is_reached_on_the_host(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(2048, "cssd.img")
+    backing = next(tmp_path.glob("*-cssd.img"))
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
+    (suite / "test_cssd.py").write_text(CSSD_READ)
+    run = run_ssd(
+        f"--dut={server.url(str(dev))}",
+        f"--ssd-confirm={dev}",
+        f"--ssd-ssh-config={server.config}",
+        suite=suite,
+    )
+    assert run.result.ret == 0, run.result.stdout.str()
+    (transition,) = run.results()["transitions"]
+    steps = [s for s in transition["steps"] if s["kind"] != "idle"]
+    assert [s["kind"] for s in steps] == ["purge", "fio", "fio", "discard"]
+    assert "discard" in steps[0]["detail"] and "read back as zeroes" in steps[0]["detail"]
+    totals = transition["totals"]
+    method = 2 * (2 << 30) + (256 << 20)  # 200 % SEQ + the RND region
+    assert method <= totals["written"] <= 1.05 * method, "the host's kernel counters"
+    assert totals["discarded"] >= (2 << 30) + (512 << 20), "purge + trim, counted there"
+    assert abs(backing.stat().st_blocks * 512 / (2 << 30) - 0.75) < 0.01
+    commands = [p.read_text() for p in run.run_dir.rglob("blkdiscard.cmd")]
+    assert len(commands) == 2 and all(c.startswith(("ssh ", "/usr/bin/ssh ")) for c in commands)
+    assert all("--client=sock:fio.sock" in p.read_text() for p in run.run_dir.rglob("fio.cmd"))
+    assert _ours_left() == [], "no fio server is left on the host"
