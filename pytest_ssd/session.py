@@ -596,11 +596,13 @@ class SsdSession:
 
     def guard_writes(self, dut: Dut) -> None:
         """Refuse (SafetyError) unless *dut* may be written now: the guard and --ssd-confirm."""
-        guard.check_writable(dut.path, self.guard_view(dut, str(dut.path)))
+        view = self.guard_view(dut, str(dut.path))
+        guard.check_writable(dut.path, view)
         if not dut.scratch:
             identity = dut.identity
+            shown = f"{dut.path} on {view.where}" if view is not None else str(dut.path)
             guard.check_confirmation(
-                str(dut.path), identity.summary(), identity.confirm_token, self.options.confirm
+                shown, identity.summary(), identity.confirm_token, self.options.confirm
             )
 
     @property

@@ -44,17 +44,29 @@ class Sshd:
         return Ssh(parse_address(url or self.url("/dev/null")), control, config=self.config)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _keygen(path: Path) -> str:
+def keygen(path: Path) -> str:
+    """A new ed25519 key at *path* (no passphrase); its public line."""
     subprocess.run(
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=30
     )
     return path.with_suffix(".pub").read_text().strip()
+
+
+def ssh_config(folder: Path, port: int, host_pub: str) -> Path:
+    """An ssh_config reaching 127.0.0.1:*port* with *folder*'s client key, that host key only."""
+    (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    config = folder / "ssh_config"
+    config.write_text(
+        f"Host 127.0.0.1\n  IdentityFile {folder / 'client_key'}\n  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {folder / 'known_hosts'}\n  StrictHostKeyChecking yes\n"
+    )
+    return config
 
 
 def _banner(port: int) -> bool:
@@ -85,11 +97,9 @@ def local_sshd(folder: Path, options: str = "") -> Iterator[Sshd]:
         pytest.skip("no OpenSSH here (apt-get install openssh-server openssh-client)")
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o700)
-    host_pub = _keygen(folder / "host_key")
-    client_pub = _keygen(folder / "client_key")
-    (folder / "authorized_keys").write_text(client_pub + "\n")
-    port = _free_port()
-    (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub}\n")
+    host_pub = keygen(folder / "host_key")
+    (folder / "authorized_keys").write_text(keygen(folder / "client_key") + "\n")
+    port = free_port()
     (folder / "sshd_config").write_text(
         f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {folder / 'host_key'}\n"
         f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPidFile {folder / 'sshd.pid'}\n"
@@ -97,11 +107,7 @@ def local_sshd(folder: Path, options: str = "") -> Iterator[Sshd]:
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
         "MaxSessions 64\nMaxStartups 64\n" + options
     )
-    config = folder / "ssh_config"
-    config.write_text(
-        f"Host 127.0.0.1\n  IdentityFile {folder / 'client_key'}\n  IdentitiesOnly yes\n"
-        f"  UserKnownHostsFile {folder / 'known_hosts'}\n  StrictHostKeyChecking yes\n"
-    )
+    config = ssh_config(folder, port, host_pub)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     log = (folder / "sshd.log").open("wb")
     server = subprocess.Popen(

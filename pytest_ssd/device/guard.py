@@ -163,6 +163,7 @@ def _block_tree(view: View, rdev: int) -> _Tree:
         return tree
     blocks = view.blocks()
     tree.partitions = sorted(b.name for b in blocks.values() if b.disk == block.name)
+    tree.devs |= {blocks[p].dev for p in tree.partitions}  # a mounted partition is the disk's
     todo = [block.name, *tree.partitions]
     while todo:
         for holder in blocks[todo.pop()].holders:
@@ -278,16 +279,20 @@ def _reason(facts: TargetFacts) -> str | None:
     return None
 
 
-def refusal(facts: TargetFacts) -> str | None:
-    """The one-line reason writing to the target is refused, or None when it is safe."""
+def refusal(facts: TargetFacts, where: str = "") -> str | None:
+    """The one-line reason writing to the target is refused, or None when it is safe.
+
+    *where* names a test host the target is on (``ssh root@lab-07``).
+    """
     reason = _reason(facts)
-    return None if reason is None else shown(f"refusing to write to {facts.path}: {reason}")
+    on = f" on {where}" if where else ""
+    return None if reason is None else shown(f"refusing to write to {facts.path}{on}: {reason}")
 
 
 def check_writable(path: str | Path, view: View | None = None) -> TargetFacts:
     """Inspect *path* and raise :class:`SafetyError` unless writing to it is safe."""
     facts = inspect(path, view=view)
-    reason = refusal(facts)
+    reason = refusal(facts, view.where if view is not None else "")
     if reason is not None:
         raise SafetyError(reason)
     return facts

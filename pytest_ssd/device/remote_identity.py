@@ -42,6 +42,7 @@ ATTRIBUTES = f"""
 n=$(readlink -e "/sys/class/block/$1") || exit 3
 d=$n; [ -e "$n/partition" ] && d=${{n%/*}}
 echo "{MARK}node $n"
+echo "{MARK}disk $d"
 grep -H '' {" ".join(f'"$n/{a}"' for a in _NODE)} {" ".join(f'"$d/{a}"' for a in _DISK)} \\
   2>/dev/null
 exit 0
@@ -49,14 +50,21 @@ exit 0
 
 
 def _copy(text: str, root: Path) -> Path:
-    """Write the ``grep -H`` lines of *text* under *root*; the device's folder there."""
-    node = marks(text).get("node", "")
-    if not node.startswith("/sys/"):
+    """Write the ``grep -H`` lines of *text* under *root*; the device's folder there.
+
+    A line is ``PATH:VALUE`` and sysfs paths hold colons (``pci0000:00``): each line is
+    matched against the paths asked for.
+    """
+    found = marks(text)
+    node, disk = found.get("node", ""), found.get("disk", "")
+    if not node.startswith("/sys/") or not disk.startswith("/sys/"):
         raise DeviceError(f"the host printed no sysfs folder for the device: {text[:200]!r}")
+    asked = [f"{node}/{a}" for a in _NODE] + [f"{disk}/{a}" for a in _DISK]
     for line in text.splitlines():
-        if line.startswith(MARK) or not line.startswith("/sys/"):
+        path = next((p for p in asked if line.startswith(f"{p}:")), None)
+        if path is None:
             continue
-        path, _, value = line.partition(":")
+        value = line[len(path) + 1 :]
         target = root / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("a") as fh:

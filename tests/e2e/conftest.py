@@ -115,3 +115,25 @@ def fio_servers_one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Itera
     """Tests that count the fio servers left on the host take turns across workers."""
     with one_at_a_time(tmp_path_factory, "fio-servers"):
         yield
+
+
+CSSD_READ = """
+import pytest
+from pytest_ssd.fio.job import FioJob
+
+
+@pytest.mark.dut_state("cssd")
+def test_read_in_cssd(ssd):
+    r = ssd.region("rnd")
+    job = FioJob("rnd-read", "rnd", 4096, iodepth=4, offset=r.offset, size=r.size, runtime_s=0.3)
+    assert ssd.run(job).directions["read"].io_bytes > 0
+"""
+
+
+def cssd_suite(folder: Path) -> Path:
+    """A suite of one test that needs the device in ``cssd`` (a purge and preconditioning)."""
+    suite = folder / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
+    (suite / "test_cssd.py").write_text(CSSD_READ)
+    return suite

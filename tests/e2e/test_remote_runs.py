@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import digest
+from tests.e2e.conftest import cssd_suite, digest
 from tests.sshd import Sshd, local_sshd
 
 pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
@@ -119,23 +119,11 @@ def test_a_mounted_device_on_a_host_is_refused(
         )
         err = run.result.stderr.str()
         assert run.result.ret != 0
-        assert f"refusing to write to {dev}: it is mounted at {point}" in err, err
+        where = f"ssh root@127.0.0.1 port {server.port}"
+        assert f"refusing to write to {dev} on {where}: it is mounted at {point}" in err, err
         assert digest(dev) == before
     finally:
         subprocess.run(["umount", str(point)], check=False, timeout=60)
-
-
-CSSD_READ = """
-import pytest
-from pytest_ssd.fio.job import FioJob
-
-
-@pytest.mark.dut_state("cssd")
-def test_read_in_cssd(ssd):
-    r = ssd.region("rnd")
-    job = FioJob("rnd-read", "rnd", 4096, iodepth=4, offset=r.offset, size=r.size, runtime_s=0.3)
-    assert ssd.run(job).directions["read"].io_bytes > 0
-"""
 
 
 def test_a_device_state_is_reached_on_the_host(
@@ -143,10 +131,7 @@ def test_a_device_state_is_reached_on_the_host(
 ) -> None:
     dev = loop_device(2048, "cssd.img")
     backing = next(tmp_path.glob("*-cssd.img"))
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
-    (suite / "test_cssd.py").write_text(CSSD_READ)
+    suite = cssd_suite(tmp_path)
     run = run_ssd(
         f"--dut={server.url(str(dev))}",
         f"--ssd-confirm={dev}",
