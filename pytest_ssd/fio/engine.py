@@ -138,8 +138,9 @@ def check_target(output: FioOutput, target: str, *, here: bool = True) -> None:
 
 def _exited(completed: Completed, where: str) -> str:
     said = completed.last_error_line()
-    if not said and completed.returncode in SIGPIPE_EXITS:
-        said = "the fio server ended the connection (it refused the jobs: see its log)"
+    silent = not (completed.stdout.strip() or completed.stderr.strip())
+    if silent and completed.returncode in SIGPIPE_EXITS:
+        said = "the fio server closed the connection (it is gone, or it refused the jobs)"
     return f"fio exited {completed.returncode} on {where}: {said}"
 
 

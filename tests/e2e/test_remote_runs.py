@@ -152,3 +152,45 @@ def test_a_device_state_is_reached_on_the_host(
     assert len(commands) == 2 and all(c.startswith(("ssh ", "/usr/bin/ssh ")) for c in commands)
     assert all("--client=sock:fio.sock" in p.read_text() for p in run.run_dir.rglob("fio.cmd"))
     assert _ours_left() == [], "no fio server is left on the host"
+
+
+SERVER_LOST = """
+from pytest_ssd.fio.job import FioJob
+
+
+def test_first(ssd):
+    job = FioJob("first", "rnd", 4096, size=16 << 20, runtime_s=0.3)
+    assert ssd.run(job).directions["read"].io_bytes > 0
+    # the host loses the fio server (an OOM kill, an admin): every fio of it
+    ssd.machine.run(["pkill", "-KILL", "-f", "fio --server=sock:/tmp/ssd-fio"], timeout=30)
+
+
+def test_second(ssd):
+    ssd.run(FioJob("second", "rnd", 4096, size=16 << 20, runtime_s=0.3))
+"""
+
+
+def test_a_lost_fio_server_fails_the_test_saying_so(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(64)
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
+    (suite / "test_lost.py").write_text(SERVER_LOST)
+    run = run_ssd(
+        f"--dut={server.url(str(dev))}",
+        f"--ssd-confirm={dev}",
+        f"--ssd-ssh-config={server.config}",
+        suite=suite,
+    )
+    out = run.result.stdout.str()
+    run.result.assert_outcomes(passed=1, failed=1)
+    failed = [line for line in run.result.outlines if line.startswith("FAILED")]
+    assert len(failed) == 1 and "test_second" in failed[0], out
+    where = f"on {dev} (ssh root@127.0.0.1 port {server.port}): the fio server closed"
+    assert any(
+        line.startswith("FioError: fio exited") and where in line for line in run.result.outlines
+    ), out
+    assert "Traceback" not in out
+    assert _ours_left() == [], "the session ended what was left of the server"
