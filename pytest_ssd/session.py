@@ -56,6 +56,8 @@ from pytest_ssd.purge import choose as choose_purge
 from pytest_ssd.purge.extra import pick as pick_purge
 from pytest_ssd.results import runinfo
 from pytest_ssd.results.files import storage_error
+from pytest_ssd.results.location import DB_FILE, INI_OPTION
+from pytest_ssd.results.location import report_dir as report_dir_of
 from pytest_ssd.specs.load import load_datasheet
 from pytest_ssd.specs.model import Datasheet
 from pytest_ssd.specs.selection import DatasheetOptions, assign, load_candidates, load_given
@@ -74,7 +76,6 @@ SCRATCH_DIR = ".scratch"
 LATEST = "latest"
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-\d+$")
 SPEEDS_FILE = ".ssd-speeds.json"
-DB_FILE = "results.sqlite"
 
 
 #: the smallest target measured: the smallest workloads and states need this much
@@ -157,7 +158,12 @@ class Options:
         duts = tuple(config.getoption("ssd_dut") or ()) or (
             DutSpec(raw="scratch", scratch_size=DEFAULT_SCRATCH_SIZE),
         )
-        report_dir = Path(config.getoption("ssd_report_dir")).absolute()
+        given = config.getoption("ssd_report_dir")
+        report_dir = (
+            Path(given).absolute()
+            if given
+            else report_dir_of(config.inipath, config.getini(INI_OPTION) or None, Path.cwd())
+        )
         db = config.getoption("ssd_db")
         labels = tuple(config.getoption("ssd_label") or ())
         if len(labels) > len(duts):

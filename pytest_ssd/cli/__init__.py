@@ -18,8 +18,8 @@ from pytest_ssd.cli import commands
 from pytest_ssd.db.faults import database_error
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.results.files import StorageError
+from pytest_ssd.results.location import default_db
 
-DEFAULT_DB = Path("reports/results.sqlite")
 EXIT_USAGE, EXIT_DB, EXIT_OUTPUT = 2, 3, 4
 
 
@@ -30,18 +30,20 @@ def parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 done, 2 bad arguments, 3 not in the database (or unreadable),"
         " 4 cannot write the output (or it is the database).",
     )
-    top.add_argument(
-        "--db",
-        type=Path,
-        default=DEFAULT_DB,
-        help=f"the results database (default: {DEFAULT_DB}, what pytest --ssd-db defaults to)",
+    db_help = (
+        "the results database (default: as the plugin finds it: <ssd_report_dir>/results.sqlite"
+        " from pytest's configuration file, else reports/results.sqlite beside it)"
     )
+    top.add_argument("--db", type=Path, default=None, help=db_help)
+    # --db after the command too: the subcommand's value wins, absent it leaves the top's
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--db", type=Path, default=argparse.SUPPRESS, help=db_help)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("list", help="runs and device labels in the database")
+    p = sub.add_parser("list", parents=[after], help="runs and device labels in the database")
     p.set_defaults(func=commands.list_runs)
 
-    p = sub.add_parser("report", help="rebuild a run's report from the database")
+    p = sub.add_parser("report", parents=[after], help="rebuild a run's report from the database")
     p.add_argument("run", metavar="RUN-ID", help="a run id (pytest-ssd list), or latest")
     p.add_argument(
         "--compare",
@@ -53,13 +55,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="the HTML file (default: in the run folder)")
     p.set_defaults(func=commands.report)
 
-    p = sub.add_parser("compare", help="a comparison report of drives by label")
+    p = sub.add_parser("compare", parents=[after], help="a comparison report of drives by label")
     p.add_argument("labels", nargs="+", metavar="LABEL", help="labels (or run ids); first is base")
     p.add_argument("-o", "--output", type=Path, help="the HTML file (default: beside the db)")
     p.set_defaults(func=commands.compare)
 
     p = sub.add_parser(
-        "export", help="flat tables (CSV or JSON) for spreadsheets, or a run's results.json"
+        "export",
+        parents=[after],
+        help="flat tables (CSV or JSON) for spreadsheets, or a run's results.json",
     )
     p.add_argument(
         "--format",
@@ -81,6 +85,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.db is None:
+        args.db = default_db(Path.cwd())
     try:
         if getattr(args, "output", None) is not None:  # before anything is read or written
             commands.refuse_inputs(args.output, args.db)

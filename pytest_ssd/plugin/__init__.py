@@ -50,6 +50,7 @@ from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.report.sections import builtin as builtin_sections
+from pytest_ssd.results.location import INI_OPTION
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
@@ -82,6 +83,11 @@ def extensions(config: pytest.Config) -> Extensions:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        INI_OPTION,
+        "pytest-ssd's report folder, relative to this file (default: reports);"
+        " pytest-ssd (the command) finds the database the same way",
+    )
     group = parser.getgroup("ssd", "pytest-ssd: SSD benchmarks with fio")
     group.addoption(
         "--dut",
@@ -109,9 +115,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--ssd-report-dir",
         dest="ssd_report_dir",
-        default="reports",
+        default=None,
         metavar="DIR",
-        help="where run folders (results.json, report.html, artifacts) go (default: reports)",
+        help="where run folders (results.json, report.html, artifacts) go (default: the ini"
+        " option ssd_report_dir, else reports/ beside pytest's configuration file)",
     )
     group.addoption(
         "--ssd-db",

@@ -184,6 +184,32 @@ class RunRecorder:
             terminalreporter.write_line(line)
         for line in self.late:
             terminalreporter.write_line(f"ERROR: pytest-ssd: {line}", red=True)
+        for line in skip_lines(terminalreporter):
+            terminalreporter.write_line(line, yellow=True)
+
+
+#: distinct skip reasons shown in pytest-ssd's summary; -rs lists every one
+SKIP_REASONS_SHOWN = 8
+
+
+def skip_lines(terminalreporter: Any) -> list[str]:
+    """Why tests were skipped, one line per reason, unless -rs (or -ra) lists them already.
+
+    A whole suite skipped (no datasheet given, a read-only run) must not pass as
+    "1 skipped" with no word of why.
+    """
+    if any(char in getattr(terminalreporter, "reportchars", "") for char in "sSaA"):
+        return []
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", ()):
+        longrepr = getattr(report, "longrepr", None)
+        if isinstance(longrepr, tuple) and len(longrepr) == 3 and not hasattr(report, "wasxfail"):
+            reasons[str(longrepr[2]).removeprefix("Skipped: ")] += 1
+    lines = [f"skipped {count}: {reason}" for reason, count in reasons.most_common()]
+    if len(lines) > SKIP_REASONS_SHOWN:
+        more = len(lines) - SKIP_REASONS_SHOWN
+        lines = [*lines[:SKIP_REASONS_SHOWN], f"skipped: {more} more reasons (-rs lists them)"]
+    return lines
 
 
 def _outcome(report: pytest.TestReport) -> str:

@@ -18,6 +18,12 @@ from pytest_ssd.proc import run, which
 from pytest_ssd.version import __version__
 
 
+def _program() -> list[str]:
+    """How pytest was started: ``pytest``, or ``python -m pytest`` (argv[0] is __main__.py)."""
+    name = Path(sys.argv[0]).name
+    return ["python", "-m", "pytest"] if name == "__main__.py" else [name]
+
+
 def _cpu_model() -> str | None:
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -53,6 +59,6 @@ def collect(args: list[str], host: HostRecord | None = None) -> dict[str, Any]:
         "pytest_ssd": __version__,
         "fio": _tool_version("fio", "--version"),
         "nvme_cli": _tool_version("nvme", "version"),
-        "argv": [Path(sys.argv[0]).name, *args],
+        "argv": [*_program(), *args],
         **(host.as_dict() if host is not None else {}),
     }

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from pytest_ssd.cli import main
 from pytest_ssd.device.scratch import sweep_stale
 from tests.e2e.conftest import REPO, SMOKE, attached_loops
@@ -123,3 +125,36 @@ def test_kill_9_keeps_what_was_measured_and_the_report_rebuilds(tmp_path: Path) 
     page = out.read_text()
     assert 'id="ssd-suite-smoke"' in page and "never: the run was cut short" in page
     assert page.count("<td>scratch 512.0 MiB</td>") == kept
+
+
+def test_the_ini_report_dir_is_where_runs_go_and_where_pytest_ssd_looks(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    # a lab's project: pytest.ini names the report folder; pytest-ssd is run from below it
+    lab = tmp_path / "lab"
+    (lab / "notes").mkdir(parents=True)
+    (lab / "pytest.ini").write_text("[pytest]\nssd_report_dir = runs/ssd\n")
+    result = pytester.runpytest_subprocess(
+        str(SMOKE),
+        "-c",
+        str(lab / "pytest.ini"),
+        f"--rootdir={REPO}",
+        "-p",
+        "no:cacheprovider",
+        "--ssd-profile=quick",
+        "-k",
+        "seq",
+        timeout=300,
+    )
+    assert result.ret == 0, result.stdout.str()
+    assert (lab / "runs" / "ssd" / "results.sqlite").is_file()
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest_ssd.cli", "list"],
+        cwd=lab / "notes",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "scratch" in listed.stdout and " yes " in listed.stdout

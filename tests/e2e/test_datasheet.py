@@ -172,3 +172,15 @@ def test_a_fob_read_line_reads_written_lbas_only(
     assert 'name="ssd.prefill"' in junit and "reads measure only LBAs written" in junit
     page = (run.run_dir / "report.html").read_text()
     assert "prefilled 128.0 MiB before the read ([0, 134,217,728))" in page
+
+
+def test_a_suite_skipped_whole_says_why_without_rs(run_ssd: Any) -> None:
+    run = run_ssd("--dut=scratch:128M", suite=SUITE)
+    run.result.assert_outcomes(skipped=1)
+    out = run.result.stdout.str()
+    reason = "no datasheet for scratch: give --datasheet=FILE or --datasheet-dir=DIR"
+    assert f"skipped 1: {reason}" in out
+    # with -rs pytest lists it: not twice
+    run = run_ssd("--dut=scratch:128M", "-rs", suite=SUITE)
+    out = run.result.stdout.str()
+    assert "SKIPPED [1]" in out and "skipped 1: no datasheet" not in out

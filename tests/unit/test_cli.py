@@ -264,3 +264,47 @@ def test_csv_cells_a_spreadsheet_would_run_start_with_a_quote(
 def test_numbers_stay_numbers_and_a_cr_inside_a_cell_is_no_new_row(cell: object, safe: str) -> None:
     text = as_csv(["x", "y"], [(cell, "=y")])
     assert list(csv.reader(io.StringIO(text, newline=""))) == [["x", "y"], [safe, "'=y"]]
+
+
+def test_db_may_follow_the_command(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "--db", str(db)]) == 0
+    assert "run-1" in capsys.readouterr().out
+    # the command's --db wins over the one before it
+    assert main(["--db", "/nonexistent.sqlite", "list", "--db", str(db)]) == 0
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ("setup.cfg", "[tool:pytest]\nssd_report_dir = out/runs\n", "out/runs"),
+        ("pytest.ini", "[pytest]\nssd_report_dir = lab\n", "lab"),
+        ("pyproject.toml", '[tool.pytest.ini_options]\nssd_report_dir = "r"\n', "r"),
+        ("tox.ini", "[pytest]\naddopts = -q\n", "reports"),
+    ],
+)
+def test_without_db_the_database_is_found_as_the_plugin_puts_it(
+    db: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    config: tuple[str, str, str],
+) -> None:
+    name, text, where = config
+    project = tmp_path / "project"
+    (project / "suites" / "csd").mkdir(parents=True)
+    (project / name).write_text(text)
+    (project / where).mkdir(parents=True, exist_ok=True)
+    shutil.copy(db, project / where / "results.sqlite")
+    monkeypatch.chdir(project / "suites" / "csd")  # below the project's top, as a user may be
+    assert main(["list"]) == 0
+    assert "run-1" in capsys.readouterr().out
+
+
+def test_a_setup_cfg_without_pytest_section_is_not_pytests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = x\n")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert main(["list"]) == EXIT_DB
+    assert f"{tmp_path}/sub/reports/results.sqlite: no results database" in capsys.readouterr().err

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.db import RunInfo
 from pytest_ssd.device.identity import DeviceIdentity, identify, identify_block
 from pytest_ssd.device.nvme import NvmeInfo, parse_id_ctrl, parse_id_ns
 from pytest_ssd.device.summary import (
@@ -19,6 +20,7 @@ from pytest_ssd.device.summary import (
     kelvin_to_celsius,
     summarize,
 )
+from pytest_ssd.report.sections.general import environment
 from pytest_ssd.report.summary import device_summary_html
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "nvme"
@@ -454,3 +456,10 @@ def test_html_without_nvme_has_no_sub_tables(tmp_path: Path) -> None:
     assert '<th scope="row">What it is</th>' in page
     assert "LBA formats" not in page and "Power states</h4>" not in page
     assert device_summary_html([]) == ""
+
+
+def test_the_command_is_shown_as_a_shell_would_take_it_back() -> None:
+    argv = ["pytest", "suites/csd", "-k", "qd1 and r70", "--dut=/dev/nvme0n1"]
+    run = RunInfo("r1", "2026", None, True, {}, "/tmp/r1", {"argv": argv}, ())
+    body = environment([run]).body
+    assert "pytest suites/csd -k &#x27;qd1 and r70&#x27; --dut=/dev/nvme0n1" in body

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import shlex
 from typing import Any
 
 from pytest_ssd.db import RunInfo
@@ -118,7 +119,8 @@ def environment(runs: list[RunInfo]) -> Section:
     for key, name in ENVIRONMENT:
         values = [run.environment.get(key) for run in runs]
         if key == "argv":
-            values = [" ".join(v) if isinstance(v, list) else v for v in values]
+            # as a shell would take it back: -k 'qd1 and r70', not -k qd1 and r70
+            values = [shlex.join(map(str, v)) if isinstance(v, list) else v for v in values]
         rows.append([name, *(_e(v) for v in values)])
     envs = [run.environment for run in runs]
     for name, cells in side_by_side(envs):
