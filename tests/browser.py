@@ -56,6 +56,18 @@ class PageCheck:
     images: int = 0
     broken_images: list[str] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)
+    #: in-page links (``href="#x"``) whose target is not on the page
+    dead_links: list[str] = field(default_factory=list)
+    #: visible elements that reach past the window's right edge (a reader must scroll sideways)
+    overflow: list[str] = field(default_factory=list)
+    #: images the page shows smaller than drawn (squeezed to fit): unreadable at 100 % zoom
+    shrunk: list[str] = field(default_factory=list)
+    #: in-page links, in order
+    links: list[str] = field(default_factory=list)
+    #: the ids of the report's figures (``figure.ssd-figure``)
+    figures: list[str] = field(default_factory=list)
+    #: the screenshot of each ``section.ssd-section`` (when asked for), by id
+    section_shots: dict[str, Path] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
         """One line per problem a reader would meet; empty when the page is fine."""
@@ -63,6 +75,9 @@ class PageCheck:
             *(f"console error: {text}" for text in self.console_errors),
             *(f"missing element: {selector}" for selector in self.missing),
             *(f"image did not decode: {label}" for label in self.broken_images),
+            *(f"link to nothing: #{target}" for target in self.dead_links),
+            *(f"wider than the window: {what}" for what in self.overflow),
+            *(f"shown smaller than drawn: {what}" for what in self.shrunk),
         ]
 
 
@@ -76,11 +91,18 @@ def find_chromium() -> str | None:
 
 
 def check_page(
-    html: Path, required: Sequence[str], screenshot: Path, timeout: float = 60
+    html: Path,
+    required: Sequence[str],
+    screenshot: Path,
+    timeout: float = 60,
+    *,
+    width: int = VIEWPORT_WIDTH,
+    sections_to: Path | None = None,
 ) -> PageCheck:
-    """Load *html* in headless Chromium, check it, and save a full-page PNG to *screenshot*.
+    """Load *html* in headless Chromium *width* CSS px wide, check it, save a full-page PNG.
 
-    *required* are CSS selectors that must each match at least one element. Raises
+    *required* are CSS selectors that must each match at least one element. With
+    *sections_to*, each report section is also saved there as ``<id>.png``. Raises
     BrowserError when no browser is found or it fails; page problems are in the result.
     """
     browser = find_chromium()
@@ -88,10 +110,11 @@ def check_page(
         raise BrowserError(f"none of {', '.join(BROWSERS)} is on PATH")
     deadline = time.monotonic() + timeout
     with _launch(browser, deadline) as cdp:
-        session = _open_page(cdp)
+        session = _open_page(cdp, width)
         _load(cdp, session, html.resolve().as_uri())
         found = _evaluate(cdp, session, _checker_js(required))
-        _screenshot(cdp, session, screenshot)
+        _screenshot(cdp, session, screenshot, width)
+        shots = _section_shots(cdp, session, sections_to) if sections_to else {}
         errors = [text for event in cdp.events if (text := _console_error(event, session))]
     return PageCheck(
         console_errors=errors,
@@ -99,6 +122,12 @@ def check_page(
         images=int(found["images"]),
         broken_images=list(found["broken"]),
         sections=list(found["sections"]),
+        dead_links=list(found["dead"]),
+        overflow=list(found["overflow"]),
+        shrunk=list(found["shrunk"]),
+        links=list(found["links"]),
+        figures=list(found["figures"]),
+        section_shots=shots,
     )
 
 
@@ -290,7 +319,7 @@ def _close(cdp: _Cdp, proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=CLOSE_TIMEOUT)
 
 
-def _open_page(cdp: _Cdp) -> str:
+def _open_page(cdp: _Cdp, width: int) -> str:
     """A new tab, attached in flat mode; its session id. Console and log reporting on."""
     target = cdp.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     attach = {"targetId": target, "flatten": True}
@@ -298,12 +327,12 @@ def _open_page(cdp: _Cdp) -> str:
     for domain in ("Page", "Runtime", "Log"):
         cdp.send(f"{domain}.enable", session=session)
     cdp.send("Page.setLifecycleEventsEnabled", {"enabled": True}, session=session)
-    _set_viewport(cdp, session, VIEWPORT_HEIGHT)
+    _set_viewport(cdp, session, width, VIEWPORT_HEIGHT)
     return session
 
 
-def _set_viewport(cdp: _Cdp, session: str, height: int) -> None:
-    metrics = {"width": VIEWPORT_WIDTH, "height": height, "deviceScaleFactor": 1, "mobile": False}
+def _set_viewport(cdp: _Cdp, session: str, width: int, height: int) -> None:
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
     cdp.send("Emulation.setDeviceMetricsOverride", metrics, session=session)
 
 
@@ -351,11 +380,32 @@ async (required, settleMs) => {
     const alt = img.getAttribute('alt');
     return (src.length > 60 ? src.slice(0, 60) + '…' : src) + (alt ? ` (alt "${alt}")` : '');
   };
+  const targets = [...document.querySelectorAll('a[href^="#"]')]
+    .map((a) => a.getAttribute('href').slice(1));
   return {
     missing: required.filter((selector) => !document.querySelector(selector)),
     images: images.length,
     broken: images.filter((img) => !img.naturalWidth || !img.naturalHeight).map(label),
     sections: [...document.querySelectorAll('section.ssd-section')].map((s) => s.id),
+    shrunk: images.filter((img) => img.getClientRects().length && img.naturalWidth
+      && img.width < img.naturalWidth - 1)
+      .map((img) => `${label(img)}: ${img.width} of ${img.naturalWidth} px`),
+    links: targets,
+    figures: [...document.querySelectorAll('figure.ssd-figure')].map((f) => f.id),
+    dead: targets.filter((id) => !document.getElementById(id)),
+    overflow: [...document.querySelectorAll('body *')].filter((el) => {
+      const rects = el.getClientRects();
+      if (!rects.length || getComputedStyle(el).visibility === 'hidden') return false;
+      const box = el.getBoundingClientRect();
+      // only the outermost too-wide element is worth naming: its parent must fit
+      const parent = el.parentElement.getBoundingClientRect();
+      const edge = window.innerWidth + 1;
+      return box.width > 0 && box.right > edge && parent.right <= edge;
+    }).map((el) => `<${el.tagName.toLowerCase()}${el.id ? ' id=' + el.id : ''}` +
+      `${el.getAttribute('alt') ? ' alt="' + el.getAttribute('alt') + '"' : ''}> ` +
+      `${Math.round(el.getBoundingClientRect().right)} px`)
+      .concat(document.documentElement.scrollWidth > window.innerWidth
+        ? [`the page: ${document.documentElement.scrollWidth} px`] : []),
   };
 }
 """
@@ -366,14 +416,39 @@ def _checker_js(required: Sequence[str], settle_ms: int = 50) -> str:
     return f"({_CHECKER.strip()})({json.dumps(list(required))}, {settle_ms})"
 
 
-def _screenshot(cdp: _Cdp, session: str, path: Path) -> None:
+def _screenshot(cdp: _Cdp, session: str, path: Path, width: int) -> None:
     """A PNG of the whole page (up to MAX_SCREENSHOT_HEIGHT): the viewport grown to fit it."""
     size = cdp.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
     height = min(max(int(size["height"]), VIEWPORT_HEIGHT), MAX_SCREENSHOT_HEIGHT)
-    _set_viewport(cdp, session, height)
+    _set_viewport(cdp, session, width, height)
     shot = cdp.send("Page.captureScreenshot", {"format": "png"}, session=session)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
+
+
+_SECTION_BOXES = """
+[...document.querySelectorAll('section.ssd-section')].map((s) => {
+  const box = s.getBoundingClientRect();
+  return {id: s.id, x: box.left + scrollX, y: box.top + scrollY, width: box.width,
+          height: box.height};
+})
+"""
+
+
+def _section_shots(cdp: _Cdp, session: str, folder: Path) -> dict[str, Path]:
+    """Each report section as ``<id>.png`` in *folder* (the viewport already the page's height)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shots = {}
+    for box in _evaluate(cdp, session, _SECTION_BOXES):
+        height = min(box["height"], MAX_SCREENSHOT_HEIGHT)
+        if not box["width"] or not height:
+            continue
+        clip = {k: box[k] for k in ("x", "y", "width")} | {"height": height, "scale": 1}
+        shot = cdp.send("Page.captureScreenshot", {"format": "png", "clip": clip}, session=session)
+        path = folder / f"{box['id']}.png"
+        path.write_bytes(base64.b64decode(shot["data"]))
+        shots[box["id"]] = path
+    return shots
 
 
 def _console_error(event: JsonObject, session: str) -> str | None:

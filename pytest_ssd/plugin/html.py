@@ -17,6 +17,8 @@ from pytest_ssd.report.build import sections_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SsdSession
 
+#: what pytest-html shows for a test without output (its _process_logs)
+NO_LOG = "No log output captured."
 COLUMNS = (
     ("device", "Device"),
     ("workload", "Workload"),
@@ -87,6 +89,11 @@ class HtmlReport:
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
         values = _cells(measurements_of(report))
         cells[2:2] = [f'<td class="col-{key}">{values[key]}</td>' for key, _ in COLUMNS]
+
+    def pytest_html_results_table_html(self, report: pytest.TestReport, data: list[str]) -> None:
+        """No "No log output captured." box under a test that printed nothing."""
+        if data == [NO_LOG]:
+            data.clear()
 
     def pytest_html_results_summary(
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session

@@ -15,6 +15,10 @@ from pytest_ssd.report.sections import STYLE, build
 from pytest_ssd.report.sections.base import ReportSection
 from pytest_ssd.report.sections.builtin import SECTIONS
 
+#: (anchor, title) of pytest-html's results table in a run's report, of the tests in a rebuilt one
+RESULTS = ("ssd-results", "Test results")
+TESTS = ("ssd-tests", "Tests")
+
 
 def gather(
     db: ResultsDb, current: Sequence[DriveRef], compared: Sequence[DriveRef]
@@ -36,8 +40,10 @@ def sections_html(
     with ResultsDb(db_path) as db:
         run = db.run(run_id)
         drives, runs = gather(db, run.drives, compared)
-        parts = build(drives, len(run.drives), runs or [run], folder, declared)
-    return STYLE + "".join(part.html() for part in parts)
+        parts = build(drives, len(run.drives), runs or [run], folder, declared, tail=[RESULTS])
+    # pytest-html's counts, filters and results table follow the sections: under their own heading
+    results = f'<h2 id="{RESULTS[0]}">{RESULTS[1]}</h2>'
+    return STYLE + "".join(part.html() for part in parts) + results
 
 
 def page(title: str, body: str) -> str:
@@ -61,7 +67,8 @@ def report_page(
     """A run's report rebuilt from the database (its drives, or *current* of them), compared."""
     mine = run.drives if current is None else tuple(current)
     drives, runs = gather(db, mine, compared)
-    parts = build(drives, len(mine), runs or [run], folder, declared)
+    listed = [TESTS] if any(d.tests for d in drives[: len(mine)]) else []
+    parts = build(drives, len(mine), runs or [run], folder, declared, tail=listed)
     title = f"pytest-ssd run {run.id}"
     if compared:
         title += " compared with " + ", ".join(dict.fromkeys(d.label for d in compared))
@@ -80,6 +87,6 @@ def tests_html(drives: Sequence[DriveResults]) -> str:
         for node, outcome in outcomes.items()
     )
     return (
-        '<section class="ssd-section" id="ssd-tests"><h2>Tests</h2>'
+        f'<section class="ssd-section" id="{TESTS[0]}"><h2>{TESTS[1]}</h2>'
         f'<table class="ssd-table"><tr><th>test</th><th>outcome</th></tr>{rows}</table></section>'
     )

@@ -24,6 +24,8 @@ from tests.browser import check_page, find_chromium
 REQUIRED = ("#ssd-devices", "#ssd-environment", "#ssd-suite-smoke", "#results-table")
 APT_TIMEOUT = 600.0
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+#: the window a reviewer reads the report in (issue 19): nothing cut, nothing squeezed
+READING_WIDTH = 1400
 
 
 def _run_in_group(argv: list[str], timeout: float) -> tuple[int, str]:
@@ -90,7 +92,13 @@ def test_report_renders_in_chromium(chromium: str, run_ssd: Any, artifacts: Path
     run.result.assert_outcomes(passed=4)
 
     screenshot = artifacts / "report.png"
-    check = check_page(run.run_dir / "report.html", REQUIRED, screenshot=screenshot)
+    check = check_page(
+        run.run_dir / "report.html",
+        (*REQUIRED, "#ssd-summary", "#ssd-results"),
+        screenshot=screenshot,
+        width=READING_WIDTH,
+        sections_to=artifacts / "sections",
+    )
     print(f"screenshot: {screenshot}")
     print(f"sections: {check.sections}; images: {check.images}")
 
@@ -101,3 +109,10 @@ def test_report_renders_in_chromium(chromium: str, run_ssd: Any, artifacts: Path
     width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
     assert width >= 800 and height >= 600, (width, height)
     assert len(data) > 20_000, "a rendered page, not a blank one"
+    # the contents: every section, every figure and pytest-html's results, one click away
+    assert {"ssd-devices", "ssd-suite-smoke", "ssd-results"} <= set(check.links)
+    assert check.figures and set(check.figures) <= set(check.links)
+    assert set(check.section_shots) == set(check.sections)
+    assert all(p.read_bytes().startswith(PNG_MAGIC) for p in check.section_shots.values())
+    html = (run.run_dir / "report.html").read_text()
+    assert "No log output captured." not in html, "a test that printed nothing has no log box"

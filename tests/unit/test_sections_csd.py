@@ -325,12 +325,18 @@ def test_quick_profiles_are_grouped_bars_in_mb_s_and_iops(pair: Any) -> None:
         if isinstance(r, Rectangle) and to_hex(r.get_facecolor()) == palette.colour(FAST)
     ]
     assert rnd_fast == pytest.approx(iops)
-    # the table carries MB/s, MiB/s and (for RND) IOPS of each drive
-    row = re.search(r"<td>Default RND4K Q1T1 read</td><td>(.*?)</td><td>(.*?)</td>", built.body)
+    # one row per profile item, read and write of each drive: IOPS (MB/s) for RND
+    cells = r"<td>(.*?)</td>" * 4
+    row = re.search(rf"<td>Default RND4K Q1T1</td>{cells}", built.body)
     assert row is not None
     read = values["rnd4k-q1t1.read.mb_s"]
-    assert row.group(1).startswith(f"{read:,.2f} MB/s<br>") and "IOPS" in row.group(1)
-    assert row.group(2).startswith(f"{read / FACTOR:,.2f} MB/s")
+    assert row.group(1).endswith(f" IOPS ({read:,.1f} MB/s)")
+    assert row.group(3).endswith(f" IOPS ({read / FACTOR:,.1f} MB/s)")
+    # SEQ: MB/s (MiB/s)
+    row = re.search(rf"<td>Default SEQ1M Q8T1</td>{cells}", built.body)
+    assert row is not None
+    seq = values["seq1m-q8t1.write.mb_s"]
+    assert row.group(2).startswith(f"{seq:,.1f} MB/s (") and row.group(2).endswith(" MiB/s)")
 
 
 def test_grid_of_values_is_the_grid_the_test_drew() -> None:

@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from pytest_ssd.db import DriveResults, RunInfo
-from pytest_ssd.report.sections import builtin, general, pair, workloads
+from pytest_ssd.report.sections import builtin, general, overview, pair, workloads
 from pytest_ssd.report.sections.base import Context, FigureSink, Palette, ReportSection, Section
 from pytest_ssd.report.sections.suites import suite_view
 
@@ -27,6 +27,19 @@ STYLE = """<style>
 figure.ssd-figure { display: inline-block; margin: 0.5em 1em 0.5em 0; }
 figure.ssd-figure figcaption { font-size: small; color: #555; }
 .ssd-notes { font-size: small; color: #555; }
+figure.ssd-figure img { max-width: 100%; height: auto; }
+.ssd-row { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0 1.5em; }
+.ssd-row > * { flex: none; }
+.ssd-compact td, .ssd-compact th { padding: 1px 6px; font-size: small; white-space: nowrap; }
+.ssd-toc ol { margin: 0.3em 0; padding-left: 1.5em; }
+.ssd-toc li { margin: 0.2em 0; }
+.ssd-toc-figures { font-size: small; max-width: 1200px; }
+.ssd-bad { color: #b00; }
+.ssd-warnings { color: #8a5a00; }
+/* pytest-html: its "Summary" heading stands over our sections (ours is above them); a test
+   without output gets no empty grey log box */
+.summary__data > h2:first-child { display: none; }
+.logwrapper:not(:has(.log)) { display: none; }
 </style>"""
 
 
@@ -68,24 +81,37 @@ def build(
     runs: list[RunInfo],
     figures: Path,
     declared: Sequence[ReportSection] = builtin.SECTIONS,
+    *,
+    tail: Sequence[tuple[str, str]] = (),
 ) -> list[Section]:
-    """Every section for *drives* (the first *current* from the run reported, then compared).
+    """The summary, then every section for *drives* (this run's first *current*, then compared).
 
     *declared*: the sections suites and plugins declared (``pytest_ssd_report_sections``).
+    *tail*: (anchor, title) of what the page shows after the sections (the test results),
+    for the contents.
     """
     _distinct_labels(drives)
     ctx = Context(
         tuple(suite_view(d) for d in drives), current, Palette.of(drives), FigureSink(figures)
     )
-    sections: list[Section | None] = [
-        general.devices(ctx),
-        general.environment(runs),
-        general.transitions(ctx),
-        general.conformance(ctx),
-        pair.section(ctx),
+    builders: list[Callable[[], Section | None]] = [
+        partial(general.devices, ctx),
+        partial(general.environment, runs),
+        partial(general.transitions, ctx),
+        partial(general.conformance, ctx),
+        partial(pair.section, ctx),
     ]
     for declared_section in _ordered(declared, suites_of(ctx.drives)):
         suite, title = declared_section.suite, declared_section.title
         builder = declared_section.build or _generic(suite, title)
-        sections.append(builder(replace(ctx, suite=suite)))
-    return [s for s in sections if s is not None]
+        builders.append(partial(builder, replace(ctx, suite=suite)))
+    sections: list[Section] = []
+    entries: list[overview.Entry] = []
+    for make in builders:
+        section = make()
+        if section is not None:
+            section, entry = overview.outline(section, dict(ctx.figures.anchors))
+            sections.append(section)
+            entries.append(entry)
+    entries += [overview.Entry(anchor, title) for anchor, title in tail]
+    return [overview.summary(ctx, runs, entries), *sections]

@@ -9,6 +9,7 @@ serves the pytest-html report at the end of a run and ``pytest-ssd report`` /
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -61,15 +62,19 @@ class FigureSink:
 
     folder: Path
     saved: list[Path] = field(default_factory=list)
+    #: (anchor, caption) of every figure, in order: the report's table of contents links them
+    anchors: list[tuple[str, str]] = field(default_factory=list)
 
     def html(self, fig: Figure, title: str) -> str:
         """``<figure>`` with the graph inline and its caption; the files go to *folder*."""
         rendered = render(fig)
         stem = f"{len(self.saved) + 1:02d}-{title}"
         self.saved.append(rendered.save(self.folder, stem))
+        anchor = anchor_of(f"fig-{stem}")
+        self.anchors.append((anchor, title))
         alt = html.escape(title)
         return (
-            f'<figure class="ssd-figure"><img alt="{alt}" '
+            f'<figure class="ssd-figure" id="{anchor}"><img alt="{alt}" '
             f'src="data:image/png;base64,{rendered.png_base64}"/>'
             f"<figcaption>{alt}</figcaption></figure>"
         )
@@ -149,6 +154,16 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "ssd-
     head = "".join(f"<th>{h}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><tr>{head}</tr>{body}</table>'
+
+
+def row(*parts: str) -> str:
+    """*parts* (figures, tables) side by side, wrapping as one group: no staggering with others."""
+    return '<div class="ssd-row">' + "".join(p for p in parts if p) + "</div>"
+
+
+def anchor_of(text: str) -> str:
+    """An HTML id from *text*: lower case letters, digits and dashes (``fig-03-csd-fill``)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
 
 def notes(lines: Sequence[str]) -> str:

@@ -43,6 +43,7 @@ def suite_view(drive: DriveResults) -> DriveResults:
         measurements=[replace(m, test=form(m.test)) for m in drive.measurements],
         derived=[replace(d, test=form(d.test)) for d in drive.derived],
         series=[Series(form(s.test), s.name, s.meta, s.arrays) for s in drive.series],
+        verdicts=[{**v, "test": form(v["test"])} if "test" in v else v for v in drive.verdicts],
         tests={form(nodeid): outcome for nodeid, outcome in drive.tests.items()},
         suites={form(nodeid): suite for nodeid, suite in drive.suites.items()},
     )

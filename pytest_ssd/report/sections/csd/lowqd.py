@@ -21,7 +21,7 @@ from pytest_ssd.db import DriveResults
 from pytest_ssd.errors import ParseError
 from pytest_ssd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report.sections.base import table
+from pytest_ssd.report.sections.base import row, table
 from pytest_ssd.report.sections.csd.common import CSD, Drives, Part, state_of
 
 MODULE = f"{CSD}test_lowqd.py::"
@@ -105,11 +105,12 @@ def low_qd(drives: Drives) -> Part | None:
             continue
         title = _title(next(iter(matrices.values())), key)
         titles.append(title)
-        for name, matrix in matrices.items():
-            fig = ratio_curves(matrix, name)
-            part.body.append(drives.figure(fig, f"csd low QD {name} {key}"))
+        shown = [
+            drives.figure(ratio_curves(matrix, name), f"csd low QD {name} {key}")
+            for name, matrix in matrices.items()
+        ]
         fig = weighted_curves(matrices, drives.colours)
-        part.body.append(drives.figure(fig, f"csd low QD weighted {key}"))
+        shown.append(drives.figure(fig, f"csd low QD weighted {key}"))
         ranked = {name: m.score() for name, m in matrices.items() if m.weighted_complete()}
         for name, matrix in matrices.items():
             if name not in ranked:
@@ -119,7 +120,8 @@ def low_qd(drives: Drives) -> Part | None:
                 )
         if ranked:
             fig = ranking_bars(ranked, f"{title}: mean of the weighted curve", drives.colours)
-            part.body.append(drives.figure(fig, f"csd low QD ranking {key}"))
+            shown.append(drives.figure(fig, f"csd low QD ranking {key}"))
+        part.body.append(f"<h4>{html.escape(title)}</h4>" + row(*shown))
         for name, score in ranked.items():
             scores.setdefault(name, {})[title] = score
     if scores:

@@ -11,8 +11,8 @@ import html
 from typing import Any
 
 from pytest_ssd.db import DriveResults, shared_test_id
-from pytest_ssd.figures.grid import Bar, Grid, grid_bars, grid_of_values, mib_bars
-from pytest_ssd.report.sections.base import table
+from pytest_ssd.figures.grid import Bar, Cell, Grid, grid_bars, grid_of_values, mib_bars
+from pytest_ssd.report.sections.base import row, table
 from pytest_ssd.report.sections.csd.common import (
     CSD,
     Drives,
@@ -56,23 +56,33 @@ def _grids(lines: dict[str, dict[str, dict[str, Any]]], state: str) -> list[Grid
     ]
 
 
+def _cell(cell: Cell | None, rnd: bool) -> str:
+    """One line: MB/s (MiB/s) for SEQ, IOPS (MB/s) for RND; "–" when not measured."""
+    if cell is None:
+        return "–"
+    if rnd:
+        return html.escape(f"{cell.iops:,.0f} IOPS ({cell.mb_s:,.1f} MB/s)")
+    return html.escape(f"{cell.mb_s:,.1f} MB/s ({cell.mib_s:,.1f} MiB/s)")
+
+
 def _grid_table(grids: dict[str, list[Grid]]) -> str:
-    """One row per profile item and direction, one column per drive: MB/s, MiB/s (IOPS for RND)."""
+    """One row per profile item, a read and a write column per drive: a line per cell."""
     names = list(grids)
     rows: list[list[str]] = []
     first = next(iter(grids.values()))
     for grid in first:
-        for row in grid.rows:
-            for index, direction in enumerate(DIRECTIONS):
-                cells = []
-                for name in names:
-                    other = next((g for g in grids[name] if g.title == grid.title), None)
-                    found = {r.label: r.cells[index] for r in other.rows} if other else {}
-                    cell = found.get(row.label)
-                    text = cell.text(row.rnd) if cell else "–"
-                    cells.append(html.escape(text).replace("\n", "<br>"))
-                rows.append([html.escape(f"{grid.title} {row.label} {direction}"), *cells])
-    return table(["test", *(html.escape(n) for n in names)], rows)
+        for item in grid.rows:
+            cells = []
+            for name in names:
+                other = next((g for g in grids[name] if g.title == grid.title), None)
+                found = {r.label: r.cells for r in other.rows} if other else {}
+                measured = found.get(item.label, (None,) * len(DIRECTIONS))
+                cells += [_cell(measured[index], item.rnd) for index in range(len(DIRECTIONS))]
+            rows.append([html.escape(f"{grid.title} {item.label}"), *cells])
+    several = len(names) > 1
+    heads = [f"{name} {d}" if several else d for name in names for d in DIRECTIONS]
+    header = ["test", *(html.escape(h) for h in heads)]
+    return table(header, rows, cls="ssd-table ssd-compact")
 
 
 def quick_profiles(drives: Drives) -> Part | None:
@@ -94,8 +104,7 @@ def quick_profiles(drives: Drives) -> Part | None:
         ]
         fig = grid_bars(grids, drives.colours, f"Quick profiles at {title}: best pass per test")
         part.body.append(f"<h4>{html.escape(title)}</h4>")
-        part.body.append(drives.figure(fig, f"csd quick profiles {state}"))
-        part.body.append(_grid_table(grids))
+        part.body.append(row(drives.figure(fig, f"csd quick profiles {state}"), _grid_table(grids)))
     return part
 
 
