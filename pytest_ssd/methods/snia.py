@@ -94,16 +94,22 @@ def window_results(rounds: Sequence[Sequence[CellStats]]) -> list[dict[str, Any]
         ios = sum(c.ios for c in cell)
         bins = [pair for c in cell for pair in c.bins]
         tail = percentiles_from_bins(bins, [TAIL_P])[0] if bins else None
+        maxima = _known(c.clat_max_us for c in cell)
+        most = max(maxima) if maxima else None
+        tail_us = tail.ns / 1000 if tail is not None and tail.resolved else None
+        if tail_us is not None and most is not None:
+            # a histogram bin's value is the middle of its range (fio's plat_idx_to_val): the
+            # bin holding the slowest I/Os may read above the exact maximum fio measured,
+            # which no percentile can exceed
+            tail_us = min(tail_us, most)
         results.append(
             {
                 "iops": float(np.mean([c.iops for c in cell])),
                 "bw_mib_s": float(np.mean([c.bw_mib_s for c in cell])),
                 "ios": ios,
                 "clat_mean_us": _weighted_mean(cell),
-                "clat_p99999_us": tail.ns / 1000 if tail is not None and tail.resolved else None,
-                "clat_max_us": max(maxima)
-                if (maxima := _known(c.clat_max_us for c in cell))
-                else None,
+                "clat_p99999_us": tail_us,
+                "clat_max_us": most,
             }
         )
     return results
