@@ -16,7 +16,7 @@ from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import load_object
 from pytest_ssd.errors import ParseError, ToolError
 from pytest_ssd.machine.machine import LOCAL, Machine
-from pytest_ssd.proc import run, which
+from pytest_ssd.proc import which
 
 #: kelvin of 0 °C (NVMe reports temperatures in kelvin)
 KELVIN = 273.15
@@ -99,9 +99,12 @@ class Smartctl:
     smartctl: str
     device: Path
     name: str = "smartctl"
+    #: the machine the device is in
+    machine: Machine = LOCAL
 
     def read(self) -> HealthSample:
-        done = run([self.smartctl, "-j", "-A", str(self.device)], timeout=READ_TIMEOUT_S)
+        argv = [self.smartctl, "-j", "-A", str(self.device)]
+        done = self.machine.run(argv, timeout=READ_TIMEOUT_S)
         if done.returncode & 0b11:  # bits 0-1: the command line or the device open failed
             raise ToolError(f"smartctl {self.device}: exit {done.returncode}")
         return parse_smartctl(done.stdout, time.time())
@@ -119,6 +122,35 @@ class Hwmon:
         values = [int(p.read_text().strip()) / 1000 for p in inputs]
         if not values:
             raise ParseError(f"{self.folder}: no temp*_input")
+        return HealthSample(time.time(), values[0], tuple(values[1:]))
+
+
+@dataclass
+class HostHwmon:
+    """The hwmon sensors of a device on a test host: every ``temp*_input`` in one command."""
+
+    machine: Machine
+    kernel_name: str
+    name: str = "hwmon"
+
+    def read(self) -> HealthSample:
+        if not self.kernel_name.replace("-", "").replace("_", "").isalnum():
+            raise ParseError(f"{self.kernel_name!r} is no block device name")
+        block = f"/sys/block/{self.kernel_name}/device"
+        script = f"grep -H . {block}/hwmon/hwmon*/temp*_input {block}/hwmon*/temp*_input"
+        argv = ["sh", "-c", f"{script} 2>/dev/null || true"]
+        done = self.machine.run(argv, timeout=READ_TIMEOUT_S)
+        found: dict[str, list[tuple[int, float]]] = {}
+        for line in done.stdout.splitlines():
+            path, _, value = line.partition(":")
+            folder, _, attribute = path.rpartition("/")
+            try:
+                found.setdefault(folder, []).append((_index(attribute), int(value) / 1000))
+            except ValueError:
+                continue
+        if not found:
+            raise ParseError(f"{block} on {self.machine.where}: no hwmon temp*_input")
+        values = [v for _, v in sorted(found[min(found)])]
         return HealthSample(time.time(), values[0], tuple(values[1:]))
 
 
@@ -145,7 +177,7 @@ def find_source(
 ) -> tuple[Source | None, str]:
     """The device's health source and what it is, or None and why there is none.
 
-    On a test host (*machine* not :data:`LOCAL`) only NVMe's smart-log is read.
+    On a test host (*machine* not :data:`LOCAL`) the same order holds, every read there.
     """
     if identity.kind == "file":
         return None, "a regular file has no temperature sensor"
@@ -158,10 +190,7 @@ def find_source(
             return None, str(exc)
         return NvmeSmartLog(nvme, Path(identity.path), machine=machine), "nvme"
     if machine is not LOCAL:
-        return (
-            None,
-            f"on a test host only NVMe drives are sampled (nvme smart-log): {machine.where}",
-        )
+        return _host_source(identity, machine)
     folder = hwmon_folder(identity, sysfs)
     if folder is not None:
         return Hwmon(folder), f"hwmon {folder}"
@@ -170,3 +199,20 @@ def find_source(
     except ToolError:
         return None, "no hwmon sensor and smartctl is not installed (apt-get install smartmontools)"
     return Smartctl(path, Path(identity.path)), "smartctl"
+
+
+def _host_source(identity: DeviceIdentity, machine: Machine) -> tuple[Source | None, str]:
+    """A SATA/SAS drive on a test host: its hwmon sensor (drivetemp), else smartctl there."""
+    if identity.kernel_name:
+        hwmon = HostHwmon(machine, identity.kernel_name)
+        try:
+            hwmon.read()
+        except (ParseError, ToolError):
+            pass
+        else:
+            return hwmon, f"hwmon of {identity.kernel_name} ({machine.where})"
+    try:
+        path = machine.which("smartctl", "install smartmontools")
+    except ToolError:
+        return None, f"no hwmon sensor and smartctl is not installed on {machine.where}"
+    return Smartctl(path, Path(identity.path), machine=machine), f"smartctl ({machine.where})"

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.errors import ParseError
+from pytest_ssd.errors import ParseError, ToolError
 from pytest_ssd.health import HealthSample, Sampler, find_source, parse_smart_log, summarize
-from pytest_ssd.health.sources import Hwmon, hwmon_folder, parse_smartctl
+from pytest_ssd.health.sources import HostHwmon, Hwmon, hwmon_folder, parse_smartctl
+from pytest_ssd.machine.machine import LocalMachine
+from pytest_ssd.proc.runner import Completed
 from pytest_ssd.report.transitions import _step_line
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "health"
@@ -144,3 +148,35 @@ def test_a_transition_step_shows_its_temperature_range_and_throttling() -> None:
     assert _step_line({**step, "health": hot}).endswith(
         " — 41.0–45.5 °C; throttling: 3 thermal-management x"
     )
+
+
+class HostAt(LocalMachine):
+    """A test host whose /sys is *root* (the commands really run, here); no smartctl there."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def where(self) -> str:
+        return "ssh root@lab1"
+
+    def run(self, argv: Sequence[str], **kwargs: Any) -> Completed:
+        return super().run([a.replace("/sys/", f"{self.root}/") for a in argv], **kwargs)
+
+    def which(self, program: str, install_hint: str) -> str:
+        raise ToolError(f"{program} is not installed there ({install_hint})")
+
+
+def test_a_sata_disk_on_a_test_host_reads_its_hwmon_there(tmp_path: Path) -> None:
+    folder = tmp_path / "block" / "sda" / "device" / "hwmon" / "hwmon3"
+    folder.mkdir(parents=True)
+    (folder / "temp2_input").write_text("38000\n")
+    (folder / "temp1_input").write_text("41500\n")
+    source, what = find_source(_identity(), machine=HostAt(tmp_path))
+    assert isinstance(source, HostHwmon) and what == "hwmon of sda (ssh root@lab1)"
+    sample = source.read()
+    assert sample.temperature_c == 41.5 and sample.sensors_c == (38.0,)
+    # without a sensor, smartctl there; without smartctl, the reason
+    source, what = find_source(_identity(kernel_name="sdb"), machine=HostAt(tmp_path))
+    assert source is None
+    assert what == "no hwmon sensor and smartctl is not installed on ssh root@lab1"
