@@ -14,6 +14,7 @@ import dataclasses
 import os
 import re
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +37,11 @@ from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
 from pytest_ssd.device.node import DeviceLock, canonical, device_key
 from pytest_ssd.device.remote import SshView
 from pytest_ssd.device.remote_identity import identify_remote
+from pytest_ssd.device.remote_links import sysfs_copy
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import View
-from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, present
+from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, SsdError, present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.figures.steady import save_charts
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
@@ -525,12 +527,18 @@ class SsdSession:
             raise DeviceError(f"{host.ssh.where}: {path} is not a block device there")
         return identify_remote(host.machine, str(path), block.name)
 
-    @staticmethod
-    def _summary(dut: Dut) -> DeviceSummary:
-        """The device's summary; on a test host from its identity alone (no sysfs here)."""
+    def _summary(self, dut: Dut) -> DeviceSummary:
+        """The device's summary; on a test host from a copy of what its sysfs says."""
         if dut.address is None:
             return summarize(dut.identity)
-        found = summarize(dut.identity, sysfs_root=None)
+        with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
+            try:
+                name = dut.identity.kernel_name or ""
+                root = sysfs_copy(self.machine(dut), name, Path(tmp)) if name else None
+            except SsdError as exc:  # the summary says "not exposed" rather than stop the run
+                self.warnings.append(f"{dut.id}: the host's sysfs could not be read: {exc}")
+                root = None
+            found = summarize(dut.identity, sysfs_root=root)
         return dataclasses.replace(found, path=f"{found.path} on {dut.address.label}")
 
     def guard_view(self, dut: Dut, path: str) -> View | None:

@@ -79,6 +79,11 @@ def test_a_namespace_is_identified_needs_its_serial_and_is_measured(
     )
     assert identity["size_bytes"] == 1024 * MIB and identity["nvme"]["namespace"]["lba_size"]
     assert device["health"] == "nvme smart-log"
+    # the PCIe link of the controller's PCI function, from the guest's sysfs
+    rows = dict(device["summary_tables"]["rows"])
+    assert rows["Link"] == "PCIe, PCI function 0000:00:01.0", rows
+    # QEMU's root-bus function reports no speed: said so, never guessed
+    assert rows["Link speed (current / max)"] == "not reported / not reported", rows
     with sqlite3.connect(run.report_dir / "results.sqlite") as db:
         rows = db.execute("SELECT meta FROM series WHERE name LIKE '%.health'").fetchall()
     health = [json.loads(meta) for (meta,) in rows]
