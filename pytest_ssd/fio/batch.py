@@ -38,7 +38,7 @@ from pytest_ssd.errors import FioError, ParseError
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT, check_target
 from pytest_ssd.fio.iolog import job_result
 from pytest_ssd.fio.job import FioJob, fio_path, render
-from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
+from pytest_ssd.fio.results import DirectionResult, FioOutput, JobResult, parse_output
 from pytest_ssd.proc import Background, Completed, spawn, which
 
 #: how long a job may take to reach its gate (fio start-up, opening the device)
@@ -93,7 +93,28 @@ class BatchRun:
                     )
                 if ours.clat and done.clat and ours.clat.bins != done.clat.bins:
                     found.append(f"{name} {direction}: latency histogram differs")
+                found += _mean_differences(f"{name} {direction}", ours, done)
         return found
+
+
+#: fio prints means with six decimals, computed as a running mean: agreement to 1 ppm
+MEAN_TOLERANCE = 1e-6
+
+
+def _mean_differences(where: str, ours: DirectionResult, fio: DirectionResult) -> list[str]:
+    means = {
+        "clat mean": (
+            ours.clat.mean_ns if ours.clat else None,
+            fio.clat.mean_ns if fio.clat else None,
+        ),
+        "lat mean": (ours.lat_mean_ns, fio.lat_mean_ns),
+        "slat mean": (ours.slat_mean_ns, fio.slat_mean_ns),
+    }
+    return [
+        f"{where} {what}: {mine:,.1f} ns vs fio's {theirs:,.1f} ns"
+        for what, (mine, theirs) in means.items()
+        if mine is not None and theirs and abs(mine - theirs) > MEAN_TOLERANCE * theirs
+    ]
 
 
 @dataclass

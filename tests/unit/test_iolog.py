@@ -78,6 +78,15 @@ def test_job_result_adds_up_the_logs_per_direction(tmp_path: Path) -> None:
     assert sum(count for _, count in read.clat.bins) == 3
     assert read.lat_mean_ns == pytest.approx(6500 / 3) and read.slat_mean_ns == pytest.approx(100.0)
     assert result.options == {"bs": "4096"}
+    # a slat for every I/O: lat is slat + clat, and the lat log is not read at all
+    (tmp_path / "io-1_lat.1.log").write_text("not numbers\n")
+    assert (
+        job_result("rnd", tmp_path / "io-1", {}).directions["read"].lat_mean_ns == read.lat_mean_ns
+    )
+    # a sync engine logs no slat: the lat log is fio's word
+    (tmp_path / "io-1_slat.1.log").write_text("")
+    with pytest.raises(ParseError, match="not a log of integers"):
+        job_result("rnd", tmp_path / "io-1", {})
 
 
 def test_a_job_without_logs_or_io_is_a_parse_error(tmp_path: Path) -> None:
