@@ -18,7 +18,11 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.db import RunInfo
+from pytest_ssd.report.build import page
+from pytest_ssd.report.sections import build
 from tests.browser import check_page, find_chromium
+from tests.unit.test_sections_csd import load, slower
 
 # The report's own sections, the smoke suite's section, and pytest-html's results table.
 REQUIRED = ("#ssd-devices", "#ssd-environment", "#ssd-suite-smoke", "#results-table")
@@ -116,3 +120,27 @@ def test_report_renders_in_chromium(chromium: str, run_ssd: Any, artifacts: Path
     assert all(p.read_bytes().startswith(PNG_MAGIC) for p in check.section_shots.values())
     html = (run.run_dir / "report.html").read_text()
     assert "No log output captured." not in html, "a test that printed nothing has no log box"
+
+
+def test_a_two_drive_csd_report_reads_in_a_1400_px_window(chromium: str, artifacts: Path) -> None:
+    # the widest figures of all: every csd comparison with two drives (golden quick-run results)
+    fast = load()
+    drives = [fast, slower(load("slow drive", "run-b"))]
+    run = RunInfo("run-a", "2026-11-25T00:00:00", None, True, {}, "", {}, (fast.drive,))
+    sections = build(drives, 1, [run], artifacts / "figures")
+    path = artifacts / "csd.html"
+    path.write_text(page("two drives", "".join(s.html() for s in sections)))
+
+    check = check_page(
+        path,
+        ("#ssd-summary", "#ssd-suite-csd"),
+        screenshot=artifacts / "csd.png",
+        width=READING_WIDTH,
+        sections_to=artifacts / "sections",
+        timeout=120,
+    )
+    print(f"sections: {check.sections}; images: {check.images}; shots: {artifacts / 'sections'}")
+    assert check.problems() == [], "\n".join(check.problems())
+    assert len(check.figures) == check.images > 20
+    assert set(check.figures) <= set(check.links), "every graph is linked from the contents"
+    assert (artifacts / "sections" / "ssd-suite-csd.png").is_file()

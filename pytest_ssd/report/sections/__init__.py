@@ -24,7 +24,7 @@ STYLE = """<style>
 .ssd-section { margin: 1.5em 0; }
 .ssd-table { border-collapse: collapse; margin: 0.5em 0; }
 .ssd-table th, .ssd-table td { padding: 2px 8px; border-bottom: 1px solid #ddd; text-align: left; }
-figure.ssd-figure { display: inline-block; margin: 0.5em 1em 0.5em 0; }
+figure.ssd-figure { display: inline-block; vertical-align: top; margin: 0.5em 1em 0.5em 0; }
 figure.ssd-figure figcaption { font-size: small; color: #555; }
 .ssd-notes { font-size: small; color: #555; }
 figure.ssd-figure img { max-width: 100%; height: auto; }
