@@ -47,6 +47,7 @@ from pytest_ssd.state.keeper import StateKeeper
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
 from pytest_ssd.state.profile import RESTING_STATES, Profile
+from pytest_ssd.state.progress import Progress, Write, log_writer, plan_of
 from pytest_ssd.state.tracker import Need
 from pytest_ssd.state.written import WrittenMap, prefill_job, span
 
@@ -90,6 +91,8 @@ class BenchEnv:
     server: Callable[[], FioServer | None] = lambda: None
     #: the machine the device is in
     machine: Machine = LOCAL
+    #: where live lines of long measurements go (the terminal); None: a progress.log
+    progress: Write | None = None
 
 
 @dataclass
@@ -231,14 +234,25 @@ class SsdBench:
     def _run_once(self, every: tuple[FioJob, ...]) -> FioRun:
         self._runs += 1
         folder = self.artifacts / f"{self._runs:02d}-{every[0].name}"
+        planned = plan_of(every, self._capacity)
+        follow = None
+        server = self._env.server()
+        # hours on a real drive: a live line from fio's status (not through fio --client,
+        # whose status documents of several jobs come mixed with its final one)
+        if planned.long and server is None:
+            write = self._env.progress or log_writer(folder / "progress.log")
+            follow = Progress(f"{self.dut.id} {every[-1].name}", planned, write)
         with self._env.sampler() as sampler:
             fio_run = run_jobs(
                 every,
                 self.dut.path,
                 artifacts=folder,
                 readonly=self.dut.readonly,
-                server=self._env.server(),
+                server=server,
+                on_status=follow,
             )
+        if follow is not None:
+            follow.close()
         self._keep_health(sampler, every[0].name)
         for job in every:
             self._note_written(job)

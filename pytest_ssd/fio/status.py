@@ -44,11 +44,26 @@ class StatusSink:
         return "".join(self._notes + self._last + tail)
 
 
-def bytes_done(doc: dict[str, Any], direction: str = "write") -> int:
-    """Bytes moved so far in *direction* over every job of a status document."""
+ALL_DIRECTIONS = ("read", "write", "trim")
+
+
+def _sum(doc: dict[str, Any], directions: tuple[str, ...], key: str) -> int:
     total = 0
     for job in doc.get("jobs") or doc.get("client_stats") or ():
-        part = job.get(direction) if isinstance(job, dict) else None
-        if isinstance(part, dict):
-            total += int(part.get("io_bytes") or 0)
+        if not isinstance(job, dict) or job.get("jobname") == "All clients":
+            continue
+        for direction in directions:
+            part = job.get(direction)
+            if isinstance(part, dict):
+                total += int(part.get(key) or 0)
     return total
+
+
+def bytes_done(doc: dict[str, Any], direction: str = "write") -> int:
+    """Bytes moved so far in *direction* over every job of a status document."""
+    return _sum(doc, (direction,), "io_bytes")
+
+
+def moved(doc: dict[str, Any], directions: tuple[str, ...] = ALL_DIRECTIONS) -> tuple[int, int]:
+    """(bytes, I/Os) done so far in *directions* over every job of a status document."""
+    return _sum(doc, directions, "io_bytes"), _sum(doc, directions, "total_ios")

@@ -10,6 +10,7 @@ import argparse
 import signal
 import sys
 from collections.abc import Generator, Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -55,6 +56,7 @@ from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.state.progress import terminal_writer
+from pytest_ssd.state.relay import Relay, worker_writer
 
 # the method drivers check what fio did with asserts, as tests do: pytest rewrites them too
 # (a failed check names its values); everything else in pytest_ssd raises SsdError instead
@@ -63,6 +65,7 @@ pytest.register_assert_rewrite("pytest_ssd.methods")
 PASSED_KEY = pytest.StashKey[bool]()
 #: the fio batches of point tests (one per device at a time)
 BATCHES_KEY = pytest.StashKey[Batches]()
+RELAY_KEY = pytest.StashKey[Relay]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -344,7 +347,9 @@ def pytest_configure(config: pytest.Config) -> None:
         # a worker whose controller was killed must not go on measuring (and writing)
         controller = config.workerinput[WORKERINPUT_KEY].get("controller_pid")  # type: ignore[attr-defined]
         die_with_parent(signal.SIGTERM, controller)
-        config.stash[SESSION_KEY] = SsdSession.for_worker(config, extensions(config))
+        worker = SsdSession.for_worker(config, extensions(config))
+        worker.progress = worker_writer(worker.run_dir, config.workerinput["workerid"])  # type: ignore[attr-defined]
+        config.stash[SESSION_KEY] = worker
         # workers re-parse the command line (dist=load): keep the controller's grouping
         config.option.loadgroup = True
         return
@@ -370,6 +375,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True
     config.pluginmanager.register(HtmlReport(session), "ssd-html-report")
+    if getattr(config.option, "numprocesses", None):  # xdist: the workers' progress lines
+        config.stash[RELAY_KEY] = _relay(config, session.run_dir)
     store = present(session.store, "the results store")
     lines = [
         f"report:  {config.option.htmlpath}",
@@ -383,12 +390,33 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    relay = session.config.stash.get(RELAY_KEY, None)
+    if relay is not None:  # the workers' last lines, above the summary
+        relay.stop()
     batches = session.config.stash.get(BATCHES_KEY, None)
     if batches is not None:
         batches.close_all()
 
 
+def _relay(config: pytest.Config, run_dir: Path) -> Relay:
+    def show(line: str) -> None:  # looked up when used: the reporter registers after us
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        # xdist's progress dots leave the line open: ours starts on a line of its own
+        if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+            reporter.write("\n")
+        reporter.write_line(line)
+
+    relay = Relay(run_dir, show, tty=sys.stdout.isatty())
+    relay.start()
+    return relay
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    relay = config.stash.get(RELAY_KEY, None)
+    if relay is not None:
+        relay.stop()
     session = config.stash.get(SESSION_KEY, None)
     if session is not None and session.worker:
         session.close_hosts()  # a worker's own connections and fio servers
@@ -535,6 +563,7 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
         batch=lambda: request.config.stash[BATCHES_KEY].batch(dut.id),
         server=lambda: ssd_session.fio_server(dut),
         machine=ssd_session.machine(dut),
+        progress=ssd_session.progress,
     )
     bench = SsdBench(dut, request.node, env)
     batches = request.config.stash[BATCHES_KEY]

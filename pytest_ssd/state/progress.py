@@ -1,4 +1,4 @@
-"""Live progress of long transition steps: step, percent, MiB/s and time left.
+"""Live progress of long transition steps and measurements: percent, MiB/s, IOPS, time left.
 
 On a terminal the line is rewritten in place (through pytest's terminal
 reporter, with capture suspended, so pytest's own output stays intact); in a
@@ -8,16 +8,24 @@ log (CI, xdist workers) a line is written at most every :data:`LOG_EVERY_S`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_ssd.fio.status import bytes_done
+from pytest_ssd.fio.job import FioJob
+from pytest_ssd.fio.status import ALL_DIRECTIONS, moved
+from pytest_ssd.state.written import span
 
-MiB = 1 << 20
-LOG_EVERY_S = 30.0
+MiB, GiB = 1 << 20, 1 << 30
+#: in a log (not a terminal): a line at most this often
+LOG_EVERY_S = 60.0
+#: a measurement gets a live line when it is planned this long (time-based jobs) ...
+MIN_SECONDS = 10.0
+#: ... or moves this much
+MIN_BYTES = 1 << 30
 #: reports closer together than this (fio's last one follows the job's end) set no rate
 MIN_RATE_INTERVAL_S = 0.5
 #: Write(text, final): show a progress line; final closes it
@@ -29,34 +37,94 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-class Progress:
-    """Follows fio's status reports for one step that moves *total* bytes."""
+@dataclass(frozen=True)
+class Plan:
+    """What a step or measurement will do: an amount of bytes, or (time-based jobs) seconds."""
 
-    def __init__(self, label: str, total: int, write: Write) -> None:
-        self.label, self.total, self.write = label, total, write
+    total_bytes: int = 0
+    total_s: float = 0.0
+    #: the directions whose bytes count (a state step: its writes; a measurement: all)
+    directions: tuple[str, ...] = ALL_DIRECTIONS
+
+    @property
+    def long(self) -> bool:
+        """Worth a live line: at least :data:`MIN_SECONDS` or :data:`MIN_BYTES` of work."""
+        return self.total_s >= MIN_SECONDS or self.total_bytes >= MIN_BYTES
+
+
+def plan_of(jobs: Sequence[FioJob], capacity: int) -> Plan:
+    """The work of *jobs* run one after another (stonewalled) on a device of *capacity* bytes.
+
+    An amount-based job moves ``io_bytes``, else one pass over its span; each of its
+    ``numjobs`` clones does.  With a time-based job among them the plan is in
+    seconds: their ramp and run times (a prefill before them makes it run over).
+    """
+    timed = [job for job in jobs if job.runtime_s is not None]
+    if timed:  # the amount-based jobs among them (a prefill) count in the time it takes
+        return Plan(total_s=sum(job.planned_seconds for job in timed))
+    amounts = [
+        (job.io_bytes if job.io_bytes is not None else span(job, capacity)[1] - job.offset)
+        * job.numjobs
+        for job in jobs
+        if job.runtime_s is None
+    ]
+    return Plan(total_bytes=sum(amounts))
+
+
+class Progress:
+    """Follows fio's status reports for one step or measurement (see :class:`Plan`)."""
+
+    def __init__(self, label: str, plan: Plan | int, write: Write) -> None:
+        self.label, self.write = label, write
+        self.plan = plan if isinstance(plan, Plan) else Plan(plan, directions=("write",))
         self.start = time.monotonic()
-        self._last: tuple[float, int] = (self.start, 0)
+        self._last: tuple[float, int, int] = (self.start, 0, 0)
         self.rate = 0.0
+        self.iops = 0.0
+        self.done = 0
 
     def __call__(self, doc: dict[str, Any]) -> None:
-        now, done = time.monotonic(), bytes_done(doc)
-        then, before = self._last
+        now = time.monotonic()
+        done, ios = moved(doc, self.plan.directions)
+        then, before, ios_before = self._last
         if now - then >= MIN_RATE_INTERVAL_S and done >= before:
-            current = (done - before) / (now - then)
-            self.rate = current if not self.rate else 0.7 * self.rate + 0.3 * current
-        self._last = (now, done)
+            rate, iops = (done - before) / (now - then), (ios - ios_before) / (now - then)
+            first = not self.rate
+            self.rate = rate if first else 0.7 * self.rate + 0.3 * rate
+            self.iops = iops if first else 0.7 * self.iops + 0.3 * iops
+        self._last = (now, done, ios)
+        self.done = done
         self.write(self.line(done, now), False)
 
     def line(self, done: int, now: float) -> str:
-        pct = 100.0 * done / self.total if self.total else 0.0
-        eta = _clock((self.total - done) / self.rate) if self.rate > 0 else "?"
+        elapsed = now - self.start
+        total = self.plan.total_bytes
+        if total:
+            pct = 100.0 * done / total
+            amount = f"{_size(done, total)}/{_size(total)}"
+            eta = _clock((total - done) / self.rate) if self.rate > 0 else "?"
+        else:
+            pct = 100.0 * elapsed / self.plan.total_s if self.plan.total_s else 0.0
+            amount = f"{elapsed:,.0f}/{self.plan.total_s:,.0f} s, {_size(done)}"
+            eta = _clock(self.plan.total_s - elapsed) if self.plan.total_s else "?"
+            amount = amount if elapsed <= self.plan.total_s else f"{_size(done)}, overrunning"
         return (
-            f"{self.label}: {pct:5.1f} %  {done / MiB:,.0f}/{self.total / MiB:,.0f} MiB  "
-            f"{self.rate / MiB:,.0f} MiB/s  elapsed {_clock(now - self.start)}  left {eta}"
+            f"{self.label}: {min(pct, 100.0):5.1f} %  {amount}  {self.rate / MiB:,.0f} MiB/s"
+            f"  {self.iops:,.0f} IOPS  elapsed {_clock(elapsed)}  left {eta}"
         )
 
     def close(self) -> None:
-        self.write(f"{self.label}: done in {_clock(time.monotonic() - self.start)}", True)
+        took = time.monotonic() - self.start
+        size = _size(self.done, self.plan.total_bytes)
+        moved_text = f" ({size}, {self.done / MiB / took:,.0f} MiB/s)" if took else ""
+        self.write(f"{self.label}: done in {_clock(took)}{moved_text}", True)
+
+
+def _size(n: float, scale: float = 0.0) -> str:
+    """*n* in MiB, or in GiB when *scale* (the total, else *n*) is 10 GiB or more."""
+    if max(n, scale) < 10 * GiB:
+        return f"{n / MiB:,.0f} MiB"
+    return f"{n / GiB:,.1f} GiB"
 
 
 def terminal_writer(config: pytest.Config) -> Write:
