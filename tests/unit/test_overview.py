@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 from pytest_ssd.db import RunInfo
+from pytest_ssd.figures import PALETTE
 from pytest_ssd.report.sections import build
+from pytest_ssd.report.sections.base import Palette
 from tests.unit.test_sections_csd import load, slower
 
 
@@ -62,3 +64,15 @@ def test_summary_counts_the_run_per_suite_and_links_every_section_and_graph(
         r'<figure class="ssd-figure" id="([^"]+)"', "".join(s.body for s in sections)
     )
     assert len(figures) > 20 and set(figures) <= set(links)
+
+
+def test_a_drive_keeps_its_colour_in_every_report_whatever_the_order() -> None:
+    a, b, c = load("drive A"), load("drive B", "run-b"), load("drive C", "run-c")
+    run_report, compare, other = Palette.of([a, b]), Palette.of([b, a]), Palette.of([c, a])
+    assert run_report.colour("drive A") == compare.colour("drive A") == other.colour("drive A")
+    assert run_report.colour("drive B") == compare.colour("drive B")
+    # labels whose colours collide: the later one moves on, the report keeps them apart
+    labels = [f"drive {n}" for n in range(12)]
+    drives = [load(label, f"run-{n}") for n, label in enumerate(labels)]
+    palette = Palette.of(drives[: len(PALETTE)])
+    assert len({palette.colour(d.drive.label) for d in drives[: len(PALETTE)]}) == len(PALETTE)

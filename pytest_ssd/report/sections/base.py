@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -39,9 +40,17 @@ class Section:
 
 @dataclass(frozen=True)
 class Palette:
-    """One colour per drive label, the same on every graph of a report."""
+    """One colour per drive label, the same on every graph of a report and across reports.
+
+    A drive's colour follows from its label alone (its CRC-32 picks a colour of
+    :data:`~pytest_ssd.figures.PALETTE`), so drive A is the same colour in its
+    run's report, in ``pytest-ssd report`` and in ``pytest-ssd compare`` whatever
+    the order of the drives.  Two labels of one report that pick the same colour:
+    the later drive (in report order) takes the next free one.
+    """
 
     labels: tuple[str, ...]
+    colours: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, drives: Sequence[DriveResults]) -> Palette:
@@ -49,11 +58,18 @@ class Palette:
         for d in drives:
             if d.drive.label not in labels:
                 labels.append(d.drive.label)
-        return cls(tuple(labels))
+        taken: list[str] = []
+        for label in labels:
+            start = zlib.crc32(label.encode()) % len(PALETTE)
+            free = [PALETTE[(start + k) % len(PALETTE)] for k in range(len(PALETTE))]
+            colour = next((c for c in free if c not in taken), free[0])
+            taken.append(colour)
+        return cls(tuple(labels), tuple(taken))
 
     def colour(self, label: str) -> str:
-        index = self.labels.index(label) if label in self.labels else len(self.labels)
-        return PALETTE[index % len(PALETTE)]
+        if label in self.labels and self.colours:
+            return self.colours[self.labels.index(label)]
+        return PALETTE[zlib.crc32(label.encode()) % len(PALETTE)]
 
 
 @dataclass
