@@ -21,7 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from pytest_ssd.figures import PALETTE, Health, temperature_axis
+from pytest_ssd.figures import PALETTE, Health, temperature_axis, thousands
 from pytest_ssd.figures.latency import NOT_RESOLVED, LatencySample
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.fio.results import Percentile
@@ -236,6 +236,7 @@ def qos_figure(
     ax.set_yticklabels([f"{p:g}" for p in ticks])
     ax.set_ylim(0, top)
     ax.set_xscale("log")
+    thousands(ax.xaxis)
     ax.set_xlabel("completion latency (µs)")
     ax.set_ylabel("percentile of I/Os (%)")
     ax.set_title(title, fontsize="medium")

@@ -144,6 +144,7 @@ def ranking_bars(
         color=[_colour(i, r.device, colours) for i, r in enumerate(ranked)],
     )
     ax.bar_label(bars, fmt="%.1f", fontsize="small", padding=2)
+    ax.margins(x=0.12)  # the longest bar's value inside the axes
     ax.set_yticks(ys)
     ax.set_yticklabels([f"{r.place}. {r.device}" for r in ranked])
     ax.set_xlabel("mean of the weighted curve (MiB/s)")

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
-from pytest_ssd.figures import PALETTE
+from pytest_ssd.figures import PALETTE, thousands, value_labels
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.steady.snia import SniaVerdict
 from pytest_ssd.workloads.snia import mix_label
@@ -83,7 +83,7 @@ def by_block_size(table: CellTable, title: str) -> Figure:
     if len(table.block_sizes) == 1:
         labels = [mix_label(m) for m in table.mixes]
         drawn = ax.bar(labels, table.values[:, 0], color=PALETTE[: len(labels)])
-        ax.bar_label(drawn, fmt="%.0f", fontsize="x-small")
+        value_labels(ax, drawn)
         ax.set_xlabel(f"R/W mix, {format_bytes(table.block_sizes[0])}")
     else:
         xs = np.array(table.block_sizes, dtype=float)
@@ -96,6 +96,7 @@ def by_block_size(table: CellTable, title: str) -> Figure:
         ax.set_xticklabels([format_bytes(b) for b in table.block_sizes], fontsize="small")
         if table.resolved and np.nanmin(table.values) > 0:
             ax.set_yscale("log")
+            thousands(ax.yaxis)
         ax.set_xlabel("block size")
         ax.legend(title="R/W mix", fontsize="x-small", ncols=2)
     ax.set_ylabel(f"{table.what} ({table.unit})")

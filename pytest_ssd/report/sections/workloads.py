@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from pytest_ssd.db import shared_test_id
+from pytest_ssd.figures import value_labels
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import Context, Palette, Section, notes, table
 from pytest_ssd.report.sections.match import Matched, match, measurement_keys
@@ -99,7 +100,7 @@ def grouped_bars(panels: list[tuple[str, Bars]], palette: Palette) -> Figure:
                 yerr=errors if any(errors) else None,
                 capsize=3,
             )
-            ax.bar_label(drawn, fmt="%.0f", fontsize="x-small")
+            value_labels(ax, drawn)
         ax.set_xticks(np.arange(len(labels)) + width * (len(drives) - 1) / 2)
         ax.set_xticklabels(labels, rotation=20, ha="right", fontsize="small")
         ax.set_ylabel(unit)

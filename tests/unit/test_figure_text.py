@@ -1,0 +1,33 @@
+"""Numbers on graphs a reviewer can read: bar values with their digits, plain log ticks."""
+
+from __future__ import annotations
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from pytest_ssd.figures import thousands, value_labels, value_text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(1448.03, "1,448"), (100.0, "100"), (14.83, "14.8"), (0.82, "0.82"), (0.0, "0")],
+)
+def test_a_bar_value_keeps_its_digits(value: float, text: str) -> None:
+    # k-IOPS at QD1 read "0" before: 0.82 kIOPS is 820 IOPS, not nothing
+    assert value_text(value) == text
+
+
+def test_bars_are_labelled_upright_and_log_ticks_read_as_numbers() -> None:
+    fig = Figure()
+    ax = fig.add_subplot()
+    bars = ax.bar(["QD1", "QD32"], [0.82, 98.4])
+    value_labels(ax, bars)
+    ax.set_yscale("log")
+    ax.set_ylim(1, 20_000)
+    thousands(ax.yaxis)
+    FigureCanvasAgg(fig).draw()  # type: ignore[no-untyped-call]
+    assert [t.get_text() for t in ax.texts] == ["0.82", "98.4"]
+    assert all(t.get_rotation() == 0 for t in ax.texts)
+    ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert "1,000" in ticks and "10,000" in ticks and not any("10^" in t or "$" in t for t in ticks)
