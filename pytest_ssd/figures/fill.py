@@ -89,12 +89,16 @@ class DriveFill:
         return self.caches[index] if index < len(self.caches) else None
 
 
+#: a pass drawn as more log windows than this many times two gets a moving average
+SMOOTH_WINDOWS = 100
+
+
 def _finish(fig: Figure, ax: Axes, title: str, legend: bool = True) -> None:
     ax.set_title(title, fontsize="small")
     ax.grid(True, alpha=0.3)
     ax.set_ylim(bottom=0)
-    if legend:
-        ax.legend(fontsize="x-small")
+    if legend:  # below the axes: never over the curves
+        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(0, -0.2), ncols=2)
     fig.tight_layout()
 
 
@@ -115,7 +119,20 @@ def _bw_against_data(
     """One pass's MiB/s per log window over the GiB it covers; its cache estimate dashed."""
     _, start = fill.window_start()
     edges = np.append(start, fill.written[-1]) / GiB
-    ax.stairs(fill.bw / MiB, edges, baseline=None, color=colour, linewidth=1, label=label)
+    width = len(fill.bw) // SMOOTH_WINDOWS
+    if width < 2:  # few windows: each one readable as it is
+        ax.stairs(fill.bw / MiB, edges, baseline=None, color=colour, linewidth=1, label=label)
+    else:  # thousands of 10 ms windows read as a barcode: faint, their moving average on top
+        ax.stairs(fill.bw / MiB, edges, baseline=None, color=colour, linewidth=0.5, alpha=0.3)
+        centres = (edges[:-1] + edges[1:]) / 2
+        mean = np.convolve(fill.bw / MiB, np.ones(width) / width, mode="valid")
+        ax.plot(
+            centres[width // 2 : width // 2 + len(mean)],
+            mean,
+            color=colour,
+            linewidth=1.5,
+            label=f"{label} (moving average of {width} log windows)",
+        )
     if cache is not None and cache.cache_bytes is not None:
         ax.axvline(
             cache.cache_bytes / GiB,
