@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from pytest_ssd.analysis.fill import FillPass
 from pytest_ssd.figures import thousands, value_labels, value_text
+from pytest_ssd.figures.fill import DriveFill, bw_vs_data_drives
 
 
 @pytest.mark.parametrize(
@@ -31,3 +34,19 @@ def test_bars_are_labelled_upright_and_log_ticks_read_as_numbers() -> None:
     assert all(t.get_rotation() == 0 for t in ax.texts)
     ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert "1,000" in ticks and "10,000" in ticks and not any("10^" in t or "$" in t for t in ticks)
+
+
+def test_thousands_of_log_windows_get_their_moving_average_on_top() -> None:
+    n, mib = 2000, float(1 << 20)
+    rng = np.random.default_rng(7)
+    bw = rng.choice([200.0, 1400.0], n) * mib  # a barcode: 10 ms windows, bursty
+    written = np.cumsum(bw * 0.01)
+    t = np.arange(1, n + 1) * 0.01
+    one = FillPass("pass 1", t, bw, written, t, np.full(n, 1e5), int(written[-1]), n * 0.01)
+    fig = bw_vs_data_drives({"drive A": DriveFill((one,))}, {"drive A": "#1f77b4"})
+    (ax,) = fig.axes
+    (line,) = ax.get_lines()
+    assert line.get_label() == "drive A (moving average of 20 log windows)"
+    assert 650 < float(np.mean(line.get_ydata())) < 950, "the mean of the raw windows"
+    raw = float(np.std(bw / mib))
+    assert float(np.std(line.get_ydata())) < 0.35 * raw, "smoother than the raw windows"
