@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, LogFormatter, NullLocator
 
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.results.record import Measurement
@@ -27,6 +27,8 @@ NINES = (90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 
 #: margin around the tight bounding box, inches (matplotlib's savefig.pad_inches)
 PAD_INCHES = 0.1
+#: the widest a figure may be at :func:`render`'s 100 dpi: it fits a 1,400 px window at 100 %
+MAX_WIDTH_PX = 1300
 
 
 @dataclass(frozen=True)
@@ -64,15 +66,53 @@ def value_labels(ax: Axes, bars: Any, fontsize: str = "small") -> None:
     ax.bar_label(bars, labels=[value_text(b.get_height()) for b in bars], fontsize=fontsize)
 
 
+def plain_number(value: float) -> str:
+    """A tick's number as people write it: 2,000 · 150 · 0.5 (never 2×10³)."""
+    return f"{value:,.0f}" if abs(value) >= 1 else f"{value:g}"
+
+
+class PlainLogFormatter(LogFormatter):
+    """matplotlib's choice of which log ticks to label, each as :func:`plain_number`."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return plain_number(x) if super().__call__(x, pos) else ""
+
+
 def thousands(axis: Axis) -> None:
-    """Plain tick labels with thousands separators on a log axis: 2,000 µs, not 2×10³."""
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
+    """Plain tick labels with thousands separators on a log axis: 2,000 µs, not 2×10³.
+
+    An axis spanning up to two decades also labels some ticks between the decades
+    (200, 300, 500 ...), so a narrow range still reads.
+    """
+    axis.set_major_formatter(PlainLogFormatter())
+    axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    # minor labels as large as the decades' (matplotlib draws them smaller)
+    axis.set_tick_params(which="minor", labelsize="medium")
+
+
+def legend_below(fig: Figure, *axes: Axes, columns: int = 2) -> None:
+    """One legend under the figure for *axes* (a label once): never over the data.
+
+    *fig* must have ``layout="constrained"``, which makes room for it.
+    """
+    found: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            found.setdefault(label, handle)
+    if found:
+        fig.legend(
+            list(found.values()),
+            list(found),
+            loc="outside lower center",
+            ncols=min(columns, len(found)),
+            fontsize="small",
+        )
 
 
 def render(fig: Figure, dpi: int = 100) -> Rendered:
     """PNG and SVG of *fig* cropped to its content; the crop is computed once for both."""
     renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    fig.draw(renderer)  # a layout engine (constrained) places the axes when drawn: crop after it
     bbox = fig.get_tightbbox(renderer).padded(PAD_INCHES)
     png, svg = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", dpi=dpi, bbox_inches=bbox)
@@ -113,7 +153,7 @@ def latency_percentiles(measurement: Measurement) -> Figure:
 
     Percentiles the sample cannot resolve are drawn as hollow markers.
     """
-    fig = Figure(figsize=(6.4, 3.6))
+    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.add_subplot()
     shown: list[float] = []
     for index, (direction, data) in enumerate(sorted(measurement.metrics.items())):
@@ -147,8 +187,7 @@ def latency_percentiles(measurement: Measurement) -> Figure:
     ax.set_ylabel("completion latency (µs)")
     ax.set_title(f"{measurement.workload.get('label', measurement.name)}: tail latency")
     ax.grid(True, which="both", alpha=0.3)
-    if shown:
-        ax.legend(fontsize="small")
+    legend_below(fig, ax)
     return fig
 
 
@@ -159,7 +198,7 @@ def workload_bars(measurements: Sequence[Measurement], devices: Sequence[str]) -
         for panel in (("seq", "MiB/s", "bw_mib_s", 1.0), ("rnd", "k-IOPS", "iops", 1e-3))
         if any(m.workload.get("pattern") == panel[0] for m in measurements)
     ]  # a pattern nobody measured gets no empty panel
-    fig = Figure(figsize=(4.0 * max(len(panels), 1) + 0.5, 3.8))
+    fig = Figure(figsize=(4.0 * max(len(panels), 1) + 0.5, 3.8), layout="constrained")
     for position, (pattern, unit, key, scale) in enumerate(panels, start=1):
         ax = fig.add_subplot(1, len(panels), position)
         chosen = [m for m in measurements if m.workload.get("pattern") == pattern]
@@ -181,9 +220,8 @@ def workload_bars(measurements: Sequence[Measurement], devices: Sequence[str]) -
         ax.set_ylabel(unit)
         ax.set_title(f"{pattern.upper()} ({unit})")
         ax.grid(True, axis="y", alpha=0.3)
-        if len(devices) > 1:
-            ax.legend(fontsize="small")
-    fig.tight_layout()
+    if len(devices) > 1:
+        legend_below(fig, *fig.axes, columns=4)
     return fig
 
 

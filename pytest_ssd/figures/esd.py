@@ -21,7 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from pytest_ssd.figures import PALETTE, Health, temperature_axis, thousands
+from pytest_ssd.figures import PALETTE, Health, legend_below, temperature_axis, thousands
 from pytest_ssd.figures.latency import NOT_RESOLVED, LatencySample
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.fio.results import Percentile
@@ -67,7 +67,7 @@ def sweep_figure(
     colours: Mapping[str, str] | None = None,
 ) -> Figure:
     """Value against block size or QD (log 2 axis), one line per drive."""
-    fig = Figure(figsize=(6.4, 3.8))
+    fig = Figure(figsize=(6.4, 3.8), layout="constrained")
     ax = fig.add_subplot()
     ticks: set[int] = set()
     for index, curve in enumerate(curves):
@@ -103,8 +103,7 @@ def sweep_figure(
     ax.set_ylim(bottom=0)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
+    legend_below(fig, ax)
     return fig
 
 
@@ -148,16 +147,15 @@ def precondition_figure(
 ) -> Figure:
     """Bandwidth or IOPS and latency against time over WIPC and WDPC (grey line: WDPC starts;
     shaded: the steady-state window fio judged); *health*: one drive's temperature, dashed."""
-    fig = Figure(figsize=(7.2, 5.4))
+    fig = Figure(figsize=(7.2, 5.4), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     temperature_axis(top, health)
     _series(top, logs, colours, latency=False)
     _series(bottom, logs, colours, latency=True)
     top.set_ylim(bottom=0)
     top.set_title(title, fontsize="medium")
-    top.legend(fontsize="small")
     bottom.set_xlabel("time (s)")
-    fig.tight_layout()
+    legend_below(fig, top)
     return fig
 
 
@@ -171,7 +169,7 @@ def precondition_zoom(
     logs: Sequence[PreconditionLog], title: str, colours: Mapping[str, str] | None = None
 ) -> Figure:
     """The WDPC part only, values between their 1st and 99th percentile: steady state close up."""
-    fig = Figure(figsize=(7.2, 5.4))
+    fig = Figure(figsize=(7.2, 5.4), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     _series(top, logs, colours, latency=False)
     _series(bottom, logs, colours, latency=True)
@@ -183,9 +181,8 @@ def precondition_zoom(
         values = np.concatenate([getattr(log, pick)[mask] for log, mask in parts])
         ax.set_ylim(*_robust(values))
     top.set_title(f"{title}: WDPC close up (1st-99th percentile)", fontsize="medium")
-    top.legend(fontsize="small")
     bottom.set_xlabel("time (s)")
-    fig.tight_layout()
+    legend_below(fig, top)
     return fig
 
 
@@ -214,7 +211,7 @@ def qos_figure(
     curves: Sequence[QosCurve], title: str, colours: Mapping[str, str] | None = None
 ) -> Figure:
     """Percentile (linear to 90 %, nines above) against latency (µs, log), one line each."""
-    fig = Figure(figsize=(6.4, 4.4))
+    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
     ax = fig.add_subplot()
     top = LINEAR_TO
     for index, curve in enumerate(curves):
@@ -241,8 +238,7 @@ def qos_figure(
     ax.set_ylabel("percentile of I/Os (%)")
     ax.set_title(title, fontsize="medium")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right")
-    fig.tight_layout()
+    ax.legend(fontsize="small", loc="lower right")  # slow and rare: no curve goes there
     return fig
 
 

@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from pytest_ssd.analysis.fill import CacheEstimate, FillPass
 from pytest_ssd.analysis.speed import SpeedProfile
 from pytest_ssd.errors import ParseError
-from pytest_ssd.figures import PALETTE, Health, temperature_axis
+from pytest_ssd.figures import PALETTE, Health, temperature_axis, value_text
 
 MiB, GiB = 1 << 20, 1 << 30
 _SIZE = (6.4, 3.6)
@@ -89,8 +89,9 @@ class DriveFill:
         return self.caches[index] if index < len(self.caches) else None
 
 
-#: a pass drawn as more log windows than this many times two gets a moving average
-SMOOTH_WINDOWS = 100
+#: a pass of 2 x this many log windows or more gets a moving average over 1/this of them
+#: (200 windows of 10 ms already read as a barcode at the report's 650 px)
+SMOOTH_WINDOWS = 40
 
 
 def _finish(fig: Figure, ax: Axes, title: str, legend: bool = True) -> None:
@@ -98,13 +99,39 @@ def _finish(fig: Figure, ax: Axes, title: str, legend: bool = True) -> None:
     ax.grid(True, alpha=0.3)
     ax.set_ylim(bottom=0)
     if legend:  # below the axes: never over the curves
-        ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(0, -0.2), ncols=2)
-    fig.tight_layout()
+        ax.legend(
+            fontsize="x-small",
+            loc="upper left",
+            bbox_to_anchor=(0, -0.2),
+            ncols=2,
+            title=_smoothing(ax),
+            title_fontsize="x-small",
+            alignment="left",
+        )
+
+
+#: the gid of a moving average's line: ``moving-<windows>``
+_MOVING = "moving-"
+
+
+def _smoothing(ax: Axes) -> str | None:
+    """What the legend says of the moving averages on *ax* (None: nothing smoothed)."""
+    widths = sorted(
+        {
+            int(g[len(_MOVING) :])
+            for ln in ax.get_lines()
+            if (g := ln.get_gid() or "").startswith(_MOVING)
+        }
+    )
+    if not widths:
+        return None
+    counts = " or ".join(f"{w}" for w in widths)
+    return f"lines: moving average of {counts} log windows; faint: each window"
 
 
 def bw_vs_written(passes: Sequence[FillPass], caches: Sequence[CacheEstimate]) -> Figure:
     """MiB/s per log window against GiB written: the cache's shape; the cache estimate marked."""
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     for index, (fill, cache) in enumerate(zip(passes, caches, strict=True)):
         _bw_against_data(ax, fill, cache, PALETTE[index % len(PALETTE)], fill.name)
@@ -118,21 +145,7 @@ def _bw_against_data(
 ) -> None:
     """One pass's MiB/s per log window over the GiB it covers; its cache estimate dashed."""
     _, start = fill.window_start()
-    edges = np.append(start, fill.written[-1]) / GiB
-    width = len(fill.bw) // SMOOTH_WINDOWS
-    if width < 2:  # few windows: each one readable as it is
-        ax.stairs(fill.bw / MiB, edges, baseline=None, color=colour, linewidth=1, label=label)
-    else:  # thousands of 10 ms windows read as a barcode: faint, their moving average on top
-        ax.stairs(fill.bw / MiB, edges, baseline=None, color=colour, linewidth=0.5, alpha=0.3)
-        centres = (edges[:-1] + edges[1:]) / 2
-        mean = np.convolve(fill.bw / MiB, np.ones(width) / width, mode="valid")
-        ax.plot(
-            centres[width // 2 : width // 2 + len(mean)],
-            mean,
-            color=colour,
-            linewidth=1.5,
-            label=f"{label} (moving average of {width} log windows)",
-        )
+    _windows(ax, fill.bw / MiB, np.append(start, fill.written[-1]) / GiB, colour, label)
     if cache is not None and cache.cache_bytes is not None:
         ax.axvline(
             cache.cache_bytes / GiB,
@@ -141,6 +154,32 @@ def _bw_against_data(
             linewidth=1,
             label=f"{label}: cache ≈ {cache.cache_bytes / GiB:.3g} GiB",
         )
+
+
+def _windows(
+    ax: Axes,
+    values: npt.NDArray[np.float64],
+    edges: npt.NDArray[np.float64],
+    colour: str,
+    label: str,
+) -> None:
+    """Values per log window as steps over *edges*; past ``2 x SMOOTH_WINDOWS`` windows the
+    steps faint and their moving average on top (thousands of 10 ms windows read as a barcode)."""
+    width = len(values) // SMOOTH_WINDOWS
+    if width < 2:  # few windows: each one readable as it is
+        ax.stairs(values, edges, baseline=None, color=colour, linewidth=1, label=label)
+        return
+    ax.stairs(values, edges, baseline=None, color=colour, linewidth=0.5, alpha=0.3)
+    centres = (edges[:-1] + edges[1:]) / 2
+    mean = np.convolve(values, np.ones(width) / width, mode="valid")
+    ax.plot(
+        centres[width // 2 : width // 2 + len(mean)],
+        mean,
+        color=colour,
+        linewidth=1.5,
+        label=label,
+        gid=f"{_MOVING}{width}",
+    )
 
 
 def _data_axis(ax: Axes, done: str) -> None:
@@ -158,7 +197,7 @@ def bw_vs_data_drives(
 ) -> Figure:
     """Several drives (by label) against GiB *done*: one panel per pass, cache estimates dashed."""
     count = max((len(d.passes) for d in drives.values()), default=0)
-    fig = Figure(figsize=(_SIZE[0], 0.4 + 2.8 * max(count, 1)))
+    fig = Figure(figsize=(_SIZE[0], 0.4 + 2.8 * max(count, 1)), layout="constrained")
     for index in range(count):
         ax = fig.add_subplot(count, 1, index + 1)
         names = []
@@ -180,14 +219,11 @@ def bw_vs_time(passes: Sequence[FillPass], temperatures: Temperatures = ()) -> F
     *temperatures*: per pass, the health sampler's arrays (``t_s``, ``temp_c``), drawn dashed
     on a right-hand axis; None (or absent) where the device has no sensor.
     """
-    fig = Figure(figsize=(_SIZE[0], 2.4 * len(passes)))
+    fig = Figure(figsize=(_SIZE[0], 0.4 + 2.8 * len(passes)), layout="constrained")
     for index, fill in enumerate(passes):
         ax = fig.add_subplot(len(passes), 1, index + 1)
         start, _ = fill.window_start()
-        edges = np.append(start, fill.t_s[-1])
-        ax.stairs(
-            fill.bw / MiB, edges, baseline=None, color=PALETTE[0], linewidth=1, label="bandwidth"
-        )
+        _windows(ax, fill.bw / MiB, np.append(start, fill.t_s[-1]), PALETTE[0], "bandwidth")
         mean = _mib(fill.mean_bw)
         if mean is not None:
             ax.axhline(mean, color=PALETTE[1], label=f"mean {mean:,.0f} MiB/s")
@@ -206,7 +242,7 @@ def latency_vs_time(passes: Sequence[FillPass], gap_s: float) -> Figure:
     The gap is not drawn to scale (it may be far longer than a pass): the line
     marks where the rest was and its label says how long it lasted.
     """
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     colours = [PALETTE[index % len(PALETTE)] for index in range(len(passes))]
     offset = _latency_end_to_end(ax, passes, gap_s, colours, [f.name for f in passes])
@@ -264,7 +300,7 @@ def latency_vs_time_drives(drives: Mapping[str, DriveFill], colours: Mapping[str
 
     Each drive's idle gap is a dotted line in its colour (not to scale, as for one drive).
     """
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     longest = 0.0
     for label, drive in drives.items():
@@ -295,24 +331,24 @@ def _mib(value: float | None) -> float | None:
 
 def mean_bars(passes: Sequence[FillPass]) -> Figure:
     """One bar per pass: its mean MiB/s (fio's bytes over fio's runtime)."""
-    fig = Figure(figsize=(4.0, 3.0))
+    fig = Figure(figsize=(4.0, 3.0), layout="constrained")
     ax = fig.add_subplot()
     names = [fill.name for fill in passes]
     means = [_mib(fill.mean_bw) for fill in passes]
     heights = [0.0 if m is None else m for m in means]
     bars = ax.bar(names, heights, color=[PALETTE[i % len(PALETTE)] for i in range(len(passes))])
-    labels = ["not measured" if m is None else f"{m:,.0f}" for m in means]
-    ax.bar_label(bars, labels=labels, fontsize="x-small")
+    labels = ["not measured" if m is None else value_text(m) for m in means]
+    ax.bar_label(bars, labels=labels, fontsize="small")
+    ax.margins(y=0.12)  # the tallest bar's value inside the axes
     ax.set_ylabel("mean bandwidth (MiB/s)")
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_title("Fill drive: mean bandwidth per pass", fontsize="small")
-    fig.tight_layout()
     return fig
 
 
 def speed_per_quantum(series: Sequence[tuple[str, SpeedProfile]], n: int) -> Figure:
     """Speed per quantum against data done, with the moving average over *n* quanta."""
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     quantum = series[0][1].quantum if series else MiB
     for index, (name, profile) in enumerate(series):
@@ -353,7 +389,7 @@ def speed_per_quantum(series: Sequence[tuple[str, SpeedProfile]], n: int) -> Fig
 
 def speed_histogram(series: Sequence[tuple[str, SpeedProfile]], p: float) -> Figure:
     """Histogram of the sample speeds; the rate sustained by all but *p* % of them marked."""
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     speeds = [profile.v / MiB for _, profile in series]
     every = np.concatenate(speeds) if speeds else np.zeros(0)

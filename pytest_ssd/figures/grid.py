@@ -18,13 +18,16 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import StrMethodFormatter
 
-from pytest_ssd.figures import PALETTE, value_text
+from pytest_ssd.figures import MAX_WIDTH_PX, PALETTE, legend_below, value_text
 from pytest_ssd.workloads.profiles import DIRECTIONS, CdmScore, CdmTest
 
 #: column edges of a grid panel (label, read, write), in axes units
 _COLUMNS = ((0.0, 0.3), (0.3, 0.65), (0.65, 1.0))
 _LABEL_FILL, _VALUE_FILL, _METER_FILL = "#2f6b3a", "#f4f8f4", "#cfe6d2"
+#: one grid's width, inches
+_GRID_WIDTH = 4.4
 
 
 @dataclass(frozen=True)
@@ -106,11 +109,15 @@ def _cell_of(values: Mapping[str, Any], stem: str) -> Cell | None:
 def results_grid(grids: Sequence[Grid], title: str) -> Figure:
     """The grids side by side, CDM style, under *title* (the device state, say)."""
     height = max((len(g.rows) for g in grids), default=0) + 1
-    fig = Figure(figsize=(4.4 * max(len(grids), 1), 0.62 * height + 0.7))
+    # as many grids a row as fit the report's width, the rest below
+    columns = max(1, min(len(grids), int(MAX_WIDTH_PX / 100 // _GRID_WIDTH)))
+    rows = -(-len(grids) // columns)
+    fig = Figure(
+        figsize=(_GRID_WIDTH * columns, (0.62 * height + 0.5) * rows + 0.3), layout="constrained"
+    )
     for index, grid in enumerate(grids, start=1):
-        _draw(fig.add_subplot(1, len(grids), index), grid)
+        _draw(fig.add_subplot(rows, columns, index), grid)
     fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 
@@ -155,7 +162,7 @@ def grid_bars(
     decimal unit), RND tests in IOPS; every bar labelled with its value.
     """
     titles = list(dict.fromkeys(g.title for found in grids.values() for g in found))
-    fig = Figure(figsize=(11.0, 0.8 + 3.0 * max(len(titles), 1)))
+    fig = Figure(figsize=(11.0, 0.8 + 3.0 * max(len(titles), 1)), layout="constrained")
     for row, grid_title in enumerate(titles):
         per_drive = {
             label: next((g for g in found if g.title == grid_title), None)
@@ -167,10 +174,9 @@ def grid_bars(
             pattern, unit = ("RND", "IOPS") if rnd else ("SEQ", "MB/s")
             ax.set_title(f"{grid_title}: {pattern} in {unit}", fontsize="small")
             ax.set_ylabel("IOPS" if rnd else "MB/s (10⁶ bytes/s)")
-    if grids:
-        fig.axes[0].legend(fontsize="x-small", loc="upper right")
+            ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))  # 100,000 IOPS
+    legend_below(fig, *fig.axes, columns=len(grids))
     fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 
@@ -194,8 +200,8 @@ def _grouped(
         xs = np.arange(len(groups)) + (index - (len(grids) - 1) / 2) * width
         drawn = ax.bar(xs, heights, width, color=colours[label], label=label)
         texts = ["–" if c is None else _short(c.iops if rnd else c.mb_s) for c in found]
-        # one drive: upright labels; more: turned, their bars are narrow
-        turn = 90 if len(grids) > 1 else 0
+        # up to two drives: upright labels; more: turned, their bars are too narrow
+        turn = 90 if len(grids) > 2 else 0
         ax.bar_label(drawn, labels=texts, fontsize="x-small", rotation=turn, padding=2)
     ax.set_xticks(np.arange(len(groups)))
     ax.set_xticklabels([f"{name}\n{DIRECTIONS[i]}" for name, i in groups], fontsize="x-small")
@@ -218,17 +224,16 @@ def mib_bars(bars: Sequence[Bar], title: str) -> Figure:
     """Horizontal MiB/s bars, one panel per group, fastest on top (seed 000's bar charts)."""
     groups = list(dict.fromkeys(bar.group for bar in bars))
     most = max((sum(1 for b in bars if b.group == g) for g in groups), default=1)
-    fig = Figure(figsize=(6.4, 0.9 + len(groups) * (0.5 + 0.32 * most)))
+    fig = Figure(figsize=(6.4, 0.9 + len(groups) * (0.5 + 0.32 * most)), layout="constrained")
     for index, group in enumerate(groups, start=1):
         ax = fig.add_subplot(len(groups), 1, index)
         chosen = sorted((b for b in bars if b.group == group), key=lambda b: b.mib_s)
         colours = [b.colour or PALETTE[0] for b in chosen]
         drawn = ax.barh([b.label for b in chosen], [b.mib_s for b in chosen], color=colours)
-        ax.bar_label(drawn, fmt="%.2f", fontsize="x-small", padding=2)
+        ax.bar_label(drawn, labels=[f"{b.mib_s:,.2f}" for b in chosen], fontsize="small", padding=2)
         ax.set_title(group, fontsize="small")
         ax.set_xlabel("MiB/s")
         ax.set_xlim(0, max(b.mib_s for b in chosen) * 1.2 or 1.0)
         ax.grid(True, axis="x", alpha=0.3)
     fig.suptitle(title)
-    fig.tight_layout()
     return fig

@@ -127,7 +127,7 @@ def _legend(label: str, iops: float) -> str:
 
 def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
     """The whole latency distribution: x = latency (µs, log), y = percentile of I/Os."""
-    fig = Figure(figsize=(6.4, 3.8))
+    fig = Figure(figsize=(6.4, 3.8), layout="constrained")
     ax = fig.add_subplot()
     for index, sample in enumerate(samples):
         xs, ys = sample.cdf()
@@ -145,8 +145,7 @@ def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
     ax.set_ylabel("percentile (%)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small", loc="lower right")
-    fig.tight_layout()
+    ax.legend(fontsize="small", loc="lower right")  # slow and rare: no curve goes there
     return fig
 
 
@@ -190,7 +189,7 @@ def tail_curves(
 
     A curve without a sample shows only its percentiles' markers.
     """
-    fig = Figure(figsize=(6.4, 6.2))
+    fig = Figure(figsize=(6.4, 6.2), layout="constrained")
     ax, below = fig.subplots(2, 1, gridspec_kw={"height_ratios": (3, 1.3)})
     top = TAIL_FROM
     for index, curve in enumerate(curves):
@@ -225,7 +224,6 @@ def tail_curves(
     )
     table = TailTable(tuple(nines), tuple(c.label for c in curves), tuple(c.column for c in curves))
     _table(below, table)
-    fig.tight_layout()
     return fig
 
 

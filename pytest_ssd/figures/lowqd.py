@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pytest_ssd.analysis.lowqd import WEIGHTS, RatioMatrix, ranking
-from pytest_ssd.figures import PALETTE
+from pytest_ssd.figures import PALETTE, legend_below
 from pytest_ssd.fio.job import format_bytes
 
 
@@ -49,9 +49,8 @@ def _shares_axis(ax: Axes, shares: tuple[int, ...]) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _legend_below(ax: Axes) -> None:
-    """Below the axes: the curves of a ratio plot fill its whole width."""
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+#: every low-QD figure of a matrix the same size: shown side by side, their tops and bottoms align
+_SIZE = (7.2, 4.4)
 
 
 def _title(matrix: RatioMatrix) -> str:
@@ -61,7 +60,7 @@ def _title(matrix: RatioMatrix) -> str:
 def ratio_curves(matrix: RatioMatrix, device: str = "") -> Figure:
     """One curve per QD (trimmed means, band from the slowest to the fastest repetition)
     and the weighted curve, dashed, its mean in the legend."""
-    fig = Figure(figsize=(7.2, 4.0))
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     shares = np.array(matrix.read_shares)
     trimmed = matrix.trimmed
@@ -93,7 +92,7 @@ def ratio_curves(matrix: RatioMatrix, device: str = "") -> Figure:
         f"mean of {repetitions} runs without the max and the min; band: all runs",
         fontsize="medium",
     )
-    _legend_below(ax)
+    legend_below(fig, ax)  # the curves of a ratio plot fill its whole width
     return fig
 
 
@@ -106,7 +105,7 @@ def weighted_curves(
     last, "not ranked".  *colours* by drive (a report's palette); without, the
     palette by place.
     """
-    fig = Figure(figsize=(7.2, 4.0))
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     scores = {d: m.score() for d, m in matrices.items() if m.weighted_complete()}
     labels = {r.device: f"{r.place}. {r.device}: {r.score:,.1f} MiB/s" for r in ranking(scores)}
@@ -126,7 +125,7 @@ def weighted_curves(
     _shares_axis(ax, first.read_shares)
     _iops_axis(ax, first.iops_per_mib_s)
     ax.set_title(f"{_title(first)} weighted low-QD curve ({weights_label()})", fontsize="medium")
-    _legend_below(ax)
+    legend_below(fig, ax)  # the curves of a ratio plot fill its whole width
     return fig
 
 
@@ -135,14 +134,17 @@ def ranking_bars(
 ) -> Figure:
     """Drives ranked by score (MiB/s), best on top; *colours* as in :func:`weighted_curves`."""
     ranked = ranking(scores)
-    fig = Figure(figsize=(6.4, 0.9 + 0.4 * len(ranked)))
+    fig = Figure(figsize=(_SIZE[0], max(_SIZE[1], 0.9 + 0.4 * len(ranked))), layout="constrained")
     ax = fig.add_subplot()
     ys = np.arange(len(ranked))[::-1]
     bars = ax.barh(
         ys,
         [r.score for r in ranked],
+        height=0.6,
         color=[_colour(i, r.device, colours) for i, r in enumerate(ranked)],
     )
+    pad = max(0, 4 - len(ranked)) / 2  # few drives: slim bars, the space shared above and below
+    ax.set_ylim(-0.5 - pad, len(ranked) - 0.5 + pad)
     ax.bar_label(bars, fmt="%.1f", fontsize="small", padding=2)
     ax.margins(x=0.12)  # the longest bar's value inside the axes
     ax.set_yticks(ys)

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
-from pytest_ssd.figures import PALETTE, thousands, value_labels
+from pytest_ssd.figures import PALETTE, legend_below, thousands, value_labels
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.steady.snia import SniaVerdict
 from pytest_ssd.workloads.snia import mix_label
@@ -78,7 +78,7 @@ class CellTable:
 
 def by_block_size(table: CellTable, title: str) -> Figure:
     """The PTS's 2-D plot: one line per R/W mix over the block sizes (log axes)."""
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     if len(table.block_sizes) == 1:
         labels = [mix_label(m) for m in table.mixes]
@@ -98,11 +98,10 @@ def by_block_size(table: CellTable, title: str) -> Figure:
             ax.set_yscale("log")
             thousands(ax.yaxis)
         ax.set_xlabel("block size")
-        ax.legend(title="R/W mix", fontsize="x-small", ncols=2)
+        legend_below(fig, ax, columns=4)
     ax.set_ylabel(f"{table.what} ({table.unit})")
     ax.set_title(title, fontsize="small")
     ax.grid(True, alpha=0.3, which="both")
-    fig.tight_layout()
     return fig
 
 
@@ -113,7 +112,7 @@ def tracked_mix_rounds(
 
     *values* is rounds x cells of the tracked metric (the series' array).
     """
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     cells, tracked = list(meta["cells"]), int(meta["tracked"])
     mix = cells[tracked].split()[0]
@@ -143,6 +142,5 @@ def tracked_mix_rounds(
     ax.set_ylabel(f"{CELL_UNITS[meta['metric']][0]} ({meta['unit']})")
     ax.set_title(f"SNIA {meta['title']}: R/W mix {mix} per round", fontsize="small")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="x-small", ncols=2)
-    fig.tight_layout()
+    legend_below(fig, ax, columns=3)
     return fig

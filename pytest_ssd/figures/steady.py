@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from pytest_ssd.figures import PALETTE, render
+from pytest_ssd.figures import PALETTE, legend_below, render
 from pytest_ssd.steady import FioSteadyState, SniaVerdict
 
 _SIZE = (6.4, 3.6)
@@ -26,8 +26,7 @@ def _finish(fig: Figure, ax: Axes, summary: str, heading: str = "") -> Figure:
     first = f"{heading}: {outcome}" if heading else outcome
     ax.set_title(f"{first}\n{checks}", fontsize="small")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
+    legend_below(fig, ax)
     return fig
 
 
@@ -35,7 +34,7 @@ def snia_convergence(
     verdict: SniaVerdict, *, quantity: str = "tracked variable", unit: str = "IOPS"
 ) -> Figure:
     """The tracked variable per round with the measurement window shaded; the verdict as title."""
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     rounds = np.arange(1, verdict.rounds + 1)
     ax.plot(rounds, verdict.values, marker="o", color=_DATA, label=quantity)
@@ -62,7 +61,7 @@ def snia_window(
     The window's values, their mean, the allowed range as a band of mean ± half the
     range limit (20 % range: mean ± 10 %), and the least-squares line.
     """
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     rounds = np.arange(verdict.window_first, verdict.window_last + 1)
     mean = verdict.mean
@@ -95,7 +94,7 @@ def fio_steadystate(state: FioSteadyState) -> Figure:
     Slope criteria add fio's least-squares line (its own slope through the samples'
     centre); deviation criteria add the allowed band around the mean.
     """
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     if state.metric == "iops":
         ys, unit, scale, quantity = np.array(state.iops, dtype=float), "IOPS", 1.0, "I/O rate"

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pytest_ssd.figures import Health, temperature_axis
+from pytest_ssd.figures import Health, legend_below, temperature_axis
 from pytest_ssd.workloads.wsat import SteadyRegion, WsatLog
 
 GiB = 1 << 30
@@ -94,8 +94,7 @@ def _finish(fig: Figure, ax: Axes, title: str, xlabel: str) -> Figure:
     ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize="small")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
+    legend_below(fig, ax)
     return fig
 
 
@@ -104,7 +103,7 @@ def iops_vs_time(curves: Sequence[WsatCurve], title: str, health: Health = None)
 
     *health*: the device's temperature during the run (one drive's graph), dashed on the right.
     """
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     temperature_axis(ax, health)
     for curve in curves:
@@ -118,7 +117,7 @@ def iops_vs_time(curves: Sequence[WsatCurve], title: str, health: Health = None)
 
 def iops_vs_written(curves: Sequence[WsatCurve], title: str) -> Figure:
     """IOPS per log window against the GiB written so far, the steady region shaded."""
-    fig = Figure(figsize=_SIZE)
+    fig = Figure(figsize=_SIZE, layout="constrained")
     ax = fig.add_subplot()
     for curve in curves:
         ax.plot(curve.written_gib, curve.iops, color=curve.colour, linewidth=0.8, label=curve.label)

@@ -45,7 +45,8 @@ def test_a_multi_worker_point_is_not_on_the_one_worker_line() -> None:
     assert line == [(1, 10.0), (32, 300.0)]
     assert others == {4: [(128, 900.0)]}
     fig = figs.sweep_figure([curve], "RND 4KiB read by QD", "outstanding I/Os", "IOPS")
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert fig.axes[0].get_legend() is None, "the legend is under the axes, off the curves"
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["d", "d: 4 workers × QD32"]
     lines = fig.axes[0].get_lines()
     assert list(lines[0].get_xdata()) == [1, 32] and lines[1].get_marker() == "D"

@@ -46,7 +46,9 @@ def test_thousands_of_log_windows_get_their_moving_average_on_top() -> None:
     fig = bw_vs_data_drives({"drive A": DriveFill((one,))}, {"drive A": "#1f77b4"})
     (ax,) = fig.axes
     (line,) = ax.get_lines()
-    assert line.get_label() == "drive A (moving average of 20 log windows)"
+    assert line.get_label() == "drive A", "one legend entry per drive, as without smoothing"
+    title = ax.get_legend().get_title().get_text()
+    assert title == "lines: moving average of 50 log windows; faint: each window"
     assert 650 < float(np.mean(line.get_ydata())) < 950, "the mean of the raw windows"
     raw = float(np.std(bw / mib))
     assert float(np.std(line.get_ydata())) < 0.35 * raw, "smoother than the raw windows"

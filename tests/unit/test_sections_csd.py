@@ -290,7 +290,9 @@ def test_two_drives_get_every_comparison_in_the_methods_order(pair: Any) -> None
 
 
 def legend(ax: Axes) -> list[str]:
-    found = ax.get_legend()
+    """The axes' legend, or the figure's under it (one for every panel)."""
+    figure = ax.get_figure()
+    found = ax.get_legend() or (figure.legends[0] if figure and figure.legends else None)
     return [t.get_text() for t in found.get_texts()] if found else []
 
 
