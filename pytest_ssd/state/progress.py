@@ -1,4 +1,4 @@
-"""Live progress of long transition steps and measurements: percent, MiB/s, IOPS, time left.
+"""Live progress of long transition steps and measurements: percent, MiB/s or IOPS, time left.
 
 On a terminal the line is rewritten in place (through pytest's terminal
 reporter, with capture suspended, so pytest's own output stays intact); in a
@@ -7,6 +7,7 @@ log (CI, xdist workers) a line is written at most every :data:`LOG_EVERY_S`.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ MIN_SECONDS = 10.0
 MIN_BYTES = 1 << 30
 #: reports closer together than this (fio's last one follows the job's end) set no rate
 MIN_RATE_INTERVAL_S = 0.5
+#: a random job of blocks up to this size shows its rate in IOPS, any other job in MiB/s
+IOPS_MAX_BLOCK = 64 * 1024
 #: Write(text, final): show a progress line; final closes it
 Write = Callable[[str, bool], None]
 
@@ -45,6 +48,8 @@ class Plan:
     total_s: float = 0.0
     #: the directions whose bytes count (a state step: its writes; a measurement: all)
     directions: tuple[str, ...] = ALL_DIRECTIONS
+    #: the rate in IOPS (small-block random), not MiB/s
+    iops: bool = False
 
     @property
     def long(self) -> bool:
@@ -58,17 +63,20 @@ def plan_of(jobs: Sequence[FioJob], capacity: int) -> Plan:
     An amount-based job moves ``io_bytes``, else one pass over its span; each of its
     ``numjobs`` clones does.  With a time-based job among them the plan is in
     seconds: their ramp and run times (a prefill before them makes it run over).
+    The rate is in IOPS when the last job (the measured one) is small-block random.
     """
+    last = jobs[-1]
+    iops = last.pattern == "rnd" and last.block_size <= IOPS_MAX_BLOCK
     timed = [job for job in jobs if job.runtime_s is not None]
     if timed:  # the amount-based jobs among them (a prefill) count in the time it takes
-        return Plan(total_s=sum(job.planned_seconds for job in timed))
+        return Plan(total_s=sum(job.planned_seconds for job in timed), iops=iops)
     amounts = [
         (job.io_bytes if job.io_bytes is not None else span(job, capacity)[1] - job.offset)
         * job.numjobs
         for job in jobs
         if job.runtime_s is None
     ]
-    return Plan(total_bytes=sum(amounts))
+    return Plan(total_bytes=sum(amounts), iops=iops)
 
 
 class Progress:
@@ -78,22 +86,27 @@ class Progress:
         self.label, self.write = label, write
         self.plan = plan if isinstance(plan, Plan) else Plan(plan, directions=("write",))
         self.start = time.monotonic()
-        self._last: tuple[float, int, int] = (self.start, 0, 0)
+        #: (when, bytes, I/Os) of the last report, *when* on fio's clock (see :meth:`__call__`)
+        self._last: tuple[float, int, int] | None = None
         self.rate = 0.0
         self.iops = 0.0
-        self.done = 0
+        self.done = self.ios = 0
 
     def __call__(self, doc: dict[str, Any]) -> None:
         now = time.monotonic()
         done, ios = moved(doc, self.plan.directions)
-        then, before, ios_before = self._last
-        if now - then >= MIN_RATE_INTERVAL_S and done >= before:
-            rate, iops = (done - before) / (now - then), (ios - ios_before) / (now - then)
+        # rates on fio's clock (its reports may reach us bunched in the pipe); the first
+        # report's since we started fio, on ours
+        stamp = doc.get("timestamp_ms")
+        when = stamp / 1000 if isinstance(stamp, int | float) else now
+        then, before, ios_before = self._last or (when - (now - self.start), 0, 0)
+        if when - then >= MIN_RATE_INTERVAL_S and done >= before:
+            rate, iops = (done - before) / (when - then), (ios - ios_before) / (when - then)
             first = not self.rate
             self.rate = rate if first else 0.7 * self.rate + 0.3 * rate
             self.iops = iops if first else 0.7 * self.iops + 0.3 * iops
-        self._last = (now, done, ios)
-        self.done = done
+        self._last = (when, done, ios)
+        self.done, self.ios = done, ios
         self.write(self.line(done, now), False)
 
     def line(self, done: int, now: float) -> str:
@@ -109,15 +122,18 @@ class Progress:
             eta = _clock(self.plan.total_s - elapsed) if self.plan.total_s else "?"
             amount = amount if elapsed <= self.plan.total_s else f"{_size(done)}, overrunning"
         return (
-            f"{self.label}: {min(pct, 100.0):5.1f} %  {amount}  {self.rate / MiB:,.0f} MiB/s"
-            f"  {self.iops:,.0f} IOPS  elapsed {_clock(elapsed)}  left {eta}"
+            f"{self.label}: {min(pct, 100.0):5.1f} %  {amount}  {self._speed(self.rate, self.iops)}"
+            f"  elapsed {_clock(elapsed)}  left {eta}"
         )
+
+    def _speed(self, rate: float, iops: float) -> str:
+        return f"{iops:,.0f} IOPS" if self.plan.iops else f"{rate / MiB:,.0f} MiB/s"
 
     def close(self) -> None:
         took = time.monotonic() - self.start
         size = _size(self.done, self.plan.total_bytes)
-        moved_text = f" ({size}, {self.done / MiB / took:,.0f} MiB/s)" if took else ""
-        self.write(f"{self.label}: done in {_clock(took)}{moved_text}", True)
+        speed = f" ({size}, {self._speed(self.done / took, self.ios / took)})" if took > 0 else ""
+        self.write(f"{self.label}: done in {_clock(took)}{speed}", True)
 
 
 def _size(n: float, scale: float = 0.0) -> str:
@@ -129,7 +145,7 @@ def _size(n: float, scale: float = 0.0) -> str:
 
 def terminal_writer(config: pytest.Config) -> Write:
     """Progress lines on pytest's terminal (looked up when used: it registers after us)."""
-    last = [0.0]
+    last = [-math.inf]  # the first line is written (monotonic time may start near 0)
     open_line = [False]
 
     def write(text: str, final: bool) -> None:
@@ -158,7 +174,7 @@ def terminal_writer(config: pytest.Config) -> Write:
 
 def log_writer(path: Path) -> Write:
     """Progress lines appended to *path*, at most every :data:`LOG_EVERY_S` (and the last)."""
-    last = [0.0]
+    last = [-math.inf]  # the first line is written (monotonic time may start near 0)
 
     def write(text: str, final: bool) -> None:
         now = time.monotonic()

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.status import moved
+from pytest_ssd.fio.status import StatusSink, moved
 from pytest_ssd.state import progress
 from pytest_ssd.state.progress import Plan, Progress, plan_of
 from pytest_ssd.state.relay import Relay, worker_writer
 
 MiB, GiB = 1 << 20, 1 << 30
+GOLDEN = Path(__file__).parent.parent / "golden" / "fio"
 
 
 def status(written: int, ios: int, read: int = 0) -> dict[str, object]:
@@ -38,10 +40,13 @@ def test_plan_of_adds_amounts_clones_and_times() -> None:
     fill = FioJob("fill", "seq", 128 * 1024, read_pct=0)  # one pass over the device
     rnd = FioJob("rnd", "rnd", 4096, read_pct=0, size=GiB, io_bytes=256 * MiB, numjobs=4)
     timed = FioJob("t", "rnd", 4096, read_pct=100, runtime_s=30, ramp_s=5)
-    assert plan_of([fill, rnd], capacity=2 * GiB) == Plan(total_bytes=2 * GiB + 4 * 256 * MiB)
+    amount = Plan(total_bytes=2 * GiB + 4 * 256 * MiB, iops=True)
+    assert plan_of([fill, rnd], capacity=2 * GiB) == amount, "the measured job's rate: IOPS"
     plan = plan_of([fill, timed], capacity=2 * GiB)
-    assert plan == Plan(total_s=35.0), "with a time-based job: seconds"
+    assert plan == Plan(total_s=35.0, iops=True), "with a time-based job: seconds"
     assert plan.long and not plan_of([FioJob("q", "rnd", 4096, io_bytes=MiB)], GiB).long
+    large = FioJob("l", "rnd", 128 * 1024, read_pct=0, io_bytes=GiB)
+    assert not plan_of([rnd, fill], 2 * GiB).iops and not plan_of([large], GiB).iops, "MiB/s"
 
 
 def test_a_line_says_what_how_far_how_fast_and_how_long(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,10 +57,9 @@ def test_a_line_says_what_how_far_how_fast_and_how_long(monkeypatch: pytest.Monk
         "d0 fill-pass-1", Plan(total_bytes=20 * GiB), lambda t, f: lines.append((t, f))
     )
     follow(status(0, 0))  # t = 101 s
-    follow(status(5 * GiB, 40960))  # t = 111 s: 512 MiB/s, 4,096 IOPS
+    follow(status(5 * GiB, 40960))  # t = 111 s: 512 MiB/s (a sequential job: not in IOPS)
     assert lines[-1] == (
-        "d0 fill-pass-1:  25.0 %  5.0 GiB/20.0 GiB  512 MiB/s  4,096 IOPS"
-        "  elapsed 0:00:11  left 0:00:30",
+        "d0 fill-pass-1:  25.0 %  5.0 GiB/20.0 GiB  512 MiB/s  elapsed 0:00:11  left 0:00:30",
         False,
     )
     follow.close()  # t = 121 s
@@ -85,3 +89,75 @@ def test_the_relay_shows_each_workers_newest_line_once(tmp_path: Path) -> None:
     assert json.dumps(sorted(p.name for p in (tmp_path / "progress").iterdir())) == json.dumps(
         ["gw0.line", "gw1.line"]
     ), "no partial file left behind"
+
+
+def follow_golden(
+    name: str, plan: Plan, monkeypatch: pytest.MonkeyPatch, *, bunched: bool = False
+) -> list[str]:
+    """The lines of a Progress fed fio's real status stream *name* (tests/golden/fio).
+
+    Each report arrives at its ``timestamp_ms`` (*bunched*: every one after the first
+    arrives with the last), the run starts a second before the first one (fio's
+    interval) and ends with the last one.
+    """
+    docs: list[dict[str, object]] = []
+    sink = StatusSink(docs.append)
+    for line in (GOLDEN / name).read_text().splitlines(keepends=True):
+        sink.feed(line)
+    stamps = [int(str(doc["timestamp_ms"])) / 1000 for doc in docs]
+    arrivals = [stamps[0], *[stamps[-1]] * (len(stamps) - 1)] if bunched else stamps
+    clock = iter([stamps[0] - 1, *arrivals, stamps[-1]])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    lines: list[str] = []
+    follow = Progress("d0 job", plan, lambda text, final: lines.append(text))
+    for doc in docs:
+        follow(doc)
+    follow.close()
+    return lines
+
+
+def test_fios_status_of_a_fill_in_gib(monkeypatch: pytest.MonkeyPatch) -> None:
+    # fio --ioengine=null --size=16G --rw=write --bs=128k --rate=5g: three reports and the result
+    fill = FioJob("fill", "seq", 128 * 1024, read_pct=0, io_bytes=16 * GiB)
+    plan = plan_of([fill], capacity=16 * GiB)
+    assert plan == Plan(total_bytes=16 * GiB) and not plan.iops
+    lines = follow_golden("status_fill_16g.json", plan, monkeypatch)
+    assert lines == [
+        # 4,787,142,656 bytes in the first second; the rate then follows a moving average
+        "d0 job:  27.9 %  4.5 GiB/16.0 GiB  4,565 MiB/s  elapsed 0:00:01  left 0:00:02",
+        "d0 job:  58.9 %  9.4 GiB/16.0 GiB  4,711 MiB/s  elapsed 0:00:02  left 0:00:01",
+        "d0 job:  90.0 %  14.4 GiB/16.0 GiB  4,827 MiB/s  elapsed 0:00:03  left 0:00:00",
+        # the result, 0.3 s after the last report: too close to set a rate
+        "d0 job: 100.0 %  16.0 GiB/16.0 GiB  4,827 MiB/s  elapsed 0:00:03  left 0:00:00",
+        "d0 job: done in 0:00:03 (16.0 GiB, 4,948 MiB/s)",
+    ]
+
+
+def test_fios_status_of_a_timed_random_read_in_seconds_and_iops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # fio --rw=randread --bs=4k --iodepth=8 --runtime=3 --time_based on a 64 MiB file
+    rnd = FioJob("rnd", "rnd", 4096, iodepth=8, size=64 * MiB, runtime_s=3)
+    plan = plan_of([rnd], capacity=64 * MiB)
+    assert plan == Plan(total_s=3.0, iops=True) and not plan.long
+    lines = follow_golden("status_randread_4k.json", plan, monkeypatch)
+    assert lines == [
+        "d0 job:  33.3 %  1/3 s, 261 MiB  66,709 IOPS  elapsed 0:00:01  left 0:00:02",
+        "d0 job:  66.7 %  2/3 s, 650 MiB  76,590 IOPS  elapsed 0:00:02  left 0:00:01",
+        "d0 job: 100.0 %  3/3 s, 1,017 MiB  81,851 IOPS  elapsed 0:00:03  left 0:00:00",
+        # fio's start-up is in the time (the line's clock starts before fio's)
+        "d0 job: 100.0 %  1,067 MiB, overrunning  81,851 IOPS  elapsed 0:00:03  left 0:00:00",
+        "d0 job: done in 0:00:03 (1,067 MiB, 86,565 IOPS)",
+    ]
+
+
+def test_rates_are_on_fios_clock_when_reports_arrive_bunched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def rates(bunched: bool) -> list[list[str]]:
+        plan = Plan(total_bytes=16 * GiB)
+        lines = follow_golden("status_fill_16g.json", plan, monkeypatch, bunched=bunched)
+        return [re.findall(r"[\d,]+ MiB/s", line) for line in lines]
+
+    assert rates(bunched=True) == rates(bunched=False)
+    assert rates(bunched=True)[2] == ["4,827 MiB/s"]
