@@ -2,17 +2,20 @@
 
 A worker cannot write to the terminal (xdist keeps its output); its progress
 writer (:func:`worker_writer`) keeps its newest line in ``<run dir>/progress/<worker>.line``,
-replaced atomically.  On the controller a :class:`Relay` thread shows each
-worker's newest line when it changed: every :data:`TTY_EVERY_S` on a terminal,
-every :data:`~pytest_ssd.state.progress.LOG_EVERY_S` in a log, and once more
-when the run ends.
+replaced atomically.  On the controller a :class:`Relay` thread looks every
+:data:`TTY_EVERY_S` and shows a worker's newest line when it changed: at most
+every :data:`TTY_EVERY_S` on a terminal, every
+:data:`~pytest_ssd.state.progress.LOG_EVERY_S` in a log (a worker's first line
+and its closing lines at once), and once more when the run ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,8 +47,10 @@ class Relay:
     def __init__(self, run_dir: Path, show: Callable[[str], None], *, tty: bool) -> None:
         self.folder = run_dir / FOLDER
         self.show = show
+        #: a worker's lines at most this often (its first and its closing ones at once)
         self.every = TTY_EVERY_S if tty else LOG_EVERY_S
         self._shown: dict[str, str] = {}
+        self._when: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ssd-progress", daemon=True)
 
@@ -56,18 +61,23 @@ class Relay:
         """Stop the thread and show what changed since it last looked."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=self.every + 5)
-        self.poll()
+            self._thread.join(timeout=TTY_EVERY_S + 5)
+        self.poll(force=True)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.every):
+        while not self._stop.wait(TTY_EVERY_S):
             self.poll()
 
-    def poll(self) -> None:
-        """Show each worker's line that changed since last shown."""
+    def poll(self, *, force: bool = False) -> None:
+        """Show each worker's line that changed, once per :attr:`every` (closing lines at once)."""
+        now = time.monotonic()
         for path in sorted(self.folder.glob("*.line")):
             with contextlib.suppress(OSError):
                 text = path.read_text().strip()
-                if text and self._shown.get(path.stem) != text:
-                    self._shown[path.stem] = text
-                    self.show(f"[{path.stem}] {text.removeprefix(FINAL)}")
+                worker = path.stem
+                if not text or self._shown.get(worker) == text:
+                    continue
+                due = now - self._when.get(worker, -math.inf) >= self.every
+                if force or due or text.startswith(FINAL):
+                    self._shown[worker], self._when[worker] = text, now
+                    self.show(f"[{worker}] {text.removeprefix(FINAL)}")

@@ -89,6 +89,16 @@ def test_the_relay_shows_each_workers_newest_line_once(tmp_path: Path) -> None:
     assert json.dumps(sorted(p.name for p in (tmp_path / "progress").iterdir())) == json.dumps(
         ["gw0.line", "gw1.line"]
     ), "no partial file left behind"
+    # in a log, a worker's next line waits its minute; its closing line, and the end, do not
+    gw0("d0 fill:  30.0 %", False)
+    relay.poll()
+    assert shown[-1] == "[gw1] d1 fill: done in 0:00:09"
+    gw0("d0 fill: done in 0:00:20", True)
+    relay.poll()
+    assert shown[-1] == "[gw0] d0 fill: done in 0:00:20"
+    gw1("d1 rnd:  50.0 %", False)
+    relay.stop()  # never started: the last look only
+    assert shown[-1] == "[gw1] d1 rnd:  50.0 %"
 
 
 def follow_golden(
