@@ -41,7 +41,7 @@ DEFAULT_PERCENTILES: tuple[float, ...] = (
 )
 DIRECTIONS: tuple[str, ...] = ("read", "write", "trim")
 
-_AGGREGATE_CLIENT = "All clients"  # fio --client's sum over all servers, not a job
+AGGREGATE_CLIENT = "All clients"  # fio --client's sum over all servers, not a job
 _QUOTE_CHARS = 120
 
 
@@ -375,7 +375,7 @@ def parse_output(text: str) -> FioOutput:
     jobs = tuple(
         _job(raw, f"{key}[{i}]", global_options)
         for i, raw in enumerate(raw_jobs)
-        if not (isinstance(raw, dict) and raw.get("jobname") == _AGGREGATE_CLIENT)
+        if not (isinstance(raw, dict) and raw.get("jobname") == AGGREGATE_CLIENT)
     )
     disk_util = tuple(dict(d) for d in doc.get("disk_util") or () if isinstance(d, dict))
     return FioOutput(str(doc.get("fio version", "")), notes, jobs, disk_util)

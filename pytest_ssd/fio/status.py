@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from pytest_ssd.fio.results import AGGREGATE_CLIENT
+
 StatusCallback = Callable[[dict[str, Any]], None]
 
 
@@ -50,7 +52,7 @@ ALL_DIRECTIONS = ("read", "write", "trim")
 def _sum(doc: dict[str, Any], directions: tuple[str, ...], key: str) -> int:
     total = 0
     for job in doc.get("jobs") or doc.get("client_stats") or ():
-        if not isinstance(job, dict) or job.get("jobname") == "All clients":
+        if not isinstance(job, dict) or job.get("jobname") == AGGREGATE_CLIENT:
             continue
         for direction in directions:
             part = job.get(direction)
