@@ -29,7 +29,7 @@ from pytest_ssd.results.transition import StepDone, Transition
 from pytest_ssd.state import actions
 from pytest_ssd.state.accounting import Counters, counters_on, read_counters, stat_file
 from pytest_ssd.state.layout import Layout
-from pytest_ssd.state.progress import Progress, Write, log_writer
+from pytest_ssd.state.progress import Plan, Progress, Write, log_writer
 from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import Context, Step, path
 from pytest_ssd.state.tracker import DeviceState, Need
@@ -174,7 +174,8 @@ class StateKeeper:
             )
         if step.kind == "fio":
             write = self.progress or log_writer(artifacts / "progress.log")
-            follow = Progress(f"{self.device} {step.name}", step.write_bytes, write)
+            planned = Plan(step.write_bytes, directions=("write",))  # a step: its writes
+            follow = Progress(f"{self.device} {step.name}", planned, write)
             fio_run = run_jobs(
                 step.jobs,
                 self.target,

@@ -74,7 +74,6 @@ def plan_of(jobs: Sequence[FioJob], capacity: int) -> Plan:
         (job.io_bytes if job.io_bytes is not None else span(job, capacity)[1] - job.offset)
         * job.numjobs
         for job in jobs
-        if job.runtime_s is None
     ]
     return Plan(total_bytes=sum(amounts), iops=iops)
 
@@ -82,9 +81,8 @@ def plan_of(jobs: Sequence[FioJob], capacity: int) -> Plan:
 class Progress:
     """Follows fio's status reports for one step or measurement (see :class:`Plan`)."""
 
-    def __init__(self, label: str, plan: Plan | int, write: Write) -> None:
-        self.label, self.write = label, write
-        self.plan = plan if isinstance(plan, Plan) else Plan(plan, directions=("write",))
+    def __init__(self, label: str, plan: Plan, write: Write) -> None:
+        self.label, self.plan, self.write = label, plan, write
         self.start = time.monotonic()
         #: (when, bytes, I/Os) of the last report, *when* on fio's clock (see :meth:`__call__`)
         self._last: tuple[float, int, int] | None = None
