@@ -49,6 +49,7 @@ from pytest_ssd.fio.job import fio_path
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.health import Sampler, Source, find_source
 from pytest_ssd.host import HostRecord, Tuner
+from pytest_ssd.host.remote import read_hosts
 from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import LOCAL, Machine
@@ -401,7 +402,7 @@ class SsdSession:
             ) from None
         # the record says what the run measures under: after --ssd-tune, with every device here
         here = {k: v for k, v in identities.items() if self.duts[k].address is None}
-        self.host = present(self.tuner, "the tuner").start(here)
+        self.host = self._host_record(here, identities)
         environment = runinfo.collect(args, self.host)
         self.db = RunWriter(self.options.db, self.run_id, self.run_dir, environment)
         for dut_id, dut in self.duts.items():
@@ -415,6 +416,21 @@ class SsdSession:
             self.db.add_device(dut_id, description, dut.label)
         self.store = ResultsExport(self.run_dir, self.options.db, self.run_id)
         self.store.write()
+
+    def _host_record(
+        self, here: dict[str, DeviceIdentity], identities: dict[str, DeviceIdentity]
+    ) -> HostRecord:
+        """This machine's settings (if a device is here) and every test host's."""
+        hosts: dict[str, tuple[Machine, dict[str, DeviceIdentity]]] = {}
+        for dut_id, dut in self.duts.items():
+            if dut.address is not None:
+                machine = self.machine(dut)
+                hosts.setdefault(dut.address.label, (machine, {}))[1][dut_id] = identities[dut_id]
+        tuner = present(self.tuner, "the tuner")
+        # a run only on test hosts measures nothing under this machine's settings
+        mine = tuner.start(here) if here or not hosts else HostRecord((), tuner.log)
+        theirs = read_hosts(hosts, self.warnings)
+        return dataclasses.replace(mine, readings=(*mine.readings, *theirs))
 
     def _resolve_all(self) -> None:
         """Resolve, lock and guard every device: the named ones before scratch is made."""

@@ -15,7 +15,8 @@ from pytest_ssd.host.settings import Reading
 #: a process using at least this share of one CPU while sampled counts as busy
 BUSY_SHARE = 0.10
 BUSY_SAMPLE_S = 0.5
-_TICKS = os.sysconf("SC_CLK_TCK")
+BUSY_TITLE = "Other busy processes"
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_frequency(roots: Roots) -> Reading:
@@ -105,23 +106,36 @@ def busy_processes(
     me: int | None = None,
 ) -> Reading:
     """Other processes using ≥ 10 % of a CPU over *seconds* (METHOD §9: stop other daemons)."""
-    title = "Other busy processes"
     if not roots.procfs.is_dir():
-        return Reading("busy-processes", title, None, "0", f"no {roots.procfs}")
+        return Reading("busy-processes", BUSY_TITLE, None, "0", f"no {roots.procfs}")
     before = snapshot(roots.procfs)
     sleep(seconds)
     after = snapshot(roots.procfs)
-    ours = _ours(after, os.getpid() if me is None else me)
+    me = os.getpid() if me is None else me
+    return busy_between(before, after, seconds, me=me, procfs=roots.procfs)
+
+
+def busy_between(
+    before: dict[int, ProcessTimes],
+    after: dict[int, ProcessTimes],
+    seconds: float,
+    *,
+    me: int,
+    ticks: int = TICKS,
+    procfs: Path = Path("/proc"),
+) -> Reading:
+    """Processes other than *me* and its descendants busy between two snapshots."""
+    ours = _ours(after, me)
     busy = []
     for pid, now in after.items():
         then = before.get(pid)
         if pid in ours or then is None:
             continue
-        share = (now.ticks - then.ticks) / _TICKS / seconds
+        share = (now.ticks - then.ticks) / ticks / seconds
         if share >= BUSY_SHARE:
             busy.append((share, f"{now.name} {pid} {share:.0%}"))
     busy.sort(reverse=True)
     names = ", ".join(text for _, text in busy[:5]) + (", …" if len(busy) > 5 else "")
     value = f"{len(busy)} ({names})" if busy else "0"
-    source = f"{roots.procfs}/*/stat: ≥ {BUSY_SHARE:.0%} of a CPU over {seconds:g} s"
-    return Reading("busy-processes", title, value, "0", source)
+    source = f"{procfs}/*/stat: ≥ {BUSY_SHARE:.0%} of a CPU over {seconds:g} s"
+    return Reading("busy-processes", BUSY_TITLE, value, "0", source)

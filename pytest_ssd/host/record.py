@@ -83,8 +83,12 @@ class HostRecord:
         *,
         tune: TuneLog | None = None,
         busy_sample_s: float = facts.BUSY_SAMPLE_S,
+        busy: Reading | None = None,
     ) -> HostRecord:
-        """Read the settings *tunables* and the facts (after tuning: what the run runs under)."""
+        """Read the settings *tunables* and the facts (after tuning: what the run runs under).
+
+        *busy*: the busy processes as sampled elsewhere (a test host), else sampled here.
+        """
         found = [s.read() for s in tunables]
         per_device = [
             reading
@@ -99,7 +103,7 @@ class HostRecord:
             *(r for r in found if r.device is None),
             *per_device,
             facts.memory(roots),
-            facts.busy_processes(roots, busy_sample_s),
+            busy or facts.busy_processes(roots, busy_sample_s),
         ]
         return cls(tuple(readings), tune or TuneLog())
 
@@ -141,13 +145,13 @@ def side_by_side(environments: Sequence[Mapping[str, Any]]) -> list[tuple[str, l
     Runs recorded before settings were: "not recorded"; a setting the machine lacks:
     "not available here" with the reason; a value off the method: the recommendation beside it.
     """
-    names: dict[tuple[str, str | None], str] = {}
+    names: dict[tuple[str, str | None, str | None], str] = {}
     runs = []
     for env in environments:
         readings = [Reading.from_dict(r) for r in env.get("host_settings") or []]
-        runs.append({(r.key, r.device): r for r in readings})
+        runs.append({(r.key, r.device, r.host): r for r in readings})
         for r in readings:
-            names.setdefault((r.key, r.device), r.name)
+            names.setdefault((r.key, r.device, r.host), r.name)
     rows = []
     for key, name in names.items():
         cells = []

@@ -34,6 +34,8 @@ class Reading:
     source: str = ""
     #: the device under test it belongs to (scheduler, APST, power state)
     device: str | None = None
+    #: the test host it was read on (None: this machine)
+    host: str | None = None
 
     @property
     def available(self) -> bool:
@@ -45,7 +47,9 @@ class Reading:
 
     @property
     def name(self) -> str:
-        return f"{self.title} ({self.device})" if self.device else self.title
+        if self.device:
+            return f"{self.title} ({self.device})"
+        return f"{self.title} (host {self.host})" if self.host else self.title
 
     def shown(self) -> str:
         return self.value if self.value is not None else f"{NOT_AVAILABLE} ({self.source})"
@@ -60,6 +64,7 @@ class Reading:
             "key": self.key,
             "title": self.title,
             "device": self.device,
+            "host": self.host,
             "value": self.value,
             "recommended": self.recommended,
             "source": self.source,
@@ -74,6 +79,7 @@ class Reading:
             data.get("recommended"),
             data.get("source", ""),
             data.get("device"),
+            data.get("host"),
         )
 
 

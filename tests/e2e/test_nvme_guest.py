@@ -84,6 +84,15 @@ def test_a_namespace_is_identified_needs_its_serial_and_is_measured(
     assert rows["Link"] == "PCIe, PCI function 0000:00:01.0", rows
     # QEMU's root-bus function reports no speed: said so, never guessed
     assert rows["Link speed (current / max)"] == "not reported / not reported", rows
+    # the guest's own settings, its controller's features asked there with nvme-cli
+    readings = {r["key"]: r for r in run.results()["run"]["host_settings"]}
+    on = f" on 127.0.0.1:{guest.port}"
+    assert readings["power-state"]["value"] == "PS0"
+    assert readings["power-state"]["source"] == f"nvme get-feature {NS} --feature-id=2{on}"
+    assert readings["apst"]["value"] is None and "Invalid Field" in readings["apst"]["source"]
+    assert readings["scheduler"]["source"] == f"/sys/class/block/nvme0n1/queue/scheduler{on}"
+    # the guest's 1 GiB, not this machine's memory
+    assert readings["memory"]["value"].split()[1] == "MiB", readings["memory"]
     with sqlite3.connect(run.report_dir / "results.sqlite") as db:
         rows = db.execute("SELECT meta FROM series WHERE name LIKE '%.health'").fetchall()
     health = [json.loads(meta) for (meta,) in rows]

@@ -56,6 +56,15 @@ def test_smoke_runs_on_a_test_host(server: Sshd, loop_device: LoopFactory, run_s
     assert device["label"].endswith(f" on 127.0.0.1:{server.port}")
     assert device["identity"]["path"] == str(dev) and device["identity"]["kernel_name"] == dev.name
     assert len(results["measurements"]) == 4
+    # the settings the device ran under are the host's (and only the host's: nothing here)
+    label = f"127.0.0.1:{server.port}"
+    readings = {r["key"]: r for r in results["run"]["host_settings"]}
+    assert {r["host"] for r in results["run"]["host_settings"]} == {label}
+    assert readings["scheduler"]["device"] == dev.name
+    assert (
+        readings["scheduler"]["source"] == f"/sys/class/block/{dev.name}/queue/scheduler on {label}"
+    )
+    assert readings["memory"]["value"].endswith("available")
     with sqlite3.connect(run.report_dir / "results.sqlite") as db:
         (host, described) = db.execute("SELECT host, description FROM run_devices").fetchone()
     assert host == json.loads(described)["host"] == f"127.0.0.1:{server.port}"

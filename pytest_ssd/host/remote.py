@@ -1,0 +1,178 @@
+"""The settings and facts of a test host, read there in one command and recorded like ours.
+
+A device on a test host is measured under that host's CPU governor, boost,
+transparent huge pages, ASLR, I/O scheduler and NVMe power settings, not under
+the controller's.  One shell command on the host prints every file the record
+reads (:mod:`.settings`, :mod:`.facts`) and two samples of ``/proc/*/stat``
+half a second apart; :func:`copy_tree` writes them into a small copy of the
+host's ``/sys`` and ``/proc``, so :meth:`HostRecord.read` reads it exactly as
+it reads this machine.  ``nvme get-feature`` (APST, power state) runs on the
+host.  Each reading names the host, and its source names the host's path, not
+the copy's.  Nothing is written on the host: ``--ssd-tune`` stays this
+machine's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.device.nvme import INSTALL_HINT, NVME_TIMEOUT_S
+from pytest_ssd.errors import SsdError
+from pytest_ssd.host import facts
+from pytest_ssd.host.io import Roots, TuneError
+from pytest_ssd.host.record import HostRecord, device_settings
+from pytest_ssd.host.settings import Reading, host_settings
+from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.ssh import MARK, marks
+from pytest_ssd.proc import Completed
+
+READ_TIMEOUT_S = 60.0
+#: the machine-wide files the record reads (settings.py, facts.py), globs allowed
+FILES = (
+    "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor",
+    "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_available_governors",
+    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq",
+    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver",
+    "/sys/devices/system/cpu/cpufreq/boost",
+    "/sys/devices/system/cpu/intel_pstate/no_turbo",
+    "/sys/devices/system/cpu/cpufreq/policy[0-9]*/boost",
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+    "/proc/sys/kernel/randomize_va_space",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+)
+#: ``sh -c SCRIPT sh SECONDS NAME...``: every file as ``path:line``, the disks' schedulers
+#: (a partition's disk), then /proc/*/stat twice, *SECONDS* apart
+SCRIPT = f"""
+s=$1; shift
+echo "{MARK}pid $$"
+echo "{MARK}ticks $(getconf CLK_TCK)"
+grep -H '' {" ".join(FILES)} 2>/dev/null
+for n in "$@"; do
+  p=$(readlink -e "/sys/class/block/$n") || continue
+  [ -e "$p/partition" ] && p=${{p%/*}}
+  echo "{MARK}queue $n $(cat "$p/queue/scheduler" 2>/dev/null)"
+done
+echo "{MARK}sample 1"
+grep -H '' /proc/[0-9]*/stat 2>/dev/null
+sleep "$s"
+echo "{MARK}sample 2"
+grep -H '' /proc/[0-9]*/stat 2>/dev/null
+exit 0
+"""
+_PATH = re.compile(r"^(/(?:sys|proc)/[^:]*):(.*)$")
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_STAT = re.compile(r"/proc/[0-9]+/stat")
+
+
+def _target(root: Path, path: str) -> Path:
+    if "/../" in path or path.endswith("/.."):
+        raise TuneError(f"the host printed an odd path: {path[:200]!r}")
+    return root / path.lstrip("/")
+
+
+def copy_tree(text: str, root: Path) -> tuple[Roots, Roots, dict[str, str]]:
+    """Write the script's output under *root*: the copy now, the first sample, the marks.
+
+    The first sample's ``/proc`` is under ``root/sample``; the second (and every other
+    file) under ``root``.  A queue mark becomes ``sys/class/block/NAME/queue/scheduler``.
+    """
+    lines: dict[Path, list[str]] = {}
+    base = root / "sample"
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith(MARK):
+            found.update(marks(line))
+            word, _, rest = line[len(MARK) :].partition(" ")
+            if word == "sample" and rest == "2":
+                base = root
+            elif word == "queue":
+                name, _, scheduler = rest.partition(" ")
+                if _NAME.fullmatch(name) and scheduler:
+                    queue = root / "sys" / "class" / "block" / name / "queue" / "scheduler"
+                    lines.setdefault(queue, []).append(scheduler)
+            continue
+        match = _PATH.match(line)
+        if match is None:
+            continue
+        path = match.group(1)
+        where = base if _STAT.fullmatch(path) else root
+        lines.setdefault(_target(where, path), []).append(match.group(2))
+    for file, content in lines.items():
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text("\n".join(content) + "\n")
+    return (
+        Roots(sysfs=root / "sys", procfs=root / "proc", dev=Path("/dev")),
+        Roots(sysfs=root / "sys", procfs=root / "sample" / "proc", dev=Path("/dev")),
+        found,
+    )
+
+
+class HostIo:
+    """nvme-cli on the host; writes refused (the host's settings are only read)."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+
+    def write(self, path: Path, value: str) -> None:
+        raise TuneError(f"{self.machine.where}: --ssd-tune does not change a test host's settings")
+
+    def nvme(self, args: list[str]) -> Completed:
+        nvme = self.machine.which("nvme", INSTALL_HINT)
+        return self.machine.run([nvme, *args], timeout=NVME_TIMEOUT_S, name="nvme")
+
+
+def _on_host(reading: Reading, root: Path, label: str) -> Reading:
+    """*reading* as the host's: its paths the host's, machine-wide ones named by host."""
+    source = reading.source.replace(f"{root}/sample/", "/").replace(f"{root}/", "/")
+    return dataclasses.replace(reading, source=f"{source} on {label}", host=label)
+
+
+def read_host(
+    machine: Machine,
+    devices: Mapping[str, DeviceIdentity],
+    busy_sample_s: float = facts.BUSY_SAMPLE_S,
+) -> list[Reading]:
+    """The record's readings of the test host *machine* for its *devices*."""
+    label = machine.host or machine.where
+    names = [i.kernel_name for i in devices.values() if i.kernel_name]
+    argv = ["sh", "-c", SCRIPT, "sh", f"{busy_sample_s:g}", *names]
+    done = machine.run(argv, timeout=READ_TIMEOUT_S + busy_sample_s, name="host-settings")
+    if done.returncode != 0:
+        why = done.last_error_line()
+        raise TuneError(f"{machine.where}: its settings could not be read: {why}")
+    with tempfile.TemporaryDirectory(prefix="ssd-host-") as tmp:
+        root = Path(tmp)
+        now, sample, found = copy_tree(done.stdout, root)
+        io = HostIo(machine)
+        tunables = [*host_settings(now), *device_settings(now, io, devices)]
+        busy = facts.busy_between(
+            facts.snapshot(sample.procfs),
+            facts.snapshot(now.procfs),
+            busy_sample_s,
+            me=int(found.get("pid") or 0),
+            ticks=int(found.get("ticks") or facts.TICKS),
+            procfs=Path("/proc"),
+        )
+        record = HostRecord.read(now, io, tunables, devices, busy=busy)
+        return [_on_host(r, root, label) for r in record.readings]
+
+
+def read_hosts(
+    machines: Mapping[str, tuple[Machine, Mapping[str, DeviceIdentity]]],
+    warnings: list[str],
+    busy_sample_s: float = facts.BUSY_SAMPLE_S,
+) -> list[Reading]:
+    """Every test host's readings; a host that cannot be read is a warning, not a stop."""
+    readings: list[Reading] = []
+    for label, (machine, devices) in machines.items():
+        try:
+            readings += read_host(machine, devices, busy_sample_s)
+        except SsdError as exc:
+            warnings.append(f"{label}: host settings not recorded: {exc}")
+    return readings

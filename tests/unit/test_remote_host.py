@@ -1,0 +1,144 @@
+"""A test host's settings, read in one shell command there and recorded like this machine's.
+
+The script runs here through :data:`LOCAL` (the same ``sh -c`` a host runs over SSH), so
+this machine read through a copy must give what reading it directly gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_ssd.device.identity import identify
+from pytest_ssd.host import HostRecord, Roots
+from pytest_ssd.host.io import SystemIo, TuneError
+from pytest_ssd.host.record import device_settings, side_by_side
+from pytest_ssd.host.remote import HostIo, copy_tree, read_host, read_hosts
+from pytest_ssd.host.settings import host_settings
+from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.ssh import MARK
+from pytest_ssd.proc import Completed
+
+#: readings that move between two reads (a clock, free memory, other processes)
+MOVING = {"cpu-frequency", "memory", "busy-processes"}
+
+
+class Named(Machine):
+    """This machine under a host's name (what SshMachine gives), or failing on purpose."""
+
+    def __init__(self, label: str, fail: bool = False) -> None:
+        self.label, self.fail = label, fail
+
+    @property
+    def where(self) -> str:
+        return f"ssh root@{self.label}"
+
+    @property
+    def host(self) -> str | None:
+        return self.label
+
+    def run(self, argv: Sequence[str], **kwargs: object) -> Completed:  # type: ignore[override]
+        if self.fail:
+            return Completed(tuple(argv), 255, "", "ssh: connect to host: Connection refused", 0.1)
+        return LOCAL.run(argv, timeout=60)
+
+    def which(self, program: str, install_hint: str) -> str:
+        return LOCAL.which(program, install_hint)
+
+    def read(self, path: str) -> str | None:
+        return LOCAL.read(path)
+
+
+def _disk() -> Path:
+    """A block device of this machine (its root file system's disk, or any)."""
+    found = sorted(Path("/sys/block").iterdir())
+    if not found:
+        pytest.skip("no block device in /sys/block")
+    return Path("/dev") / found[0].name
+
+
+def test_this_machine_read_as_a_host_reads_as_itself() -> None:
+    dev = _disk()
+    devices = {"dut": identify(dev)}
+    roots, io = Roots(), SystemIo()
+    direct = HostRecord.read(
+        roots, io, [*host_settings(roots), *device_settings(roots, io, devices)], devices
+    )
+    remote = read_host(Named("lab7"), devices, busy_sample_s=0.2)
+    assert [r.key for r in remote] == [r.key for r in direct.readings]
+    for mine, theirs in zip(direct.readings, remote, strict=True):
+        assert theirs.host == "lab7" and theirs.source.endswith(" on lab7")
+        assert "/ssd-host-" not in theirs.source, "the copy's path never shows"
+        if mine.key not in MOVING:
+            assert (theirs.value, theirs.recommended, theirs.device) == (
+                mine.value,
+                mine.recommended,
+                mine.device,
+            ), mine.key
+            assert theirs.source == f"{mine.source} on lab7"
+    by_key = {r.key: r for r in remote}
+    assert by_key["memory"].value and "total" in by_key["memory"].value
+    assert by_key["busy-processes"].value is not None
+    assert by_key["thp"].name == "Transparent huge pages (host lab7)"
+    assert by_key["scheduler"].name == "I/O scheduler (dut)"
+
+
+def test_busy_processes_on_a_host_leave_out_the_reading_itself(tmp_path: Path) -> None:
+    me = 4242
+    text = "\n".join(
+        [
+            f"{MARK}pid {me}",
+            f"{MARK}ticks 100",
+            f"{MARK}sample 1",
+            "/proc/7/stat:7 (stress) R 1 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0",
+            f"/proc/{me + 1}/stat:{me + 1} (grep) R {me} 0 0 0 -1 0 0 0 0 0 0 0 0 0",
+            f"{MARK}sample 2",
+            "/proc/7/stat:7 (stress: a b) R 1 0 0 0 -1 0 0 0 0 0 50 0 0 0 20 0 1 0 100 0 0",
+            f"/proc/{me + 1}/stat:{me + 1} (grep) R {me} 0 0 0 -1 0 0 0 0 0 50 0 0 0",
+            "/sys/kernel/mm/transparent_hugepage/enabled:always madvise [never]",
+            f"{MARK}queue nvme0n1 [none] mq-deadline",
+        ]
+    )
+    now, sample, found = copy_tree(text, tmp_path)
+    assert found["pid"] == str(me) and found["ticks"] == "100"
+    assert (now.sysfs / "class/block/nvme0n1/queue/scheduler").read_text() == (
+        "[none] mq-deadline\n"
+    )
+    assert (sample.procfs / "7/stat").read_text().startswith("7 (stress)")
+    assert (now.procfs / "7/stat").read_text().startswith("7 (stress: a b)")
+    thp = now.sysfs / "kernel/mm/transparent_hugepage/enabled"
+    assert thp.read_text() == "always madvise [never]\n"
+
+
+def test_a_path_out_of_the_copy_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TuneError, match="odd path"):
+        copy_tree("/sys/../../etc/passwd:root", tmp_path / "copy")
+    assert not (tmp_path / "etc").exists()
+
+
+def test_a_host_that_cannot_be_read_is_a_warning_and_the_rest_recorded() -> None:
+    warnings: list[str] = []
+    devices = {"dut": identify(_disk())}
+    hosts = {"down": (Named("down", fail=True), devices), "lab7": (Named("lab7"), devices)}
+    readings = read_hosts(hosts, warnings, busy_sample_s=0.1)  # type: ignore[arg-type]
+    assert warnings == [
+        "down: host settings not recorded: ssh root@down: its settings could not be read:"
+        " ssh: connect to host: Connection refused"
+    ]
+    assert readings and {r.host for r in readings} == {"lab7"}
+
+
+def test_a_host_is_never_tuned() -> None:
+    with pytest.raises(TuneError, match="does not change a test host"):
+        HostIo(Named("lab7")).write(Path("/sys/kernel/mm/transparent_hugepage/enabled"), "never")
+
+
+def test_host_readings_are_rows_of_their_own_beside_this_machines() -> None:
+    devices = {"dut": identify(_disk())}
+    here = HostRecord.read(Roots(), SystemIo(), host_settings(Roots()), {}, busy_sample_s=0.05)
+    there = read_host(Named("lab7"), devices, busy_sample_s=0.05)
+    env = HostRecord((*here.readings, *there)).as_dict()
+    names = [name for name, _ in side_by_side([env])]
+    assert "Transparent huge pages" in names and "Transparent huge pages (host lab7)" in names
