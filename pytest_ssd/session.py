@@ -49,7 +49,7 @@ from pytest_ssd.fio.job import fio_path
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.health import Sampler, Source, find_source
 from pytest_ssd.host import HostRecord, Tuner
-from pytest_ssd.host.remote import read_hosts
+from pytest_ssd.host.remote_tune import HostTuner, combined, tune_hosts
 from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import LOCAL, Machine
@@ -275,6 +275,8 @@ class SsdSession:
     datasheets: dict[str, Datasheet] = field(default_factory=dict)
     #: the host's settings: read, tuned with --ssd-tune and put back (controller only)
     tuner: Tuner | None = None
+    #: each test host's settings, the same way (controller only)
+    host_tuners: list[HostTuner] = field(default_factory=list)
     host: HostRecord | None = None
     #: the session's locks on its devices (controller only): one session per device
     locks: list[DeviceLock] = field(default_factory=list)
@@ -371,11 +373,6 @@ class SsdSession:
         self.made_report_dir = not self.options.report_dir.exists()
         for leaked in sweep_stale(self.options.report_dir / SCRATCH_DIR):
             self.warnings.append(f"released {leaked}, a scratch device of a session that died")
-        if self.options.tune and any(spec.address for spec in self.options.duts):
-            raise ConfigError(
-                "--ssd-tune sets this machine's settings and does not reach test hosts yet:"
-                " leave it out with --dut=ssh://..., or tune the host yourself"
-            )
         try:
             self._resolve_all()
             identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
@@ -421,16 +418,23 @@ class SsdSession:
         self, here: dict[str, DeviceIdentity], identities: dict[str, DeviceIdentity]
     ) -> HostRecord:
         """This machine's settings (if a device is here) and every test host's."""
-        hosts: dict[str, tuple[Machine, dict[str, DeviceIdentity]]] = {}
+        hosts: dict[str, tuple[HostTuner, dict[str, DeviceIdentity]]] = {}
         for dut_id, dut in self.duts.items():
+            if dut.address is not None and dut.address.label not in hosts:
+                host = self.hosts.host(dut.address)
+                folder = host.ssh.control_dir / "tune"
+                hosts[dut.address.label] = (
+                    HostTuner(host.ssh, host.machine, self.options.tune, folder),
+                    {},
+                )
             if dut.address is not None:
-                machine = self.machine(dut)
-                hosts.setdefault(dut.address.label, (machine, {}))[1][dut_id] = identities[dut_id]
+                hosts[dut.address.label][1][dut_id] = identities[dut_id]
+        self.host_tuners = [tuner for tuner, _ in hosts.values()]
         tuner = present(self.tuner, "the tuner")
         # a run only on test hosts measures nothing under this machine's settings
         mine = tuner.start(here) if here or not hosts else HostRecord((), tuner.log)
-        theirs = read_hosts(hosts, self.warnings)
-        return dataclasses.replace(mine, readings=(*mine.readings, *theirs))
+        theirs = tune_hosts(list(hosts.values()), self.warnings)
+        return HostRecord((*mine.readings, *theirs), combined(mine.tune, self.host_tuners))
 
     def _resolve_all(self) -> None:
         """Resolve, lock and guard every device: the named ones before scratch is made."""
@@ -684,8 +688,8 @@ class SsdSession:
     def close(self) -> None:
         """Restore tuned settings, unlock devices, release scratch; always called, also after
         Ctrl-C, and safe to call twice."""
-        if self.tuner is not None:
-            self.tuner.restore()
+        for tuner in self.tuners():
+            tuner.restore()
         self.close_hosts()
         while self.locks:
             self.locks.pop().release()
@@ -697,6 +701,10 @@ class SsdSession:
                 if self.made_report_dir:  # a refused run leaves no folder it made
                     self.options.report_dir.rmdir()
         atexit.unregister(self.close)
+
+    def tuners(self) -> list[Tuner | HostTuner]:
+        """This machine's tuner and each test host's (the controller's; none on workers)."""
+        return [*([self.tuner] if self.tuner else []), *self.host_tuners]
 
     def close_hosts(self) -> None:
         """Stop this process's fio servers on test hosts, unlock, disconnect; say what was left."""

@@ -18,14 +18,14 @@ import dataclasses
 import re
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import INSTALL_HINT, NVME_TIMEOUT_S
-from pytest_ssd.errors import SsdError
 from pytest_ssd.host import facts
 from pytest_ssd.host.io import Roots, TuneError
-from pytest_ssd.host.record import HostRecord, device_settings
+from pytest_ssd.host.record import HostRecord, TuneLog, device_settings
 from pytest_ssd.host.settings import Reading, host_settings
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.ssh import MARK, marks
@@ -46,21 +46,19 @@ FILES = (
     "/proc/cpuinfo",
     "/proc/meminfo",
 )
-#: ``sh -c SCRIPT sh SECONDS NAME...``: every file as ``path:line``, the disks' schedulers
-#: (a partition's disk), then /proc/*/stat twice, *SECONDS* apart
+#: ``sh -c SCRIPT sh SECONDS``: every file as ``path:line``, every disk's scheduler and
+#: partition, then /proc/*/stat twice, *SECONDS* apart
 SCRIPT = f"""
-s=$1; shift
 echo "{MARK}pid $$"
 echo "{MARK}ticks $(getconf CLK_TCK)"
-grep -H '' {" ".join(FILES)} 2>/dev/null
-for n in "$@"; do
-  p=$(readlink -e "/sys/class/block/$n") || continue
-  [ -e "$p/partition" ] && p=${{p%/*}}
-  echo "{MARK}queue $n $(cat "$p/queue/scheduler" 2>/dev/null)"
+grep -H '' {" ".join(FILES)} /sys/block/*/queue/scheduler 2>/dev/null
+for p in /sys/block/*/*/partition; do
+  [ -e "$p" ] || continue
+  p=${{p%/partition}}; echo "{MARK}part ${{p##*/}} $(basename "${{p%/*}}")"
 done
 echo "{MARK}sample 1"
-grep -H '' /proc/[0-9]*/stat 2>/dev/null
-sleep "$s"
+[ "$1" = 0 ] || grep -H '' /proc/[0-9]*/stat 2>/dev/null
+sleep "$1"
 echo "{MARK}sample 2"
 grep -H '' /proc/[0-9]*/stat 2>/dev/null
 exit 0
@@ -76,26 +74,48 @@ def _target(root: Path, path: str) -> Path:
     return root / path.lstrip("/")
 
 
-def copy_tree(text: str, root: Path) -> tuple[Roots, Roots, dict[str, str]]:
-    """Write the script's output under *root*: the copy now, the first sample, the marks.
+@dataclass(frozen=True)
+class Tree:
+    """A copy of a host's files: *now*, the first process sample, and the marks printed."""
+
+    root: Path
+    now: Roots
+    sample: Roots
+    marks: dict[str, str]
+
+    def host_path(self, path: Path) -> Path:
+        """The host's path of a file of the copy."""
+        for top in (self.root / "sample", self.root):
+            if path.is_relative_to(top):
+                return Path("/") / path.relative_to(top)
+        return path
+
+    def copy_path(self, path: Path) -> Path:
+        """The copy's file for a host path."""
+        return _target(self.root, str(path))
+
+
+def copy_tree(text: str, root: Path) -> Tree:
+    """Write the script's output under *root*, as the host's ``/sys`` and ``/proc``.
 
     The first sample's ``/proc`` is under ``root/sample``; the second (and every other
-    file) under ``root``.  A queue mark becomes ``sys/class/block/NAME/queue/scheduler``.
+    file) under ``root``.  ``sys/class/block/NAME`` links to ``sys/block/DISK`` (a
+    partition: ``sys/block/DISK/NAME`` with its ``partition`` file), as on the host.
     """
     lines: dict[Path, list[str]] = {}
     base = root / "sample"
     found: dict[str, str] = {}
+    parts: list[tuple[str, str]] = []
     for line in text.splitlines():
         if line.startswith(MARK):
             found.update(marks(line))
             word, _, rest = line[len(MARK) :].partition(" ")
             if word == "sample" and rest == "2":
                 base = root
-            elif word == "queue":
-                name, _, scheduler = rest.partition(" ")
-                if _NAME.fullmatch(name) and scheduler:
-                    queue = root / "sys" / "class" / "block" / name / "queue" / "scheduler"
-                    lines.setdefault(queue, []).append(scheduler)
+            elif word == "part":
+                name, _, disk = rest.partition(" ")
+                if _NAME.fullmatch(name) and _NAME.fullmatch(disk):
+                    parts.append((name, disk))
             continue
         match = _PATH.match(line)
         if match is None:
@@ -106,11 +126,35 @@ def copy_tree(text: str, root: Path) -> tuple[Roots, Roots, dict[str, str]]:
     for file, content in lines.items():
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text("\n".join(content) + "\n")
-    return (
+    _block_links(root / "sys", parts)
+    return Tree(
+        root,
         Roots(sysfs=root / "sys", procfs=root / "proc", dev=Path("/dev")),
         Roots(sysfs=root / "sys", procfs=root / "sample" / "proc", dev=Path("/dev")),
         found,
     )
+
+
+def _block_links(sysfs: Path, parts: list[tuple[str, str]]) -> None:
+    block, links = sysfs / "block", sysfs / "class" / "block"
+    links.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(block.iterdir()) if block.is_dir() else []:
+        (links / entry.name).symlink_to(Path("../../block") / entry.name)
+    for name, disk in parts:
+        folder = block / disk / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "partition").write_text("1\n")
+        (links / name).symlink_to(Path("../../block") / disk / name)
+
+
+def read_tree(machine: Machine, root: Path, busy_sample_s: float = 0.0) -> Tree:
+    """Copy the host's files the record and the tuning read, under *root*."""
+    argv = ["sh", "-c", SCRIPT, "sh", f"{busy_sample_s:g}"]
+    done = machine.run(argv, timeout=READ_TIMEOUT_S + busy_sample_s, name="host-settings")
+    if done.returncode != 0:
+        why = done.last_error_line()
+        raise TuneError(f"{machine.where}: its settings could not be read: {why}")
+    return copy_tree(done.stdout, root)
 
 
 class HostIo:
@@ -133,46 +177,35 @@ def _on_host(reading: Reading, root: Path, label: str) -> Reading:
     return dataclasses.replace(reading, source=f"{source} on {label}", host=label)
 
 
+def host_readings(
+    tree: Tree,
+    machine: Machine,
+    devices: Mapping[str, DeviceIdentity],
+    busy_sample_s: float,
+    tune: TuneLog | None = None,
+) -> list[Reading]:
+    """The record's readings of the host from *tree* (read with *busy_sample_s*)."""
+    io = HostIo(machine)
+    tunables = [*host_settings(tree.now), *device_settings(tree.now, io, devices)]
+    busy = facts.busy_between(
+        facts.snapshot(tree.sample.procfs),
+        facts.snapshot(tree.now.procfs),
+        busy_sample_s,
+        me=int(tree.marks.get("pid") or 0),
+        ticks=int(tree.marks.get("ticks") or facts.TICKS),
+        procfs=Path("/proc"),
+    )
+    record = HostRecord.read(tree.now, io, tunables, devices, busy=busy, tune=tune)
+    label = machine.host or machine.where
+    return [_on_host(r, tree.root, label) for r in record.readings]
+
+
 def read_host(
     machine: Machine,
     devices: Mapping[str, DeviceIdentity],
     busy_sample_s: float = facts.BUSY_SAMPLE_S,
 ) -> list[Reading]:
     """The record's readings of the test host *machine* for its *devices*."""
-    label = machine.host or machine.where
-    names = [i.kernel_name for i in devices.values() if i.kernel_name]
-    argv = ["sh", "-c", SCRIPT, "sh", f"{busy_sample_s:g}", *names]
-    done = machine.run(argv, timeout=READ_TIMEOUT_S + busy_sample_s, name="host-settings")
-    if done.returncode != 0:
-        why = done.last_error_line()
-        raise TuneError(f"{machine.where}: its settings could not be read: {why}")
     with tempfile.TemporaryDirectory(prefix="ssd-host-") as tmp:
-        root = Path(tmp)
-        now, sample, found = copy_tree(done.stdout, root)
-        io = HostIo(machine)
-        tunables = [*host_settings(now), *device_settings(now, io, devices)]
-        busy = facts.busy_between(
-            facts.snapshot(sample.procfs),
-            facts.snapshot(now.procfs),
-            busy_sample_s,
-            me=int(found.get("pid") or 0),
-            ticks=int(found.get("ticks") or facts.TICKS),
-            procfs=Path("/proc"),
-        )
-        record = HostRecord.read(now, io, tunables, devices, busy=busy)
-        return [_on_host(r, root, label) for r in record.readings]
-
-
-def read_hosts(
-    machines: Mapping[str, tuple[Machine, Mapping[str, DeviceIdentity]]],
-    warnings: list[str],
-    busy_sample_s: float = facts.BUSY_SAMPLE_S,
-) -> list[Reading]:
-    """Every test host's readings; a host that cannot be read is a warning, not a stop."""
-    readings: list[Reading] = []
-    for label, (machine, devices) in machines.items():
-        try:
-            readings += read_host(machine, devices, busy_sample_s)
-        except SsdError as exc:
-            warnings.append(f"{label}: host settings not recorded: {exc}")
-    return readings
+        tree = read_tree(machine, Path(tmp), busy_sample_s)
+        return host_readings(tree, machine, devices, busy_sample_s)

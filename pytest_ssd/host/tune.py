@@ -16,7 +16,7 @@ tunes; xdist workers never touch a setting.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
@@ -46,6 +46,31 @@ def restore_all(changes: Iterable[Change], io: Io) -> tuple[list[str], list[str]
         except SsdError as exc:
             failed.append(str(exc))
     return done, failed
+
+
+def apply_all(
+    planned: Iterable[Change],
+    io: Io,
+    log: TuneLog,
+    touched: list[Change],
+    restore: Callable[[], None],
+) -> None:
+    """Apply *planned* in order, each in *touched* from the moment it is tried (an
+    interrupt may land after the kernel took it); on any failure *restore* everything."""
+    try:
+        for change in planned:
+            touched.append(change)
+            try:
+                change.apply(io)
+            except SsdError:
+                touched.pop()  # refused: nothing changed
+                raise
+            log.changed.append(change.describe())
+    except BaseException as exc:
+        restore()
+        if isinstance(exc, SsdError):
+            raise TuneError(f"--ssd-tune: {exc}; every setting changed is back") from None
+        raise
 
 
 class Tuner:
@@ -161,20 +186,7 @@ class Tuner:
             raise self._busy()
         self.journal.changes = planned
         self.journal.write()  # before the first change
-        try:
-            for change in planned:
-                self._touched.append(change)
-                try:
-                    change.apply(self.io)
-                except SsdError:
-                    self._touched.pop()  # refused: nothing changed
-                    raise
-                self.log.changed.append(change.describe())
-        except BaseException as exc:
-            self.restore()
-            if isinstance(exc, SsdError):
-                raise TuneError(f"--ssd-tune: {exc}; every setting changed is back") from None
-            raise
+        apply_all(planned, self.io, self.log, self._touched, self.restore)
 
     def restore(self) -> None:
         """Put back everything this session changed; idempotent; keeps the file on failure."""
@@ -188,16 +200,17 @@ class Tuner:
 
     def summary_lines(self) -> list[str]:
         """What tuning did, for the terminal summary."""
-        log = self.log
-        lines = [f"recovered: {line}" for line in log.recovered]
-        lines += [f"refused to restore: {line}" for line in log.refused]
-        if log.requested and not (log.changed or log.skipped):
-            lines.append("--ssd-tune: every available setting was already as recommended")
-        lines += [f"--ssd-tune changed: {line}" for line in log.changed]
-        lines += [f"--ssd-tune could not set: {line}" for line in log.skipped]
-        lines += [f"--ssd-tune restored: {line}" for line in log.restored]
-        lines += [
-            f"--ssd-tune could NOT restore: {line} (kept in {self.journal.path})"
-            for line in log.failed
-        ]
-        return lines
+        return tune_lines(self.log, str(self.journal.path))
+
+
+def tune_lines(log: TuneLog, kept: str) -> list[str]:
+    """What tuning did per :class:`TuneLog`; what could not be put back is *kept* there."""
+    lines = [f"recovered: {line}" for line in log.recovered]
+    lines += [f"refused to restore: {line}" for line in log.refused]
+    if log.requested and not (log.changed or log.skipped):
+        lines.append("--ssd-tune: every available setting was already as recommended")
+    lines += [f"--ssd-tune changed: {line}" for line in log.changed]
+    lines += [f"--ssd-tune could not set: {line}" for line in log.skipped]
+    lines += [f"--ssd-tune restored: {line}" for line in log.restored]
+    lines += [f"--ssd-tune could NOT restore: {line} (kept in {kept})" for line in log.failed]
+    return lines

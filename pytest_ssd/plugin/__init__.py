@@ -368,7 +368,7 @@ def pytest_configure(config: pytest.Config) -> None:
         session.open(list(config.invocation_params.args))
     except SsdError as exc:
         # what recovery put back (or refused) stays said, even when the session is refused
-        for line in session.tuner.summary_lines() if session.tuner else ():
+        for line in (line for tuner in session.tuners() for line in tuner.summary_lines()):
             sys.stderr.write(f"pytest-ssd: {line}\n")
         raise pytest.UsageError(str(exc)) from None
     if not config.getoption("htmlpath", None):
@@ -385,8 +385,8 @@ def pytest_configure(config: pytest.Config) -> None:
         f"files:   {session.run_dir}",
     ]
     config.pluginmanager.register(RunRecorder(session, lines), "ssd-recorder")
-    tuner, host = present(session.tuner, "the tuner"), present(session.host, "the host record")
-    config.pluginmanager.register(HostReport(tuner, host), "ssd-host")
+    host = present(session.host, "the host record")
+    config.pluginmanager.register(HostReport(session.tuners(), host), "ssd-host")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

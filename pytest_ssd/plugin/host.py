@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any
+from collections.abc import Generator, Sequence
+from typing import Any, Protocol
 
 import pytest
 
 from pytest_ssd.host.record import HostRecord
-from pytest_ssd.host.tune import Tuner
+
+
+class Tunes(Protocol):
+    """This machine's tuner or a test host's."""
+
+    def restore(self) -> None: ...
+
+    def summary_lines(self) -> list[str]: ...
 
 
 class HostReport:
     """Registered on the controller once the run has started."""
 
-    def __init__(self, tuner: Tuner, record: HostRecord) -> None:
-        self.tuner = tuner
+    def __init__(self, tuners: Sequence[Tunes], record: HostRecord) -> None:
+        self.tuners = tuners
         self.record = record
 
     # trylast wrapper: after every sessionfinish (xdist stops its workers there), before the
@@ -25,7 +32,8 @@ class HostReport:
         try:
             return (yield)
         finally:
-            self.tuner.restore()
+            for tuner in self.tuners:
+                tuner.restore()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", "pytest-ssd environment (METHOD §9)")
@@ -33,6 +41,6 @@ class HostReport:
             terminalreporter.write_line(line)
         for warning in self.record.warnings():
             terminalreporter.write_line(f"warning: {warning}", yellow=True)
-        for line in self.tuner.summary_lines():
+        for line in (line for tuner in self.tuners for line in tuner.summary_lines()):
             failed = "could NOT" in line
             terminalreporter.write_line(line, red=failed, bold=failed)

@@ -11,7 +11,12 @@ for real here.  Skipped with the reason where QEMU cannot run.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,7 @@ import pytest
 from pytest_ssd.device import guard
 from pytest_ssd.device.remote import SshView
 from pytest_ssd.machine.ssh import Ssh
-from tests.e2e.conftest import cssd_suite
+from tests.e2e.conftest import REPO, cssd_suite
 from tests.qemu_nvme import SERIAL, nvme_guest
 from tests.sshd import Sshd
 
@@ -141,3 +146,159 @@ def test_a_state_purges_by_nvme_format_and_trims(guest: Sshd, run_ssd: Any, tmp_
     totals = transition["totals"]
     assert totals["discarded"] >= 256 * MIB, "the trim of the last quarter (DSM deallocate)"
     assert totals["written"] >= 2 * 1024 * MIB, "200 % SEQ, as the guest's kernel counted it"
+
+
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+ASLR = "/proc/sys/kernel/randomize_va_space"
+JOURNAL = "/var/lib/pytest-ssd/tune/restore.json"
+#: a test that sees the guest's settings while the session runs
+SEES = f"""
+def test_sees_the_hosts_settings(ssd):
+    run = lambda path: ssd.machine.run(["cat", path], timeout=30).stdout.strip()
+    print("during:", run("{THP}"), "|", run("{ASLR}"))
+"""
+
+
+def _on_guest(run_ssd: Any, guest: Sshd, suite: Path, *args: str) -> Any:
+    """pytest-ssd on the guest's namespace (confirmed by its serial), with *suite*."""
+    url, config = guest.url(NS), f"--ssd-ssh-config={guest.config}"
+    return run_ssd(f"--dut={url}", config, f"--ssd-confirm={SERIAL}", *args, suite=suite)
+
+
+def _seeing(tmp_path: Path) -> Path:
+    suite = tmp_path / "test_sees.py"
+    suite.write_text(SEES)
+    return suite
+
+
+def _settings(shell: Ssh) -> tuple[str, str]:
+    return _sh(shell, f"cat {THP}").strip(), _sh(shell, f"cat {ASLR}").strip()
+
+
+def test_ssd_tune_sets_a_hosts_settings_and_puts_them_back(
+    guest: Sshd, shell: Ssh, run_ssd: Any, tmp_path: Path
+) -> None:
+    before = _settings(shell)
+    assert before == ("[always] madvise never", "2"), "the guest's own defaults"
+    run = _on_guest(run_ssd, guest, _seeing(tmp_path), "--ssd-tune", "-s")
+    out = run.result.stdout.str()
+    assert run.result.ret == 0, out
+    label = f"127.0.0.1:{guest.port}"
+    assert "during: always madvise [never] | 0" in out, "tuned on the host while the run ran"
+    assert f"{label}: --ssd-tune changed: {THP}: always -> never" in out
+    assert f"{label}: --ssd-tune changed: {ASLR}: 2 -> 0" in out
+    assert f"{label}: --ssd-tune restored: {THP}: always again" in out
+    assert f"{label}: --ssd-tune could not set: NVMe APST: not set on a test host" in out
+    readings = {r["key"]: r for r in run.results()["run"]["host_settings"]}
+    assert (readings["thp"]["value"], readings["aslr"]["value"]) == ("never", "0")
+    tune = run.results()["run"]["tune"]
+    assert f"{label}: {THP}: always -> never" in tune["changed"]
+    assert _settings(shell) == before, "every setting back after the session"
+    assert _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "gone"
+
+
+def test_a_dead_sessions_host_settings_are_put_back_by_the_next(
+    guest: Sshd, shell: Ssh, run_ssd: Any, tmp_path: Path
+) -> None:
+    before = _settings(shell)
+    journal = {
+        "pid": 999999,
+        "started": "1",
+        "changes": [
+            {
+                "kind": "file",
+                "setting": "thp",
+                "path": THP,
+                "original": "always",
+                "target": "never",
+            },
+            # never written: not a file --ssd-tune computes for any setting
+            {
+                "kind": "file",
+                "setting": "aslr",
+                "path": "/etc/hostname",
+                "original": "x",
+                "target": "0",
+            },
+        ],
+    }
+    _sh(shell, f"echo never > {THP}; mkdir -p -m 700 {Path(JOURNAL).parent}")
+    done = shell.run(
+        ["sh", "-c", f"umask 077; cat > {JOURNAL}"], timeout=60, stdin=json.dumps(journal)
+    )
+    assert done.returncode == 0, done.stderr
+    hostname = _sh(shell, "cat /etc/hostname")
+    run = _on_guest(run_ssd, guest, _seeing(tmp_path))
+    out = run.result.stdout.str()
+    assert run.result.ret == 0, out
+    label = f"127.0.0.1:{guest.port}"
+    assert f"{label}: recovered: {THP}: always again (left by pid 999999 on {label})" in out
+    assert f"{label}: refused to restore: setting 'aslr', value 'x', at '/etc/hostname'" in out
+    assert _settings(shell) == before == ("[always] madvise never", "2")
+    assert _sh(shell, "cat /etc/hostname") == hostname, "a refused entry is never written"
+    assert _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "gone"
+
+
+def test_a_session_killed_while_tuned_leaves_the_host_to_the_next(
+    guest: Sshd, shell: Ssh, run_ssd: Any, tmp_path: Path
+) -> None:
+    before = _settings(shell)
+    suite = tmp_path / "test_waits.py"
+    suite.write_text("import time\n\ndef test_waits(ssd):\n    time.sleep(120)\n")
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(suite),
+        f"--rootdir={REPO}",
+        f"--ssd-report-dir={tmp_path / 'killed'}",
+        "-p",
+        "no:cacheprovider",
+        f"--dut={guest.url(NS)}",
+        f"--ssd-ssh-config={guest.config}",
+        f"--ssd-confirm={SERIAL}",
+        "--ssd-tune",
+    ]
+    log = (tmp_path / "killed.log").open("w")
+    session = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while _settings(shell)[0] != "always madvise [never]":
+            assert session.poll() is None, (tmp_path / "killed.log").read_text()
+            assert time.monotonic() < deadline, "the session never tuned the guest"
+            time.sleep(0.5)
+    finally:
+        os.killpg(session.pid, signal.SIGKILL)  # pytest, its ssh master and channels
+        session.wait(60)
+        log.close()
+    assert _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "left"
+    assert _settings(shell) == ("always madvise [never]", "0"), "nobody put them back"
+    run = _on_guest(run_ssd, guest, _seeing(tmp_path))
+    out = run.result.stdout.str()
+    assert run.result.ret == 0, out
+    label = f"127.0.0.1:{guest.port}"
+    assert f"{label}: recovered: {THP}: always again (left by pid" in out
+    assert f"{label}: recovered: {ASLR}: 2 again (left by pid" in out
+    assert _settings(shell) == before
+    assert _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "gone"
+
+
+def test_ssd_tune_is_refused_while_another_session_holds_the_hosts_tune_lock(
+    guest: Sshd, shell: Ssh, run_ssd: Any, tmp_path: Path
+) -> None:
+    before = _settings(shell)
+    lock = f"{Path(JOURNAL).parent}/tune.lock"
+    _sh(shell, f"mkdir -p -m 700 {Path(JOURNAL).parent}")
+    holder = shell.run(
+        ["sh", "-c", f"flock -n -o {lock} sleep 60 >/dev/null 2>&1 & sleep 0.5; echo $!"],
+        timeout=60,
+    ).stdout.strip()
+    try:
+        run = _on_guest(run_ssd, guest, _seeing(tmp_path), "--ssd-tune")
+    finally:
+        _sh(shell, f"kill {holder} 2>/dev/null; true")
+    assert run.result.ret != 0
+    err = run.result.stderr.str()
+    assert f"port {guest.port}: another pytest-ssd session has tuned this host" in err, err
+    assert "Traceback" not in err
+    assert _settings(shell) == before

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ssd.device.identity import identify
+from pytest_ssd.device.identity import DeviceIdentity, identify
 from pytest_ssd.host import HostRecord, Roots
 from pytest_ssd.host.io import SystemIo, TuneError
 from pytest_ssd.host.record import device_settings, side_by_side
-from pytest_ssd.host.remote import HostIo, copy_tree, read_host, read_hosts
+from pytest_ssd.host.remote import HostIo, copy_tree, read_host
 from pytest_ssd.host.settings import host_settings
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.machine.ssh import MARK
@@ -85,6 +85,14 @@ def test_this_machine_read_as_a_host_reads_as_itself() -> None:
     assert by_key["scheduler"].name == "I/O scheduler (dut)"
 
 
+def identify_like(name: str) -> dict[str, DeviceIdentity]:
+    """A SATA disk's identity as a host reports it (only what the settings read)."""
+    found = DeviceIdentity(
+        f"/dev/{name}", "block", name, 1 << 30, 512, 512, False, True, "M", "S", "F", "sata"
+    )
+    return {"dut": found}
+
+
 def test_busy_processes_on_a_host_leave_out_the_reading_itself(tmp_path: Path) -> None:
     me = 4242
     text = "\n".join(
@@ -98,14 +106,21 @@ def test_busy_processes_on_a_host_leave_out_the_reading_itself(tmp_path: Path) -
             "/proc/7/stat:7 (stress: a b) R 1 0 0 0 -1 0 0 0 0 0 50 0 0 0 20 0 1 0 100 0 0",
             f"/proc/{me + 1}/stat:{me + 1} (grep) R {me} 0 0 0 -1 0 0 0 0 0 50 0 0 0",
             "/sys/kernel/mm/transparent_hugepage/enabled:always madvise [never]",
-            f"{MARK}queue nvme0n1 [none] mq-deadline",
+            "/sys/block/sda/queue/scheduler:none [mq-deadline]",
+            f"{MARK}part sda1 sda",
         ]
     )
-    now, sample, found = copy_tree(text, tmp_path)
+    tree = copy_tree(text, tmp_path)
+    now, sample, found = tree.now, tree.sample, tree.marks
     assert found["pid"] == str(me) and found["ticks"] == "100"
-    assert (now.sysfs / "class/block/nvme0n1/queue/scheduler").read_text() == (
-        "[none] mq-deadline\n"
-    )
+    # a partition's scheduler is its disk's, found as settings.scheduler finds it here
+    disk_id = identify_like("sda1")
+    (setting,) = [
+        s for s in device_settings(now, HostIo(Named("x")), disk_id) if s.key == "scheduler"
+    ]
+    assert setting.read().value == "mq-deadline"
+    (path,) = setting.paths  # type: ignore[union-attr]
+    assert tree.host_path(path) == Path("/sys/block/sda/queue/scheduler")
     assert (sample.procfs / "7/stat").read_text().startswith("7 (stress)")
     assert (now.procfs / "7/stat").read_text().startswith("7 (stress: a b)")
     thp = now.sysfs / "kernel/mm/transparent_hugepage/enabled"
@@ -116,18 +131,6 @@ def test_a_path_out_of_the_copy_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TuneError, match="odd path"):
         copy_tree("/sys/../../etc/passwd:root", tmp_path / "copy")
     assert not (tmp_path / "etc").exists()
-
-
-def test_a_host_that_cannot_be_read_is_a_warning_and_the_rest_recorded() -> None:
-    warnings: list[str] = []
-    devices = {"dut": identify(_disk())}
-    hosts = {"down": (Named("down", fail=True), devices), "lab7": (Named("lab7"), devices)}
-    readings = read_hosts(hosts, warnings, busy_sample_s=0.1)  # type: ignore[arg-type]
-    assert warnings == [
-        "down: host settings not recorded: ssh root@down: its settings could not be read:"
-        " ssh: connect to host: Connection refused"
-    ]
-    assert readings and {r.host for r in readings} == {"lab7"}
 
 
 def test_a_host_is_never_tuned() -> None:

@@ -1,0 +1,300 @@
+"""--ssd-tune on a test host: the same settings, journal and lock as here, kept on the host.
+
+Everything --ssd-tune relies on here lives on the host, so that the host alone
+decides, whoever tunes it (a session on the host itself, or controllers over SSH):
+
+* **the lock**: ``flock`` on the host's ``<state>/tune/tune.lock`` (``/var/lib/pytest-ssd``
+  for root, as here), held by ``flock -n -o … cat`` on an SSH channel for the session:
+  it ends with the session, a ``kill -9`` or a lost connection;
+* **the journal**: ``<state>/tune/restore.json`` on the host, written (0600, ``sync``\\ ed,
+  renamed into place) before the first change, in the format a session on the host
+  reads: its pid and start time are the lock holder's on the host;
+* **recovery**: a journal whose lock is free belongs to a session that died; the next
+  session that reaches the host puts it back before anything else, through the same
+  checks as here (:func:`~pytest_ssd.host.journal.checked`, on a copy of the host's
+  files: only a file this package computes for the setting, with a value the kernel
+  offers there).
+
+The settings are read from a copy of the host's files (:mod:`.remote`); a write goes
+to the host's own path, resolved there, only inside ``/sys`` or ``/proc``, only to an
+existing regular file.  NVMe APST is not set on hosts (``nvme set-feature`` takes
+its data buffer from a file here); a journal entry for it is left for a session on
+the host, and the journal kept.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.errors import SsdError
+from pytest_ssd.host import facts
+from pytest_ssd.host.changes import Change, FileWrite
+from pytest_ssd.host.io import TuneError
+from pytest_ssd.host.journal import checked
+from pytest_ssd.host.record import TuneLog, device_settings
+from pytest_ssd.host.remote import HostIo, Tree, host_readings, read_tree
+from pytest_ssd.host.settings import Reading, host_settings
+from pytest_ssd.host.tune import apply_all, restore_all, tune_lines
+from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.ssh import MARK, Held, Ssh
+
+TIMEOUT_S = 60.0
+RELEASE_TIMEOUT_S = 5.0
+#: flock's exit code when the lock is held elsewhere (``-E``)
+CONFLICT = 75
+#: the host's state folder ``$d`` made and checked: a real folder of the user, private
+PRIVATE = """
+d=/var/lib/pytest-ssd
+[ "$(id -u)" = 0 ] || d="${XDG_STATE_HOME:-$HOME/.local/state}/pytest-ssd"
+d="$d/tune"
+(umask 077; mkdir -p "$d") || exit 3
+[ -d "$d" ] && [ ! -L "$d" ] || { echo "$d is not a folder" >&2; exit 3; }
+set -- $(stat -c '%u %a' "$d")
+[ "$1" = "$(id -u)" ] || { echo "$d is owned by uid $1" >&2; exit 3; }
+case $2 in *[2367]?|*[2367]) echo "$d is writable by others (mode $2)" >&2; exit 3 ;; esac
+"""
+#: ``sh -c HOLD``: the lock, its holder's pid and start time on the host
+HOLD = f"""{PRIVATE}
+echo "{MARK}dir $d"
+exec flock -n -o -E {CONFLICT} "$d/tune.lock" sh -c '
+set -- $(cut -d")" -f2- /proc/$$/stat)
+echo "{MARK}started ${{20}}"; echo "{MARK}pid $$"; echo "{MARK}locked"; exec cat'
+"""
+#: ``sh -c READ``: the journal, if there is one (a regular file of the user, private)
+READ = f"""{PRIVATE}
+f="$d/restore.json"
+[ -e "$f" ] || [ -L "$f" ] || exit 0
+[ -f "$f" ] && [ ! -L "$f" ] || {{ echo "$f is not a file" >&2; exit 3; }}
+set -- $(stat -c '%u %a' "$f")
+[ "$1" = "$(id -u)" ] || {{ echo "$f is owned by uid $1" >&2; exit 3; }}
+case $2 in *[2367]?|*[2367]) echo "$f is writable by others (mode $2)" >&2; exit 3 ;; esac
+echo "{MARK}journal"; cat -- "$f"
+"""
+#: ``sh -c WRITE`` with the journal on its input: durable before it counts
+WRITE = f"""{PRIVATE}
+t="$d/.restore.json.$$.tmp"
+(umask 077; cat > "$t") && sync && mv -f "$t" "$d/restore.json" && sync
+"""
+DROP = f'{PRIVATE}\nrm -f "$d/restore.json"'
+#: ``sh -c SET sh PATH VALUE``: an existing regular file of /sys or /proc, as resolved there
+SET = """
+r=$(readlink -e -- "$1") || { echo "$1: no such file (no file is ever created)" >&2; exit 3; }
+case $r in /sys/*|/proc/*) ;; *) echo "$1 is $r: not in /sys or /proc" >&2; exit 3 ;; esac
+[ -f "$r" ] || { echo "$r: not a kernel attribute" >&2; exit 3; }
+printf %s "$2" > "$r"
+"""
+
+
+def _run(ssh: Ssh, script: str, *args: str, stdin: str | None = None, what: str) -> str:
+    done = ssh.run(["sh", "-c", script, "sh", *args], timeout=TIMEOUT_S, stdin=stdin, name="tune")
+    if done.returncode != 0:
+        raise TuneError(f"{ssh.where}: cannot {what}: {done.last_error_line()}")
+    return done.stdout
+
+
+class HostWrites(HostIo):
+    """nvme-cli and kernel attributes of a host: every write resolved and checked there."""
+
+    def __init__(self, machine: Machine, ssh: Ssh) -> None:
+        super().__init__(machine)
+        self.ssh = ssh
+
+    def write(self, path: Path, value: str) -> None:
+        _run(self.ssh, SET, str(path), value, what=f"write {value!r} to {path}")
+
+
+@dataclass
+class HostTuner:
+    """The settings of one test host for one session (controller only)."""
+
+    ssh: Ssh
+    machine: Machine
+    requested: bool
+    #: where the held lock's channel keeps its output
+    artifacts: Path
+    log: TuneLog = field(default_factory=TuneLog)
+    journal: str = ""
+    _lock: Held | None = None
+    _holder: dict[str, str] = field(default_factory=dict)
+    _planned: list[Change] = field(default_factory=list)
+    _touched: list[Change] = field(default_factory=list)
+    _restored: bool = False
+
+    def __post_init__(self) -> None:
+        self.log.requested = self.requested
+        self.io = HostWrites(self.machine, self.ssh)
+
+    @property
+    def label(self) -> str:
+        return self.machine.host or self.ssh.where
+
+    # --- the lock and the journal -------------------------------------------------------
+
+    def _acquire(self) -> bool:
+        """Take the host's tune lock (False: a live session holds it)."""
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        held = self.ssh.hold(
+            ["sh", "-c", HOLD],
+            artifacts=self.artifacts,
+            name="tune-lock",
+            ready="locked",
+            timeout=TIMEOUT_S,
+        )
+        if isinstance(held, Held):
+            self._lock, self._holder = held, held.marks
+            self.journal = f"{self.label}:{held.marks['dir']}/restore.json"
+            return True
+        if held.returncode == CONFLICT:
+            return False
+        raise TuneError(f"{self.ssh.where}: cannot take the tune lock: {held.last_error_line()}")
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.close(RELEASE_TIMEOUT_S)
+
+    def _journal(self) -> dict[str, Any] | None:
+        text = _run(self.ssh, READ, what="read its tune journal")
+        if f"{MARK}journal" not in text:
+            return None
+        body = text.split(f"{MARK}journal", 1)[1]
+        try:
+            data: dict[str, Any] = json.loads(body)
+            data["changes"] = [dict(c) for c in data["changes"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TuneError(
+                f"{self.journal}: not a restore file ({exc}); check it and delete it"
+            ) from None
+        return data
+
+    # --- the session ----------------------------------------------------------------------
+
+    def start(
+        self, devices: Mapping[str, DeviceIdentity], busy_sample_s: float, warnings: list[str]
+    ) -> list[Reading]:
+        """Put back what a dead session left, tune if asked, and read the host's settings.
+
+        Raises :class:`TuneError` when tuning was asked for and cannot be done, or a dead
+        session's settings cannot be put back (as here); a host whose settings cannot be
+        read otherwise is a warning.
+        """
+        with tempfile.TemporaryDirectory(prefix="ssd-host-") as tmp:
+            try:
+                mine = self._acquire()
+            except SsdError as exc:
+                if self.requested:
+                    raise
+                warnings.append(f"{self.label}: its tune journal was not checked: {exc}")
+                mine = False
+            if mine:
+                try:
+                    left = self._journal()
+                    if left is not None:
+                        self._recover(left, read_tree(self.machine, Path(tmp) / "before"))
+                    if self.requested:
+                        self._apply(read_tree(self.machine, Path(tmp) / "now"), devices)
+                finally:
+                    if not self._planned:
+                        self._release()  # only a session that tuned holds the host
+            elif self.requested:
+                raise TuneError(
+                    f"{self.ssh.where}: another pytest-ssd session has tuned this host and"
+                    " is still running: let it finish before --ssd-tune"
+                )
+            try:
+                tree = read_tree(self.machine, Path(tmp) / "record", busy_sample_s)
+                return host_readings(tree, self.machine, devices, busy_sample_s)
+            except SsdError as exc:
+                warnings.append(f"{self.label}: host settings not recorded: {exc}")
+                return []
+
+    def _recover(self, left: dict[str, Any], tree: Tree) -> None:
+        """Put back a dead session's journal: its entries checked on a copy of the host."""
+        files = [e for e in left["changes"] if e.get("kind") == "file"]
+        others = [e for e in left["changes"] if e.get("kind") != "file"]
+        mapped = [{**e, "path": str(tree.copy_path(Path(str(e.get("path")))))} for e in files]
+        good, refused = checked(mapped, tree.now)
+        owner = f"left by pid {left.get('pid')} on {self.label}"
+        back = [_to_host(c, tree) for c in good]
+        done, failed = restore_all(back, self.io)
+        self.log.recovered += [f"{line} ({owner})" for line in done]
+        copy = f"{tree.root}/"  # the host's paths, not the copy's, in what is said
+        self.log.refused += [f"{line.replace(copy, '/')} ({owner})" for line in refused]
+        if failed:
+            raise TuneError(f"cannot restore what {owner} changed: {failed[0]}")
+        if others:  # APST: nvme set-feature's buffer is a file here, never sent to a host
+            self.log.refused += [
+                f"{e.get('setting')} {e.get('device')} ({owner}): left in {self.journal}"
+                " for a session on the host"
+                for e in others
+            ]
+            return
+        _run(self.ssh, DROP, what="remove its tune journal")
+
+    def _apply(self, tree: Tree, devices: Mapping[str, DeviceIdentity]) -> None:
+        tunables = [*host_settings(tree.now), *device_settings(tree.now, self.io, devices)]
+        for setting in tunables:
+            if setting.key == "apst":
+                continue  # not on hosts: see the module's note
+            try:
+                self._planned += [_to_host(c, tree) for c in setting.changes()]
+            except TuneError as exc:
+                self.log.skipped.append(str(exc).replace(f"{tree.root}/", "/"))
+        if any(i.transport == "nvme" for i in devices.values()):
+            self.log.skipped.append("NVMe APST: not set on a test host (set it there)")
+        if not self._planned:
+            return
+        data = {
+            "pid": int(self._holder.get("pid") or 0),
+            "started": self._holder.get("started"),
+            "changes": [c.as_dict() for c in self._planned],
+        }
+        _run(self.ssh, WRITE, stdin=json.dumps(data, indent=1), what="write its tune journal")
+        apply_all(self._planned, self.io, self.log, self._touched, self.restore)
+
+    def restore(self) -> None:
+        """Put back everything this session changed on the host; idempotent."""
+        if not self._restored and self._planned:
+            self._restored = True
+            self.log.restored, self.log.failed = restore_all(self._touched, self.io)
+            if not self.log.failed:
+                try:
+                    _run(self.ssh, DROP, what="remove its tune journal")
+                except SsdError as exc:
+                    self.log.failed.append(str(exc))
+        self._release()  # a journal left (a setting not back) is the next session's
+
+    def summary_lines(self) -> list[str]:
+        return [f"{self.label}: {line}" for line in tune_lines(self.log, self.journal)]
+
+
+def _to_host(change: Change, tree: Tree) -> Change:
+    """*change* at the host's own path (it was planned on the copy)."""
+    if isinstance(change, FileWrite):
+        return replace(change, path=tree.host_path(change.path))
+    return change
+
+
+def tune_hosts(
+    tuners: Sequence[tuple[HostTuner, Mapping[str, DeviceIdentity]]],
+    warnings: list[str],
+    busy_sample_s: float = facts.BUSY_SAMPLE_S,
+) -> list[Reading]:
+    """Every test host recovered, tuned if asked, and read (see :meth:`HostTuner.start`)."""
+    return [r for t, devices in tuners for r in t.start(devices, busy_sample_s, warnings)]
+
+
+def combined(log: TuneLog, tuners: Sequence[HostTuner]) -> TuneLog:
+    """This machine's tune log and every host's, a host's lines named by it (the record's)."""
+    both = replace(log)
+    for tuner in tuners:
+        for name in ("recovered", "refused", "changed", "skipped"):
+            lines = [f"{tuner.label}: {line}" for line in getattr(tuner.log, name)]
+            setattr(both, name, [*getattr(both, name), *lines])
+    return both
