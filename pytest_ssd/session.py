@@ -459,7 +459,7 @@ class SsdSession:
             raise ConfigError(f"--ssd-purge={forced}: no such purge method (one of {names})")
         if forced and not self.options.readonly:  # the plan must not promise what cannot run
             for dut in self.duts.values():
-                if pick_purge(dut.identity, added, forced) is None:
+                if pick_purge(dut.identity, added, forced, self.machine(dut)) is None:
                     choose_purge(dut.identity, PurgeMethod(forced))
 
     def _lock(self, node: Path) -> None:

@@ -3,17 +3,27 @@
 A vendor's drive may have an erase of its own (a vendor-unique command, a tool
 of its maker).  Such a method is offered before pytest-ssd's own: the first
 added method that supports the device purges it, unless ``--ssd-purge`` names
-another.  The safety guard runs before it, as before every built-in method.
+another.  The safety guard runs before it, as before every built-in method (on a
+test host, with the host's facts).
+
+A method whose ``purge`` takes a ``machine`` argument runs its programs with
+``machine.run(argv, timeout=...)`` and so purges a device on a test host too (the
+machine is the host's; this machine's for a local device).  One without it runs
+programs here, so it is offered for local devices only: a host's device gets
+pytest-ssd's own methods, and ``--ssd-purge`` naming it is refused for that device.
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Protocol
 
 from pytest_ssd.device import guard
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import PurgeError
+from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.purge.execute import ViewOf
 
 
 class PurgeProvider(Protocol):
@@ -28,28 +38,59 @@ class PurgeProvider(Protocol):
     def purge(self, identity: DeviceIdentity, artifacts: Path) -> str:
         """Erase the whole device (commands' output under *artifacts*); one line on what ran.
 
-        Raise :class:`~pytest_ssd.errors.PurgeError` when it fails.
+        Raise :class:`~pytest_ssd.errors.PurgeError` when it fails.  Declared as
+        ``purge(self, identity, artifacts, machine)``, it is also given devices on
+        test hosts, with the :class:`~pytest_ssd.machine.machine.Machine` to run on.
         """
         ...
 
 
+def reaches_hosts(provider: PurgeProvider) -> bool:
+    """*provider*'s purge takes a ``machine`` (it runs its programs where the device is)."""
+    try:
+        return "machine" in inspect.signature(provider.purge).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def pick(
-    identity: DeviceIdentity, providers: tuple[PurgeProvider, ...], forced: str | None
+    identity: DeviceIdentity,
+    providers: tuple[PurgeProvider, ...],
+    forced: str | None,
+    machine: Machine = LOCAL,
 ) -> PurgeProvider | None:
     """The added method that purges *identity*: the one *forced* names, else the first that can.
 
     None: a built-in method purges it (*forced* names one of those, or no added method can).
+    On a test host only methods that take a ``machine`` are offered.
     """
+    remote = machine is not LOCAL
     if forced is not None:
         chosen = next((p for p in providers if p.name == forced), None)
+        if chosen is not None and remote and not reaches_hosts(chosen):
+            raise PurgeError(
+                f"--ssd-purge={forced} cannot purge {identity.path} on {machine.where}: it runs"
+                " its programs on this machine (its purge takes no machine argument)"
+            )
         if chosen is not None and (why := chosen.unsupported(identity)) is not None:
             raise PurgeError(f"--ssd-purge={forced} cannot purge {identity.path}: {why}")
         return chosen
-    return next((p for p in providers if p.unsupported(identity) is None), None)
+    offered = (p for p in providers if not remote or reaches_hosts(p))
+    return next((p for p in offered if p.unsupported(identity) is None), None)
 
 
-def run(provider: PurgeProvider, identity: DeviceIdentity, artifacts: Path) -> str:
-    """The guard first, then *provider*'s erase: one line on what ran."""
-    guard.check_writable(identity.path)
+def run(
+    provider: PurgeProvider,
+    identity: DeviceIdentity,
+    artifacts: Path,
+    machine: Machine = LOCAL,
+    view: ViewOf = lambda path: None,
+) -> str:
+    """The guard first (with the host's facts on a host), then *provider*'s erase: one line."""
+    guard.check_writable(identity.path, view(identity.path))
     artifacts.mkdir(parents=True, exist_ok=True)
-    return f"{provider.name} (added by a plugin): {provider.purge(identity, artifacts)}"
+    if reaches_hosts(provider):
+        done = provider.purge(identity, artifacts, machine=machine)  # type: ignore[call-arg]
+    else:
+        done = provider.purge(identity, artifacts)
+    return f"{provider.name} (added by a plugin): {done}"

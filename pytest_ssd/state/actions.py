@@ -30,10 +30,12 @@ UTIL_LINUX_HINT = "install util-linux ('apt-get install util-linux')"
 TOOL_TIMEOUT_S = 3600.0
 
 
-def purge_name(identity: DeviceIdentity, added: tuple[PurgeProvider, ...] = ()) -> str:
+def purge_name(
+    identity: DeviceIdentity, added: tuple[PurgeProvider, ...] = (), machine: Machine = LOCAL
+) -> str:
     """The purge method that would run, for plans; says so when none can."""
     try:
-        chosen = extra.pick(identity, added, None)
+        chosen = extra.pick(identity, added, None, machine)
         return chosen.name if chosen is not None else str(purging.choose(identity))
     except SsdError as exc:
         return f"none possible: {exc}"
@@ -51,11 +53,11 @@ def purge(
     """Purge the whole device with the strongest method (or *forced*); one line on what ran.
 
     A method a plugin added (:mod:`pytest_ssd.purge.extra`) comes first when it applies
-    (on this machine: a plugin's purge runs its own programs here).
+    (on a test host: one whose purge takes the ``machine`` it runs its programs on).
     """
-    chosen = extra.pick(identity, added, forced) if machine is LOCAL else None
+    chosen = extra.pick(identity, added, forced, machine)
     if chosen is not None:
-        return extra.run(chosen, identity, artifacts)
+        return extra.run(chosen, identity, artifacts, machine, view)
     method = purging.choose(identity, purging.PurgeMethod(forced) if forced else None)
     result = purging.purge(identity, method, artifacts=artifacts, machine=machine, view=view)
     text = f"{result.method} in {result.seconds:.1f} s"

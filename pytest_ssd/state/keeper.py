@@ -72,7 +72,8 @@ class StateKeeper:
 
     @property
     def context(self) -> Context:
-        name = self.purge_method or actions.purge_name(self.identity, self.added_purges)
+        added, machine = self.added_purges, self.machine
+        name = self.purge_method or actions.purge_name(self.identity, added, machine)
         return Context(self.state.capacity, self.state.profile, name)
 
     def plan(self, need: Need) -> list[Step]:

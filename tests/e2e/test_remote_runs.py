@@ -7,6 +7,7 @@ there through its own server (``fio --client``), and nothing is left running.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import subprocess
@@ -203,3 +204,77 @@ def test_a_lost_fio_server_fails_the_test_saying_so(
     ), out
     assert "Traceback" not in out
     assert _ours_left() == [], "the session ended what was left of the server"
+
+
+ERASES = """
+pytest_ssd_suite = True
+
+
+class HostErase:
+    name = "vendor-erase"
+
+    def unsupported(self, identity):
+        return None if identity.path.startswith("/dev/loop") else "only loop devices"
+
+    def purge(self, identity, artifacts, machine):
+        done = machine.run(["blkdiscard", identity.path], timeout=60, artifacts=artifacts,
+                           name="vendor-blkdiscard")
+        assert done.returncode == 0, done.stderr
+        return f"blkdiscard on {machine.where or 'this machine'}"
+
+
+class HereOnly:
+    name = "here-only"
+
+    def unsupported(self, identity):
+        return None
+
+    def purge(self, identity, artifacts):
+        raise AssertionError("a method that runs its programs here never purges a host's device")
+
+
+def pytest_ssd_purge_methods():
+    return [HereOnly(), HostErase()]
+"""
+FOB = """
+import pytest
+
+@pytest.mark.dut_state("fob", pristine=True)
+def test_after_the_erase(ssd):
+    pass
+"""
+
+
+def test_an_added_purge_method_that_takes_a_machine_purges_on_the_host(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(64)
+    subprocess.run(
+        ["dd", "if=/dev/urandom", f"of={dev}", "bs=1M", "count=64", "oflag=direct"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    suite = tmp_path / "erases"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(ERASES)
+    (suite / "test_fob.py").write_text(FOB)
+    where = f"ssh root@127.0.0.1 port {server.port}"
+    args = (f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}")
+    config = f"--ssd-ssh-config={server.config}"
+    run = run_ssd(*args, config, suite=suite, rootdir=None)
+    assert run.result.ret == 0, run.result.stdout.str()
+    (transition,) = run.results()["transitions"]
+    (purge,) = [s for s in transition["steps"] if s["kind"] == "purge"]
+    assert purge["detail"] == f"vendor-erase (added by a plugin): blkdiscard on {where}"
+    assert list(run.run_dir.rglob("vendor-blkdiscard.cmd")), "run through the host's machine"
+    assert digest(dev) == digest_of_zeroes(64), "the whole device erased"
+    refused = run_ssd(*args, config, "--ssd-purge=here-only", suite=suite, rootdir=None)
+    err = refused.result.stderr.str()
+    assert refused.result.ret != 0
+    assert f"--ssd-purge=here-only cannot purge {dev} on {where}: it runs its programs" in err
+    assert "Traceback" not in err
+
+
+def digest_of_zeroes(mib: int) -> str:
+    return hashlib.sha256(bytes(mib << 20)).hexdigest()
