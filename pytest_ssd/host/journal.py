@@ -14,7 +14,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,29 +119,43 @@ def _file_change(entry: FileWrite, roots: Roots) -> FileWrite | str:
     return FileWrite(entry.setting, path, entry.original, entry.target)
 
 
-def _nvme_node(device: str, roots: Roots) -> Path | str:
+#: a device node's (st_mode, st_rdev), None when there is none; this machine's by default
+NodeOf = Callable[[Path], tuple[int, int] | None]
+
+
+def node_here(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return st.st_mode, st.st_rdev
+
+
+def _nvme_node(device: str, roots: Roots, node_of: NodeOf = node_here) -> Path | str:
     """The kernel's NVMe node *device* names in ``/dev``, checked against sysfs; or why not."""
     node = roots.dev / Path(device).name
     if str(node) != device or not _NVME_NAME.match(node.name):
         return f"not an NVMe device node in {roots.dev}"
     namespace = "n" in node.name[len("nvme") :]
     folder = roots.sysfs / "class" / ("block" if namespace else "nvme") / node.name
-    try:
-        st = node.lstat()
-    except OSError:
+    found = node_of(node)
+    if found is None:
         return "no such device here"
+    mode, rdev = found
     kind = stat.S_ISBLK if namespace else stat.S_ISCHR
-    number = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    if not kind(st.st_mode) or read_attribute(folder / "dev") != number:
+    number = f"{os.major(rdev)}:{os.minor(rdev)}"
+    if not kind(mode) or read_attribute(folder / "dev") != number:
         return f"not the kernel's {node.name} (see {folder}/dev)"
     return node
 
 
-def _feature_change(entry: FeatureWrite, roots: Roots) -> FeatureWrite | str:
+def _feature_change(
+    entry: FeatureWrite, roots: Roots, node_of: NodeOf = node_here
+) -> FeatureWrite | str:
     """*entry* sent to the device node computed for it, or why it is refused."""
     if entry.setting != "apst" or entry.feature != APST:
         return f"not a feature --ssd-tune sets ({_short(entry.setting)}, {entry.feature:#04x})"
-    node = _nvme_node(entry.device, roots)
+    node = _nvme_node(entry.device, roots, node_of)
     if isinstance(node, str):
         return node
     if entry.original not in (0, 1):
@@ -163,9 +177,13 @@ def _shown(entry: dict[str, Any]) -> str:
     )
 
 
-def checked(entries: Iterable[dict[str, Any]], roots: Roots) -> tuple[list[Change], list[str]]:
+def checked(
+    entries: Iterable[dict[str, Any]], roots: Roots, node_of: NodeOf = node_here
+) -> tuple[list[Change], list[str]]:
     """The changes *entries* ask for, each at the place this package computes for its
     setting with a value it takes there; and one line for each entry refused (never written).
+
+    *node_of* tells a device node's type and number (a test host's: from its ``stat``).
     """
     good: list[Change] = []
     refused: list[str] = []
@@ -178,7 +196,7 @@ def checked(entries: Iterable[dict[str, Any]], roots: Roots) -> tuple[list[Chang
         if isinstance(change, FileWrite):
             found: Change | str = _file_change(change, roots)
         else:
-            found = _feature_change(change, roots)
+            found = _feature_change(change, roots, node_of)
         if isinstance(found, str):
             refused.append(f"{_shown(entry)}: {found}")
         else:

@@ -15,10 +15,11 @@ machine's.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
@@ -52,6 +53,10 @@ SCRIPT = f"""
 echo "{MARK}pid $$"
 echo "{MARK}ticks $(getconf CLK_TCK)"
 grep -H '' {" ".join(FILES)} /sys/block/*/queue/scheduler 2>/dev/null
+grep -H '' /sys/block/nvme*/dev /sys/block/nvme*/nvme*/dev /sys/class/nvme/nvme*/dev 2>/dev/null
+for n in /dev/nvme*; do
+  [ -e "$n" ] && echo "{MARK}node $(stat -c '%n %f %t %T' "$n")"
+done
 for p in /sys/block/*/*/partition; do
   [ -e "$p" ] || continue
   p=${{p%/partition}}; echo "{MARK}part ${{p##*/}} $(basename "${{p%/*}}")"
@@ -62,6 +67,17 @@ sleep "$1"
 echo "{MARK}sample 2"
 grep -H '' /proc/[0-9]*/stat 2>/dev/null
 exit 0
+"""
+DATA = "--data="
+#: ``sh -c UPLOAD sh OCTAL NVME ARGS...``: the buffer (every byte ``\\ooo``) to a private
+#: temporary file on the host, given to nvme-cli as ``--data``, removed afterwards
+UPLOAD = """
+t=$(mktemp) || exit 3
+printf "$1" > "$t" || { rm -f "$t"; exit 3; }
+shift
+"$@" "--data=$t"; r=$?
+rm -f "$t"
+exit $r
 """
 _PATH = re.compile(r"^(/(?:sys|proc)/[^:]*):(.*)$")
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
@@ -82,6 +98,12 @@ class Tree:
     now: Roots
     sample: Roots
     marks: dict[str, str]
+    #: the host's NVMe device nodes: path -> (st_mode, st_rdev)
+    nodes: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def node_of(self, path: Path) -> tuple[int, int] | None:
+        """A host device node's type and number (:data:`~pytest_ssd.host.journal.NodeOf`)."""
+        return self.nodes.get(str(path))
 
     def host_path(self, path: Path) -> Path:
         """The host's path of a file of the copy."""
@@ -106,12 +128,19 @@ def copy_tree(text: str, root: Path) -> Tree:
     base = root / "sample"
     found: dict[str, str] = {}
     parts: list[tuple[str, str]] = []
+    nodes: dict[str, tuple[int, int]] = {}
     for line in text.splitlines():
         if line.startswith(MARK):
             found.update(marks(line))
             word, _, rest = line[len(MARK) :].partition(" ")
             if word == "sample" and rest == "2":
                 base = root
+            elif word == "node" and len(fields := rest.split()) == 4:
+                try:
+                    major, minor = int(fields[2], 16), int(fields[3], 16)
+                    nodes[fields[0]] = (int(fields[1], 16), os.makedev(major, minor))
+                except ValueError:
+                    pass  # not a node the host described: unknown, so refused
             elif word == "part":
                 name, _, disk = rest.partition(" ")
                 if _NAME.fullmatch(name) and _NAME.fullmatch(disk):
@@ -132,6 +161,7 @@ def copy_tree(text: str, root: Path) -> Tree:
         Roots(sysfs=root / "sys", procfs=root / "proc", dev=Path("/dev")),
         Roots(sysfs=root / "sys", procfs=root / "sample" / "proc", dev=Path("/dev")),
         found,
+        nodes,
     )
 
 
@@ -167,8 +197,16 @@ class HostIo:
         raise TuneError(f"{self.machine.where}: --ssd-tune does not change a test host's settings")
 
     def nvme(self, args: list[str]) -> Completed:
+        """nvme-cli there; a ``--data=FILE`` of this machine goes along, to a temporary file."""
         nvme = self.machine.which("nvme", INSTALL_HINT)
-        return self.machine.run([nvme, *args], timeout=NVME_TIMEOUT_S, name="nvme")
+        data = [a for a in args if a.startswith(DATA)]
+        if not data:
+            return self.machine.run([nvme, *args], timeout=NVME_TIMEOUT_S, name="nvme")
+        payload = Path(data[0].removeprefix(DATA)).read_bytes()
+        octal = "".join(f"\\{byte:03o}" for byte in payload)
+        rest = [a for a in args if not a.startswith(DATA)]
+        argv = ["sh", "-c", UPLOAD, "sh", octal, nvme, *rest]
+        return self.machine.run(argv, timeout=NVME_TIMEOUT_S, name="nvme")
 
 
 def _on_host(reading: Reading, root: Path, label: str) -> Reading:

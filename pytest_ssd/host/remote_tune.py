@@ -17,9 +17,9 @@ decides, whoever tunes it (a session on the host itself, or controllers over SSH
 
 The settings are read from a copy of the host's files (:mod:`.remote`); a write goes
 to the host's own path, resolved there, only inside ``/sys`` or ``/proc``, only to an
-existing regular file.  NVMe APST is not set on hosts (``nvme set-feature`` takes
-its data buffer from a file here); a journal entry for it is left for a session on
-the host, and the journal kept.
+existing regular file.  NVMe APST is switched with ``nvme set-feature`` there, its
+transition table sent along (:meth:`~.remote.HostIo.nvme`); a journal entry for it is
+accepted only for the kernel's own node, as the host's ``stat`` and sysfs describe it.
 """
 
 from __future__ import annotations
@@ -216,10 +216,11 @@ class HostTuner:
 
     def _recover(self, left: dict[str, Any], tree: Tree) -> None:
         """Put back a dead session's journal: its entries checked on a copy of the host."""
-        files = [e for e in left["changes"] if e.get("kind") == "file"]
-        others = [e for e in left["changes"] if e.get("kind") != "file"]
-        mapped = [{**e, "path": str(tree.copy_path(Path(str(e.get("path")))))} for e in files]
-        good, refused = checked(mapped, tree.now)
+        mapped = [
+            {**e, "path": str(tree.copy_path(Path(str(e["path"]))))} if "path" in e else e
+            for e in left["changes"]
+        ]
+        good, refused = checked(mapped, tree.now, tree.node_of)
         owner = f"left by pid {left.get('pid')} on {self.label}"
         back = [_to_host(c, tree) for c in good]
         done, failed = restore_all(back, self.io)
@@ -228,26 +229,15 @@ class HostTuner:
         self.log.refused += [f"{line.replace(copy, '/')} ({owner})" for line in refused]
         if failed:
             raise TuneError(f"cannot restore what {owner} changed: {failed[0]}")
-        if others:  # APST: nvme set-feature's buffer is a file here, never sent to a host
-            self.log.refused += [
-                f"{e.get('setting')} {e.get('device')} ({owner}): left in {self.journal}"
-                " for a session on the host"
-                for e in others
-            ]
-            return
         _run(self.ssh, DROP, what="remove its tune journal")
 
     def _apply(self, tree: Tree, devices: Mapping[str, DeviceIdentity]) -> None:
         tunables = [*host_settings(tree.now), *device_settings(tree.now, self.io, devices)]
         for setting in tunables:
-            if setting.key == "apst":
-                continue  # not on hosts: see the module's note
             try:
                 self._planned += [_to_host(c, tree) for c in setting.changes()]
             except TuneError as exc:
                 self.log.skipped.append(str(exc).replace(f"{tree.root}/", "/"))
-        if any(i.transport == "nvme" for i in devices.values()):
-            self.log.skipped.append("NVMe APST: not set on a test host (set it there)")
         if not self._planned:
             return
         data = {

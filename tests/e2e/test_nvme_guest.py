@@ -188,7 +188,8 @@ def test_ssd_tune_sets_a_hosts_settings_and_puts_them_back(
     assert f"{label}: --ssd-tune changed: {THP}: always -> never" in out
     assert f"{label}: --ssd-tune changed: {ASLR}: 2 -> 0" in out
     assert f"{label}: --ssd-tune restored: {THP}: always again" in out
-    assert f"{label}: --ssd-tune could not set: NVMe APST: not set on a test host" in out
+    assert "could not set" not in out, "APST: QEMU's controller has none, so none is planned"
+    assert "warning:" not in out, "every setting of the guest as the method recommends"
     readings = {r["key"]: r for r in run.results()["run"]["host_settings"]}
     assert (readings["thp"]["value"], readings["aslr"]["value"]) == ("never", "0")
     tune = run.results()["run"]["tune"]

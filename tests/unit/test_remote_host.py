@@ -13,7 +13,9 @@ import pytest
 
 from pytest_ssd.device.identity import DeviceIdentity, identify
 from pytest_ssd.host import HostRecord, Roots
+from pytest_ssd.host.changes import FeatureWrite
 from pytest_ssd.host.io import SystemIo, TuneError
+from pytest_ssd.host.journal import checked
 from pytest_ssd.host.record import device_settings, side_by_side
 from pytest_ssd.host.remote import HostIo, copy_tree, read_host
 from pytest_ssd.host.settings import host_settings
@@ -145,3 +147,66 @@ def test_host_readings_are_rows_of_their_own_beside_this_machines() -> None:
     env = HostRecord((*here.readings, *there)).as_dict()
     names = [name for name, _ in side_by_side([env])]
     assert "Transparent huge pages" in names and "Transparent huge pages (host lab7)" in names
+
+
+class FakeNvme(Named):
+    """This machine as a host whose ``nvme`` records its arguments and its data buffer."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__("lab7")
+        self.folder = folder
+        self.script = folder / "nvme"
+        self.script.write_text(
+            "#!/bin/sh\n"
+            f'printf "%s\\n" "$@" > {folder}/args\n'
+            'for a; do case $a in --data=*) f=${a#--data=}; cp "$f" '
+            f'{folder}/data; echo "$f" > {folder}/path ;; esac; done\n'
+        )
+        self.script.chmod(0o755)
+
+    def which(self, program: str, install_hint: str) -> str:
+        return str(self.script)
+
+
+def test_set_feature_on_a_host_sends_its_data_buffer_along(tmp_path: Path) -> None:
+    table = bytes(range(256))  # NUL, '%' and '\\' among them
+    change = FeatureWrite("apst", "/dev/nvme0n1", 0x0C, 1, 0, table.hex())
+    host = FakeNvme(tmp_path)
+    change.apply(HostIo(host))
+    args = (tmp_path / "args").read_text().splitlines()
+    assert args[:4] == ["set-feature", "/dev/nvme0n1", "--feature-id=12", "--value=0"]
+    assert args[4] == "--data-len=256" and args[5].startswith("--data=/")
+    assert (tmp_path / "data").read_bytes() == table, "byte for byte on the host"
+    sent = Path((tmp_path / "path").read_text().strip())
+    assert not sent.exists(), "the host's temporary copy is removed"
+
+
+NODES = f"""{MARK}pid 1
+{MARK}node /dev/nvme0n1 61b0 103 0
+{MARK}node /dev/nvme0 2180 f1 0
+/sys/block/nvme0n1/dev:259:0
+/sys/class/nvme/nvme0/dev:241:0
+"""
+
+
+def test_an_apst_entry_of_a_dead_session_is_checked_against_the_hosts_node(
+    tmp_path: Path,
+) -> None:
+    tree = copy_tree(NODES, tmp_path)
+    entry = {
+        "kind": "nvme-feature",
+        "setting": "apst",
+        "feature": 12,
+        "original": 1,
+        "target": 0,
+        "data": "",
+    }
+    good, refused = checked([{**entry, "device": "/dev/nvme0n1"}], tree.now, tree.node_of)
+    assert [c.device for c in good] == ["/dev/nvme0n1"] and not refused  # type: ignore[union-attr]
+    good, refused = checked([{**entry, "device": "/dev/nvme0"}], tree.now, tree.node_of)
+    assert len(good) == 1 and not refused, "the controller's character device"
+    wrong = copy_tree(NODES.replace("259:0", "259:1"), tmp_path / "wrong")
+    good, refused = checked([{**entry, "device": "/dev/nvme0n1"}], wrong.now, wrong.node_of)
+    assert not good and "not the kernel's nvme0n1" in refused[0]
+    good, refused = checked([{**entry, "device": "/dev/nvme1n1"}], tree.now, tree.node_of)
+    assert not good and "no such device here" in refused[0]
