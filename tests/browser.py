@@ -39,6 +39,8 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 VIEWPORT_WIDTH = 1280
 VIEWPORT_HEIGHT = 800
 MAX_SCREENSHOT_HEIGHT = 16384  # CSS px; taller pages are cut (GPU texture limits)
+#: a section's screenshot in tiles of at most this height (CSS px)
+SECTION_TILE = 6000
 CLOSE_TIMEOUT = 5.0
 JsonObject = dict[str, Any]
 
@@ -436,18 +438,28 @@ _SECTION_BOXES = """
 
 
 def _section_shots(cdp: _Cdp, session: str, folder: Path) -> dict[str, Path]:
-    """Each report section as ``<id>.png`` in *folder* (the viewport already the page's height)."""
+    """Each report section as ``<id>.png`` in *folder*; a section taller than
+    :data:`SECTION_TILE` continues in ``<id>-2.png``, ``<id>-3.png`` ... (one capture cannot
+    be taller than the GPU's texture, and what lies past the viewport is painted only when
+    asked: ``captureBeyondViewport``)."""
     folder.mkdir(parents=True, exist_ok=True)
     shots = {}
     for box in _evaluate(cdp, session, _SECTION_BOXES):
-        height = min(box["height"], MAX_SCREENSHOT_HEIGHT)
-        if not box["width"] or not height:
+        if not box["width"] or not box["height"]:
             continue
-        clip = {k: box[k] for k in ("x", "y", "width")} | {"height": height, "scale": 1}
-        shot = cdp.send("Page.captureScreenshot", {"format": "png", "clip": clip}, session=session)
-        path = folder / f"{box['id']}.png"
-        path.write_bytes(base64.b64decode(shot["data"]))
-        shots[box["id"]] = path
+        top, bottom, part = box["y"], box["y"] + box["height"], 1
+        while top < bottom:
+            clip = {"x": box["x"], "y": top, "width": box["width"]}
+            clip |= {"height": min(SECTION_TILE, bottom - top), "scale": 1}
+            shot = cdp.send(
+                "Page.captureScreenshot",
+                {"format": "png", "clip": clip, "captureBeyondViewport": True},
+                session=session,
+            )
+            path = folder / (f"{box['id']}.png" if part == 1 else f"{box['id']}-{part}.png")
+            path.write_bytes(base64.b64decode(shot["data"]))
+            shots.setdefault(box["id"], path)
+            top, part = top + SECTION_TILE, part + 1
     return shots
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ssd.errors import ConfigError, ParseError
+from pytest_ssd.text import significant
 
 Floats = npt.NDArray[np.float64]
 GiB = 1 << 30
@@ -356,7 +357,7 @@ def estimate_cache(fill: FillPass, rule: CacheRule = CacheRule()) -> CacheEstima
             recovered = timeline.start(timeline.windows(back[0])[0])[1] if back else None
             return CacheEstimate(
                 True,
-                f"sustained drop after {drop_bytes / GiB:.3g} GiB ({rule.describe()})",
+                f"sustained drop after {significant(drop_bytes / GiB)} GiB ({rule.describe()})",
                 drop_bytes,
                 drop_s,
                 plateau,
@@ -367,8 +368,8 @@ def estimate_cache(fill: FillPass, rule: CacheRule = CacheRule()) -> CacheEstima
             seconds, _ = timeline.seconds_and_bytes(run)
             return CacheEstimate(
                 False,
-                f"drop after {drop_bytes / GiB:.3g} GiB runs into the end of the pass after "
-                f"{seconds:.3g} s, too short to tell ({rule.describe()})",
+                f"drop after {significant(drop_bytes / GiB)} GiB runs into the end of the pass"
+                f" after {significant(seconds)} s, too short to tell ({rule.describe()})",
                 plateau_bw=plateau,
             )
     return CacheEstimate(

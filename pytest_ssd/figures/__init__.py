@@ -15,7 +15,13 @@ from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, LogFormatter, NullLocator
+from matplotlib.ticker import (
+    FixedLocator,
+    FuncFormatter,
+    LogFormatter,
+    NullLocator,
+    ScalarFormatter,
+)
 
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.results.record import Measurement
@@ -109,8 +115,32 @@ def legend_below(fig: Figure, *axes: Axes, columns: int = 2) -> None:
         )
 
 
+def linear_number(value: float, pos: int | None = None) -> str:
+    """A linear axis's tick as people write it: 100,000 · 2,500.5 · 0.25 (no 1e5 offset)."""
+    if value == round(value) and abs(value) >= 1:
+        return f"{value:,.0f}"
+    return f"{value:,.6g}"
+
+
+def separators(fig: Figure) -> None:
+    """Thousands separators on every linear axis left to matplotlib's default formatter.
+
+    Axes with labels of their own (bars' categories, the nines, log axes) keep them.
+    """
+    for ax in (*fig.axes, *(child for parent in fig.axes for child in parent.child_axes)):
+        for axis in (ax.xaxis, ax.yaxis):
+            default = type(axis.get_major_formatter()) is ScalarFormatter
+            # "function": a secondary axis (IOPS beside MiB/s) maps a linear one
+            if default and axis.get_scale() in ("linear", "function"):
+                axis.set_major_formatter(FuncFormatter(linear_number))
+
+
 def render(fig: Figure, dpi: int = 100) -> Rendered:
-    """PNG and SVG of *fig* cropped to its content; the crop is computed once for both."""
+    """PNG and SVG of *fig* cropped to its content; the crop is computed once for both.
+
+    Every linear axis reads with thousands separators (:func:`separators`).
+    """
+    separators(fig)
     renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
     fig.draw(renderer)  # a layout engine (constrained) places the axes when drawn: crop after it
     bbox = fig.get_tightbbox(renderer).padded(PAD_INCHES)

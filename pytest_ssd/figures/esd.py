@@ -147,7 +147,7 @@ def precondition_figure(
 ) -> Figure:
     """Bandwidth or IOPS and latency against time over WIPC and WDPC (grey line: WDPC starts;
     shaded: the steady-state window fio judged); *health*: one drive's temperature, dashed."""
-    fig = Figure(figsize=(7.2, 5.4), layout="constrained")
+    fig = Figure(figsize=(6.4, 5.4), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     temperature_axis(top, health)
     _series(top, logs, colours, latency=False)
@@ -169,7 +169,7 @@ def precondition_zoom(
     logs: Sequence[PreconditionLog], title: str, colours: Mapping[str, str] | None = None
 ) -> Figure:
     """The WDPC part only, values between their 1st and 99th percentile: steady state close up."""
-    fig = Figure(figsize=(7.2, 5.4), layout="constrained")
+    fig = Figure(figsize=(6.4, 5.4), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     _series(top, logs, colours, latency=False)
     _series(bottom, logs, colours, latency=True)

@@ -26,6 +26,7 @@ from pytest_ssd.analysis.fill import CacheEstimate, FillPass
 from pytest_ssd.analysis.speed import SpeedProfile
 from pytest_ssd.errors import ParseError
 from pytest_ssd.figures import PALETTE, Health, temperature_axis, value_text
+from pytest_ssd.text import significant
 
 MiB, GiB = 1 << 20, 1 << 30
 _SIZE = (6.4, 3.6)
@@ -152,7 +153,7 @@ def _bw_against_data(
             color=colour,
             linestyle="--",
             linewidth=1,
-            label=f"{label}: cache ≈ {cache.cache_bytes / GiB:.3g} GiB",
+            label=f"{label}: cache ≈ {significant(cache.cache_bytes / GiB)} GiB",
         )
 
 
@@ -250,9 +251,8 @@ def latency_vs_time(passes: Sequence[FillPass], gap_s: float) -> Figure:
     ax.set_xlim(0, offset)
     _latency_axis(ax)
     interval = passes[0].log_interval_s * 1000
-    _finish(
-        fig, ax, f"Fill drive: latency ({interval:g} ms means), highest {windows.max():,.3g} ms"
-    )
+    highest = significant(windows.max())
+    _finish(fig, ax, f"Fill drive: latency ({interval:g} ms means), highest {highest} ms")
     return fig
 
 
@@ -271,7 +271,7 @@ def _latency_end_to_end(
     offset = 0.0
     for index, fill in enumerate(passes):
         if index:
-            rest = f"idle {gap_s:,.3g} s" if gap_s is not None else "idle"
+            rest = f"idle {significant(gap_s)} s" if gap_s is not None else "idle"
             ax.axvline(
                 offset,
                 color=gap_colour,

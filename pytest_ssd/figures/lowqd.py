@@ -50,7 +50,7 @@ def _shares_axis(ax: Axes, shares: tuple[int, ...]) -> None:
 
 
 #: every low-QD figure of a matrix the same size: shown side by side, their tops and bottoms align
-_SIZE = (7.2, 4.4)
+_SIZE = (6.4, 4.4)
 
 
 def _title(matrix: RatioMatrix) -> str:

@@ -15,6 +15,7 @@ from matplotlib.ticker import MaxNLocator
 
 from pytest_ssd.figures import PALETTE, legend_below, render
 from pytest_ssd.steady import FioSteadyState, SniaVerdict
+from pytest_ssd.text import significant
 
 _SIZE = (6.4, 3.6)
 _DATA, _MEAN, _FIT = PALETTE[0], PALETTE[1], PALETTE[2]
@@ -80,7 +81,7 @@ def snia_window(
         verdict.slope * rounds + verdict.intercept,
         linestyle="--",
         color=_FIT,
-        label=f"least-squares line, slope {verdict.slope:+,.4g} {unit}/round",
+        label=f"least-squares line, slope {significant(verdict.slope, 4, sign=True)} {unit}/round",
     )
     ax.set_xticks(rounds)
     ax.set_xlabel("round")
@@ -112,7 +113,8 @@ def fio_steadystate(state: FioSteadyState) -> Figure:
             fit,
             linestyle="--",
             color=_FIT,
-            label=f"fio's slope {state.slope * scale:+,.4g} {unit}/s (limit ±{state.limit:g}{pct})",
+            label=f"fio's slope {significant(state.slope * scale, 4, sign=True)} {unit}/s"
+            f" (limit ±{state.limit:g}{pct})",
         )
     else:
         half = mean * state.limit / 100 if state.percent else state.limit * scale

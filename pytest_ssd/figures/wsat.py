@@ -22,7 +22,7 @@ from pytest_ssd.workloads.wsat import SteadyRegion, WsatLog
 
 GiB = 1 << 30
 Floats = npt.NDArray[np.float64]
-_SIZE = (7.0, 3.8)
+_SIZE = (6.4, 3.8)
 
 
 @dataclass(frozen=True, eq=False)

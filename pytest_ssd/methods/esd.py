@@ -19,6 +19,7 @@ from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import JobResult
 from pytest_ssd.fixture import SsdBench
 from pytest_ssd.steady.fio_native import FioSteadyState
+from pytest_ssd.text import significant
 from pytest_ssd.workloads.esd import (
     QOS_NINES,
     Limits,
@@ -122,7 +123,7 @@ def steady_verdict(
     end = wdpc_start_s + wdpc_s
     if wdpc_s < steady.duration_s:
         return None, (
-            f"not judged: WDPC ran {wdpc_s:.3g} s, shorter than the rule's"
+            f"not judged: WDPC ran {significant(wdpc_s)} s, shorter than the rule's"
             f" {steady.duration_s} s window (fio: {steady.summary()})"
         )
     if not steady.attained:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.browsing import artifacts, chromium  # noqa: F401  (fixtures)
 from tests.sshd import Sshd, local_sshd, one_at_a_time
 
 REPO = Path(__file__).resolve().parents[2]

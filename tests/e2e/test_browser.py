@@ -6,89 +6,21 @@ with the reason, only where that is impossible.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import signal
 import struct
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from PIL import Image, ImageOps
 
 from pytest_ssd.db import RunInfo
 from pytest_ssd.report.build import page
 from pytest_ssd.report.sections import build
-from tests.browser import check_page, find_chromium
+from tests.browser import check_page
+from tests.e2e.browsing import PNG_MAGIC, READING_WIDTH
 from tests.unit.test_sections_csd import load, slower
 
 # The report's own sections, the smoke suite's section, and pytest-html's results table.
 REQUIRED = ("#ssd-devices", "#ssd-environment", "#ssd-suite-smoke", "#results-table")
-APT_TIMEOUT = 600.0
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-#: the window a reviewer reads the report in (issue 19): nothing cut, nothing squeezed
-READING_WIDTH = 1400
-
-
-def _run_in_group(argv: list[str], timeout: float) -> tuple[int, str]:
-    """Run *argv* in its own process group (killed on timeout or exit): exit code and output."""
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return -1, f"{' '.join(argv)} timed out after {timeout:.0f} s"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    return proc.returncode, out
-
-
-def _install_chromium() -> str:
-    """Install Debian's chromium; the reason it cannot be installed, or "" when it is."""
-    if os.geteuid() != 0:
-        return "chromium is not installed and installing it needs root"
-    if shutil.which("apt-get") is None:
-        return "chromium is not installed and there is no apt-get to install it"
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-        rc, out = _run_in_group(argv, APT_TIMEOUT)
-        if rc != 0:
-            return f"cannot install chromium: {' '.join(argv)} failed ({rc}): {out[-1000:]}"
-    return "" if find_chromium() else "apt-get installed chromium but it is not on PATH"
-
-
-@pytest.fixture
-def chromium() -> str:
-    """The browser's path; installed when missing, else the test is skipped with the reason."""
-    found = find_chromium()
-    if found is None:
-        reason = _install_chromium()
-        found = find_chromium()
-        if found is None:
-            pytest.skip(reason)
-    return found
-
-
-@pytest.fixture
-def artifacts(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """The test's artifact folder (under tmp_path), also kept in $SSD_TEST_ARTIFACTS if set."""
-    folder = tmp_path / "artifacts"
-    folder.mkdir()
-    yield folder
-    keep = os.environ.get("SSD_TEST_ARTIFACTS")
-    if keep:
-        shutil.copytree(folder, Path(keep) / request.node.name, dirs_exist_ok=True)
 
 
 def test_report_renders_in_chromium(chromium: str, run_ssd: Any, artifacts: Path) -> None:
@@ -143,4 +75,8 @@ def test_a_two_drive_csd_report_reads_in_a_1400_px_window(chromium: str, artifac
     assert check.problems() == [], "\n".join(check.problems())
     assert len(check.figures) == check.images > 20
     assert set(check.figures) <= set(check.links), "every graph is linked from the contents"
-    assert (artifacts / "sections" / "ssd-suite-csd.png").is_file()
+    tiles = sorted((artifacts / "sections").glob("ssd-suite-csd*.png"))
+    assert len(tiles) >= 3, "a section taller than one capture goes on in tiles"
+    for tile in tiles:  # every tile shows the report, none is left blank past the viewport
+        with Image.open(tile) as shot:
+            assert ImageOps.invert(shot.convert("RGB")).getbbox() is not None, tile.name

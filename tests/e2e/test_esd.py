@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from tests.e2e.browsing import reads_in_a_window
 from tests.e2e.conftest import REPO, SMOKE, attached_loops
 
 ESD = REPO / "suites" / "esd"
@@ -29,7 +31,9 @@ SECTION_FIGURES = (
 )
 
 
-def test_esd_quick_walks_the_flow_and_reports_every_graph(run_ssd: Any) -> None:
+def test_esd_quick_walks_the_flow_and_reports_every_graph(
+    run_ssd: Any, chromium: str, artifacts: Path
+) -> None:
     run = run_ssd("--dut=scratch:2G", suite=ESD, timeout=900)
     # one test per point: SEQ 24 by block size + 18 by QD, RND 24 + 29 (read, write, 70 % by
     # QD, 4 workers x QD32), both preconditionings and the QoS test
@@ -64,6 +68,7 @@ def test_esd_quick_walks_the_flow_and_reports_every_graph(run_ssd: Any) -> None:
     assert "typical (mean, µs)" in section and "p99.99 (µs)" in section
     assert "a scratch device (every suite applies)" in html, "the class in the devices table"
     assert str(run.report_dir) not in attached_loops()
+    reads_in_a_window(run.run_dir / "report.html", "ssd-suite-esd", artifacts)
 
 
 def test_bad_dut_class_is_one_line(run_ssd: Any) -> None:

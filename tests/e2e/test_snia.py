@@ -7,8 +7,10 @@ verdict with its window; the report has the SNIA section with every page.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from tests.e2e.browsing import reads_in_a_window
 from tests.e2e.conftest import REPO
 
 SNIA = REPO / "suites" / "snia"
@@ -16,7 +18,9 @@ TESTS = {"snia-iops": 9, "snia-throughput-1MiB": 2, "snia-throughput-128KiB": 2,
 PAGES = ("convergence", "window", "rounds")
 
 
-def test_snia_quick_reports_steady_state_and_its_window(run_ssd: Any) -> None:
+def test_snia_quick_reports_steady_state_and_its_window(
+    run_ssd: Any, chromium: str, artifacts: Path
+) -> None:
     run = run_ssd("--dut=scratch:1G", suite=SNIA, timeout=600)
     run.result.assert_outcomes(passed=4)
     data = run.results()
@@ -45,3 +49,4 @@ def test_snia_quick_reports_steady_state_and_its_window(run_ssd: Any) -> None:
     ]
     assert not missing, missing
     assert "R/W mix \\ IOPS (IOPS)" in html and "p99.999 completion latency (clat)" in html
+    reads_in_a_window(run.run_dir / "report.html", "ssd-suite-snia", artifacts)

@@ -5,13 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.browsing import reads_in_a_window
 from tests.e2e.conftest import REPO
 
 WSAT = REPO / "suites" / "wsat"
 NAMES = ("wsat-rnd-4k-write", "wsat-seq-512b-50r")
 
 
-def test_wsat_quick_on_scratch_reports_both_graphs(run_ssd: Any) -> None:
+def test_wsat_quick_on_scratch_reports_both_graphs(
+    run_ssd: Any, chromium: str, artifacts: Path
+) -> None:
     run = run_ssd("--dut=scratch:1G", suite=WSAT, timeout=300)
     run.result.assert_outcomes(passed=2)
     data = run.results()
@@ -30,6 +33,7 @@ def test_wsat_quick_on_scratch_reports_both_graphs(run_ssd: Any) -> None:
     assert 'id="ssd-suite-wsat"' in html
     for name in NAMES:
         assert f"{name} iops vs time" in html and f"{name} iops vs written" in html
+    reads_in_a_window(run.run_dir / "report.html", "ssd-suite-wsat", artifacts)
 
 
 def test_wsat_skips_a_consumer_drive(run_ssd: Any, loop_device: Any) -> None:

@@ -8,7 +8,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from pytest_ssd.analysis.fill import FillPass
-from pytest_ssd.figures import thousands, value_labels, value_text
+from pytest_ssd.figures import linear_number, render, thousands, value_labels, value_text
 from pytest_ssd.figures.fill import DriveFill, bw_vs_data_drives
 
 
@@ -52,3 +52,30 @@ def test_thousands_of_log_windows_get_their_moving_average_on_top() -> None:
     assert 650 < float(np.mean(line.get_ydata())) < 950, "the mean of the raw windows"
     raw = float(np.std(bw / mib))
     assert float(np.std(line.get_ydata())) < 0.35 * raw, "smoother than the raw windows"
+
+
+def test_linear_axes_read_with_thousands_separators() -> None:
+    fig = Figure(layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot([0, 1.5, 3], [90_000, 120_000, 250_000])
+    iops = ax.secondary_yaxis("right", functions=(lambda v: v * 4, lambda v: v / 4))
+    bars = fig.add_subplot()
+    bars.bar(["QD1", "QD32"], [1, 2])
+    nines = fig.add_subplot()
+    nines.set_yticks([90, 99.9], ["90", "99.9"])  # labels of its own: kept
+    render(fig)
+    assert ax.xaxis.get_major_formatter()(1.5, 0) == "1.5"
+    ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert "100,000" in ticks and "200,000" in ticks, ticks
+    assert not ax.yaxis.get_offset_text().get_text(), "no '1e5' offset over the axis"
+    assert "400,000" in [t.get_text() for t in iops.get_yticklabels()], "the secondary axis too"
+    assert [t.get_text() for t in bars.get_xticklabels()] == ["QD1", "QD32"]
+    assert [t.get_text() for t in nines.get_yticklabels()] == ["90", "99.9"]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(100000.0, "100,000"), (2500.5, "2,500.5"), (0.25, "0.25"), (0.0, "0"), (-1500.0, "-1,500")],
+)
+def test_a_linear_tick(value: float, text: str) -> None:
+    assert linear_number(value) == text

@@ -22,7 +22,8 @@ from pytest_ssd.db import DriveResults, Series
 from pytest_ssd.figures import esd as figs
 from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report.sections.base import Context, Section, notes, table
+from pytest_ssd.report.sections.base import Context, Section, notes, row, table
+from pytest_ssd.text import significant
 
 ID = "ssd-suite-esd"
 TITLE = "Enterprise SSD suite (suites/esd)"
@@ -104,8 +105,8 @@ def _precondition(drives: EsdDrives, pattern: str) -> str:
             [
                 _e(drives.name(drive)),
                 _e(values.get("workload")),
-                f"{values['wipc_bytes'] / 2**30:,.1f} GiB in {values['wipc_s']:,.3g} s",
-                f"{values['wdpc_bytes'] / 2**30:,.1f} GiB in {values['wdpc_s']:,.3g} s",
+                f"{values['wipc_bytes'] / 2**30:,.1f} GiB in {significant(values['wipc_s'])} s",
+                f"{values['wdpc_bytes'] / 2**30:,.1f} GiB in {significant(values['wdpc_s'])} s",
                 f"{values['wdpc_cap_bytes'] / 2**30:,.1f} GiB",
                 _attained(values),
                 _e(values.get("summary")),
@@ -116,11 +117,11 @@ def _precondition(drives: EsdDrives, pattern: str) -> str:
     body = f"<h3>{pattern.upper()} preconditioning</h3>"
     if logs:
         title = f"{pattern.upper()} preconditioning"
-        body += drives.ctx.figures.html(
-            figs.precondition_figure(logs, title, drives.colours), f"esd precondition {pattern}"
-        )
-        body += drives.ctx.figures.html(
-            figs.precondition_zoom(logs, title, drives.colours), f"esd precondition {pattern} zoom"
+        whole = figs.precondition_figure(logs, title, drives.colours)
+        zoom = figs.precondition_zoom(logs, title, drives.colours)
+        body += row(
+            drives.ctx.figures.html(whole, f"esd precondition {pattern}"),
+            drives.ctx.figures.html(zoom, f"esd precondition {pattern} zoom"),
         )
     header = ["drive", "workload", "WIPC", "WDPC", "WDPC cap", "steady state", "fio's verdict"]
     return body + table(header, rows)
@@ -179,9 +180,8 @@ def _sweep(drives: EsdDrives, name: str) -> str:
     label: Callable[[int], str] = format_bytes if axis == "block size" else str
     rows = [[_e(c.label), *(_cell(c, x, unit) for x in xs)] for c in curves]
     fig = figs.sweep_figure(curves, title, axis, unit, drives.colours)
-    return drives.ctx.figures.html(fig, f"esd {name}") + table(
-        [f"{_e(unit)} \\ {_e(axis)}", *(label(x) for x in xs)], rows
-    )
+    header = [f"{_e(unit)} \\ {_e(axis)}", *(label(x) for x in xs)]
+    return row(drives.ctx.figures.html(fig, f"esd {name}"), table(header, rows))
 
 
 def _cell(curve: figs.SweepCurve, x: int, unit: str) -> str:
@@ -195,7 +195,7 @@ def _qos(drives: EsdDrives) -> str:
     found = drives.having("qos", "QoS")
     if not found:
         return ""
-    body, rows = "<h3>QoS at QD1</h3>", []
+    figures, rows = [], []
     for name, heading in QOS_WORKLOADS:
         curves = []
         for drive, test, values in found:
@@ -211,9 +211,9 @@ def _qos(drives: EsdDrives) -> str:
                 curves.append(figs.QosCurve(drives.name(drive), sample, numbers["mean_us"]))
         if curves:
             fig = figs.qos_figure(curves, f"QoS: {heading}", drives.colours)
-            body += drives.ctx.figures.html(fig, f"esd {name}")
+            figures.append(drives.ctx.figures.html(fig, f"esd {name}"))
     header = ["workload", "drive", "I/Os", "typical (mean, µs)", "p99 (µs)", "p99.99 (µs)"]
-    return body + table(header, rows)
+    return "<h3>QoS at QD1</h3>" + row(*figures, table(header, rows))
 
 
 def _us(value: float | None) -> str:

@@ -25,6 +25,7 @@ from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
 from pytest_ssd.results.record import Derived
 from pytest_ssd.steady.snia import SniaRule, SniaVerdict, SteadyStateError, evaluate
+from pytest_ssd.text import significant
 from pytest_ssd.workloads.snia import mix_label
 
 ID = "ssd-suite-snia"
@@ -56,7 +57,7 @@ def _steady_row(name: str, v: SniaVerdict) -> list[str]:
         ", ".join(f"{x:,.6g}" for x in v.window_values),
         f"{v.mean:,.6g}",
         f"{v.range_excursion_pct:.1f} % (≤ {v.range_limit_pct:g} %)",
-        f"{v.slope:+,.4g} / round",
+        f"{significant(v.slope, 4, sign=True)} / round",
         f"{v.slope_excursion_pct:.1f} % (≤ {v.slope_limit_pct:g} %)",
     ]
 

@@ -14,7 +14,14 @@ import html
 from typing import Any
 
 from pytest_ssd.figures.wsat import WsatCurve, iops_vs_time, iops_vs_written
-from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
+from pytest_ssd.report.sections.base import (
+    Context,
+    Section,
+    derived_records,
+    notes,
+    row,
+    table,
+)
 
 ID = "ssd-suite-wsat"
 TITLE = "Write saturation (suites/wsat)"
@@ -67,10 +74,10 @@ def section(ctx: Context) -> Section | None:
             curves.append(WsatCurve.of_series(label, colour, values, series.arrays))
         title = runs[0][1].values["title"]
         graphs = ((iops_vs_time, "iops vs time"), (iops_vs_written, "iops vs written"))
-        body = "".join(
-            ctx.figures.html(draw(curves, title), f"{name} {what}")
-            for draw, what in graphs
+        body = row(
+            *(ctx.figures.html(draw(curves, title), f"{name} {what}") for draw, what in graphs)
             if curves
+            else ()
         )
         parts.append(f"<h3>{html.escape(title)}</h3>{body}{table(HEADER, rows)}")
     return Section(ID, TITLE, notes(left_out) + "".join(parts))

@@ -19,6 +19,7 @@ from pytest_ssd.figures.fill import DriveFill, bw_vs_data_drives, latency_vs_tim
 from pytest_ssd.figures.grid import Bar, mib_bars
 from pytest_ssd.report.sections.base import table
 from pytest_ssd.report.sections.csd.common import CSD, Drives, Part, derived, series
+from pytest_ssd.text import significant
 
 FILL = f"{CSD}test_fill_drive.py::test_fill_drive"
 READ = f"{CSD}test_fill_drive.py::test_speed_profile_read"
@@ -54,7 +55,7 @@ def _cache(values: Values, number: int) -> CacheEstimate:
 def _cache_text(values: Values, number: int) -> str:
     cache = _cache(values, number)
     if cache.cache_bytes is not None:
-        return f"{cache.cache_bytes / GiB:,.3g} GiB"
+        return f"{significant(cache.cache_bytes / GiB)} GiB"
     return "none seen" if cache.resolved else "n/r"
 
 
