@@ -360,11 +360,29 @@ def _document(text: str) -> tuple[str, dict[str, Any]]:
     return notes, doc
 
 
+def _finals(indexed: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    """Each client job's last report: its final result.
+
+    ``fio --client --status-interval`` puts every status report of a job into the one
+    ``client_stats`` list it prints at exit, before the job's final report: a job
+    appears once per report (a job not started yet with no I/O), and only its last
+    entry is its result.  A job is its server (``hostname``, ``port``) and its name
+    (pytest-ssd's job names are unique in a run; clones are reported as a group).
+    """
+    last: dict[tuple[Any, ...], tuple[int, Any]] = {}
+    for i, raw in indexed:
+        ident = (raw.get("hostname"), raw.get("port"), raw.get("jobname"))
+        last.pop(ident, None)  # re-inserted: the order of the final reports
+        last[ident] = (i, raw)
+    return list(last.values())
+
+
 def parse_output(text: str) -> FioOutput:
     """Parse what fio printed on stdout with ``--output-format=json+`` or ``json``.
 
     Text before the JSON (notes, warnings) is kept as ``notes``.  Results of fio
-    client/server runs (``client_stats``) are read too, without the "All clients" sum.
+    client/server runs (``client_stats``) are read too, without the "All clients" sum,
+    and only each job's final report (:func:`_finals`).
     """
     notes, doc = _document(text)
     key = "jobs" if "jobs" in doc else "client_stats"
@@ -372,10 +390,13 @@ def parse_output(text: str) -> FioOutput:
     if not isinstance(raw_jobs, list):
         raise ParseError(f"fio JSON has no 'jobs' or 'client_stats' list: {_shorten(text)!r}")
     global_options = doc.get("global options") or {}
-    jobs = tuple(
-        _job(raw, f"{key}[{i}]", global_options)
+    indexed = [
+        (i, raw)
         for i, raw in enumerate(raw_jobs)
         if not (isinstance(raw, dict) and raw.get("jobname") == AGGREGATE_CLIENT)
-    )
+    ]
+    if key == "client_stats":
+        indexed = _finals(indexed)
+    jobs = tuple(_job(raw, f"{key}[{i}]", global_options) for i, raw in indexed)
     disk_util = tuple(dict(d) for d in doc.get("disk_util") or () if isinstance(d, dict))
     return FioOutput(str(doc.get("fio version", "")), notes, jobs, disk_util)

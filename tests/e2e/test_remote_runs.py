@@ -156,6 +156,9 @@ def test_a_device_state_is_reached_on_the_host(
     totals = transition["totals"]
     method = 2 * (2 << 30) + (256 << 20)  # 200 % SEQ + the RND region
     assert method <= totals["written"] <= 1.05 * method, "the host's kernel counters"
+    # fio's own figure: its final report, not the first status report (fio --client lists
+    # each step's status reports before its result)
+    assert totals["fio_written"] == method
     assert totals["discarded"] >= (2 << 30) + (512 << 20), "purge + trim, counted there"
     assert abs(backing.stat().st_blocks * 512 / (2 << 30) - 0.75) < 0.01
     commands = [p.read_text() for p in run.run_dir.rglob("blkdiscard.cmd")]

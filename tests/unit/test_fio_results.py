@@ -32,6 +32,8 @@ WITH_BINS = [
     "null_2000_ios.json",
     "note_before_json.json",
     "client_server.json",
+    "client_status_one_job.json",
+    "client_status_two_jobs.json",
 ]
 STEADYSTATE = [
     "ss_bw_slope_attained.json",
@@ -270,6 +272,27 @@ def test_client_server_output_without_the_all_clients_sum() -> None:
     assert ios == [c["read"]["total_ios"] for c in raw["client_stats"][:2]]
     assert output.jobs[0].elapsed_s == raw["client_stats"][0]["job_runtime"] / 1000
     assert output.notes.startswith("<vm> cs: (g=0)")
+
+
+def test_a_client_runs_status_reports_are_not_its_result() -> None:
+    # fio --client --status-interval: every status report goes into client_stats first
+    raw = golden_raw("client_status_one_job.json")
+    reports = [c["read"]["io_bytes"] for c in raw["client_stats"]]
+    assert len(reports) == 6 and reports == sorted(reports), "5 status reports, then the result"
+    (job,) = golden("client_status_one_job.json").jobs
+    assert job.directions["read"].io_bytes == reports[-1] == 2_116_988_928
+    assert job.elapsed_s == 5.0, "the 5 s job's own run time, not the first report's 1 s"
+
+
+def test_a_job_not_started_at_a_status_report_is_not_said_to_have_done_no_io() -> None:
+    raw = golden_raw("client_status_two_jobs.json")
+    names = [c["jobname"] for c in raw["client_stats"]]
+    assert names == ["a", "b", "All clients", "a", "b", "a", "b"]
+    assert raw["client_stats"][1]["read"]["io_bytes"] == 0, "b had not started yet"
+    output = golden("client_status_two_jobs.json")
+    assert [j.name for j in output.jobs] == ["a", "b"]
+    assert output.job("a").directions["write"].io_bytes == 1 << 30
+    assert output.job("b").directions["read"].io_bytes == 1 << 30
 
 
 def test_run_wide_fields() -> None:
