@@ -47,7 +47,7 @@ from pytest_ssd.state.keeper import StateKeeper
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
 from pytest_ssd.state.profile import RESTING_STATES, Profile
-from pytest_ssd.state.progress import Progress, Write, log_writer, plan_of
+from pytest_ssd.state.progress import Progress, Write, feeding, log_writer, plan_of
 from pytest_ssd.state.tracker import Need
 from pytest_ssd.state.written import WrittenMap, prefill_job, span
 
@@ -237,19 +237,23 @@ class SsdBench:
         planned = plan_of(every, self._capacity)
         follow = None
         server = self._env.server()
-        # hours on a real drive: a live line from fio's status (not through fio --client,
-        # whose status documents of several jobs come mixed with its final one)
-        if planned.long and server is None:
+        # hours on a real drive: a live line from fio's status (on a test host, from the
+        # host's block-layer counters: fio --client hears fio's status only at the end)
+        if planned.long:
             write = self._env.progress or log_writer(folder / "progress.log")
             follow = Progress(f"{self.dut.id} {every[-1].name}", planned, write)
-        with self._env.sampler() as sampler:
+        host = self.machine if server is not None else None
+        with (
+            self._env.sampler() as sampler,
+            feeding(follow, host, self.dut.identity.kernel_name) as on_status,
+        ):
             fio_run = run_jobs(
                 every,
                 self.dut.path,
                 artifacts=folder,
                 readonly=self.dut.readonly,
                 server=server,
-                on_status=follow,
+                on_status=on_status,
             )
         if follow is not None:
             follow.close()

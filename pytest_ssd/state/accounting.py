@@ -16,6 +16,7 @@ from pytest_ssd.machine.machine import Machine
 
 SECTOR = 512
 _READ, _WRITE, _DISCARD = 2, 6, 13  # 0-based fields of the stat file
+_READS, _WRITES = 0, 4
 
 
 @dataclass(frozen=True)
@@ -25,12 +26,17 @@ class Counters:
     read: int
     written: int
     discarded: int
+    #: completed I/Os (fields 1 and 5), for a live IOPS figure
+    reads: int = 0
+    writes: int = 0
 
     def __sub__(self, earlier: Counters) -> Counters:
         return Counters(
             self.read - earlier.read,
             self.written - earlier.written,
             self.discarded - earlier.discarded,
+            self.reads - earlier.reads,
+            self.writes - earlier.writes,
         )
 
     def as_dict(self) -> dict[str, int]:
@@ -69,4 +75,10 @@ def parse_counters(text: str) -> Counters:
     """The counters of a ``stat`` file's text."""
     fields = text.split()
     discarded = int(fields[_DISCARD]) if len(fields) > _DISCARD else 0
-    return Counters(int(fields[_READ]) * SECTOR, int(fields[_WRITE]) * SECTOR, discarded * SECTOR)
+    return Counters(
+        int(fields[_READ]) * SECTOR,
+        int(fields[_WRITE]) * SECTOR,
+        discarded * SECTOR,
+        int(fields[_READS]),
+        int(fields[_WRITES]),
+    )

@@ -29,7 +29,7 @@ from pytest_ssd.results.transition import StepDone, Transition
 from pytest_ssd.state import actions
 from pytest_ssd.state.accounting import Counters, counters_on, read_counters, stat_file
 from pytest_ssd.state.layout import Layout
-from pytest_ssd.state.progress import Plan, Progress, Write, log_writer
+from pytest_ssd.state.progress import Plan, Progress, Write, feeding, log_writer
 from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import Context, Step, path
 from pytest_ssd.state.tracker import DeviceState, Need
@@ -177,13 +177,12 @@ class StateKeeper:
             write = self.progress or log_writer(artifacts / "progress.log")
             planned = Plan(step.write_bytes, directions=("write",))  # a step: its writes
             follow = Progress(f"{self.device} {step.name}", planned, write)
-            fio_run = run_jobs(
-                step.jobs,
-                self.target,
-                artifacts=artifacts,
-                on_status=follow,
-                server=self.server(),
-            )
+            server = self.server()
+            host = self.machine if server is not None else None
+            with feeding(follow, host, self.identity.kernel_name) as on_status:
+                fio_run = run_jobs(
+                    step.jobs, self.target, artifacts=artifacts, on_status=on_status, server=server
+                )
             follow.close()
             for job in step.jobs:
                 self.written.note(job, self.state.capacity)

@@ -7,17 +7,22 @@ log (CI, xdist workers) a line is written at most every :data:`LOG_EVERY_S`.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.status import ALL_DIRECTIONS, moved
+from pytest_ssd.fio.status import ALL_DIRECTIONS, StatusCallback, moved
+from pytest_ssd.machine.machine import Machine
+from pytest_ssd.state.accounting import Counters, counters_on
 from pytest_ssd.state.written import span
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -31,6 +36,8 @@ MIN_BYTES = 1 << 30
 MIN_RATE_INTERVAL_S = 0.5
 #: a random job of blocks up to this size shows its rate in IOPS, any other job in MiB/s
 IOPS_MAX_BLOCK = 64 * 1024
+#: on a test host: how often the block layer's counters are read there
+HOST_EVERY_S = 5.0
 #: Write(text, final): show a progress line; final closes it
 Write = Callable[[str, bool], None]
 
@@ -132,6 +139,77 @@ class Progress:
         size = _size(self.done, self.plan.total_bytes)
         speed = f" ({size}, {self._speed(self.done / took, self.ios / took)})" if took > 0 else ""
         self.write(f"{self.label}: done in {_clock(took)}{speed}", True)
+
+
+class KernelFeed:
+    """Progress on a test host from its block layer's counters, read there every few seconds.
+
+    ``fio --client`` gets a status report only with the result, when fio ends; the
+    host's ``/sys/class/block/<dev>/stat`` (bytes and I/Os completed, every I/O of the
+    device: the session holds its lock) tells how far the run is meanwhile.  Each
+    reading goes to *follow* as a status document of one job, on this machine's clock.
+    """
+
+    def __init__(
+        self, follow: StatusCallback, machine: Machine, kernel_name: str, every_s: float
+    ) -> None:
+        self.follow, self.machine, self.kernel_name = follow, machine, kernel_name
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start: Counters | None = None
+
+    def __enter__(self) -> KernelFeed:
+        self._start = counters_on(self.machine, self.kernel_name)
+        if self._start is not None:
+            self._thread = threading.Thread(target=self._loop, name="ssd-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._read()
+
+    def _read(self) -> None:
+        with contextlib.suppress(SsdError, ValueError, IndexError):  # next time
+            now = counters_on(self.machine, self.kernel_name)
+            if now is not None and self._start is not None:
+                self.follow(_document(now - self._start))
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._read()  # the end: the "done" line says what the run moved in all
+
+
+def _document(moved: Counters) -> dict[str, Any]:
+    """*moved* as a status document of one job (what :func:`~.status.moved` reads)."""
+    return {
+        "timestamp_ms": time.time() * 1000,
+        "jobs": [
+            {
+                "read": {"io_bytes": moved.read, "total_ios": moved.reads},
+                "write": {"io_bytes": moved.written, "total_ios": moved.writes},
+            }
+        ],
+    }
+
+
+@contextlib.contextmanager
+def feeding(
+    follow: Progress | None, host: Machine | None, kernel_name: str | None
+) -> Iterator[StatusCallback | None]:
+    """The ``on_status`` for ``run_jobs``: *follow* itself here (fio's status); on a test
+    host (*host*) a :class:`KernelFeed` feeds it while fio runs, and fio gets none."""
+    if follow is None or host is None:
+        yield follow
+        return
+    if kernel_name is None:  # a file on a host: no counters, the line at the end only
+        yield None
+        return
+    with KernelFeed(follow, host, kernel_name, HOST_EVERY_S):
+        yield None
 
 
 def _size(n: float, scale: float = 0.0) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import subprocess
 from collections.abc import Callable
@@ -36,6 +37,16 @@ def _ours_left() -> list[str]:
     return [line for line in found if "pgrep" not in line] + [
         str(p) for p in Path("/tmp").glob("ssd-fio.*")
     ]
+
+
+def _suite_on_host(run_ssd: Any, server: Sshd, dev: Path, tmp_path: Path, tests: str) -> Any:
+    """A one-file suite of *tests* run on *dev* reached through *server*."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
+    (suite / "test_it.py").write_text(tests)
+    config = f"--ssd-ssh-config={server.config}"
+    return run_ssd(f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}", config, suite=suite)
 
 
 def test_smoke_runs_on_a_test_host(server: Sshd, loop_device: LoopFactory, run_ssd: Any) -> None:
@@ -187,16 +198,7 @@ def test_a_lost_fio_server_fails_the_test_saying_so(
     server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
 ) -> None:
     dev = loop_device(64)
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
-    (suite / "test_lost.py").write_text(SERVER_LOST)
-    run = run_ssd(
-        f"--dut={server.url(str(dev))}",
-        f"--ssd-confirm={dev}",
-        f"--ssd-ssh-config={server.config}",
-        suite=suite,
-    )
+    run = _suite_on_host(run_ssd, server, dev, tmp_path, SERVER_LOST)
     out = run.result.stdout.str()
     run.result.assert_outcomes(passed=1, failed=1)
     failed = [line for line in run.result.outlines if line.startswith("FAILED")]
@@ -281,3 +283,33 @@ def test_an_added_purge_method_that_takes_a_machine_purges_on_the_host(
 
 def digest_of_zeroes(mib: int) -> str:
     return hashlib.sha256(bytes(mib << 20)).hexdigest()
+
+
+SLOW = """
+from pytest_ssd.fio.job import FioJob
+
+
+def test_slow_write(ssd):
+    job = FioJob("slow", "seq", 1 << 20, read_pct=0, io_bytes=1 << 30, extra=(("rate", "120m"),))
+    assert ssd.run(job).directions["write"].io_bytes == 1 << 30
+"""
+
+
+def test_a_long_run_on_a_host_shows_its_progress_from_the_hosts_counters(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    # fio --client hears fio's status only when fio ends: the line comes from the host's
+    # /sys/class/block/<dev>/stat, read there every 5 s (pytest_ssd.state.progress)
+    dev = loop_device(1024)
+    run = _suite_on_host(run_ssd, server, dev, tmp_path, SLOW)
+    out = run.result.stdout.str()
+    assert run.result.ret == 0, out
+    running = re.findall(rf"^{dev.name} slow: +([\d.]+) %  ([\d,]+) MiB/1,024 MiB .*$", out, re.M)
+    assert running, out
+    assert all(0 < float(pct) < 100 for pct, _ in running), "while it ran, not after"
+    # the end: what the host's kernel counted in all, 1 GiB written
+    assert re.search(rf"^{dev.name} slow: done in 0:00:\d\d \(1,024 MiB, [\d,]+ MiB/s\)", out, re.M)
+    commands = [p.read_text() for p in run.run_dir.rglob("fio.cmd")]
+    assert commands and not any("--status-interval" in c for c in commands)
+    # the drive's label names the backing file and the host: the report's graph still lays out
+    assert "constrained_layout not applied" not in out

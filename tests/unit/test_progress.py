@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.status import StatusSink, moved
 from pytest_ssd.state import progress
-from pytest_ssd.state.progress import Plan, Progress, plan_of
+from pytest_ssd.state.progress import KernelFeed, Plan, Progress, feeding, plan_of
 from pytest_ssd.state.relay import Relay, worker_writer
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -171,3 +173,37 @@ def test_rates_are_on_fios_clock_when_reports_arrive_bunched(
 
     assert rates(bunched=True) == rates(bunched=False)
     assert rates(bunched=True)[2] == ["4,827 MiB/s"]
+
+
+class CountingHost:
+    """A test host whose disk's block-layer counters move 64 MiB and 512 writes a reading."""
+
+    where = "ssh root@lab7"
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def read(self, path: str) -> str | None:
+        assert path == "/sys/class/block/sdb/stat"
+        n, self.readings = self.readings, self.readings + 1
+        sectors, ios = n * (64 << 20) // 512, n * 512
+        return f"0 0 0 0 {ios} 0 {sectors} 0 0 0 0 0 0 0 0 0 0\n"
+
+
+def test_a_host_run_is_followed_from_the_hosts_counters() -> None:
+    host = CountingHost()
+    docs: list[dict[str, Any]] = []
+    with KernelFeed(docs.append, host, "sdb", every_s=0.02):  # type: ignore[arg-type]
+        time.sleep(0.15)
+    assert len(docs) >= 3, "a reading every interval, and one at the end"
+    written = [moved(d, ("write",))[0] for d in docs]
+    assert written == [64 * (i + 1) << 20 for i in range(len(docs))], "since the start"
+    assert moved(docs[-1], ("write",))[1] == 512 * len(docs)
+
+
+def test_a_file_on_a_host_or_a_run_here_gets_no_feed() -> None:
+    follow = Progress("x", Plan(1 << 30), lambda text, final: None)
+    with feeding(follow, None, "sdb") as here:
+        assert here is follow, "here: fio's own status"
+    with feeding(follow, CountingHost(), None) as file:  # type: ignore[arg-type]
+        assert file is None, "a file on a host has no counters: the line at the end only"

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from pytest_ssd.db import shared_test_id
-from pytest_ssd.figures import value_labels
+from pytest_ssd.figures import legend_below, value_labels
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import Context, Palette, Section, notes, table
 from pytest_ssd.report.sections.match import Matched, match, measurement_keys
@@ -106,7 +106,9 @@ def grouped_bars(panels: list[tuple[str, Bars]], palette: Palette) -> Figure:
         ax.set_ylabel(unit)
         ax.set_title(unit)
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize="small")
+    # below the panels: a drive's label (a test host's loop device names its backing
+    # file and host) is often wider than a panel, and a legend inside collapsed it
+    legend_below(fig, *fig.axes, columns=1)
     return fig
 
 
