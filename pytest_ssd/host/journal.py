@@ -54,26 +54,39 @@ class Journal:
     started: str | None
     changes: list[Change] = field(default_factory=list)
 
-    def write(self) -> None:
-        """Atomically, privately and flushed to disk: it must survive the crash it is for."""
+    def text(self) -> str:
+        """The journal as its file holds it (here, or on a test host)."""
         data = {
             "pid": self.pid,
             "started": self.started,
             "changes": [c.as_dict() for c in self.changes],
         }
-        write_private(self.path, json.dumps(data, indent=1))
+        return json.dumps(data, indent=1)
+
+    def write(self) -> None:
+        """Atomically, privately and flushed to disk: it must survive the crash it is for."""
+        write_private(self.path, self.text())
 
     @classmethod
     def load(cls, path: Path) -> tuple[Journal, list[dict[str, Any]]]:
         """The journal and its raw entries (for :func:`checked`, before anything is written)."""
         try:
-            data: dict[str, Any] = json.loads(read_private(path))
+            text = read_private(path)
+        except ConfigError as exc:
+            raise TuneError(f"{exc}; check it and delete it") from None
+        except OSError as exc:
+            raise TuneError(f"{path}: not a restore file ({exc}); check and delete it") from None
+        return cls.parse(text, path)
+
+    @classmethod
+    def parse(cls, text: str, path: Path) -> tuple[Journal, list[dict[str, Any]]]:
+        """The journal in *text* (the file at *path*) and its raw entries."""
+        try:
+            data: dict[str, Any] = json.loads(text)
             entries = [dict(c) for c in data["changes"]]
             started = data.get("started")
             return cls(path, int(data["pid"]), None if started is None else str(started)), entries
-        except ConfigError as exc:
-            raise TuneError(f"{exc}; check it and delete it") from None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:
             raise TuneError(f"{path}: not a restore file ({exc}); check and delete it") from None
 
     def running(self, procfs: Path) -> bool:

@@ -24,7 +24,6 @@ accepted only for the kernel's own node, as the host's ``stat`` and sysfs descri
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,11 +35,11 @@ from pytest_ssd.errors import SsdError
 from pytest_ssd.host import facts
 from pytest_ssd.host.changes import Change, FileWrite
 from pytest_ssd.host.io import TuneError
-from pytest_ssd.host.journal import checked
+from pytest_ssd.host.journal import Journal, checked
 from pytest_ssd.host.record import TuneLog, device_settings
 from pytest_ssd.host.remote import HostIo, Tree, host_readings, read_tree
 from pytest_ssd.host.settings import Reading, host_settings
-from pytest_ssd.host.tune import apply_all, restore_all, tune_lines
+from pytest_ssd.host.tune import apply_all, put_back, restore_all, tune_lines
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.ssh import MARK, Held, Ssh
 
@@ -159,19 +158,12 @@ class HostTuner:
             lock, self._lock = self._lock, None
             lock.close(RELEASE_TIMEOUT_S)
 
-    def _journal(self) -> dict[str, Any] | None:
+    def _journal(self) -> tuple[Journal, list[dict[str, Any]]] | None:
+        """The host's journal and its raw entries, if there is one (read under the lock)."""
         text = _run(self.ssh, READ, what="read its tune journal")
         if f"{MARK}journal" not in text:
             return None
-        body = text.split(f"{MARK}journal", 1)[1]
-        try:
-            data: dict[str, Any] = json.loads(body)
-            data["changes"] = [dict(c) for c in data["changes"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise TuneError(
-                f"{self.journal}: not a restore file ({exc}); check it and delete it"
-            ) from None
-        return data
+        return Journal.parse(text.split(f"{MARK}journal", 1)[1], Path(self.journal))
 
     # --- the session ----------------------------------------------------------------------
 
@@ -214,21 +206,18 @@ class HostTuner:
                 warnings.append(f"{self.label}: host settings not recorded: {exc}")
                 return []
 
-    def _recover(self, left: dict[str, Any], tree: Tree) -> None:
+    def _recover(self, left: tuple[Journal, list[dict[str, Any]]], tree: Tree) -> None:
         """Put back a dead session's journal: its entries checked on a copy of the host."""
+        journal, entries = left
         mapped = [
             {**e, "path": str(tree.copy_path(Path(str(e["path"]))))} if "path" in e else e
-            for e in left["changes"]
+            for e in entries
         ]
         good, refused = checked(mapped, tree.now, tree.node_of)
-        owner = f"left by pid {left.get('pid')} on {self.label}"
         back = [_to_host(c, tree) for c in good]
-        done, failed = restore_all(back, self.io)
-        self.log.recovered += [f"{line} ({owner})" for line in done]
         copy = f"{tree.root}/"  # the host's paths, not the copy's, in what is said
-        self.log.refused += [f"{line.replace(copy, '/')} ({owner})" for line in refused]
-        if failed:
-            raise TuneError(f"cannot restore what {owner} changed: {failed[0]}")
+        said = [line.replace(copy, "/") for line in refused]
+        put_back(back, said, self.io, self.log, f"pid {journal.pid} on {self.label}")
         _run(self.ssh, DROP, what="remove its tune journal")
 
     def _apply(self, tree: Tree, devices: Mapping[str, DeviceIdentity]) -> None:
@@ -240,12 +229,9 @@ class HostTuner:
                 self.log.skipped.append(str(exc).replace(f"{tree.root}/", "/"))
         if not self._planned:
             return
-        data = {
-            "pid": int(self._holder.get("pid") or 0),
-            "started": self._holder.get("started"),
-            "changes": [c.as_dict() for c in self._planned],
-        }
-        _run(self.ssh, WRITE, stdin=json.dumps(data, indent=1), what="write its tune journal")
+        pid, started = int(self._holder.get("pid") or 0), self._holder.get("started")
+        text = Journal(Path(self.journal), pid, started, self._planned).text()
+        _run(self.ssh, WRITE, stdin=text, what="write its tune journal")
         apply_all(self._planned, self.io, self.log, self._touched, self.restore)
 
     def restore(self) -> None:

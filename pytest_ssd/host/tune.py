@@ -48,6 +48,21 @@ def restore_all(changes: Iterable[Change], io: Io) -> tuple[list[str], list[str]
     return done, failed
 
 
+def put_back(
+    good: Iterable[Change], refused: Iterable[str], io: Io, log: TuneLog, owner: str
+) -> None:
+    """Restore a dead session's checked entries *good*; log them and the *refused* ones.
+
+    *owner* says whose they were ("pid 1234"); raises :class:`TuneError` when a setting
+    cannot be put back (its journal stays for the next session).
+    """
+    done, failed = restore_all(good, io)
+    log.recovered += [f"{line} (left by {owner})" for line in done]
+    log.refused += [f"{line} (left by {owner})" for line in refused]
+    if failed:
+        raise TuneError(f"cannot restore what {owner} left changed: {failed[0]}")
+
+
 def apply_all(
     planned: Iterable[Change],
     io: Io,
@@ -137,11 +152,7 @@ class Tuner:
     def _put_back(self, path: Path) -> None:
         left, entries = Journal.load(path)
         good, refused = checked(entries, self.roots)
-        done, failed = restore_all(good, self.io)
-        self.log.recovered = [f"{line} (left by pid {left.pid})" for line in done]
-        self.log.refused = [f"{line} (left by pid {left.pid})" for line in refused]
-        if failed:
-            raise TuneError(f"cannot restore what pid {left.pid} left changed: {failed[0]}")
+        put_back(good, refused, self.io, self.log, f"pid {left.pid}")
         path.unlink()
 
     def _busy(self) -> TuneError:
