@@ -420,19 +420,18 @@ class SsdSession:
         """This machine's settings (if a device is here) and every test host's."""
         hosts: dict[str, tuple[HostTuner, dict[str, DeviceIdentity]]] = {}
         for dut_id, dut in self.duts.items():
-            if dut.address is not None and dut.address.label not in hosts:
+            if dut.address is None:
+                continue
+            if dut.address.label not in hosts:
                 host = self.hosts.host(dut.address)
                 folder = host.ssh.control_dir / "tune"
-                hosts[dut.address.label] = (
-                    HostTuner(host.ssh, host.machine, self.options.tune, folder),
-                    {},
-                )
-            if dut.address is not None:
-                hosts[dut.address.label][1][dut_id] = identities[dut_id]
+                tuner = HostTuner(host.ssh, host.machine, self.options.tune, folder)
+                hosts[dut.address.label] = (tuner, {})
+            hosts[dut.address.label][1][dut_id] = identities[dut_id]
         self.host_tuners = [tuner for tuner, _ in hosts.values()]
-        tuner = present(self.tuner, "the tuner")
+        local = present(self.tuner, "the tuner")
         # a run only on test hosts measures nothing under this machine's settings
-        mine = tuner.start(here) if here or not hosts else HostRecord((), tuner.log)
+        mine = local.start(here) if here or not hosts else HostRecord((), local.log)
         theirs = tune_hosts(list(hosts.values()), self.warnings)
         return HostRecord((*mine.readings, *theirs), combined(mine.tune, self.host_tuners))
 

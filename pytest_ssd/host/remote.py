@@ -29,7 +29,7 @@ from pytest_ssd.host.io import Roots, TuneError
 from pytest_ssd.host.record import HostRecord, TuneLog, device_settings
 from pytest_ssd.host.settings import Reading, host_settings
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.ssh import MARK, marks
+from pytest_ssd.machine.ssh import MARK
 from pytest_ssd.proc import Completed
 
 READ_TIMEOUT_S = 60.0
@@ -131,8 +131,8 @@ def copy_tree(text: str, root: Path) -> Tree:
     nodes: dict[str, tuple[int, int]] = {}
     for line in text.splitlines():
         if line.startswith(MARK):
-            found.update(marks(line))
             word, _, rest = line[len(MARK) :].partition(" ")
+            found[word] = rest
             if word == "sample" and rest == "2":
                 base = root
             elif word == "node" and len(fields := rest.split()) == 4:

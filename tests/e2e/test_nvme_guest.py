@@ -171,6 +171,11 @@ def _seeing(tmp_path: Path) -> Path:
     return suite
 
 
+def _journal_left(shell: Ssh) -> bool:
+    """A tune journal is on the guest (a session's changes not yet put back)."""
+    return _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "left"
+
+
 def _settings(shell: Ssh) -> tuple[str, str]:
     return _sh(shell, f"cat {THP}").strip(), _sh(shell, f"cat {ASLR}").strip()
 
@@ -195,7 +200,7 @@ def test_ssd_tune_sets_a_hosts_settings_and_puts_them_back(
     tune = run.results()["run"]["tune"]
     assert f"{label}: {THP}: always -> never" in tune["changed"]
     assert _settings(shell) == before, "every setting back after the session"
-    assert _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "gone"
+    assert not _journal_left(shell)
 
 
 def test_a_dead_sessions_host_settings_are_put_back_by_the_next(
@@ -237,7 +242,7 @@ def test_a_dead_sessions_host_settings_are_put_back_by_the_next(
     assert f"{label}: refused to restore: setting 'aslr', value 'x', at '/etc/hostname'" in out
     assert _settings(shell) == before == ("[always] madvise never", "2")
     assert _sh(shell, "cat /etc/hostname") == hostname, "a refused entry is never written"
-    assert _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "gone"
+    assert not _journal_left(shell)
 
 
 def test_a_session_killed_while_tuned_leaves_the_host_to_the_next(
@@ -272,7 +277,7 @@ def test_a_session_killed_while_tuned_leaves_the_host_to_the_next(
         os.killpg(session.pid, signal.SIGKILL)  # pytest, its ssh master and channels
         session.wait(60)
         log.close()
-    assert _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "left"
+    assert _journal_left(shell)
     assert _settings(shell) == ("always madvise [never]", "0"), "nobody put them back"
     run = _on_guest(run_ssd, guest, _seeing(tmp_path))
     out = run.result.stdout.str()
@@ -281,7 +286,7 @@ def test_a_session_killed_while_tuned_leaves_the_host_to_the_next(
     assert f"{label}: recovered: {THP}: always again (left by pid" in out
     assert f"{label}: recovered: {ASLR}: 2 again (left by pid" in out
     assert _settings(shell) == before
-    assert _sh(shell, f"test -e {JOURNAL} && echo left || echo gone").strip() == "gone"
+    assert not _journal_left(shell)
 
 
 def test_ssd_tune_is_refused_while_another_session_holds_the_hosts_tune_lock(
