@@ -216,7 +216,7 @@ class SsdBench:
             self._observe(jobs)
         started = time.time()
         with self._env.sampler() as sampler:
-            results = tuple(batch.release(job) for job in jobs)
+            results = batch.measure(jobs)
         ended = time.time()
         self._keep_health(sampler, jobs[0].name)
         for job in jobs:
@@ -225,7 +225,7 @@ class SsdBench:
             fio_version="", notes="released from a batch", jobs=results, disk_util=()
         )
         done = Completed(("fio", "batch", jobs[0].name), 0, "", "", ended - started)
-        fio_run = FioRun(jobs, output, done, batch.artifacts, started, ended)
+        fio_run = FioRun(jobs, output, done, batch.folder(jobs[0]), started, ended)
         for job in jobs:
             self._record(job, fio_run)
         self._check_covered(jobs, fio_run)

@@ -1,26 +1,31 @@
-"""Many fio jobs in one fio process, released one at a time: a sweep's points, each a test.
+"""Many fio jobs held at gates, released one at a time: a sweep's points, each a test.
 
 fio 3.33 spends about 0.3 s per stonewalled job (its scheduler sleeps 100 ms at a
 time) and about 0.4 s per process, more than a short benchmark point lasts.  A
-batch starts every job of a run of point tests in one fio process, not
-stonewalled, each held at a gate before its clock starts:
+batch starts a run of point tests' jobs at once, each point a fio process of its
+own, each job held at a gate before its clock starts:
 
 * ``exec_prerun=read x < gate-N && test x$x = xgo`` runs in the job's thread
   before its epoch is set (backend.c), so waiting is not measured; writing
   ``go`` releases the job, ``skip`` makes the prerun fail and fio ends the job
-  without I/O (``goto err`` with no error set).
-* ``exec_postrun=: > done-N`` (a FIFO the release holds open) marks the job's
-  end, after fio wrote its per-I/O latency logs (``td_writeout_logs`` runs first).
-* A released job's figures come from those logs (:mod:`.iolog`): fio prints its
-  own only when the process ends, and a status report (SIGUSR1,
-  ``--status-interval``) deadlocks with jobs waiting in their prerun.
-* :meth:`Batch.close` waits for fio, parses its JSON and says where the figures
-  handed out differ from fio's (:meth:`BatchRun.differences`).
+  without I/O (``goto err`` with no error set).  Every gate is held open from
+  the first release on, once every job waits at its own: no job starts while
+  another fio process is still starting up (a start-up busy-spins a CPU for
+  0.08 s: calibrating its clock).
+* ``exec_postrun=: > done-N`` (a FIFO the release holds open) marks the job's end.
 
-A job that never reaches its gate (its set-up failed, fio died) makes
-:meth:`Batch.release` fail within ``gate_timeout`` with fio's own message; the
-caller aborts the batch (every process of it is killed).  Jobs must be
-amount-based or short: every completion is logged.
+fio prints a job's figures only when its process ends, and a status report
+(SIGUSR1, ``--status-interval``) deadlocks with jobs waiting in their prerun.  So
+a point's figures are its fio process's own JSON, read when that process exits
+after the point's last job (:meth:`Batch.measure`; about 0.05 s: the libaio
+context's teardown and a 10 ms poll of fio's main loop).  Nothing is logged per
+I/O: a per-I/O log costs fio about 1 us an I/O, which read 3 % off a 4 KiB QD1-4
+point on the development VM.  Every fio process of a batch uses the same clock,
+:data:`CLOCK`.
+
+A job that never reaches its gate (its set-up failed, fio died) makes the first
+release fail within ``gate_timeout`` with fio's own message; the caller aborts
+the batch (every process of it is killed).
 """
 
 from __future__ import annotations
@@ -36,9 +41,8 @@ from pathlib import Path
 
 from pytest_ssd.errors import FioError, ParseError
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT, check_target
-from pytest_ssd.fio.iolog import job_result
-from pytest_ssd.fio.job import FioJob, fio_path, render
-from pytest_ssd.fio.results import DirectionResult, FioOutput, JobResult, parse_output
+from pytest_ssd.fio.job import FioJob, render
+from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
 from pytest_ssd.proc import Background, Completed, spawn, which
 
 #: how long a job may take to reach its gate (fio start-up, opening the device)
@@ -50,112 +54,86 @@ LIVENESS_S = 0.5
 #: seconds beyond a job's planned time before it counts as hung (amount-based: generous)
 RUN_MARGIN_S = 120.0
 AMOUNT_TIMEOUT_S = 6 * 3600.0
-#: fio's run time is whole milliseconds, rounded up; the logs' times are truncated
-RUNTIME_RESOLUTION_MS = 1
+#: the batches' clock: fio's own pick is not stable on every machine (its TSC test failed
+#: in 1 of 5 runs on the development VM), and skipping the test saves 0.05 s of CPU a process
+CLOCK = "clock_gettime"
 
 
 @dataclass(frozen=True)
 class BatchRun:
-    """A closed batch: what fio printed, and the figures the releases handed out."""
+    """A closed batch: what its fio processes printed, and the jobs skipped without I/O."""
 
     output: FioOutput
     completed: Completed
-    released: dict[str, JobResult]
     skipped: tuple[str, ...]
 
-    def differences(self) -> list[str]:
-        """Where a released job's figures differ from fio's final JSON (empty: none).
 
-        Bytes, I/Os and the latency histogram must be fio's; the run time may differ
-        by fio's own resolution, 1 ms (fio rounds the elapsed microseconds up; the
-        logs carry milliseconds).
-        """
-        found = []
-        for name, mine in self.released.items():
-            fio = self.output.job(name)
-            for direction, done in fio.directions.items():
-                if not done.io_bytes:
-                    continue
-                ours = mine.directions.get(direction)
-                if ours is None:
-                    found.append(f"{name} {direction}: not in the logs")
-                    continue
-                for what in ("io_bytes", "total_ios"):
-                    if getattr(ours, what) != getattr(done, what):
-                        found.append(
-                            f"{name} {direction} {what}: {getattr(ours, what)} vs fio's "
-                            f"{getattr(done, what)}"
-                        )
-                if abs(ours.runtime_ms - done.runtime_ms) > RUNTIME_RESOLUTION_MS:
-                    found.append(
-                        f"{name} {direction} runtime: {ours.runtime_ms} ms vs fio's "
-                        f"{done.runtime_ms} ms"
-                    )
-                if ours.clat and done.clat and ours.clat.bins != done.clat.bins:
-                    found.append(f"{name} {direction}: latency histogram differs")
-                found += _mean_differences(f"{name} {direction}", ours, done)
-        return found
+@dataclass
+class _Process:
+    """One fio process of a batch: its jobs, its folder and, once it ended, its output."""
 
-
-#: fio prints means with six decimals, computed as a running mean: agreement to 1 ppm
-MEAN_TOLERANCE = 1e-6
-
-
-def _mean_differences(where: str, ours: DirectionResult, fio: DirectionResult) -> list[str]:
-    means = {
-        "clat mean": (
-            ours.clat.mean_ns if ours.clat else None,
-            fio.clat.mean_ns if fio.clat else None,
-        ),
-        "lat mean": (ours.lat_mean_ns, fio.lat_mean_ns),
-        "slat mean": (ours.slat_mean_ns, fio.slat_mean_ns),
-    }
-    return [
-        f"{where} {what}: {mine:,.1f} ns vs fio's {theirs:,.1f} ns"
-        for what, (mine, theirs) in means.items()
-        if mine is not None and theirs and abs(mine - theirs) > MEAN_TOLERANCE * theirs
-    ]
+    jobs: tuple[FioJob, ...]
+    folder: Path
+    fio: Background | None = None
+    output: FioOutput | None = None
+    completed: Completed | None = None
 
 
 @dataclass
 class Batch:
-    """Jobs on *target* in one fio process, each run when :meth:`release`\\ d."""
+    """Jobs on *target* held at their gates: :meth:`measure` runs a point's and hands out figures.
+
+    *points* gives the number of consecutive jobs of each point, a fio process
+    each; empty: all jobs in one process.
+    """
 
     jobs: Sequence[FioJob]
     target: str | Path
     artifacts: Path
     readonly: bool = False
     gate_timeout: float = GATE_TIMEOUT_S
-    _fio: Background | None = None
+    points: Sequence[int] = ()
+    _processes: list[_Process] = field(default_factory=list)
     _index: dict[str, int] = field(default_factory=dict)
-    _released: dict[str, JobResult] = field(default_factory=dict)
+    _gates: dict[int, int] = field(default_factory=dict)
     _skipped: list[str] = field(default_factory=list)
     _ran: list[str] = field(default_factory=list)
-    #: log every I/O, so that :meth:`release` can hand out a job's figures at once
-    logs: bool = False
+    _aborted: bool = False
 
     def __post_init__(self) -> None:
         self._index = {job.name: n for n, job in enumerate(self.jobs, 1)}
+        sizes = list(self.points) or [len(self.jobs)]
+        if sum(sizes) != len(self.jobs) or min(sizes) < 1:
+            raise FioError(f"a fio batch of {len(self.jobs)} jobs cannot be split {sizes}")
+        first = 0
+        for size in sizes:
+            jobs = tuple(self.jobs[first : first + size])
+            folder = self.artifacts if len(sizes) == 1 else self.artifacts / jobs[0].name
+            self._processes.append(_Process(jobs, folder))
+            first += size
 
-    # --- the process ----------------------------------------------------------------------
+    # --- the processes --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Write the job file, make the gates and start fio (it returns at once)."""
+        """Write the job files, make the gates and start fio (it returns at once)."""
         fio = which("fio", FIO_INSTALL_HINT)
         self.artifacts.mkdir(parents=True, exist_ok=True)
         for n in self._index.values():
             for name in (f"gate-{n}", f"done-{n}"):
                 (self.artifacts / name).unlink(missing_ok=True)
                 os.mkfifo(self.artifacts / name, 0o600)
-        (self.artifacts / "fio.job").write_text(self._jobfile())
-        argv = [fio, "--output-format=json+", "fio.job"]
-        if self.readonly:
-            argv.insert(1, "--readonly")
-        self._fio = spawn(argv, artifacts=self.artifacts, name="fio")
+        for process in self._processes:
+            process.folder.mkdir(parents=True, exist_ok=True)
+            (process.folder / "fio.job").write_text(self._jobfile(process))
+            argv = [fio, "--output-format=json+", f"--clocksource={CLOCK}", "fio.job"]
+            if self.readonly:
+                argv.insert(1, "--readonly")
+            process.fio = spawn(argv, artifacts=process.folder, name="fio")
 
-    def _jobfile(self) -> str:
-        """The jobs, none stonewalled, each gated and logging every I/O."""
-        text = render(list(self.jobs), str(self.target)).replace("\nstonewall\n", "\n")
+    def _jobfile(self, process: _Process) -> str:
+        """*process*'s jobs, none stonewalled, each gated."""
+        up = "" if process.folder == self.artifacts else "../"
+        text = render(list(process.jobs), str(self.target)).replace("\nstonewall\n", "\n")
         out: list[str] = []
         for line in text.splitlines():
             out.append(line)
@@ -163,81 +141,123 @@ class Batch:
             if name in self._index:
                 n = self._index[name]
                 out += [
-                    f"exec_prerun=read x < gate-{n} && test x$x = xgo",
-                    f"exec_postrun=: > done-{n}",
+                    f"exec_prerun=read x < {up}gate-{n} && test x$x = xgo",
+                    f"exec_postrun=: > {up}done-{n}",
                 ]
-                if self.logs:
-                    out += [f"write_lat_log=io-{n}", "log_avg_msec=0"]
         return "\n".join(out) + "\n"
+
+    def _process(self, job: FioJob) -> _Process:
+        for process in self._processes:
+            if job in process.jobs:
+                return process
+        raise FioError(f"fio job {job.name} is not in this batch")
+
+    def folder(self, job: FioJob) -> Path:
+        """Where *job*'s fio process keeps its job file and output."""
+        return self._process(job).folder
 
     @property
     def running(self) -> bool:
-        """fio runs (a failed release kills it: the points after it run fio of their own)."""
-        return self._fio is not None and self._fio.alive()
+        """Every fio process with a job still waiting runs (a failed release kills them all).
+
+        A process whose jobs all ran ends by itself; its output is read when its point
+        is measured or the batch closes.
+        """
+        started = bool(self._processes) and all(p.fio is not None for p in self._processes)
+        waiting = {job.name for job in self.waiting}
+        return (
+            started
+            and not self._aborted
+            and all(
+                self._alive(p) for p in self._processes if any(j.name in waiting for j in p.jobs)
+            )
+        )
+
+    @staticmethod
+    def _alive(process: _Process) -> bool:
+        return process.fio is not None and process.fio.alive()
 
     def _dead(self, job: FioJob, what: str) -> FioError:
-        fio = self._fio
+        fio = self._process(job).fio
         said = fio.kill().last_error_line() if fio is not None else "fio was not started"
+        self.abort()
         return FioError(f"fio job {job.name} on {self.target} {what}: {said}")
 
-    # --- releasing jobs -------------------------------------------------------------------
+    # --- the gates ------------------------------------------------------------------------
 
-    def _tell(self, job: FioJob, word: bytes) -> bool:
-        """Write *word* to *job*'s gate if the job waits there (False: it is not there yet)."""
+    def _hold(self, n: int) -> bool:
+        """Open gate *n* for writing if its job waits there (False: it is not there yet).
+
+        The gate stays open (the job reads nothing until a word is written) until
+        :meth:`_tell` writes to it.
+        """
+        if n in self._gates:
+            return True
         try:
-            fd = os.open(
-                self.artifacts / f"gate-{self._index[job.name]}", os.O_WRONLY | os.O_NONBLOCK
-            )
+            fd = os.open(self.artifacts / f"gate-{n}", os.O_WRONLY | os.O_NONBLOCK)
         except OSError as exc:
             if exc.errno != errno.ENXIO:  # ENXIO: nobody reads yet (the job is not there)
                 raise
             return False
-        try:
-            os.write(fd, word)
-        finally:
-            os.close(fd)
+        self._gates[n] = fd
         return True
 
-    def _open_gate(self, job: FioJob, word: bytes) -> None:
+    def _arm(self) -> None:
+        """Wait until every job waits at its gate (fio started), holding each gate."""
         deadline = time.monotonic() + self.gate_timeout
-        while not self._tell(job, word):
-            if not self.running:
-                raise self._dead(job, "never reached its gate: fio ended")
-            if time.monotonic() > deadline:
-                raise self._dead(job, f"did not reach its gate in {self.gate_timeout:g} s")
-            time.sleep(POLL_S)
+        for job in self.waiting:
+            process = self._process(job)
+            while not self._hold(self._index[job.name]):
+                if not self._alive(process):
+                    raise self._dead(job, "never reached its gate: fio ended")
+                if time.monotonic() > deadline:
+                    raise self._dead(job, f"did not reach its gate in {self.gate_timeout:g} s")
+                time.sleep(POLL_S)
 
-    def release(self, job: FioJob, *, pause_s: float = 0.0) -> JobResult:
-        """Run *job* now (after *pause_s* of idle, not measured) and return its figures.
-
-        The figures are read from the job's per-I/O logs (``logs=True``); without
-        them, :meth:`run` the jobs and read fio's own figures from :meth:`close`.
-        """
-        n = self.run(job, pause_s=pause_s)
-        options = dict(job.options())
-        options["filename"] = fio_path(str(self.target))
+    def _tell(self, job: FioJob, word: bytes) -> None:
+        """Write *word* to *job*'s gate (held by :meth:`_arm`) and close it."""
+        fd = self._gates.pop(self._index[job.name])
         try:
-            result = job_result(job.name, self.artifacts / f"io-{n}", options)
-        except ParseError as exc:
-            raise self._dead(job, f"left no figures ({exc})") from None
-        self._released[job.name] = result
-        return result
+            os.write(fd, word)
+        except BrokenPipeError:
+            raise self._dead(job, "left its gate: fio ended") from None
+        finally:
+            os.close(fd)
+
+    # --- releasing jobs -------------------------------------------------------------------
+
+    def measure(self, jobs: Sequence[FioJob], *, pause_s: float = 0.0) -> tuple[JobResult, ...]:
+        """Run a point's *jobs* one after another (after *pause_s* of idle); fio's figures.
+
+        *jobs* are one fio process's; the figures are its JSON, read when it exits
+        after the last of them.
+        """
+        process = self._process(jobs[0]) if jobs else None
+        if process is None or tuple(jobs) != process.jobs:
+            names = ", ".join(job.name for job in jobs) or "none"
+            raise FioError(f"fio jobs {names} are not one process of this batch")
+        for i, job in enumerate(jobs):
+            self.run(job, pause_s=pause_s if i == 0 else 0.0)
+        output = self._finish(process)
+        return tuple(output.job(job.name) for job in jobs)
 
     def run(self, job: FioJob, *, pause_s: float = 0.0) -> int:
         """Run *job* now (after *pause_s* of idle, not measured) and wait for its end."""
-        if job.name not in self._index or job.name in self._ran:
+        if job.name not in self._index or job not in self.waiting:
             raise FioError(f"fio job {job.name} is not waiting in this batch")
+        self._arm()
         if pause_s > 0:
             time.sleep(pause_s)
         n = self._index[job.name]
+        process = self._process(job)
         # the end is a FIFO too: the wait blocks in select() instead of polling a file
         done = os.open(self.artifacts / f"done-{n}", os.O_RDONLY | os.O_NONBLOCK)
         try:
-            self._open_gate(job, b"go\n")
+            self._tell(job, b"go\n")
             limit = job.planned_seconds + RUN_MARGIN_S if job.runtime_s else AMOUNT_TIMEOUT_S
             deadline = time.monotonic() + limit
             while not select.select([done], [], [], LIVENESS_S)[0]:
-                if not self.running:
+                if not self._alive(process):
                     raise self._dead(job, "did not finish: fio ended")
                 if time.monotonic() > deadline:
                     raise self._dead(job, f"did not finish in {limit:g} s")
@@ -250,7 +270,8 @@ class Batch:
         """Let *job* end without I/O (its point was skipped or deselected)."""
         if job.name in self._ran or job.name in self._skipped:
             return
-        self._open_gate(job, b"skip\n")
+        self._arm()
+        self._tell(job, b"skip\n")
         self._skipped.append(job.name)
 
     @property
@@ -259,11 +280,13 @@ class Batch:
         gone = {*self._ran, *self._skipped}
         return [job for job in self.jobs if job.name not in gone]
 
-    def close(self) -> BatchRun:
-        """Skip what still waits, wait for fio and check its output against the releases."""
-        for job in self.waiting:
+    def _finish(self, process: _Process) -> FioOutput:
+        """Wait for *process* (its jobs ran or were skipped) and read its output."""
+        if process.output is not None:
+            return process.output
+        for job in process.jobs:
             self.skip(job)
-        fio = self._fio
+        fio = process.fio
         if fio is None:
             raise FioError("the fio batch was never started")
         completed = fio.wait(RUN_MARGIN_S)
@@ -279,20 +302,37 @@ class Batch:
                 f"fio exited {completed.returncode} on {self.target}: {completed.last_error_line()}"
             )
         check_target(output, str(self.target))
-        return BatchRun(output, completed, dict(self._released), tuple(self._skipped))
+        process.output, process.completed = output, completed
+        return output
+
+    def close(self) -> BatchRun:
+        """Skip what still waits, wait for fio and check its output against the releases."""
+        outputs = [self._finish(process) for process in self._processes]
+        output = FioOutput(
+            fio_version=outputs[0].fio_version,
+            notes="\n".join(o.notes for o in outputs if o.notes),
+            jobs=tuple(job for o in outputs for job in o.jobs),
+            disk_util=outputs[-1].disk_util,
+        )
+        completed = [p.completed for p in self._processes if p.completed is not None]
+        return BatchRun(output, completed[-1], tuple(self._skipped))
 
     def abort(self) -> None:
         """Kill fio and every job of it (nothing of the batch runs afterwards)."""
-        for job in self.waiting:  # a job waiting in its prerun leaves without I/O
+        self._aborted = True
+        for n, fd in list(self._gates.items()):  # a job waiting in its prerun leaves without I/O
             with contextlib.suppress(OSError):
-                self._tell(job, b"skip\n")
-        if self._fio is not None:
-            self._fio.kill()
+                os.write(fd, b"skip\n")
+            os.close(fd)
+            del self._gates[n]
+        for process in self._processes:
+            if process.fio is not None and process.output is None:
+                process.fio.kill()
 
     def __enter__(self) -> Batch:
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.running:
+        if self.running or self._gates:
             self.abort()

@@ -52,7 +52,8 @@ class Measurement:
     artifacts: str
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        # the fields are JSON already: no deep copy (asdict) for each of a point's jobs
+        return json.dumps(vars(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Measurement:

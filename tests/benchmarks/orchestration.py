@@ -4,23 +4,26 @@ The low-QD matrix (quick sizes, suites/csd/test_lowqd.py) on a 1 GiB direct-I/O
 loop device, two ways:
 
 1. through pytest-ssd: a test per point (``test_low_qd[...]``), the consecutive
-   points of a round in one fio process, each job held at its gate until its
-   test releases it (pytest_ssd/fio/batch.py).  Wall time = the points' call
-   phases (junitxml with ``junit_duration_report=call``: releasing, parsing,
-   recording, analysis; not the state transition before the first point, see
-   tests/benchmarks/states.py);
+   points of a round started together, each job held at its gate until its test
+   releases it, a fio process per point, all started ahead
+   (pytest_ssd/fio/batch.py).  Wall time = the points' call phases (junitxml
+   with ``junit_duration_report=call``: fio's start-up, waited for by a batch's
+   first release, releasing, parsing, recording, analysis; not the state
+   transition before the first point, see tests/benchmarks/states.py);
 2. one fio process per point, as ezFIO and TKperf run (the point's repetitions
    one after another, ``run_jobs``: fio start-up, stonewall, parsing).
 
 Both against the sum of the run times fio reports per job (``job_runtime``; the
 jobs are amount-based).  Targets: wall <= 1.10 x that sum and <= 0.1 s beyond it
-per point test.
-
-``--full`` adds the full profile's amounts (seed 000: SEQ 3 x 128 MiB, RND 160 x
-4 MiB a job, five repetitions) through the plugin on a 2 GiB device, idles set to 0,
-for the 12 points ``cssd1 and (r0 or r100)`` (about 5 minutes here): what a real
-run's points cost beyond their I/O.  Run:
-``python -m tests.benchmarks.orchestration [--full] [--report-only]``.
+per point test, judged on the full profile's amounts (seed 000: SEQ 3 x 128 MiB,
+RND 160 x 4 MiB a job, five repetitions), the low-QD matrix a drive is measured
+with: through the plugin on a 2 GiB device, idles set to 0, for the 12 points
+``cssd1 and (r0 or r100)`` (half SEQ, half RND, as the matrix; about 3 minutes
+here).  The quick sizes are reported, not judged: a quick point moves 2.5-24 MiB
+in about 40 ms, and one fio start-up (0.3 s a batch) is already more than 10 %
+of a batch's I/O.  Run:
+``python -m tests.benchmarks.orchestration [--quick] [--report-only]``
+(``--quick``: without the full amounts, so without a verdict on the targets).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from pathlib import Path
 
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import run_jobs
+from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
 from pytest_ssd.state.layout import layout
 from pytest_ssd.state.spec import parse_state
@@ -45,8 +49,10 @@ from tests.benchmarks.lab import REPO, loop_device, run_pytest, verdict
 TARGET = 1.10
 #: seconds beyond the I/O per point test
 PER_POINT_TARGET_S = 0.1
-#: the fidelity check runs the quick points' jobs with this many times their amounts
-FIDELITY_SCALE = 8
+#: the fidelity check runs the full profile's jobs with this share of their amounts
+FIDELITY_SHARE: dict[Pattern, int] = {"seq": 1, "rnd": 8}
+#: and the read shares of these points (QD 1, 2, 4 each)
+FIDELITY_READ_PCT = (0, 70, 100)
 #: two lone runs that agree closer than this still leave this much room
 FIDELITY_NOISE_FLOOR = 0.02
 SIZE_MIB = 1024
@@ -75,6 +81,32 @@ def call_seconds(junitxml: Path) -> float:
     return sum(float(case.get("time", "0")) for case in cases if TEST in case.get("name", ""))
 
 
+def beyond_by_point(run_dir: Path, junitxml: Path) -> dict[str, float]:
+    """Each point test's call time beyond its jobs' run times (fio's, from the records)."""
+    runtime: dict[str, float] = {}
+    for m in json.loads((run_dir / "results.json").read_text())["measurements"]:
+        done = [d["runtime_s"] for d in m["metrics"].values() if d["io_bytes"]]
+        key = m["test"].rsplit("::", 1)[-1]
+        runtime[key] = runtime.get(key, 0.0) + max(done, default=0.0)
+    cases = ET.parse(junitxml).getroot().iter("testcase")
+    return {
+        c.get("name", ""): float(c.get("time", "0")) - runtime[c.get("name", "")]
+        for c in cases
+        if TEST in c.get("name", "")
+    }
+
+
+def breakdown(beyond: dict[str, float]) -> str:
+    """The first point (it waits for its batch's fio start-up) and the rest, by pattern."""
+    first, *rest = beyond.items()
+    parts = [f"first point {first[1]:.3f} s (its batch's fio start-up)"]
+    for pattern in ("seq", "rnd"):
+        mine = [v for name, v in rest if f"-{pattern}-" in name]
+        if mine:
+            parts.append(f"{pattern.upper()} points median {statistics.median(mine):.3f} s")
+    return "  beyond the I/O: " + "; ".join(parts)
+
+
 def through_plugin(dev: Path, work: Path, *options: str) -> tuple[float, float, int, float, int]:
     """(call wall, fio job runtimes, jobs, fio process wall, points) of the module on *dev*."""
     xml = work / "junit.xml"
@@ -90,6 +122,7 @@ def through_plugin(dev: Path, work: Path, *options: str) -> tuple[float, float, 
     )
     runtime, jobs, processes = fio_runtime_s(run.run_dir / "artifacts")
     cases = [c for c in ET.parse(xml).getroot().iter("testcase") if TEST in c.get("name", "")]
+    print(breakdown(beyond_by_point(run.run_dir, xml)))
     return call_seconds(xml), runtime, jobs, processes, len(cases)
 
 
@@ -117,22 +150,25 @@ def mib_s(run: FioOutput, name: str) -> float:
     return sum(d.bw_bytes_s for d in run.job(name).directions.values()) / (1 << 20)
 
 
-def fidelity(dev: Path, work: Path) -> tuple[float, float]:
-    """(median batched / lone, median lone / lone) of the round's first repetitions.
+def fidelity(dev: Path, work: Path) -> dict[str, float]:
+    """Median batched / lone by pattern ("SEQ", "RND"), and "lone": lone / lone.
 
-    After a warm-up, lone, batched, lone, batched, one after another on the same
-    device: the batch's figures should differ from a lone fio run's no more than
-    two lone runs do.
+    The first repetitions of the full profile's points (read shares 0, 70 and
+    100 %, QD 1, 2, 4), SEQ as they are (3,072 I/Os), RND at an eighth of their
+    amount (20,480 I/Os): 0.2-0.6 s a job.  After a warm-up, lone, batched (a fio
+    process per job, all started ahead), lone, batched, one after another on the
+    same device: a batch's figures should differ from a lone fio run's no more
+    than two lone runs do.  Judged on RND: SEQ on a loop device in this VM swings
+    by 30-40 % between runs of the same job (the host's cache), more than any
+    batch effect, so its ratio is printed, not judged.
     """
     size = SIZE_MIB << 20
     regions = layout(parse_state("cssd"), size, size)
-    plan = PLANS["quick"]
-    # 8 x the quick amounts: fio's run time is whole ms, 1 ms of a 14 ms point is 7 %
     jobs = [
-        replace(p.job, io_bytes=FIDELITY_SCALE * (p.job.io_bytes or 0))
+        replace(p.job, io_bytes=(p.job.io_bytes or 0) // FIDELITY_SHARE[pattern])
         for pattern in PATTERNS
-        for p in plan_jobs(pattern, regions.region(pattern), plan)
-        if p.point.repetition == 0
+        for p in plan_jobs(pattern, regions.region(pattern), PLANS["full"])
+        if p.point.repetition == 0 and p.point.read_pct in FIDELITY_READ_PCT
     ]
     folder = work / "fidelity"
 
@@ -143,17 +179,21 @@ def fidelity(dev: Path, work: Path) -> tuple[float, float]:
         }
 
     def batched(tag: str) -> dict[str, float]:
-        with Batch(jobs, dev, artifacts=folder / tag, logs=True) as batch:
+        with Batch(jobs, dev, artifacts=folder / tag, points=[1] * len(jobs)) as batch:
             for job in jobs:
-                batch.release(job)
+                batch.measure([job])
             output = batch.close().output
         return {j.name: mib_s(output, j.name) for j in jobs}
 
     batched("warm-up")  # every LBA the jobs touch written once: the loop file's blocks exist
     lone_1, batch_1, lone_2, batch_2 = lone("l1"), batched("b1"), lone("l2"), batched("b2")
-    ratio = statistics.median((batch_1[n] + batch_2[n]) / (lone_1[n] + lone_2[n]) for n in lone_1)
-    noise = statistics.median(lone_2[n] / lone_1[n] for n in lone_1)
-    return ratio, noise
+    found = {"lone": statistics.median(lone_2[n] / lone_1[n] for n in lone_1)}
+    for pattern in PATTERNS:
+        names = [n for n in lone_1 if n.startswith(f"{pattern}-")]
+        found[pattern.upper()] = statistics.median(
+            (batch_1[n] + batch_2[n]) / (lone_1[n] + lone_2[n]) for n in names
+        )
+    return found
 
 
 def describe(how: str, points: int, wall: float, runtime: float) -> str:
@@ -207,28 +247,40 @@ def main() -> int:
         with loop_device(work, SIZE_MIB) as dev:
             wall, runtime, jobs, processes, points = through_plugin(dev, work)
             pp_wall, pp_runtime, pp_points = per_point(dev, work)
-            ratio_f, noise = fidelity(dev, work)
+            ratios = fidelity(dev, work)
     print(describe("pytest-ssd, a test per point, batched", points, wall, runtime))
     print(
         f"  {jobs} jobs; fio processes {processes:.2f} s (from start to exit, the gates' waits"
         " included)"
     )
     print(describe("one fio process per point (ezFIO, TKperf)", pp_points, pp_wall, pp_runtime))
-    ok_batched = judge("", points, wall, runtime)
-    ok_fidelity = abs(ratio_f - 1) <= max(abs(noise - 1), FIDELITY_NOISE_FLOOR)
     print(
-        verdict(
-            "orchestration fidelity",
-            f"batched / lone median {ratio_f:.3f} (two lone runs: {noise:.3f})",
-            f"within the lone runs' spread (at least ±{FIDELITY_NOISE_FLOOR:.0%})",
-            ok_fidelity,
-        )
+        f"  quick sizes, reported, not judged: {wall / runtime:.3f} x the fio job runtimes,"
+        f" {(wall - runtime) / points:.3f} s a point beyond its I/O"
     )
-    ok_full = True
-    if "--full" in sys.argv:
+    ok_fidelity = True
+    noise = ratios.pop("lone")
+    for how, ratio_f in ratios.items():
+        if how == "SEQ":
+            print(f"  fidelity, {how}: batched / lone median {ratio_f:.3f}, reported, not judged")
+            continue
+        ok = abs(ratio_f - 1) <= max(abs(noise - 1), FIDELITY_NOISE_FLOOR)
+        ok_fidelity = ok_fidelity and ok
+        print(
+            verdict(
+                f"orchestration fidelity, {how}",
+                f"batched / lone median {ratio_f:.3f} (two lone runs: {noise:.3f})",
+                f"within the lone runs' spread (at least ±{FIDELITY_NOISE_FLOOR:.0%})",
+                ok,
+            )
+        )
+    ok_full = False
+    if "--quick" in sys.argv:
+        print("orchestration: full amounts not run (--quick): no verdict on the targets")
+    else:
         with tempfile.TemporaryDirectory(prefix="ssd-orchestration-full-") as tmp:
             ok_full = full_amounts(Path(tmp))
-    ok = ok_batched and ok_fidelity and ok_full
+    ok = ok_fidelity and ok_full
     return 0 if ok or "--report-only" in sys.argv else 1
 
 

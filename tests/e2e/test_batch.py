@@ -1,4 +1,4 @@
-"""fio jobs held at their gates in one fio process and released one at a time, on a loop device."""
+"""fio jobs held at their gates, a fio process per point, released one at a time."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pytest_ssd.errors import FioError
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob, fio_seed
+from pytest_ssd.fio.results import parse_output
 
 MiB = 1 << 20
 
@@ -43,11 +44,11 @@ def test_released_jobs_get_fios_own_figures_and_a_skipped_job_does_no_io(
     loop_device: Any, tmp_path: Path
 ) -> None:
     dev, batch_jobs = loop_device(64), jobs(4)
-    with Batch(batch_jobs, dev, artifacts=tmp_path / "b", logs=True) as batch:
-        first = batch.release(batch_jobs[0])
+    with Batch(batch_jobs, dev, artifacts=tmp_path / "b", points=[1, 1, 1, 1]) as batch:
+        (first,) = batch.measure(batch_jobs[:1])
         assert first.directions["write"].io_bytes == MiB and batch.running
         batch.skip(batch_jobs[1])
-        batch.release(batch_jobs[2])
+        (third,) = batch.measure(batch_jobs[2:3])
         assert batch.waiting == [batch_jobs[3]]
         run = batch.close()  # skips the job still waiting
     assert run.skipped == ("j1", "j3")
@@ -57,8 +58,7 @@ def test_released_jobs_get_fios_own_figures_and_a_skipped_job_does_no_io(
         "j2": MiB,
         "j3": 0,
     }
-    assert run.differences() == [], "the logs' figures are fio's"
-    assert run.released["j2"].directions["write"].total_ios == 256
+    assert third == run.output.job("j2") and third.directions["write"].total_ios == 256
     assert not running_in(tmp_path / "b")
 
 
@@ -114,13 +114,13 @@ def test_a_seeded_job_hits_the_same_lbas_alone_after_another_job_and_in_a_batch(
     assert len(lbas) == 64 and len(set(lbas)) > 32, "random offsets"
     assert offsets(next(second.artifacts.glob("log-seeded_clat.*.log"))) == lbas
     assert offsets(next(third.artifacts.glob("log-seeded_clat.*.log"))) == lbas
-    with Batch(
-        [other, replace(job, io_log=False)], dev, artifacts=tmp_path / "b", logs=True
-    ) as batch:
+    # the second job of a batch's fio process, logging its I/Os itself
+    logged = replace(job, io_log=False, extra=(*job.extra, ("write_lat_log", "in-batch")))
+    with Batch([other, logged], dev, artifacts=tmp_path / "b") as batch:
         batch.skip(other)
-        batch.release(batch.jobs[1])
+        batch.run(logged)
         batch.close()
-    assert offsets(next((tmp_path / "b").glob("io-2_clat.*.log"))) == lbas
+    assert offsets(next((tmp_path / "b").glob("in-batch_clat.*.log"))) == lbas
     # without a seed the same job is fio's default stream, which moves with its place
     plain = [replace(j, seed=None) for j in (other, job)]
     moved = run_jobs(plain, dev, artifacts=tmp_path / "plain")
@@ -128,3 +128,66 @@ def test_a_seeded_job_hits_the_same_lbas_alone_after_another_job_and_in_a_batch(
     assert offsets(next(moved.artifacts.glob("log-seeded_clat.*.log"))) != offsets(
         next(lone.artifacts.glob("log-seeded_clat.*.log"))
     )
+
+
+def test_a_fio_process_per_point_hands_each_point_its_own_json(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    dev, batch_jobs, folder = loop_device(64), jobs(5, read_pct=50), tmp_path / "b"
+    with Batch(batch_jobs, dev, artifacts=folder, points=[2, 2, 1]) as batch:
+        assert [batch.folder(job).name for job in batch_jobs] == ["j0", "j0", "j2", "j2", "j4"]
+        first = batch.measure(batch_jobs[:2])
+        with pytest.raises(FioError, match="fio jobs j2 are not one process of this batch"):
+            batch.measure(batch_jobs[2:3])
+        batch.skip(batch_jobs[2])
+        last = batch.measure(batch_jobs[4:])
+        run = batch.close()  # skips j3, still waiting
+    # the point's figures are its own fio process's JSON, read when that process ended
+    own = parse_output((folder / "j0" / "fio.stdout").read_text())
+    assert first == (own.job("j0"), own.job("j1"))
+    assert sum(d.io_bytes for d in first[1].directions.values()) == MiB
+    assert last[0] == run.output.job("j4")
+    assert run.skipped == ("j2", "j3")
+    assert {job.name: job.io_bytes for job in run.output.jobs} == {
+        "j0": MiB,
+        "j1": MiB,
+        "j2": 0,
+        "j3": 0,
+        "j4": MiB,
+    }
+    assert not any(running_in(folder / name) for name in ("j0", "j2", "j4"))
+
+
+def test_no_point_runs_before_every_fio_of_the_batch_waits_at_its_gates(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    broken = replace(jobs(3)[2], extra=(("ioengine", "no-such-engine"),))
+    batch_jobs, folder = [*jobs(2), broken], tmp_path / "b"
+    batch = Batch(batch_jobs, loop_device(64), artifacts=folder, points=[2, 1])
+    batch.start()
+    with pytest.raises(FioError, match=r"fio job j2 on .* never reached its gate: fio ended: "):
+        batch.measure(batch_jobs[:2])
+    assert not batch.running
+    assert not running_in(folder / "j0") and not running_in(folder / "j2")
+    # the first point's fio was killed at its gates: no job of it did I/O
+    killed = parse_output((folder / "j0" / "fio.stdout").read_text())
+    assert [job.io_bytes for job in killed.jobs] == [0, 0]
+
+
+def test_a_fio_that_ended_by_itself_leaves_the_batchs_other_points_running(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    dev, batch_jobs, folder = loop_device(64), jobs(4), tmp_path / "b"
+    with Batch(batch_jobs, dev, artifacts=folder, points=[2, 1, 1]) as batch:
+        batch.run(batch_jobs[0])
+        batch.run(batch_jobs[1])
+        deadline = time.monotonic() + 10
+        while running_in(folder / "j0") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not running_in(folder / "j0"), "fio ends once all its jobs ran"
+        assert batch.running, "the points still waiting in their own fio"
+        (own,) = batch.measure(batch_jobs[2:3])
+        batch.measure(batch_jobs[3:])
+        run = batch.close()  # reads the output of the fio that ended by itself
+    assert [run.output.job(f"j{n}").io_bytes for n in range(4)] == [MiB] * 4
+    assert own == run.output.job("j2") and run.skipped == ()

@@ -50,13 +50,13 @@ def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None
         "fill-speed": 1,
         "speed-read": 1,
     }
-    # the low-QD points of each round ran in one fio process (and nothing else did)
+    # the low-QD points of each round started together in one batch (and nothing else did)
     batches = sorted(p.name for p in (run.run_dir / "artifacts").glob("batch-*"))
     assert [name.split("test_low_qd_")[1] for name in batches] == [
         "scratch-seq-cssd1-qd1-r0_",
         "scratch-seq-cssd2-qd1-r0_",
     ]
-    assert "differ from fio" not in run.result.stdout.str()
+    assert "fio batch failed" not in run.result.stdout.str()
     fill = next(d["values"] for d in data["derived"] if d["name"] == "fill")
     assert "cache" in str(fill) and "mean" in str(fill)
     html = (run.run_dir / "report.html").read_text()

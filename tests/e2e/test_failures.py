@@ -88,7 +88,14 @@ def test_interrupt_releases_scratch_and_keeps_measured_results(
     reports = tmp_path / "reports"
     argv = smoke_argv(reports, "--dut=scratch:128M")
     proc = subprocess.Popen(
-        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        argv,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # a terminal's pytest hears Ctrl-C, also when these tests run in the background
+        # (``&`` starts them ignoring SIGINT, and a child inherits that)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     try:
         # the second test's fio is running once its job file exists: the first test is done

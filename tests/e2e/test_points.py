@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.fio.results import parse_output
 from tests.e2e.conftest import REPO, attached_loops
 
 CSD = REPO / "suites" / "csd"
@@ -64,14 +65,14 @@ def test_k_runs_the_chosen_points_in_their_states_with_junit_per_point(
         assert float(props["lowqd-point.trimmed_mib_s"]) > 0
     data = run.results()
     assert [t["target"] for t in data["transitions"]] == ["cssd"], "the state the points need"
-    # the two points of each round ran in one fio process, released one after the other, and
-    # the figures the releases handed out were fio's own (no warning when the batch closed)
-    batches = sorted((run.run_dir / "artifacts").glob("batch-*/fio.stdout"))
-    assert len(batches) == 2
-    assert {m["artifacts"].split("/")[1] for m in data["measurements"]} == {
-        b.parent.name for b in batches
+    # the two points of each round started together, a fio process each, released one
+    # after the other (no warning when the batch closed)
+    processes = sorted((run.run_dir / "artifacts").glob("batch-*/*/fio.stdout"))
+    assert len(processes) == 4 and len({p.parent.parent for p in processes}) == 2
+    assert {m["artifacts"].split("/", 1)[1] for m in data["measurements"]} == {
+        str(p.parent.relative_to(run.run_dir / "artifacts")) for p in processes
     }
-    assert "differ from fio" not in run.result.stdout.str()
+    assert "fio batch failed" not in run.result.stdout.str()
     html = (run.run_dir / "report.html").read_text()
     assert "8 of 9 points not measured (gaps in the curves)" in html
     assert "not ranked in SEQ 128KiB, cssd, round 1" in html
@@ -147,3 +148,29 @@ def test_no_batch_runs_each_point_in_its_own_fio_process(run_ssd: Any) -> None:
     artifacts = run.run_dir / "artifacts"
     assert not list(artifacts.glob("batch-*"))
     assert len(list(artifacts.glob("*/*/fio.stdout"))) == 2, "a fio process per point"
+
+
+def test_each_points_figures_are_its_own_fio_processs_json(run_ssd: Any) -> None:
+    run = run_ssd("--dut=scratch:1G", "-k", "qd1 and (r0 or r70)", suite=CSD)
+    run.result.assert_outcomes(passed=8)
+    artifacts = run.run_dir / "artifacts"
+    # a batch per round (its SEQ and RND points), a fio process per point, no per-I/O log
+    processes = sorted(artifacts.glob("batch-*/*/fio.stdout"))
+    assert len(processes) == 8 and len(list(artifacts.glob("batch-*"))) == 2
+    assert not list(artifacts.glob("batch-*/**/*.log"))
+    measured = run.results()["measurements"]
+    assert len(measured) == 8 * 3
+    for process in processes:
+        output = parse_output(process.read_text())
+        mine = [
+            m
+            for m in measured
+            if m["artifacts"].endswith(str(process.parent.relative_to(artifacts)))
+        ]
+        assert sorted(m["name"] for m in mine) == sorted(job.name for job in output.jobs)
+        for m in mine:
+            for direction, done in output.job(m["name"]).directions.items():
+                if done.io_bytes:
+                    assert m["metrics"][direction] == done.as_dict(), m["name"]
+    assert "fio batch failed" not in run.result.stdout.str()
+    assert str(run.report_dir) not in attached_loops()

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ssd.proc import run
+from pytest_ssd.errors import ToolError
+from pytest_ssd.proc import run, spawn
 
 
 def test_a_finished_command_keeps_its_output(tmp_path: Path) -> None:
@@ -22,6 +23,8 @@ def test_a_finished_command_keeps_its_output(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_command_keeps_what_it_printed_and_dies(tmp_path: Path) -> None:
+    # Ctrl-C's own handler, also when the tests run in the background (``&`` ignores SIGINT)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     script = "echo started; echo $$ > {pid}; sleep 60; echo never".format(pid=tmp_path / "pid")
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
@@ -31,6 +34,7 @@ def test_an_interrupted_command_keeps_what_it_printed_and_dies(tmp_path: Path) -
             run(["sh", "-c", script], timeout=60, artifacts=tmp_path / "kept", name="slow")
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - begun < 15, "the interrupt stopped the wait"
     kept = tmp_path / "kept"
     assert (kept / "slow.cmd").read_text().startswith("sh -c")
@@ -39,3 +43,18 @@ def test_an_interrupted_command_keeps_what_it_printed_and_dies(tmp_path: Path) -
     pid = int((tmp_path / "pid").read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # the whole group is gone, not left sleeping
+
+
+def test_a_background_program_is_waited_for_to_its_end_and_killed_at_its_timeout(
+    tmp_path: Path,
+) -> None:
+    quick = spawn(["sh", "-c", "sleep 0.2; echo done"], artifacts=tmp_path / "quick", name="q")
+    done = quick.wait(timeout=10)
+    assert (done.returncode, done.stdout) == (0, "done\n")
+    assert (tmp_path / "quick" / "q.rc").read_text() == "0\n"
+    slow = spawn(["sleep", "30"], artifacts=tmp_path / "slow", name="slow")
+    begun = time.monotonic()
+    with pytest.raises(ToolError, match=r"slow timed out after 0.3 s: sleep 30"):
+        slow.wait(timeout=0.3)
+    assert time.monotonic() - begun < 10
+    assert not slow.alive() and int((tmp_path / "slow" / "slow.rc").read_text()) < 0
