@@ -3,10 +3,13 @@
 The database is where records go (each test's in one transaction); results.json
 is written from it: when the run starts, after tests while that costs little
 (at most 8 % of the time since the last export), and when the run ends —
-also when it is interrupted.  A killed run's database keeps every finished
-test and ``pytest-ssd export --json RUN`` writes its results.json.  A write
-that fails (full or read-only filesystem) is a :class:`StorageError` and
-leaves results.json as last written (written whole through a rename).
+also when it is interrupted.  An export renders each measurement once: they
+(most of the file) are only ever added to, so the next export renders the new
+ones and writes the file around the text it kept.  A killed run's database
+keeps every finished test and ``pytest-ssd export --json RUN`` writes its
+results.json.  A write that fails (full or read-only filesystem) is a
+:class:`StorageError` and leaves results.json as last written (written whole
+through a rename).
 """
 
 from __future__ import annotations
@@ -27,8 +30,11 @@ RESULTS_SCHEMA = 1
 EXPORT_SHARE = 0.08
 
 
-def results_json(db: ResultsDb, run_id: str) -> dict[str, Any]:
-    """Run *run_id* as results.json has it: the run, devices, transitions, records, verdicts."""
+def results_json(db: ResultsDb, run_id: str, *, measurements: bool = True) -> dict[str, Any]:
+    """Run *run_id* as results.json has it: the run, devices, transitions, records, verdicts.
+
+    Without *measurements* their list is left empty (:class:`ResultsExport` keeps them).
+    """
     run = db.run(run_id)
     where, key = "WHERE run_id = ? ORDER BY id", (run_id,)
     conn = db.conn
@@ -57,7 +63,9 @@ def results_json(db: ResultsDb, run_id: str) -> dict[str, Any]:
         "measurements": [
             measurement_of(r).as_dict()
             for r in conn.execute(f"SELECT * FROM measurements {where}", key)
-        ],
+        ]
+        if measurements
+        else [],
         "derived": [
             {
                 "test": r["test"],
@@ -71,14 +79,8 @@ def results_json(db: ResultsDb, run_id: str) -> dict[str, Any]:
     }
 
 
-def write_results(db_path: Path, run_id: str, path: Path) -> None:
-    """Export run *run_id* of the database at *db_path* to *path* (written whole)."""
-    with ResultsDb(db_path) as db:
-        text = json.dumps(results_json(db, run_id), indent=1) + "\n"
-    try:
-        write_atomic(path, text)
-    except OSError as exc:
-        raise storage_error(path, exc, "--ssd-report-dir") from None
+#: where the measurements go in the text of the rest (a string no record holds: NUL)
+_PLACE = json.dumps(["\0measurements"], indent=1).replace("\n", "\n ")
 
 
 class ResultsExport:
@@ -90,11 +92,31 @@ class ResultsExport:
         self.run_id = run_id
         self._last = 0.0
         self._cost = 0.0
+        #: each measurement exported so far, as ``json.dumps(indent=1)`` puts it in the file
+        self._rendered: list[str] = []
+        self._last_id = 0
 
     def write(self) -> None:
         """Export now; :class:`StorageError` (results.json unchanged) when that fails."""
         started = time.monotonic()
-        write_results(self.db_path, self.run_id, self.path)
+        with ResultsDb(self.db_path) as db:
+            data = results_json(db, self.run_id, measurements=False)
+            rows = db.conn.execute(
+                "SELECT * FROM measurements WHERE run_id = ? AND id > ? ORDER BY id",
+                (self.run_id, self._last_id),
+            ).fetchall()
+        for row in rows:
+            # its fields are JSON already: no deep copy (as_dict) to dump them
+            text = json.dumps(vars(measurement_of(row)), indent=1)
+            self._rendered.append("  " + text.replace("\n", "\n  "))
+            self._last_id = row["id"]
+        data["measurements"] = ["\0measurements"]
+        listed = "[\n" + ",\n".join(self._rendered) + "\n ]" if self._rendered else "[]"
+        text = json.dumps(data, indent=1).replace(_PLACE, listed, 1) + "\n"
+        try:
+            write_atomic(self.path, text)
+        except OSError as exc:
+            raise storage_error(self.path, exc, "--ssd-report-dir") from None
         self._last = time.monotonic()
         self._cost = self._last - started
 

@@ -2,17 +2,25 @@
 
 fio 3.33 spends about 0.3 s per stonewalled job (its scheduler sleeps 100 ms at a
 time) and about 0.4 s per process, more than a short benchmark point lasts.  A
-batch starts a run of point tests' jobs at once, each point a fio process of its
-own, each job held at a gate before its clock starts:
+batch runs a run of point tests' jobs, each point a fio process of its own, each
+job held at a gate before its clock starts:
 
 * ``exec_prerun=read x < gate-N && test x$x = xgo`` runs in the job's thread
   before its epoch is set (backend.c), so waiting is not measured; writing
   ``go`` releases the job, ``skip`` makes the prerun fail and fio ends the job
-  without I/O (``goto err`` with no error set).  Every gate is held open from
-  the first release on, once every job waits at its own: no job starts while
-  another fio process is still starting up (a start-up busy-spins a CPU for
-  0.08 s: calibrating its clock).
+  without I/O (``goto err`` with no error set).
 * ``exec_postrun=: > done-N`` (a FIFO the release holds open) marks the job's end.
+
+A fio process takes about 0.2 s from its start to its jobs' gates on the
+development VM: 0.065 s of a CPU busy-spinning (fio calibrates its clock before
+it parses its jobs, whatever the clocksource), then 0.1 s of its scheduler
+sleeping before the forked jobs go on (``run_threads()``), more than a point's
+own overhead.  So the fio processes of the next points start ahead, :data:`AHEAD`
+at a time, as a point's I/O ends, under ``SCHED_IDLE``: their start-up and their
+waiting only use a CPU the point being measured leaves idle.  A release gives
+its own fio (every thread and job of it) the normal policy back first.  Where
+this process may not do that (no CAP_SYS_NICE) the processes start at normal
+priority and a release waits until every other started fio is past its spin.
 
 fio prints a job's figures only when its process ends, and a status report
 (SIGUSR1, ``--status-interval``) deadlocks with jobs waiting in their prerun.  So
@@ -23,9 +31,9 @@ I/O: a per-I/O log costs fio about 1 us an I/O, which read 3 % off a 4 KiB QD1-4
 point on the development VM.  Every fio process of a batch uses the same clock,
 :data:`CLOCK`.
 
-A job that never reaches its gate (its set-up failed, fio died) makes the first
+A job that never reaches its gate (its set-up failed, fio died) makes its
 release fail within ``gate_timeout`` with fio's own message; the caller aborts
-the batch (every process of it is killed).
+the batch (every process of it is killed, none starts afterwards).
 """
 
 from __future__ import annotations
@@ -44,9 +52,13 @@ from pytest_ssd.fio.engine import FIO_INSTALL_HINT, check_target
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
 from pytest_ssd.proc import Background, Completed, spawn, which
+from pytest_ssd.proc.runner import may_raise_priority
 
 #: how long a job may take to reach its gate (fio start-up, opening the device)
 GATE_TIMEOUT_S = 60.0
+#: fio processes started ahead of their turn (see the module's notes): 0.2 s of start-up
+#: spread over the points before
+AHEAD = 3
 #: how often a release looks for its job at the gate (it is there unless fio just started)
 POLL_S = 0.002
 #: how often a release waiting for its job's end checks that fio still runs
@@ -77,6 +89,8 @@ class _Process:
     fio: Background | None = None
     output: FioOutput | None = None
     completed: Completed | None = None
+    #: every job of it waits at its gate under the normal CPU policy
+    armed: bool = False
 
 
 @dataclass
@@ -95,10 +109,15 @@ class Batch:
     points: Sequence[int] = ()
     _processes: list[_Process] = field(default_factory=list)
     _index: dict[str, int] = field(default_factory=dict)
+    _owner: dict[str, _Process] = field(default_factory=dict)
     _gates: dict[int, int] = field(default_factory=dict)
     _skipped: list[str] = field(default_factory=list)
     _ran: list[str] = field(default_factory=list)
     _aborted: bool = False
+    _started: bool = False
+    _fio: str = "fio"
+    #: processes start under SCHED_IDLE (this process may give them the normal policy back)
+    _idle: bool = False
 
     def __post_init__(self) -> None:
         self._index = {job.name: n for n, job in enumerate(self.jobs, 1)}
@@ -110,13 +129,14 @@ class Batch:
             jobs = tuple(self.jobs[first : first + size])
             folder = self.artifacts if len(sizes) == 1 else self.artifacts / jobs[0].name
             self._processes.append(_Process(jobs, folder))
+            self._owner |= {job.name: self._processes[-1] for job in jobs}
             first += size
 
     # --- the processes --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Write the job files, make the gates and start fio (it returns at once)."""
-        fio = which("fio", FIO_INSTALL_HINT)
+        """Write the job files, make the gates and start the first point's fio (at once)."""
+        self._fio = which("fio", FIO_INSTALL_HINT)
         self.artifacts.mkdir(parents=True, exist_ok=True)
         for n in self._index.values():
             for name in (f"gate-{n}", f"done-{n}"):
@@ -125,10 +145,26 @@ class Batch:
         for process in self._processes:
             process.folder.mkdir(parents=True, exist_ok=True)
             (process.folder / "fio.job").write_text(self._jobfile(process))
-            argv = [fio, "--output-format=json+", f"--clocksource={CLOCK}", "fio.job"]
-            if self.readonly:
-                argv.insert(1, "--readonly")
-            process.fio = spawn(argv, artifacts=process.folder, name="fio")
+        self._started = True
+        self._idle = may_raise_priority()
+        self._start_next()
+
+    def _start_next(self) -> None:
+        """Start the fio processes of the next :data:`AHEAD` points still waiting."""
+        if self._aborted:
+            return
+        waiting = {job.name for job in self.waiting}
+        upcoming = [p for p in self._processes if any(j.name in waiting for j in p.jobs)]
+        for process in upcoming[:AHEAD]:
+            self._spawn(process)
+
+    def _spawn(self, process: _Process) -> None:
+        if process.fio is not None:
+            return
+        argv = [self._fio, "--output-format=json+", f"--clocksource={CLOCK}", "fio.job"]
+        if self.readonly:
+            argv.insert(1, "--readonly")
+        process.fio = spawn(argv, artifacts=process.folder, name="fio", idle=self._idle)
 
     def _jobfile(self, process: _Process) -> str:
         """*process*'s jobs, none stonewalled, each gated."""
@@ -147,10 +183,10 @@ class Batch:
         return "\n".join(out) + "\n"
 
     def _process(self, job: FioJob) -> _Process:
-        for process in self._processes:
-            if job in process.jobs:
-                return process
-        raise FioError(f"fio job {job.name} is not in this batch")
+        found = self._owner.get(job.name)
+        if found is None:
+            raise FioError(f"fio job {job.name} is not in this batch")
+        return found
 
     def folder(self, job: FioJob) -> Path:
         """Where *job*'s fio process keeps its job file and output."""
@@ -158,18 +194,19 @@ class Batch:
 
     @property
     def running(self) -> bool:
-        """Every fio process with a job still waiting runs (a failed release kills them all).
+        """The batch started, and every started fio with a job still waiting runs.
 
         A process whose jobs all ran ends by itself; its output is read when its point
-        is measured or the batch closes.
+        is measured or the batch closes.  A failed release kills them all.
         """
-        started = bool(self._processes) and all(p.fio is not None for p in self._processes)
         waiting = {job.name for job in self.waiting}
         return (
-            started
+            self._started
             and not self._aborted
             and all(
-                self._alive(p) for p in self._processes if any(j.name in waiting for j in p.jobs)
+                self._alive(p)
+                for p in self._processes
+                if p.fio is not None and any(j.name in waiting for j in p.jobs)
             )
         )
 
@@ -202,17 +239,36 @@ class Batch:
         self._gates[n] = fd
         return True
 
-    def _arm(self) -> None:
-        """Wait until every job waits at its gate (fio started), holding each gate."""
+    def _arm(self, job: FioJob) -> None:
+        """Hold *job*'s fio's gates (started if it was not), at the normal CPU policy.
+
+        Every job of *job*'s fio waits at its gate (held from then on).  Without
+        SCHED_IDLE, every other started fio is past its start-up's CPU-bound part
+        too, or ended (its own release fails).
+        """
+        own = self._process(job)
+        self._spawn(own)
+        self._normal(own)  # what is left of its start-up at full speed: nothing measures now
         deadline = time.monotonic() + self.gate_timeout
-        for job in self.waiting:
-            process = self._process(job)
-            while not self._hold(self._index[job.name]):
-                if not self._alive(process):
-                    raise self._dead(job, "never reached its gate: fio ended")
+        for waiting in self.waiting:
+            process = self._process(waiting)
+            if process.fio is None:
+                continue
+            while not self._hold(self._index[waiting.name]):
+                alive = self._alive(process)
+                if process is not own and (self._idle or not alive or process.fio.children()):
+                    break  # idle until its turn (or failed: its release says so)
+                if not alive:
+                    raise self._dead(waiting, "never reached its gate: fio ended")
                 if time.monotonic() > deadline:
-                    raise self._dead(job, f"did not reach its gate in {self.gate_timeout:g} s")
+                    raise self._dead(waiting, f"did not reach its gate in {self.gate_timeout:g} s")
                 time.sleep(POLL_S)
+        self._normal(own)  # the jobs and their gates' shells it started since
+        own.armed = True
+
+    def _normal(self, process: _Process) -> None:
+        if self._idle and process.fio is not None and not process.armed:
+            process.fio.normal_policy()
 
     def _tell(self, job: FioJob, word: bytes) -> None:
         """Write *word* to *job*'s gate (held by :meth:`_arm`) and close it."""
@@ -238,14 +294,15 @@ class Batch:
             raise FioError(f"fio jobs {names} are not one process of this batch")
         for i, job in enumerate(jobs):
             self.run(job, pause_s=pause_s if i == 0 else 0.0)
+        self._start_next()  # its CPU-bound start-up overlaps this fio's end and the recording
         output = self._finish(process)
         return tuple(output.job(job.name) for job in jobs)
 
     def run(self, job: FioJob, *, pause_s: float = 0.0) -> int:
         """Run *job* now (after *pause_s* of idle, not measured) and wait for its end."""
-        if job.name not in self._index or job not in self.waiting:
+        if job.name not in self._index or job.name in self._ran or job.name in self._skipped:
             raise FioError(f"fio job {job.name} is not waiting in this batch")
-        self._arm()
+        self._arm(job)
         if pause_s > 0:
             time.sleep(pause_s)
         n = self._index[job.name]
@@ -267,11 +324,15 @@ class Batch:
         return n
 
     def skip(self, job: FioJob) -> None:
-        """Let *job* end without I/O (its point was skipped or deselected)."""
+        """Let *job* end without I/O (its point was skipped or deselected).
+
+        A job whose fio has not started is only noted: that fio never starts.
+        """
         if job.name in self._ran or job.name in self._skipped:
             return
-        self._arm()
-        self._tell(job, b"skip\n")
+        if self._process(job).fio is not None:
+            self._arm(job)
+            self._tell(job, b"skip\n")
         self._skipped.append(job.name)
 
     @property
@@ -287,8 +348,9 @@ class Batch:
         for job in process.jobs:
             self.skip(job)
         fio = process.fio
-        if fio is None:
-            raise FioError("the fio batch was never started")
+        if fio is None:  # every job of it skipped before it started
+            process.output = FioOutput(fio_version="", notes="", jobs=(), disk_util=())
+            return process.output
         completed = fio.wait(RUN_MARGIN_S)
         try:
             output = parse_output(completed.stdout)
@@ -309,12 +371,14 @@ class Batch:
         """Skip what still waits, wait for fio and check its output against the releases."""
         outputs = [self._finish(process) for process in self._processes]
         output = FioOutput(
-            fio_version=outputs[0].fio_version,
+            fio_version=next((o.fio_version for o in outputs if o.fio_version), ""),
             notes="\n".join(o.notes for o in outputs if o.notes),
             jobs=tuple(job for o in outputs for job in o.jobs),
-            disk_util=outputs[-1].disk_util,
+            disk_util=next((o.disk_util for o in reversed(outputs) if o.disk_util), ()),
         )
         completed = [p.completed for p in self._processes if p.completed is not None]
+        if not completed:
+            raise FioError("the fio batch was never started")
         return BatchRun(output, completed[-1], tuple(self._skipped))
 
     def abort(self) -> None:

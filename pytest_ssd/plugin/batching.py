@@ -8,11 +8,12 @@ A sweep that declares its points' jobs (``@pytest.mark.ssd_points(names, points,
 jobs=jobs_of)``, ``jobs_of(ssd, *values)`` the jobs the point's test will run) is
 batched: when its first selected point has reached its state, the jobs of it and
 of the points that follow it (same function, device and state, in the run's order,
-at most :data:`MAX_JOBS`) start at once, a fio process per point, each job held at
-its gate; each point's ``ssd.run_jobs`` releases its own and gets its fio
-process's own figures.  The batch closes before a test outside it and at the end
-of the session; a point that was skipped or failed before its run leaves its jobs
-to be skipped (no I/O).  Writes are guarded once, before fio starts.
+at most :data:`MAX_JOBS`) form a batch, a fio process per point (the next one
+started as a point's I/O ends), each job held at its gate; each point's
+``ssd.run_jobs`` releases its own and gets its fio process's own figures.  The
+batch closes before a test outside it and at the end of the session; a point that
+was skipped or failed before its run leaves its jobs to be skipped (no I/O).
+Writes are guarded once, before the first fio starts.
 """
 
 from __future__ import annotations

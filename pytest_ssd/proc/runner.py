@@ -29,6 +29,8 @@ KILL_GRACE_S = 5.0
 #: how long an interrupted command's output may take to be read for its artifacts
 KEEP_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
+#: the capability that lets a process give another the normal CPU policy back (capability.h)
+_CAP_SYS_NICE = 23
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
@@ -43,6 +45,38 @@ def die_with_parent(signum: int = signal.SIGTERM, parent: int | None = None) -> 
         return  # not Linux: nothing to ask for
     if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+def may_raise_priority() -> bool:
+    """Whether this process may move another from ``SCHED_IDLE`` back to the normal policy.
+
+    That needs CAP_SYS_NICE (root has it, a container's root may not).
+    """
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> _CAP_SYS_NICE & 1)
+    return False
+
+
+def normal_policy(pid: int) -> None:
+    """Give every thread of *pid*, and of every process below it now, the normal CPU policy."""
+    todo = [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*"):
+            with contextlib.suppress(OSError, ValueError):  # gone meanwhile
+                os.sched_setscheduler(int(task.name), os.SCHED_OTHER, os.sched_param(0))
+                todo += [int(child) for child in (task / "children").read_text().split()]
+
+
+def _started(parent: int, idle: bool) -> None:
+    """In a spawned program before it runs: die with *parent*; with *idle*, ``SCHED_IDLE``."""
+    die_with_parent(signal.SIGTERM, parent)
+    if idle:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
 
 @dataclass(frozen=True)
@@ -243,6 +277,18 @@ class Background:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def normal_policy(self) -> None:
+        """The program, its threads and what it started: the normal CPU policy (see spawn)."""
+        normal_policy(self.proc.pid)
+
+    def children(self) -> list[int]:
+        """The program's own child processes now; empty when none (or the kernel cannot say)."""
+        pid = self.proc.pid
+        try:
+            return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        except OSError:
+            return []
+
     def _completed(self) -> Completed:
         folder, name = self.artifacts, self.name
         return Completed(
@@ -326,7 +372,12 @@ class Background:
 
 
 def spawn(
-    argv: list[str] | tuple[str, ...], *, artifacts: Path, name: str, stdin: bool = False
+    argv: list[str] | tuple[str, ...],
+    *,
+    artifacts: Path,
+    name: str,
+    stdin: bool = False,
+    idle: bool = False,
 ) -> Background:
     """Start *argv* in the background, in its own session, run from *artifacts*.
 
@@ -334,6 +385,8 @@ def spawn(
     drain); the program gets SIGTERM if this process dies.  Its stdin is empty, or
     with *stdin* a pipe held open until :meth:`Background.kill` (a program that
     reads it runs until then).  :meth:`Background.wait` or :meth:`Background.kill` ends it.
+    With *idle* it runs under ``SCHED_IDLE`` (a CPU nothing else wants) until
+    :meth:`Background.normal_policy`.
     """
     argv = tuple(str(a) for a in argv)
     artifacts.mkdir(parents=True, exist_ok=True)
@@ -350,7 +403,7 @@ def spawn(
                 stderr=err,
                 cwd=artifacts,
                 start_new_session=True,
-                preexec_fn=lambda: die_with_parent(signal.SIGTERM, parent),  # noqa: PLW1509
+                preexec_fn=lambda: _started(parent, idle),  # noqa: PLW1509
             )
         except FileNotFoundError as exc:
             raise ToolError(f"{argv[0]} not found: {exc.strerror}") from None

@@ -5,11 +5,13 @@ loop device, two ways:
 
 1. through pytest-ssd: a test per point (``test_low_qd[...]``), the consecutive
    points of a round started together, each job held at its gate until its test
-   releases it, a fio process per point, all started ahead
-   (pytest_ssd/fio/batch.py).  Wall time = the points' call phases (junitxml
-   with ``junit_duration_report=call``: fio's start-up, waited for by a batch's
-   first release, releasing, parsing, recording, analysis; not the state
-   transition before the first point, see tests/benchmarks/states.py);
+   releases it, a fio process per point, the next one started as a point's
+   I/O ends (pytest_ssd/fio/batch.py).  Wall time = from a round's first
+   point's call to its last point's call's end (pytest's own stamps,
+   tests/benchmarks/phases.py), summed over the rounds: fio's start-ups,
+   releasing, parsing, recording, analysis and pytest's set-ups and tear-downs
+   between the points; not the state transition before a round's first point
+   (its set-up, see tests/benchmarks/states.py);
 2. one fio process per point, as ezFIO and TKperf run (the point's repetitions
    one after another, ``run_jobs``: fio start-up, stonewall, parsing).
 
@@ -28,12 +30,13 @@ of a batch's I/O.  Run:
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import statistics
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
@@ -45,6 +48,7 @@ from pytest_ssd.state.layout import layout
 from pytest_ssd.state.spec import parse_state
 from pytest_ssd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, point_jobs
 from tests.benchmarks.lab import REPO, loop_device, run_pytest, verdict
+from tests.benchmarks.phases import PHASES_ENV
 
 TARGET = 1.10
 #: seconds beyond the I/O per point test
@@ -75,55 +79,86 @@ def fio_runtime_s(folder: Path) -> tuple[float, int, float]:
     return runtime, jobs, processes
 
 
-def call_seconds(junitxml: Path) -> float:
-    """Sum of the call phases of the low-QD tests in a junitxml report."""
-    cases = ET.parse(junitxml).getroot().iter("testcase")
-    return sum(float(case.get("time", "0")) for case in cases if TEST in case.get("name", ""))
+Phases = dict[str, dict[str, tuple[float, float]]]
 
 
-def beyond_by_point(run_dir: Path, junitxml: Path) -> dict[str, float]:
-    """Each point test's call time beyond its jobs' run times (fio's, from the records)."""
+def point_phases(phases: Path) -> Phases:
+    """The low-QD tests' phases, by test name: ``when`` -> (start, stop)."""
+    found: Phases = {}
+    for line in phases.read_text().splitlines():
+        phase = json.loads(line)
+        name = phase["nodeid"].rsplit("::", 1)[-1]
+        if TEST in name:
+            found.setdefault(name, {})[phase["when"]] = (phase["start"], phase["stop"])
+    return found
+
+
+def rounds_of(phases: Phases) -> list[list[tuple[str, tuple[float, float]]]]:
+    """The points' calls by round (its state: ``cssd1``, ``cssd2``), each in run order."""
+    rounds: dict[str, list[tuple[str, tuple[float, float]]]] = {}
+    for name, phase in phases.items():
+        state = next(part for part in name.split("-") if part.startswith("cssd"))
+        rounds.setdefault(state, []).append((name, phase["call"]))
+    return [sorted(calls, key=lambda call: call[1][0]) for calls in rounds.values()]
+
+
+def matrix_wall(phases: Phases) -> float:
+    """From each round's first point's call to its last point's call's end, summed.
+
+    The state transition before a round is in its first point's set-up.
+    """
+    return sum(calls[-1][1][1] - calls[0][1][0] for calls in rounds_of(phases))
+
+
+def breakdown(run_dir: Path, phases: Phases) -> str:
+    """Each point's call beyond its jobs' run times (fio's, from the records), and the gaps.
+
+    A round's first point waits for its batch's first fio start-up; the rest by
+    pattern; then the time between one point's call and the next's (pytest, the
+    plugin's set-up and tear-down).
+    """
     runtime: dict[str, float] = {}
     for m in json.loads((run_dir / "results.json").read_text())["measurements"]:
         done = [d["runtime_s"] for d in m["metrics"].values() if d["io_bytes"]]
         key = m["test"].rsplit("::", 1)[-1]
         runtime[key] = runtime.get(key, 0.0) + max(done, default=0.0)
-    cases = ET.parse(junitxml).getroot().iter("testcase")
-    return {
-        c.get("name", ""): float(c.get("time", "0")) - runtime[c.get("name", "")]
-        for c in cases
-        if TEST in c.get("name", "")
-    }
-
-
-def breakdown(beyond: dict[str, float]) -> str:
-    """The first point (it waits for its batch's fio start-up) and the rest, by pattern."""
-    first, *rest = beyond.items()
-    parts = [f"first point {first[1]:.3f} s (its batch's fio start-up)"]
+    firsts, rest, gaps = [], [], []
+    for calls in rounds_of(phases):
+        beyond = [(name, stop - start - runtime[name]) for name, (start, stop) in calls]
+        firsts.append(beyond[0][1])
+        rest += beyond[1:]
+        gaps += [after[1][0] - before[1][1] for before, after in itertools.pairwise(calls)]
+    shown = ", ".join(f"{v:.3f}" for v in firsts)
+    parts = [f"a round's first point's call {shown} s (its batch's first fio start-up)"]
     for pattern in ("seq", "rnd"):
         mine = [v for name, v in rest if f"-{pattern}-" in name]
         if mine:
-            parts.append(f"{pattern.upper()} points median {statistics.median(mine):.3f} s")
+            parts.append(f"{pattern.upper()} calls median {statistics.median(mine):.3f} s")
+    if gaps:
+        parts.append(f"between calls median {statistics.median(gaps):.3f} s")
     return "  beyond the I/O: " + "; ".join(parts)
 
 
 def through_plugin(dev: Path, work: Path, *options: str) -> tuple[float, float, int, float, int]:
-    """(call wall, fio job runtimes, jobs, fio process wall, points) of the module on *dev*."""
-    xml = work / "junit.xml"
-    run = run_pytest(
-        REPO / "suites" / "csd" / MODULE,
-        work / "reports",
-        f"--dut={dev}",
-        f"--ssd-confirm={dev}",
-        f"--junitxml={xml}",
-        "-o",
-        "junit_duration_report=call",
-        *(options or ("--ssd-profile=quick",)),
-    )
+    """(matrix wall, fio job runtimes, jobs, fio process wall, points) of the module on *dev*."""
+    phases_file = work / "phases.jsonl"
+    os.environ[PHASES_ENV] = str(phases_file)
+    try:
+        run = run_pytest(
+            REPO / "suites" / "csd" / MODULE,
+            work / "reports",
+            f"--dut={dev}",
+            f"--ssd-confirm={dev}",
+            "-p",
+            "tests.benchmarks.phases",
+            *(options or ("--ssd-profile=quick",)),
+        )
+    finally:
+        del os.environ[PHASES_ENV]
     runtime, jobs, processes = fio_runtime_s(run.run_dir / "artifacts")
-    cases = [c for c in ET.parse(xml).getroot().iter("testcase") if TEST in c.get("name", "")]
-    print(breakdown(beyond_by_point(run.run_dir, xml)))
-    return call_seconds(xml), runtime, jobs, processes, len(cases)
+    phases = point_phases(phases_file)
+    print(breakdown(run.run_dir, phases))
+    return matrix_wall(phases), runtime, jobs, processes, len(phases)
 
 
 def per_point(dev: Path, work: Path) -> tuple[float, float, int]:
@@ -156,11 +191,11 @@ def fidelity(dev: Path, work: Path) -> dict[str, float]:
     The first repetitions of the full profile's points (read shares 0, 70 and
     100 %, QD 1, 2, 4), SEQ as they are (3,072 I/Os), RND at an eighth of their
     amount (20,480 I/Os): 0.2-0.6 s a job.  After a warm-up, lone, batched (a fio
-    process per job, all started ahead), lone, batched, one after another on the
-    same device: a batch's figures should differ from a lone fio run's no more
-    than two lone runs do.  Judged on RND: SEQ on a loop device in this VM swings
-    by 30-40 % between runs of the same job (the host's cache), more than any
-    batch effect, so its ratio is printed, not judged.
+    process per job, each started as the job before it ends), lone, batched, one
+    after another on the same device: a batch's figures should differ from a lone
+    fio run's no more than two lone runs do.  Judged on RND: SEQ on a loop device
+    in this VM swings by 30-40 % between runs of the same job (the host's cache),
+    more than any batch effect, so its ratio is printed, not judged.
     """
     size = SIZE_MIB << 20
     regions = layout(parse_state("cssd"), size, size)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -10,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.errors import FioError
-from pytest_ssd.fio.batch import Batch
+from pytest_ssd.fio.batch import AHEAD, Batch
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob, fio_seed
 from pytest_ssd.fio.results import parse_output
@@ -43,23 +46,29 @@ def running_in(folder: Path) -> list[int]:
 def test_released_jobs_get_fios_own_figures_and_a_skipped_job_does_no_io(
     loop_device: Any, tmp_path: Path
 ) -> None:
-    dev, batch_jobs = loop_device(64), jobs(4)
-    with Batch(batch_jobs, dev, artifacts=tmp_path / "b", points=[1, 1, 1, 1]) as batch:
+    count = AHEAD + 4
+    dev, batch_jobs, folder = loop_device(64), jobs(count), tmp_path / "b"
+    ahead, never, last = batch_jobs[1 : AHEAD + 1], batch_jobs[AHEAD + 1], batch_jobs[-1]
+    with Batch(batch_jobs, dev, artifacts=folder, points=[1] * count) as batch:
         (first,) = batch.measure(batch_jobs[:1])
         assert first.directions["write"].io_bytes == MiB and batch.running
-        batch.skip(batch_jobs[1])
-        (third,) = batch.measure(batch_jobs[2:3])
-        assert batch.waiting == [batch_jobs[3]]
+        for job in ahead:  # their fio started ahead: told to end without I/O
+            batch.skip(job)
+        batch.skip(never)  # its fio had not started: it never does
+        (measured,) = batch.measure(batch_jobs[-2:-1])
+        assert batch.waiting == [last]
         run = batch.close()  # skips the job still waiting
-    assert run.skipped == ("j1", "j3")
+    assert run.skipped == tuple(job.name for job in (*ahead, never, last))
     assert {job.name: job.io_bytes for job in run.output.jobs} == {
-        "j0": MiB,
-        "j1": 0,
-        "j2": MiB,
-        "j3": 0,
+        batch_jobs[0].name: MiB,
+        **{job.name: 0 for job in ahead},
+        batch_jobs[-2].name: MiB,
+        last.name: 0,
     }
-    assert third == run.output.job("j2") and third.directions["write"].total_ios == 256
-    assert not running_in(tmp_path / "b")
+    assert not (folder / never.name / "fio.stdout").exists()
+    assert measured == run.output.job(batch_jobs[-2].name)
+    assert measured.directions["write"].total_ios == 256
+    assert not running_in(folder)
 
 
 def test_a_job_that_cannot_start_fails_its_release_quickly_and_leaves_no_fio(
@@ -158,20 +167,59 @@ def test_a_fio_process_per_point_hands_each_point_its_own_json(
     assert not any(running_in(folder / name) for name in ("j0", "j2", "j4"))
 
 
-def test_no_point_runs_before_every_fio_of_the_batch_waits_at_its_gates(
+def test_fio_processes_start_ahead_as_points_end_and_a_broken_one_fails_its_own_point(
     loop_device: Any, tmp_path: Path
 ) -> None:
-    broken = replace(jobs(3)[2], extra=(("ioengine", "no-such-engine"),))
-    batch_jobs, folder = [*jobs(2), broken], tmp_path / "b"
-    batch = Batch(batch_jobs, loop_device(64), artifacts=folder, points=[2, 1])
+    broken = replace(jobs(AHEAD + 2)[-1], extra=(("ioengine", "no-such-engine"),))
+    batch_jobs, folder = [*jobs(AHEAD + 1), broken], tmp_path / "b"
+    batch = Batch(batch_jobs, loop_device(64), artifacts=folder, points=[2] + [1] * AHEAD)
+    names = [batch.folder(job).name for job in batch_jobs[1:]]
     batch.start()
-    with pytest.raises(FioError, match=r"fio job j2 on .* never reached its gate: fio ended: "):
-        batch.measure(batch_jobs[:2])
+    started = [(folder / name / "fio.stderr").exists() for name in names]
+    assert started == [True] * AHEAD + [False], "the first points' fio processes"
+    first = batch.measure(batch_jobs[:2])
+    assert [job.io_bytes for job in first] == [MiB, MiB]
+    assert (folder / broken.name / "fio.stderr").exists(), "started as the point's I/O ended"
+    # the points before it run although the fio of the last could not start
+    for job in batch_jobs[2:-1]:
+        assert batch.measure([job])[0].io_bytes == MiB
+    with pytest.raises(FioError, match=rf"fio job {broken.name} on .* never reached its gate"):
+        batch.measure([broken])
     assert not batch.running
-    assert not running_in(folder / "j0") and not running_in(folder / "j2")
-    # the first point's fio was killed at its gates: no job of it did I/O
-    killed = parse_output((folder / "j0" / "fio.stdout").read_text())
-    assert [job.io_bytes for job in killed.jobs] == [0, 0]
+    assert not any(running_in(folder / name) for name in names)
+
+
+def policies(folder: Path) -> set[int]:
+    found = set()
+    for pid in running_in(folder):
+        with contextlib.suppress(OSError):
+            found.add(os.sched_getscheduler(pid))
+    return found
+
+
+def test_fio_processes_wait_for_their_turn_under_sched_idle_and_run_at_normal_policy(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    first, _, last = jobs(3)
+    long = replace(first, name="long", io_bytes=64 * MiB)
+    folder = tmp_path / "b"
+    with Batch([first, long, last], loop_device(128), artifacts=folder, points=[1] * 3) as batch:
+        deadline = time.monotonic() + 10
+        while len(running_in(folder / "long")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)  # fio, its job and the job's gate shell
+        assert policies(folder / "long") == {os.SCHED_IDLE}
+        batch.measure([first])
+        measuring = threading.Thread(target=batch.measure, args=([long],))
+        measuring.start()
+        seen = set()
+        while measuring.is_alive():
+            seen.add((frozenset(policies(folder / "long")), frozenset(policies(folder / "j2"))))
+            time.sleep(0.01)
+        measuring.join()
+        # while it moved data: the released fio at the normal policy, the next one idle
+        assert (frozenset({os.SCHED_OTHER}), frozenset({os.SCHED_IDLE})) in seen
+        (done,) = batch.measure([last])
+        assert done.io_bytes == MiB
 
 
 def test_a_fio_that_ended_by_itself_leaves_the_batchs_other_points_running(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,7 @@ from pytest_ssd.results import StorageError
 from pytest_ssd.results.record import SeriesRecord
 from tests.unit.db_fixtures import (
     CORNERS,
+    corner,
     corrupt_page,
     foreign_db,
     remount,
@@ -305,6 +308,29 @@ def test_results_json_is_the_database_run_in_the_documented_schema(tmp_path: Pat
     assert data["run"]["outcome"] == {"passed": 4} and data["run"]["host"] == "lab"
     assert list(data["devices"]) == ["d0"]
     assert data["measurements"] == [m.as_dict() for m in found.measurements]
+
+
+def test_an_export_renders_new_measurements_only_and_writes_what_results_json_says(
+    tmp_path: Path,
+) -> None:
+    db_path = tmp_path / "results.sqlite"
+    writer = write_run(db_path, "run-1", "drive A", finish=False)
+    export = ResultsExport(tmp_path, db_path, "run-1")
+    export.write()
+    first = json.loads((tmp_path / "results.json").read_text())
+    assert len(first["measurements"]) == len(CORNERS)
+    for n in range(3):  # more records as the run goes: each export adds the new ones
+        m = corner("d0", CORNERS[n], 2000.0 + n)
+        writer.add(TestRecords(f"t::later{n}", measurements=[replace(m, test=f"t::later{n}")]))
+        export.write()
+    writer.finish({"passed": len(CORNERS) + 3}, complete=True)
+    writer.close()
+    export.write()
+    with ResultsDb(db_path) as db:
+        whole = json.dumps(results_json(db, "run-1"), indent=1) + "\n"
+    assert (tmp_path / "results.json").read_text() == whole
+    assert len(json.loads(whole)["measurements"]) == len(CORNERS) + 3
+    assert len(export._rendered) == len(CORNERS) + 3, "each measurement rendered once"
 
 
 def test_results_json_on_a_full_filesystem_keeps_its_last_version(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_ssd.errors import ToolError
 from pytest_ssd.proc import run, spawn
+from pytest_ssd.proc.runner import may_raise_priority
 
 
 def test_a_finished_command_keeps_its_output(tmp_path: Path) -> None:
@@ -58,3 +59,22 @@ def test_a_background_program_is_waited_for_to_its_end_and_killed_at_its_timeout
         slow.wait(timeout=0.3)
     assert time.monotonic() - begun < 10
     assert not slow.alive() and int((tmp_path / "slow" / "slow.rc").read_text()) < 0
+
+
+def test_an_idle_program_and_what_it_started_get_the_normal_policy_back(tmp_path: Path) -> None:
+    if not may_raise_priority():
+        pytest.skip("needs CAP_SYS_NICE (pytest-ssd then starts batches at normal priority)")
+    script = "sleep 30 & echo $! > child; wait"
+    idle = spawn(["sh", "-c", script], artifacts=tmp_path, name="idle", idle=True)
+    try:
+        deadline, pid_file = time.monotonic() + 10, tmp_path / "child"
+        while not (pid_file.exists() and pid_file.read_text().endswith("\n")):
+            assert time.monotonic() < deadline, "the child never started"
+            time.sleep(0.01)
+        child = int(pid_file.read_text())
+        assert idle.children() == [child]
+        assert [os.sched_getscheduler(p) for p in (idle.proc.pid, child)] == [os.SCHED_IDLE] * 2
+        idle.normal_policy()
+        assert [os.sched_getscheduler(p) for p in (idle.proc.pid, child)] == [os.SCHED_OTHER] * 2
+    finally:
+        idle.kill()
