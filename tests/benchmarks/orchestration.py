@@ -22,8 +22,8 @@ RND 160 x 4 MiB a job, five repetitions), the low-QD matrix a drive is measured
 with: through the plugin on a 2 GiB device, idles set to 0, for the 12 points
 ``cssd1 and (r0 or r100)`` (half SEQ, half RND, as the matrix; about 3 minutes
 here).  The quick sizes are reported, not judged: a quick point moves 2.5-24 MiB
-in about 40 ms, and one fio start-up (0.3 s a batch) is already more than 10 %
-of a batch's I/O.  Run:
+in about 40 ms, so a point's own overhead (its fio's exit alone takes 0.05 s)
+is more than its I/O.  Run:
 ``python -m tests.benchmarks.orchestration [--quick] [--report-only]``
 (``--quick``: without the full amounts, so without a verdict on the targets).
 """
