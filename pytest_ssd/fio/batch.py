@@ -9,7 +9,8 @@ job held at a gate before its clock starts:
   before its epoch is set (backend.c), so waiting is not measured; writing
   ``go`` releases the job, ``skip`` makes the prerun fail and fio ends the job
   without I/O (``goto err`` with no error set).
-* ``exec_postrun=: > done-N`` (a FIFO the release holds open) marks the job's end.
+* ``exec_postrun=: 1<> done-N`` (a FIFO the release holds open) marks the job's end;
+  opened read-write, it does not wait for a reader that died.
 
 A fio process takes about 0.2 s from its start to its jobs' gates on the
 development VM: 0.065 s of a CPU busy-spinning (fio calibrates its clock before
@@ -178,7 +179,7 @@ class Batch:
                 n = self._index[name]
                 out += [
                     f"exec_prerun=read x < {up}gate-{n} && test x$x = xgo",
-                    f"exec_postrun=: > {up}done-{n}",
+                    f"exec_postrun=: 1<> {up}done-{n}",
                 ]
         return "\n".join(out) + "\n"
 
@@ -266,6 +267,17 @@ class Batch:
         self._normal(own)  # the jobs and their gates' shells it started since
         own.armed = True
 
+    def _hold_ready(self) -> None:
+        """Hold every gate a started fio's job already waits at.
+
+        A held gate reads EOF when this process dies (``kill -9``): its job ends
+        without I/O and its fio exits.  A job waiting to open a gate nobody holds
+        would wait forever, its fio holding the device open.
+        """
+        for job in self.waiting:
+            if self._process(job).fio is not None:
+                self._hold(self._index[job.name])
+
     def _normal(self, process: _Process) -> None:
         if self._idle and process.fio is not None and not process.armed:
             process.fio.normal_policy()
@@ -314,6 +326,7 @@ class Batch:
             limit = job.planned_seconds + RUN_MARGIN_S if job.runtime_s else AMOUNT_TIMEOUT_S
             deadline = time.monotonic() + limit
             while not select.select([done], [], [], LIVENESS_S)[0]:
+                self._hold_ready()
                 if not self._alive(process):
                     raise self._dead(job, "did not finish: fio ended")
                 if time.monotonic() > deadline:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -239,3 +241,44 @@ def test_a_fio_that_ended_by_itself_leaves_the_batchs_other_points_running(
         run = batch.close()  # reads the output of the fio that ended by itself
     assert [run.output.job(f"j{n}").io_bytes for n in range(4)] == [MiB] * 4
     assert own == run.output.job("j2") and run.skipped == ()
+
+
+KILLED = """
+import sys
+from dataclasses import replace
+from pathlib import Path
+from pytest_ssd.fio.batch import Batch
+from pytest_ssd.fio.job import FioJob
+jobs = [
+    FioJob(f"j{i}", "rnd", 4096, iodepth=1, read_pct=0, size=16 << 20, io_bytes=1 << 20)
+    for i in range(6)
+]
+jobs[1] = replace(jobs[1], io_bytes=None, runtime_s=60)
+batch = Batch(jobs, sys.argv[1], artifacts=Path(sys.argv[2]), points=[1] * 6)
+batch.start()
+batch.measure(jobs[:1])
+print("measuring", flush=True)
+batch.measure(jobs[1:2])
+"""
+
+
+def test_a_killed_pytest_leaves_no_fio_of_its_batch_waiting_or_running(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    folder = tmp_path / "b"
+    argv = [sys.executable, "-c", KILLED, str(loop_device(64)), str(folder)]
+    killed = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert killed.stdout is not None and killed.stdout.readline() == "measuring\n"
+        time.sleep(1.5)  # the point measures; the fio processes started ahead wait at their gates
+        started = [name for name in ("j2", "j3") if running_in(folder / name)]
+        assert started == ["j2", "j3"], "waiting for their turn"
+    finally:
+        killed.kill()  # as kill -9: no clean-up of its own
+        killed.wait()
+    deadline = time.monotonic() + 20
+    left = [1]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [pid for n in range(6) for pid in running_in(folder / f"j{n}")]
+    assert not left, "fio (terminated by its parent-death signal) and the jobs at their gates end"
