@@ -154,10 +154,13 @@ class Batch:
         """Start the fio processes of the next :data:`AHEAD` points still waiting."""
         if self._aborted:
             return
-        waiting = {job.name for job in self.waiting}
-        upcoming = [p for p in self._processes if any(j.name in waiting for j in p.jobs)]
-        for process in upcoming[:AHEAD]:
+        for process in self._upcoming()[:AHEAD]:
             self._spawn(process)
+
+    def _upcoming(self) -> list[_Process]:
+        """The processes with a job still waiting, in their points' order."""
+        waiting = {job.name for job in self.waiting}
+        return [p for p in self._processes if any(j.name in waiting for j in p.jobs)]
 
     def _spawn(self, process: _Process) -> None:
         if process.fio is not None:
@@ -200,15 +203,10 @@ class Batch:
         A process whose jobs all ran ends by itself; its output is read when its point
         is measured or the batch closes.  A failed release kills them all.
         """
-        waiting = {job.name for job in self.waiting}
         return (
             self._started
             and not self._aborted
-            and all(
-                self._alive(p)
-                for p in self._processes
-                if p.fio is not None and any(j.name in waiting for j in p.jobs)
-            )
+            and all(self._alive(p) for p in self._upcoming() if p.fio is not None)
         )
 
     @staticmethod
