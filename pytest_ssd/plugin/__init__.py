@@ -384,7 +384,12 @@ def pytest_configure(config: pytest.Config) -> None:
         f"db:      {session.options.db} (run {session.run_id})",
         f"files:   {session.run_dir}",
     ]
-    config.pluginmanager.register(RunRecorder(session, lines), "ssd-recorder")
+    recorder = RunRecorder(session, lines)
+    batches = config.stash[BATCHES_KEY]
+    # results.json is exported while a batched point's fio exits, not between point tests
+    recorder.defer_export = lambda: bool(batches.active)
+    batches.while_exiting = recorder.export_due
+    config.pluginmanager.register(recorder, "ssd-recorder")
     host = present(session.host, "the host record")
     config.pluginmanager.register(HostReport(session.tuners(), host), "ssd-host")
 

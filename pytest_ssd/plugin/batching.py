@@ -32,8 +32,10 @@ from pytest_ssd.fixture import SsdBench
 from pytest_ssd.plugin.points import declared
 from pytest_ssd.state import plan
 
-#: jobs in one batch at most (each a waiting fio process with its buffers)
-MAX_JOBS = 128
+#: jobs in one batch at most: two FIFOs and a job file section each (only the fio processes
+#: of the next :data:`~pytest_ssd.fio.batch.AHEAD` points run at a time); a full low-QD
+#: round is 66 points of 5 jobs, one batch, one fio start-up waited for
+MAX_JOBS = 512
 #: ``jobs_of(ssd, *point values)``: the jobs a point's test will run
 JobsOf = Callable[..., Sequence[FioJob]]
 GROUP_KEY = pytest.StashKey[str]()
@@ -90,6 +92,8 @@ class Batches:
     enabled: bool = True
     groups: dict[str, list[pytest.Item]] = field(default_factory=dict)
     active: dict[str, Active] = field(default_factory=dict)
+    #: what the run does while a point's fio exits (the results.json export)
+    while_exiting: Callable[[], None] | None = None
 
     def batch(self, dut: str) -> Batch | None:
         found = self.active.get(dut)
@@ -129,7 +133,9 @@ class Batches:
             bench._guard_writes()  # once for the batch: its releases run no guard
         folder = bench.artifacts.parent / f"batch-{bench.artifacts.name}"
         sizes = [len(point) for point in points]
-        batch = Batch(jobs, bench.dut.path, artifacts=folder, points=sizes)
+        batch = Batch(
+            jobs, bench.dut.path, artifacts=folder, points=sizes, while_exiting=self.while_exiting
+        )
         batch.start()
         self.active[dut] = Active(batch, {m.nodeid for m in chosen}, chosen[-1].nodeid)
 

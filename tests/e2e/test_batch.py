@@ -169,6 +169,25 @@ def test_a_fio_process_per_point_hands_each_point_its_own_json(
     assert not any(running_in(folder / name) for name in ("j0", "j2", "j4"))
 
 
+def test_the_callers_work_runs_once_a_point_after_its_io(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    batch_jobs, done = jobs(3), []
+
+    def meanwhile() -> None:  # the plugin exports results.json here
+        done.append([job.name for job in batch.waiting])
+
+    batch = Batch(batch_jobs, loop_device(64), artifacts=tmp_path / "b", points=[2, 1])
+    batch.while_exiting = meanwhile
+    with batch:
+        first = batch.measure(batch_jobs[:2])
+        assert done == [["j2"]], "after both jobs of the point ran"
+        batch.measure(batch_jobs[2:])
+        batch.close()
+    assert done == [["j2"], []]
+    assert [job.io_bytes for job in first] == [MiB, MiB]
+
+
 def test_fio_processes_start_ahead_as_points_end_and_a_broken_one_fails_its_own_point(
     loop_device: Any, tmp_path: Path
 ) -> None:

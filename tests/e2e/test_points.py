@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -174,3 +175,54 @@ def test_each_points_figures_are_its_own_fio_processs_json(run_ssd: Any) -> None
                     assert m["metrics"][direction] == done.as_dict(), m["name"]
     assert "fio batch failed" not in run.result.stdout.str()
     assert str(run.report_dir) not in attached_loops()
+
+
+PROBE = """
+import json, os
+from pathlib import Path
+import pytest
+
+def _count():
+    path = Path(os.environ["SSD_PROBE_RESULTS"])
+    if not path.exists():
+        return -1
+    return len(json.loads(path.read_text())["measurements"])
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    seen = _count()
+    result = yield
+    with open(os.environ["SSD_PROBE_LOG"], "a") as log:
+        log.write(json.dumps([item.name, "setup", seen]) + "\\n")
+    return result
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield
+    with open(os.environ["SSD_PROBE_LOG"], "a") as log:
+        log.write(json.dumps([item.name, "call", _count()]) + "\\n")
+    return result
+"""
+
+
+def test_results_json_is_exported_while_a_batched_points_fio_exits(
+    run_ssd: Any, pytester: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    # a probe plugin counts results.json's measurements as each point test starts and
+    # as its call ends: the export waits for the next point's fio exit, not its tear-down
+    pytester.makepyfile(ssd_probe=PROBE)
+    log = tmp_path / "probe.jsonl"
+    monkeypatch.setenv("SSD_PROBE_RESULTS", str(tmp_path / "reports" / "latest" / "results.json"))
+    monkeypatch.setenv("SSD_PROBE_LOG", str(log))
+    run = run_ssd("--dut=scratch:1G", "-p", "ssd_probe", "-k", "cssd1 and rnd and r70", suite=CSD)
+    run.result.assert_outcomes(passed=3)
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    setups = [n for name, when, n in seen if when == "setup"]
+    calls = [n for name, when, n in seen if when == "call"]
+    # no export between two point tests: a point starts with what the call before it left
+    assert setups[1:] == calls[:-1], seen
+    # a later point's call exports the points before it (3 repetitions each) while its
+    # fio exits (unless the last export was too recent: at most 8 % of the time)
+    grown = [c - s for s, c in zip(setups[1:], calls[1:], strict=True)]
+    assert set(grown) <= {0, 3, 6} and max(grown) > 0, seen
+    assert len(run.results()["measurements"]) == 3 * 3
