@@ -492,17 +492,30 @@ class SsdBench:
 COVERS_MARKER = "ssd_covers"
 
 
-def enter_state(bench: SsdBench, need: Need) -> None:
-    """Bring the device to the state *bench*'s test declared; the transition goes on the test."""
+def enter_state(bench: SsdBench, need: Need, meanwhile: Callable[[], None] | None = None) -> None:
+    """Bring the device to the state *bench*'s test declared; the transition goes on the test.
+
+    *meanwhile* runs while the device gets there, once *bench*'s layout is known: after
+    the transition's last purge (:meth:`Keeper.bring`), or as the rest before a sweep
+    begins; not at all when neither happens.
+    """
     bench.need = need
     keeper = bench._env.keeper()
     if bench.dut.readonly and keeper.plan(need):
         pytest.skip(f"--ssd-readonly: reaching state {need.state} writes to {bench.dut.path}")
-    transition, bench._layout = keeper.bring(need, bench._node.nodeid)
+
+    def early(layout: Layout) -> None:
+        bench._layout = layout
+        if meanwhile is not None:
+            meanwhile()
+
+    transition, bench._layout = keeper.bring(need, bench._node.nodeid, early)
     node = bench._node
     sweep = f"{node.path}::{getattr(node, 'originalname', node.name)}@{need.state}/{need.phase}"
     rests = need.state.name in RESTING_STATES and keeper.used and keeper.sweep != sweep
     if transition is None and rests:  # before a measurement, not between a sweep's points
+        if meanwhile is not None:
+            meanwhile()
         time.sleep(bench.profile.seconds(bench.profile.idle.between_tests_s))
     keeper.used, keeper.sweep = True, sweep
     if transition is not None:

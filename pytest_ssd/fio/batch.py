@@ -43,6 +43,7 @@ import contextlib
 import errno
 import os
 import select
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,8 @@ AHEAD = 3
 POLL_S = 0.002
 #: how often a release waiting for its job's end checks that fio still runs
 LIVENESS_S = 0.5
+#: how often gates are held while a batch started early waits for its first release
+HOLD_S = 0.05
 #: seconds beyond a job's planned time before it counts as hung (amount-based: generous)
 RUN_MARGIN_S = 120.0
 AMOUNT_TIMEOUT_S = 6 * 3600.0
@@ -121,6 +124,8 @@ class Batch:
     _fio: str = "fio"
     #: processes start under SCHED_IDLE (this process may give them the normal policy back)
     _idle: bool = False
+    #: holds gates until the first release, for a batch started early (:meth:`hold_meanwhile`)
+    _holder: tuple[threading.Event, threading.Thread] | None = None
 
     def __post_init__(self) -> None:
         self._index = {job.name: n for n, job in enumerate(self.jobs, 1)}
@@ -247,6 +252,7 @@ class Batch:
         SCHED_IDLE, every other started fio is past its start-up's CPU-bound part
         too, or ended (its own release fails).
         """
+        self._stop_holding()  # from here on this thread holds the gates
         own = self._process(job)
         self._spawn(own)
         self._normal(own)  # what is left of its start-up at full speed: nothing measures now
@@ -277,6 +283,31 @@ class Batch:
         for job in self.waiting:
             if self._process(job).fio is not None:
                 self._hold(self._index[job.name])
+
+    def hold_meanwhile(self) -> None:
+        """Hold each gate as its job reaches it, in a thread, until the first release.
+
+        For a batch started before its first point's test runs (during the state
+        transition's last steps, or the rest before a sweep): a ``kill -9`` of
+        pytest meanwhile leaves no job waiting at a gate nobody holds.
+        """
+        stop = threading.Event()
+
+        def hold() -> None:
+            while not stop.wait(HOLD_S):
+                with contextlib.suppress(OSError):  # the batch is being torn down
+                    self._hold_ready()
+
+        thread = threading.Thread(target=hold, name="ssd-batch-gates", daemon=True)
+        self._holder = (stop, thread)
+        thread.start()
+
+    def _stop_holding(self) -> None:
+        if self._holder is not None:
+            stop, thread = self._holder
+            stop.set()
+            thread.join()
+            self._holder = None
 
     def _normal(self, process: _Process) -> None:
         if self._idle and process.fio is not None and not process.armed:
@@ -399,6 +430,7 @@ class Batch:
     def abort(self) -> None:
         """Kill fio and every job of it (nothing of the batch runs afterwards)."""
         self._aborted = True
+        self._stop_holding()
         for n, fd in list(self._gates.items()):  # a job waiting in its prerun leaves without I/O
             with contextlib.suppress(OSError):
                 os.write(fd, b"skip\n")

@@ -7,6 +7,7 @@ the report lives in :mod:`pytest_ssd.report`.
 from __future__ import annotations
 
 import argparse
+import functools
 import signal
 import sys
 from collections.abc import Generator, Iterator
@@ -575,8 +576,14 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
     batches.before(request.node, dut.id)  # a test outside the device's batch closes it first
     need = plan.need_of(request.node)
     if need is not None:
-        enter_state(bench, need)
-        batches.start(request.node, bench, dut.id)
+        # a batch's first fio starts while the device gets to the state (0.2 s of start-up)
+        start = functools.partial(batches.start, request.node, bench, dut.id)
+        try:
+            enter_state(bench, need, functools.partial(start, early=True))
+        except BaseException:
+            batches.abort(dut.id)
+            raise
+        start()
     yield bench
     leave_state(bench, request.node.stash.get(PASSED_KEY, False))
     batches.after(request.node, dut.id)

@@ -6,7 +6,8 @@ stream does not depend on its place in the fio process (:func:`pytest_ssd.fio.jo
 
 A sweep that declares its points' jobs (``@pytest.mark.ssd_points(names, points,
 jobs=jobs_of)``, ``jobs_of(ssd, *values)`` the jobs the point's test will run) is
-batched: when its first selected point has reached its state, the jobs of it and
+batched: as its first selected point's state is reached (after the transition's
+last purge, or as the sweep's rest begins; else once it is there), the jobs of it and
 of the points that follow it (same function, device and state, in the run's order,
 at most :data:`MAX_JOBS`) form a batch, a fio process per point (the next one
 started as a point's I/O ends), each job held at its gate; each point's
@@ -105,8 +106,13 @@ class Batches:
         if found is not None and item.nodeid not in found.members:
             self.close(dut)
 
-    def start(self, item: pytest.Item, bench: SsdBench, dut: str) -> None:
-        """After *item* reached its state: batch it and the points after it, if declared."""
+    def start(self, item: pytest.Item, bench: SsdBench, dut: str, *, early: bool = False) -> None:
+        """Batch *item* and the points after it, if declared (once: again, nothing happens).
+
+        After *item* reached its state, or *early*: while it gets there (after the
+        transition's last purge, or during the rest before the sweep; *bench*'s
+        layout is known), so that its first fio's start-up overlaps that.
+        """
         key = item.stash.get(GROUP_KEY, None)
         declared = _jobs_of(item)
         # a repeated point runs its cycle (trim, precondition) between runs: not batched
@@ -137,6 +143,8 @@ class Batches:
             jobs, bench.dut.path, artifacts=folder, points=sizes, while_exiting=self.while_exiting
         )
         batch.start()
+        if early:
+            batch.hold_meanwhile()
         self.active[dut] = Active(batch, {m.nodeid for m in chosen}, chosen[-1].nodeid)
 
     def after(self, item: pytest.Item, dut: str) -> None:
@@ -156,6 +164,12 @@ class Batches:
             found.batch.abort()
             problem = f"{dut}: a fio batch failed as it closed: {exc}"
             warnings.warn(problem, pytest.PytestWarning, stacklevel=1)
+
+    def abort(self, dut: str) -> None:
+        """Kill the device's batch (its points' state was not reached)."""
+        found = self.active.pop(dut, None)
+        if found is not None:
+            found.batch.abort()
 
     def close_all(self) -> None:
         for dut in list(self.active):

@@ -85,8 +85,16 @@ class StateKeeper:
             source = None  # dirty regions: re-establish from a purge
         return path(source, need.state, self.context)
 
-    def bring(self, need: Need, test: str) -> tuple[Transition | None, Layout]:
-        """Bring the device to *need*; return the transition (None when already there)."""
+    def bring(
+        self, need: Need, test: str, meanwhile: Callable[[Layout], None] | None = None
+    ) -> tuple[Transition | None, Layout]:
+        """Bring the device to *need*; return the transition (None when already there).
+
+        *meanwhile* (given the state's layout) is called once the transition's last
+        purge is done, before the steps after it: what runs next may start its fio
+        processes then (their start-up overlaps those steps; the device keeps its size
+        and identity).  Not called when the transition ends with a purge.
+        """
         steps = self.plan(need)
         if not steps:
             return None, present(self.state.layout, "the layout of the state reached")
@@ -98,7 +106,12 @@ class StateKeeper:
         source = None if self.state.current is None else str(self.state.current)
         self.state.forget(f"transition to {need.state} did not finish")
         started, clock = time.time(), time.monotonic()
-        done = [self._run(index, step, folder) for index, step in enumerate(steps, start=1)]
+        after_purge = max((n for n, step in enumerate(steps) if step.kind == "purge"), default=-1)
+        done = []
+        for index, step in enumerate(steps):
+            if meanwhile is not None and index == after_purge + 1:
+                meanwhile(self.state.layout_of(need.state))
+            done.append(self._run(index + 1, step, folder))
         layout = self.state.establish(need.state)
         transition = Transition(
             device=self.device,

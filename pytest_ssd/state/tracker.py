@@ -43,10 +43,14 @@ class DeviceState:
     #: why the state was last lost (shown when it is re-established)
     lost: str = "unknown at start"
 
+    def layout_of(self, state: StateSpec) -> Layout:
+        """The regions *state* lays out on this device."""
+        return layout(state, self.capacity, self.profile.span(self.capacity))
+
     def establish(self, state: StateSpec) -> Layout:
         """The device is now in *state*, every region pristine."""
         self.current = state
-        self.layout = layout(state, self.capacity, self.profile.span(self.capacity))
+        self.layout = self.layout_of(state)
         self.dirty.clear()
         self.lost = ""
         return self.layout

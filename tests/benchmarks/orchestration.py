@@ -6,12 +6,15 @@ loop device, two ways:
 1. through pytest-ssd: a test per point (``test_low_qd[...]``), the consecutive
    points of a round started together, each job held at its gate until its test
    releases it, a fio process per point, the next one started as a point's
-   I/O ends (pytest_ssd/fio/batch.py).  Wall time = from a round's first
-   point's call to its last point's call's end (pytest's own stamps,
-   tests/benchmarks/phases.py), summed over the rounds: fio's start-ups,
+   I/O ends (pytest_ssd/fio/batch.py).  Wall time = from the moment a round's
+   state was reached (the end of the state transition in its first point's
+   set-up; that set-up's start when there was none) to its last point's call's
+   end (pytest's own stamps, tests/benchmarks/phases.py), summed over the
+   rounds: the batch's start and what is left of its first fio's start-up,
    releasing, parsing, recording, analysis and pytest's set-ups and tear-downs
-   between the points; not the state transition before a round's first point
-   (its set-up, see tests/benchmarks/states.py);
+   between the points; not the state transition itself (see
+   tests/benchmarks/states.py), under whose last steps the batch's first fio
+   processes start;
 2. one fio process per point, as ezFIO and TKperf run (the point's repetitions
    one after another, ``run_jobs``: fio start-up, stonewall, parsing).
 
@@ -64,6 +67,11 @@ SIZE_MIB = 1024
 FULL_SIZE_MIB = 2048
 FULL_POINTS = "cssd1 and (r0 or r100)"
 MODULE = "test_lowqd.py"
+#: no rests: the method's idle time is not the plugin's, and a round's wall starts when
+#: its state is reached (a rest before it would count)
+NO_IDLES = tuple(
+    f"--ssd-idle={name}=0" for name in ("after-purge", "between-steps", "between-tests")
+)
 TEST = "test_low_qd["
 
 
@@ -83,13 +91,21 @@ Phases = dict[str, dict[str, tuple[float, float]]]
 
 
 def point_phases(phases: Path) -> Phases:
-    """The low-QD tests' phases, by test name: ``when`` -> (start, stop)."""
+    """The low-QD tests' phases, by test name: ``when`` -> (start, stop).
+
+    ``"reached"``: (when the set-up's state transition ended, same); the set-up's
+    start when it had none.
+    """
     found: Phases = {}
     for line in phases.read_text().splitlines():
         phase = json.loads(line)
         name = phase["nodeid"].rsplit("::", 1)[-1]
         if TEST in name:
-            found.setdefault(name, {})[phase["when"]] = (phase["start"], phase["stop"])
+            mine = found.setdefault(name, {})
+            mine[phase["when"]] = (phase["start"], phase["stop"])
+            if phase["when"] == "setup":
+                reached = phase["reached"] or phase["start"]
+                mine["reached"] = (reached, reached)
     return found
 
 
@@ -103,11 +119,16 @@ def rounds_of(phases: Phases) -> list[list[tuple[str, tuple[float, float]]]]:
 
 
 def matrix_wall(phases: Phases) -> float:
-    """From each round's first point's call to its last point's call's end, summed.
+    """From each round's state reached to its last point's call's end, summed.
 
     The state transition before a round is in its first point's set-up.
     """
-    return sum(calls[-1][1][1] - calls[0][1][0] for calls in rounds_of(phases))
+    return sum(calls[-1][1][1] - reached(phases, calls) for calls in rounds_of(phases))
+
+
+def reached(phases: Phases, calls: list[tuple[str, tuple[float, float]]]) -> float:
+    """When the round of *calls* had its state: its first point's set-up has the transition."""
+    return phases[calls[0][0]]["reached"][0]
 
 
 def breakdown(run_dir: Path, phases: Phases) -> str:
@@ -125,11 +146,15 @@ def breakdown(run_dir: Path, phases: Phases) -> str:
     firsts, rest, gaps = [], [], []
     for calls in rounds_of(phases):
         beyond = [(name, stop - start - runtime[name]) for name, (start, stop) in calls]
-        firsts.append(beyond[0][1])
+        name, (_, stop) = calls[0]
+        firsts.append(stop - reached(phases, calls) - runtime[name])
         rest += beyond[1:]
         gaps += [after[1][0] - before[1][1] for before, after in itertools.pairwise(calls)]
     shown = ", ".join(f"{v:.3f}" for v in firsts)
-    parts = [f"a round's first point's call {shown} s (its batch's first fio start-up)"]
+    parts = [
+        f"a round's first point, from its state reached to its call's end {shown} s"
+        " (the batch's start, its first fio's start-up left)"
+    ]
     for pattern in ("seq", "rnd"):
         mine = [v for name, v in rest if f"-{pattern}-" in name]
         if mine:
@@ -151,7 +176,7 @@ def through_plugin(dev: Path, work: Path, *options: str) -> tuple[float, float, 
             f"--ssd-confirm={dev}",
             "-p",
             "tests.benchmarks.phases",
-            *(options or ("--ssd-profile=quick",)),
+            *options,
         )
     finally:
         del os.environ[PHASES_ENV]
@@ -245,7 +270,7 @@ def full_amounts(work: Path) -> bool:
             dev,
             work,
             "--ssd-profile=full",
-            *(f"--ssd-idle={name}=0" for name in ("after-purge", "between-steps", "between-tests")),
+            *NO_IDLES,
             "-k",
             FULL_POINTS,
         )
@@ -280,7 +305,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ssd-orchestration-") as tmp:
         work = Path(tmp)
         with loop_device(work, SIZE_MIB) as dev:
-            wall, runtime, jobs, processes, points = through_plugin(dev, work)
+            wall, runtime, jobs, processes, points = through_plugin(
+                dev, work, "--ssd-profile=quick", *NO_IDLES
+            )
             pp_wall, pp_runtime, pp_points = per_point(dev, work)
             ratios = fidelity(dev, work)
     print(describe("pytest-ssd, a test per point, batched", points, wall, runtime))

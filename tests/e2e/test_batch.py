@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,30 @@ def running_in(folder: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+@contextlib.contextmanager
+def killed_after(script: str, dev: Any, folder: Path, said: str) -> Iterator[None]:
+    """Run *script* (a batch on *dev* in *folder*) in a child Python until it says *said*;
+    kill it (as ``kill -9``: no clean-up of its own) when the block ends."""
+    argv = [sys.executable, "-c", script, str(dev), str(folder)]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == f"{said}\n"
+        yield
+    finally:
+        child.kill()
+        child.wait()
+
+
+def left_after(folders: list[Path], seconds: float = 20) -> list[int]:
+    """The processes still running in *folders* when none is left or *seconds* passed."""
+    deadline = time.monotonic() + seconds
+    left = [pid for folder in folders for pid in running_in(folder)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [pid for folder in folders for pid in running_in(folder)]
+    return left
 
 
 def test_released_jobs_get_fios_own_figures_and_a_skipped_job_does_no_io(
@@ -169,9 +194,7 @@ def test_a_fio_process_per_point_hands_each_point_its_own_json(
     assert not any(running_in(folder / name) for name in ("j0", "j2", "j4"))
 
 
-def test_the_callers_work_runs_once_a_point_after_its_io(
-    loop_device: Any, tmp_path: Path
-) -> None:
+def test_the_callers_work_runs_once_a_point_after_its_io(loop_device: Any, tmp_path: Path) -> None:
     batch_jobs, done = jobs(3), []
 
     def meanwhile() -> None:  # the plugin exports results.json here
@@ -285,19 +308,43 @@ def test_a_killed_pytest_leaves_no_fio_of_its_batch_waiting_or_running(
     loop_device: Any, tmp_path: Path
 ) -> None:
     folder = tmp_path / "b"
-    argv = [sys.executable, "-c", KILLED, str(loop_device(64)), str(folder)]
-    killed = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    try:
-        assert killed.stdout is not None and killed.stdout.readline() == "measuring\n"
+    with killed_after(KILLED, loop_device(64), folder, "measuring"):
         time.sleep(1.5)  # the point measures; the fio processes started ahead wait at their gates
         started = [name for name in ("j2", "j3") if running_in(folder / name)]
         assert started == ["j2", "j3"], "waiting for their turn"
-    finally:
-        killed.kill()  # as kill -9: no clean-up of its own
-        killed.wait()
-    deadline = time.monotonic() + 20
-    left = [1]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        left = [pid for n in range(6) for pid in running_in(folder / f"j{n}")]
+    left = left_after([folder / f"j{n}" for n in range(6)])
     assert not left, "fio (terminated by its parent-death signal) and the jobs at their gates end"
+
+
+STARTED_EARLY = """
+import sys, time
+from pathlib import Path
+from pytest_ssd.fio.batch import Batch
+from pytest_ssd.fio.job import FioJob
+jobs = [
+    FioJob(f"j{i}", "rnd", 4096, iodepth=1, read_pct=0, size=16 << 20, io_bytes=1 << 20)
+    for i in range(6)
+]
+batch = Batch(jobs, sys.argv[1], artifacts=Path(sys.argv[2]), points=[1] * 6)
+batch.start()
+batch.hold_meanwhile()  # as the plugin does during a state transition's last steps
+print("transition", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_pytest_killed_before_a_batch_started_early_runs_leaves_no_fio(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    folder, names = tmp_path / "b", [f"j{n}" for n in range(6)]
+    # killed as kill -9, in the middle of the "transition"
+    with killed_after(STARTED_EARLY, loop_device(64), folder, "transition"):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # each started fio's job and its gate's shell
+            if all(len(running_in(folder / name)) >= 3 for name in names[:AHEAD]):
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)  # the gates held by then
+        assert [name for name in names if running_in(folder / name)] == names[:AHEAD]
+    left = left_after([folder / name for name in names])
+    assert not left, "the gates held meanwhile read EOF: no job waits for a release"

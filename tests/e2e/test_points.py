@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.fio.batch import AHEAD
 from pytest_ssd.fio.results import parse_output
 from tests.e2e.conftest import REPO, attached_loops
 
@@ -66,6 +68,13 @@ def test_k_runs_the_chosen_points_in_their_states_with_junit_per_point(
         assert float(props["lowqd-point.trimmed_mib_s"]) > 0
     data = run.results()
     assert [t["target"] for t in data["transitions"]] == ["cssd"], "the state the points need"
+    # the first round's batch started during the transition (scratch is fresh out of the
+    # box: no purge), its first fio's start-up overlapping the transition's steps
+    began, reached = (
+        datetime.fromisoformat(data["transitions"][0][key]).timestamp() for key in ("start", "end")
+    )
+    jobfiles = list(run.run_dir.glob("artifacts/batch-*/*/fio.job"))
+    assert began < min(p.stat().st_mtime for p in jobfiles) < reached
     # the two points of each round started together, a fio process each, released one
     # after the other (no warning when the batch closed)
     processes = sorted((run.run_dir / "artifacts").glob("batch-*/*/fio.stdout"))
@@ -226,3 +235,45 @@ def test_results_json_is_exported_while_a_batched_points_fio_exits(
     grown = [c - s for s, c in zip(setups[1:], calls[1:], strict=True)]
     assert set(grown) <= {0, 3, 6} and max(grown) > 0, seen
     assert len(run.results()["measurements"]) == 3 * 3
+
+
+FAIL_ONCE = """
+from pytest_ssd.errors import SsdError
+from pytest_ssd.state import actions
+
+_discard, _failed = actions.discard, []
+
+
+def discard(*args, **kwargs):
+    if not _failed:  # the first transition fails at its trim, after its purge
+        _failed.append(True)
+        raise SsdError("injected: the trim failed")
+    return _discard(*args, **kwargs)
+
+
+actions.discard = discard
+"""
+
+
+def test_a_transition_that_fails_after_its_batch_started_kills_that_batch(
+    run_ssd: Any, pytester: Any
+) -> None:
+    pytester.makepyfile(ssd_fail_once=FAIL_ONCE)
+    run = run_ssd(
+        "--dut=scratch:1G", "-p", "ssd_fail_once", "-k", "cssd1 and rnd and r70", suite=CSD
+    )
+    run.result.assert_outcomes(passed=2, errors=1)
+    assert "injected: the trim failed" in run.result.stdout.str()
+    # the first point's batch started during the transition that failed, and was
+    # killed with it: the next point's transition started a batch of its own
+    batches = sorted(p.name for p in (run.run_dir / "artifacts").glob("batch-*"))
+    assert len(batches) == 2 and "qd1" in batches[0] and "qd2" in batches[1], batches
+    killed = [
+        parse_output(p.read_text())
+        for p in (run.run_dir / "artifacts" / batches[0]).glob("*/fio.stdout")
+    ]
+    assert len(killed) == AHEAD, "the processes started ahead"
+    assert all(job.io_bytes == 0 for output in killed for job in output.jobs), "ended without I/O"
+    measured = run.results()["measurements"]
+    assert len(measured) == 2 * 3 and all(batches[1] in m["artifacts"] for m in measured)
+    assert "fio batch failed" not in run.result.stdout.str()
