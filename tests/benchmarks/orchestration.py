@@ -216,9 +216,11 @@ def fidelity(dev: Path, work: Path) -> dict[str, float]:
     The first repetitions of the full profile's points (read shares 0, 70 and
     100 %, QD 1, 2, 4), SEQ as they are (3,072 I/Os), RND at an eighth of their
     amount (20,480 I/Os): 0.2-0.6 s a job.  After a warm-up, lone, batched (a fio
-    process per job, each started as the job before it ends), lone, batched, one
-    after another on the same device: a batch's figures should differ from a lone
-    fio run's no more than two lone runs do.  Judged on RND: SEQ on a loop device
+    process per job, each started as the job before it ends), batched, lone, one
+    after another on the same device (the two ways sit at the same mean place in
+    time, so a device that speeds up or slows down through the run favours
+    neither): a batch's figures should differ from a lone fio run's no more than
+    two lone runs do.  Judged on RND: SEQ on a loop device
     in this VM swings by 30-40 % between runs of the same job (the host's cache),
     more than any batch effect, so its ratio is printed, not judged.
     """
@@ -246,7 +248,7 @@ def fidelity(dev: Path, work: Path) -> dict[str, float]:
         return {j.name: mib_s(output, j.name) for j in jobs}
 
     batched("warm-up")  # every LBA the jobs touch written once: the loop file's blocks exist
-    lone_1, batch_1, lone_2, batch_2 = lone("l1"), batched("b1"), lone("l2"), batched("b2")
+    lone_1, batch_1, batch_2, lone_2 = lone("l1"), batched("b1"), batched("b2"), lone("l2")
     found = {"lone": statistics.median(lone_2[n] / lone_1[n] for n in lone_1)}
     for pattern in PATTERNS:
         names = [n for n in lone_1 if n.startswith(f"{pattern}-")]
