@@ -496,7 +496,7 @@ def enter_state(bench: SsdBench, need: Need, meanwhile: Callable[[], None] | Non
     """Bring the device to the state *bench*'s test declared; the transition goes on the test.
 
     *meanwhile* runs while the device gets there, once *bench*'s layout is known: after
-    the transition's last purge (:meth:`Keeper.bring`), or as the rest before a sweep
+    the transition's last purge (:meth:`StateKeeper.bring`), or as the rest before a sweep
     begins; not at all when neither happens.
     """
     bench.need = need
