@@ -27,17 +27,20 @@ def _losetup(*args: str) -> str:
 def loop_device(tmp_path: Path) -> Iterator[LoopFactory]:
     """Factory: ``loop_device(size_mib=64)`` attaches a sparse file as a direct-I/O loop device.
 
+    ``sector_size=4096`` makes a 4 KiB-sector device (its logical block size).
+
     Every device it attaches is detached at teardown, also when the test fails.
     """
     if os.geteuid() != 0:
         pytest.skip("loop devices need root")
     attached: list[str] = []
 
-    def make(size_mib: int = 64, name: str = "backing.img") -> Path:
+    def make(size_mib: int = 64, name: str = "backing.img", sector_size: int = 512) -> Path:
         backing = tmp_path / f"{len(attached)}-{name}"
         with backing.open("wb") as fh:
             fh.truncate(size_mib * 1024 * 1024)
-        dev = _losetup("--find", "--show", "--direct-io=on", str(backing))
+        sector = f"--sector-size={sector_size}"
+        dev = _losetup("--find", "--show", "--direct-io=on", sector, str(backing))
         attached.append(dev)
         return Path(dev)
 

@@ -22,7 +22,6 @@ from pytest_ssd.steady.fio_native import FioSteadyState
 from pytest_ssd.text import significant
 from pytest_ssd.workloads.esd import (
     QOS_NINES,
-    Limits,
     Point,
     Precondition,
     Sweep,
@@ -30,6 +29,7 @@ from pytest_ssd.workloads.esd import (
     qos_jobs,
     timing,
 )
+from pytest_ssd.workloads.limits import Limits
 
 MiB = 1 << 20
 #: a time-based point's measured time may fall short of the asked one by this much (fio rounds)

@@ -33,6 +33,7 @@ from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.results import JobResult, percentiles_from_bins
 from pytest_ssd.fixture import SsdBench
 from pytest_ssd.steady.snia import SniaTracker, SniaVerdict, judge_window
+from pytest_ssd.workloads.limits import Limits
 from pytest_ssd.workloads.snia import PtsTest, SniaPlan, plan
 
 #: the tail the latency test reports (PTS: five nines)
@@ -121,6 +122,8 @@ class Rounds:
 
     test: PtsTest
     plan: SniaPlan
+    #: block sizes the device refused, left out of the rounds, and why
+    skipped: dict[str, str] = dataclasses.field(default_factory=dict)
     cells: list[list[CellStats]] = dataclasses.field(default_factory=list)
     tracker: SniaTracker = dataclasses.field(init=False)
 
@@ -171,11 +174,16 @@ def meta_of(test: PtsTest, snia_plan: SniaPlan) -> dict[str, Any]:
 
 
 def run_rounds(ssd: SsdBench, test: PtsTest) -> Rounds:
-    """Rounds of *test* on the device until the SNIA rule holds or the rounds run out."""
+    """Rounds of *test* on the device until the SNIA rule holds or the rounds run out.
+
+    Cells of a block size the device's logical block refuses are left out, and the
+    derived record's ``skipped`` says why; ``Rounds.test`` is the test as run.
+    """
+    test, left = test.within(Limits(ssd.dut.identity.logical_block_size).skip_block)
     snia_plan = plan(ssd.profile)
     span = ssd.region("device").size
     jobs = test.round_jobs(span, snia_plan.cell_s)
-    rounds = Rounds(test, snia_plan)
+    rounds = Rounds(test, snia_plan, left)
     last: FioRun | None = None
     while not rounds.tracker.done:
         # not recorded round by round (--ssd-repeat would repeat a round): the series is
@@ -197,8 +205,11 @@ def _report(ssd: SsdBench, rounds: Rounds) -> None:
         {"cell": c.label, "read_pct": c.read_pct, "block_size": c.block_size, **w}
         for c, w in zip(test.cells, window, strict=True)
     ]
-    ssd.derive(name, {**meta, **verdict.as_dict(), "rule": meta["rule"], "window": cells})
+    derived = {**meta, **verdict.as_dict(), "rule": meta["rule"], "window": cells}
+    ssd.derive(name, {**derived, "skipped": rounds.skipped})
     ssd.note(f"{name}.verdict", verdict.summary())
+    if rounds.skipped:
+        ssd.note(f"{name}.skipped", rounds.skipped)
     unit, quantity = test.unit, test.quantity
     ssd.figure(snia_convergence(verdict, quantity=quantity, unit=unit), f"{name} convergence")
     ssd.figure(snia_window(verdict, quantity=quantity, unit=unit), f"{name} window")

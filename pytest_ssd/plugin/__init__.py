@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd import newhooks
-from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class, item_skip_reason
+from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError, present
 from pytest_ssd.extensions import Extensions
@@ -48,6 +48,7 @@ from pytest_ssd.plugin.points import (
     link_datasheet_lines,
     point_params,
 )
+from pytest_ssd.plugin.skips import BLOCK_HELP, skip_before_state
 from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
@@ -340,6 +341,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", SPEC_MARKER_HELP)
     config.addinivalue_line("markers", POINTS_HELP)
     config.addinivalue_line("markers", WORKLOAD_HELP)
+    config.addinivalue_line("markers", BLOCK_HELP)
     config.addinivalue_line("markers", f"{COVERS_MARKER}(line): set by pytest-ssd")
     config.stash[BATCHES_KEY] = Batches(enabled=not config.getoption("ssd_no_batch", False))
     if getattr(config.option, "help", False) or getattr(config.option, "version", False):
@@ -540,10 +542,12 @@ def ssd_session(pytestconfig: pytest.Config) -> SsdSession:
 def dut(request: pytest.FixtureRequest, ssd_session: SsdSession) -> Dut:
     """The device under test (tests using it are parametrized over every ``--dut``).
 
-    A test whose ``ssd_applies`` classes leave the drive out is skipped here, with the reason.
+    A test whose ``ssd_applies`` classes leave the drive out, or whose block size the drive's
+    logical block refuses, is skipped here with the reason: before its state is reached.
     """
     device = ssd_session.duts[request.param]
-    reason = item_skip_reason(request.node, device.drive_class)
+    lba_size = device.identity.logical_block_size
+    reason = skip_before_state(request.node, device.drive_class, lba_size)
     if reason is not None:
         pytest.skip(reason)
     return device

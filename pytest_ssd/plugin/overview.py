@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
+from pytest_ssd.device.identity import SECTOR, DeviceIdentity, binary_size, identify
 from pytest_ssd.errors import SsdError, present
-from pytest_ssd.session import SsdSession, speed_key
+from pytest_ssd.plugin.skips import skip_before_state
+from pytest_ssd.session import Dut, SsdSession, speed_key
 from pytest_ssd.state import actions
 from pytest_ssd.state.layout import layout
 from pytest_ssd.state.plan import device_of, need_of, render, simulate
@@ -31,16 +32,28 @@ def _identity(session: SsdSession, dut_id: str, index: int) -> tuple[DeviceIdent
     return identity, identity.size_bytes
 
 
+def _runs(
+    items: Sequence[pytest.Item], dut: Dut | None, identity: DeviceIdentity | None
+) -> list[pytest.Item]:
+    """*items* less those the device skips before their state (its class, its block size)."""
+    drive = dut.drive_class if dut is not None else None
+    lba_size = identity.logical_block_size if identity is not None else SECTOR
+    return [item for item in items if skip_before_state(item, drive, lba_size) is None]
+
+
 def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
     """Terminal lines of the plan for every device some test needs a state of."""
     lines: list[str] = []
     speeds = session.speeds
     for index, dut_id in enumerate(session.dut_ids):
         mine = [item for item in items if device_of(item) == dut_id]
+        if all(need_of(item) is None for item in mine):
+            continue
+        identity, capacity = _identity(session, dut_id, index)
+        mine = _runs(mine, session.duts.get(dut_id), identity)
         needs = [n for n in (need_of(item) for item in mine) if n is not None]
         if not needs:
             continue
-        identity, capacity = _identity(session, dut_id, index)
         if capacity <= 0:
             lines.append(f"plan for {dut_id}: its size is unknown until it can be opened")
             continue

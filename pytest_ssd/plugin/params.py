@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.plugin.skips import BLOCK_MARKER
 from pytest_ssd.session import SsdSession
 from pytest_ssd.specs.check import unknown_line
 from pytest_ssd.specs.measure import plan
@@ -36,8 +37,11 @@ def spec_params(session: SsdSession) -> list[Any]:
             params.append(pytest.param(dut_id, None, id=dut_id, marks=pytest.mark.skip(reason)))
             continue
         for line in sheet.specs:
-            state = pytest.mark.dut_state(str(plan(line).state))
-            params.append(pytest.param(dut_id, line, id=f"{dut_id}-{line.id}", marks=state))
+            marks = (
+                pytest.mark.dut_state(str(plan(line).state)),
+                getattr(pytest.mark, BLOCK_MARKER)(line.block_size),  # skipped before its state
+            )
+            params.append(pytest.param(dut_id, line, id=f"{dut_id}-{line.id}", marks=marks))
     return params
 
 

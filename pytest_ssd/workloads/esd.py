@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_ssd.device.drive_class import IndirectionUnit
 from pytest_ssd.fio.job import FioJob, Pattern, format_bytes
 from pytest_ssd.state.profile import Profile
 from pytest_ssd.state.spec import Workload, parse_workload
 from pytest_ssd.state.steps import STEADY_CAP_FACTOR
 from pytest_ssd.steady.fio_native import FioSteadyRule
+from pytest_ssd.workloads.limits import Limits
 
 KiB, MiB = 1 << 10, 1 << 20
 IOENGINE = "io_uring"
@@ -162,19 +162,6 @@ def _job(
         ramp_s=row.ramp_s,
         ioengine=IOENGINE,
     )
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What a drive cannot take: blocks under its LBA size, writes under its IU."""
-
-    lba_size: int = 512
-    iu: IndirectionUnit | None = None
-
-    def skip(self, job: FioJob) -> str | None:
-        if job.block_size < self.lba_size:
-            return f"{job.block_size} B is smaller than the {self.lba_size} B logical block"
-        return self.iu.skips_write(job.block_size) if job.writes and self.iu else None
 
 
 def by_block_size(

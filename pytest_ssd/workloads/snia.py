@@ -31,6 +31,8 @@ takes about 3.5 minutes on a 1 GiB scratch device on a busy 2-core VM.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -138,6 +140,18 @@ class PtsTest:
             size=span // cell.block_size * cell.block_size,
             runtime_s=cell_s,
         )
+
+    def within(self, refuses: Callable[[int], str | None]) -> tuple[PtsTest, dict[str, str]]:
+        """This test less the block sizes the drive refuses, and why each was left out.
+
+        *refuses* is the drive's ``Limits.skip_block``: a 4 KiB-sector drive takes no
+        0.5 KiB cells, they leave the rounds (the report says why) and the tracked cell
+        stays; a drive that refuses the tracked cell is a :class:`ConfigError`.
+        """
+        reasons = {bs: refuses(bs) for bs in self.block_sizes}
+        kept = tuple(bs for bs in self.block_sizes if reasons[bs] is None)
+        left = {format_bytes(bs): why for bs, why in reasons.items() if why is not None}
+        return dataclasses.replace(self, block_sizes=kept), left
 
     def round_jobs(self, span: int, cell_s: float) -> tuple[FioJob, ...]:
         """One round: every cell in the PTS's order."""

@@ -19,4 +19,4 @@ def test_iops(ssd: SsdBench) -> None:
     rounds = run_rounds(ssd, test)
     check_rounds(rounds)
     window = rounds.window()
-    assert len(window) == len(test.cells) and all(cell["iops"] > 0 for cell in window)
+    assert len(window) == len(rounds.test.cells) and all(cell["iops"] > 0 for cell in window)
