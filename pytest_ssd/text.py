@@ -1,13 +1,15 @@
-"""Numbers written for people: plain notation, thousands separators, a few digits.
+"""Text written for people: numbers in plain notation, and the names people give.
 
 ``f"{x:.3g}"`` writes 19,520 as ``1.95e+04`` and 1,500 ms as ``1.5e+03``; a reviewer
 reads ``19,500`` and ``1,500``.  :func:`significant` keeps the digits ``g`` would keep
-and writes them out.
+and writes them out.  :func:`name_problem` says why a label or name given by a person
+(``--dut-label``, ``--ssd-compare``, a datasheet's names) cannot be one.
 """
 
 from __future__ import annotations
 
 import math
+import unicodedata
 
 
 def significant(value: float, digits: int = 3, *, sign: bool = False) -> str:
@@ -22,3 +24,23 @@ def significant(value: float, digits: int = 3, *, sign: bool = False) -> str:
     decimals = digits - 1 - math.floor(math.log10(abs(value)))
     text = f"{round(value, decimals):{'+' if sign else ''},.{max(decimals, 0)}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+#: the longest label or name pytest-ssd takes (a report's title, a graph's legend)
+MAX_NAME = 200
+#: Unicode categories a name must not hold: controls (a newline), formats (zero-width,
+#: bidi overrides) and the line and paragraph separators: each starts a new line, or
+#: hides or reorders text, in a terminal line, a junit property or the report
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def name_problem(value: str) -> str | None:
+    """Why *value* cannot be a label or a name (None: it can): blank, too long, unprintable."""
+    if not value.strip():
+        return "is empty or only blanks"
+    if len(value) > MAX_NAME:
+        return f"is {len(value):,} characters long, more than {MAX_NAME}"
+    bad = next((c for c in value if unicodedata.category(c) in _UNPRINTABLE), None)
+    if bad is not None:
+        return f"holds the control character U+{ord(bad):04X} ({unicodedata.category(bad)})"
+    return None

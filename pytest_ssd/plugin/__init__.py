@@ -10,7 +10,7 @@ import argparse
 import functools
 import signal
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -59,6 +59,7 @@ from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.state.progress import terminal_writer
 from pytest_ssd.state.relay import Relay, worker_writer
+from pytest_ssd.text import name_problem
 
 # the method drivers check what fio did with asserts, as tests do: pytest rewrites them too
 # (a failed check names its values); everything else in pytest_ssd raises SsdError instead
@@ -143,6 +144,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--dut-label",
         dest="ssd_label",
         action="append",
+        type=_label("--dut-label"),
         metavar="NAME",
         help="name the device's results in the database and on graphs (one per --dut, in order;"
         " default: model, capacity and firmware)",
@@ -151,6 +153,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--ssd-compare",
         dest="ssd_compare",
         action="append",
+        type=_label("--ssd-compare"),
         metavar="LABEL|RUN-ID|all",
         help="draw earlier drives from the database on every comparison graph: a label (its"
         " newest run), a run id (all its devices), or all; may repeat",
@@ -294,6 +297,18 @@ def _seconds(text: str) -> float:
             f"{text!r} is not a number of seconds from 0 to {MAX_HEALTH_INTERVAL_S:g}"
         )
     return value
+
+
+def _label(option: str) -> Callable[[str], str]:
+    """A converter refusing a label that is blank, over 200 characters or holds controls."""
+
+    def convert(text: str) -> str:
+        problem = name_problem(text)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(f"{option}={text!r} {problem}")
+        return text
+
+    return convert
 
 
 def _purge_method(text: str) -> str:

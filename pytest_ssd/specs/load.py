@@ -28,6 +28,7 @@ from pytest_ssd.specs.model import (
 )
 from pytest_ssd.specs.units import UNITS, unit
 from pytest_ssd.state.spec import StateSpec, parse_state
+from pytest_ssd.text import name_problem
 
 _TOP_KEYS = ("source", "tolerance", "drive", "specs")
 _DRIVE_KEYS = ("name", "model", "capacity_gb", "firmware", "form_factor", "interface")
@@ -152,7 +153,7 @@ def _drive(raw: Mapping[str, Any]) -> Drive:
         raise _Problem(f"{at}.capacity_gb", f"must be positive, not {capacity:g}")
     _within(capacity, MAX_CAPACITY_GB, f"{at}.capacity_gb", "a capacity (GB)")
     return Drive(
-        name=_str(raw, "name", at),
+        name=_name(raw, "name", at),
         models=_globs(raw, "model", at, required=True),
         capacity_gb=capacity,
         firmware=_globs(raw, "firmware", at, required=False),
@@ -163,7 +164,7 @@ def _drive(raw: Mapping[str, Any]) -> Drive:
 
 def _line(raw: Mapping[str, Any], at: str, default_tolerance: float) -> SpecLine:
     _known_keys(raw, _LINE_KEYS, at)
-    line_id = _str(raw, "id", at)
+    line_id = _name(raw, "id", at)
     if not _ID.match(line_id):
         raise _Problem(f"{at}.id", f"{line_id!r}: use lower-case letters, digits, '-' and '_'")
     metric = _metric(_str(raw, "metric", at), f"{at}.metric")
@@ -327,6 +328,15 @@ def _str(raw: Mapping[str, Any], key: str, at: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _Problem(_key(at, key), f"must be a non-empty string, not {_type(value)}")
     return value.strip()
+
+
+def _name(raw: Mapping[str, Any], key: str, at: str) -> str:
+    """A name the report, the database and the terminal show: one printable line."""
+    value = _str(raw, key, at)
+    problem = name_problem(value)
+    if problem is not None:
+        raise _Problem(_key(at, key), f"{value!r} {problem}")
+    return value
 
 
 def _opt_str(raw: Mapping[str, Any], key: str, at: str) -> str | None:

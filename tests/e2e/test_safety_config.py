@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import REPO
+from tests.e2e.conftest import REPO, digest
+from tests.e2e.test_bad_values import DATASHEET_SUITE as SHEETS
+from tests.e2e.test_bad_values import GOOD, SHEET
 
 USAGE_ERROR = 4
 WSAT = REPO / "suites" / "wsat"
@@ -86,3 +88,60 @@ def test_snia_latency_on_a_4k_device_leaves_out_its_512b_cells(
     assert all(cell["block_size"] >= SECTOR_4K for cell in derived["window"])
     assert derived["skipped"] == {"512B": "512 B is smaller than the 4096 B logical block"}
     assert [t["target"] for t in data["transitions"]] == ["wipc"]
+
+
+def _refused_untouched(run: Any, dev: Path, before: str, tmp_path: Path, problem: str) -> str:
+    """Exit 4, one error line naming *problem*, the device and the report folder untouched."""
+    out = _clean(run)
+    assert run.result.ret == USAGE_ERROR, out
+    errors = [line for line in run.result.errlines if "error:" in line.lower()]
+    errors = [line for line in errors if not line.startswith("ERROR: usage:")]
+    assert len(errors) == 1 and problem in errors[0], run.result.errlines
+    assert digest(dev) == before, "nothing written"
+    assert not (tmp_path / "reports").exists(), "nothing created"
+    return str(errors[0])
+
+
+LABELS = {
+    "newline": ("a\nb", "U+000A (Cc)"),
+    "escape": ("a\x1b[31mred", "U+001B (Cc)"),
+    "zero-width": ("a\u200bb", "U+200B (Cf)"),
+    "bidi-override": ("a\u202eb", "U+202E (Cf)"),
+    "line-separator": ("a\u2028b", "U+2028 (Zl)"),
+    "paragraph-separator": ("a\u2029b", "U+2029 (Zp)"),
+    "empty": ("", "is empty or only blanks"),
+    "blanks": ("   ", "is empty or only blanks"),
+    "too-long": ("x" * 201, "is 201 characters long, more than 200"),
+}
+
+
+@pytest.mark.parametrize("option", ["--dut-label", "--ssd-compare"])
+@pytest.mark.parametrize("case", list(LABELS))
+def test_a_label_with_control_characters_is_refused_at_configure(
+    run_ssd: Any, random_loop: Path, tmp_path: Path, option: str, case: str
+) -> None:
+    value, problem = LABELS[case]
+    before = digest(random_loop)
+    run = run_ssd(f"--dut={random_loop}", f"--ssd-confirm={random_loop}", f"{option}={value}")
+    line = _refused_untouched(run, random_loop, before, tmp_path, problem)
+    assert option in line and "\n" not in line
+
+
+@pytest.mark.parametrize(
+    ("names", "where"),
+    [
+        (('"drive\\nname"', '"line"'), "drive.name: 'drive\\nname' holds the control character"),
+        (('"drive"', '"rnd\\u2028read"'), "specs[0].id: 'rnd\\u2028read' holds the control"),
+    ],
+    ids=["drive-name", "line-id"],
+)
+def test_a_datasheet_name_with_control_characters_is_refused_at_configure(
+    run_ssd: Any, random_loop: Path, tmp_path: Path, names: tuple[str, str], where: str
+) -> None:
+    sheet = tmp_path / "sheet.toml"
+    text = SHEET.format(**GOOD).replace('"test drive"', names[0]).replace('"line"', names[1])
+    sheet.write_text(text)
+    before = digest(random_loop)
+    args = (f"--datasheet={sheet}", "--datasheet-force")
+    run = run_ssd(f"--dut={random_loop}", f"--ssd-confirm={random_loop}", *args, suite=SHEETS)
+    _refused_untouched(run, random_loop, before, tmp_path, where)

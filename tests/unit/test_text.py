@@ -1,10 +1,10 @@
-"""Numbers for people: never e-notation in a label, a table cell or a message."""
+"""Text for people: numbers never in e-notation, names that are one printable line."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_ssd.text import significant
+from pytest_ssd.text import name_problem, significant
 
 
 @pytest.mark.parametrize(
@@ -23,3 +23,24 @@ from pytest_ssd.text import significant
 )
 def test_significant(value: float, digits: int, sign: bool, text: str) -> None:
     assert significant(value, digits, sign=sign) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("Samsung 990 PRO 2TB", None),
+        ("drive «β» 1 TB", None),  # printable Unicode is a name
+        ("x" * 200, None),
+        ("a\tb", "U+0009 (Cc)"),
+        ("a\rb", "U+000D (Cc)"),
+        ("a\x7fb", "U+007F (Cc)"),
+        ("a\ufeffb", "U+FEFF (Cf)"),
+        ("a\u2028b", "U+2028 (Zl)"),
+        ("", "is empty or only blanks"),
+        ("\u00a0 ", "is empty or only blanks"),
+        ("x" * 201, "is 201 characters long, more than 200"),
+    ],
+)
+def test_name_problem_says_why_a_label_cannot_be_one(value: str, problem: str | None) -> None:
+    found = name_problem(value)
+    assert found == problem if problem is None else problem in (found or "")
