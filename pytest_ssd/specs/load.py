@@ -157,8 +157,8 @@ def _drive(raw: Mapping[str, Any]) -> Drive:
         models=_globs(raw, "model", at, required=True),
         capacity_gb=capacity,
         firmware=_globs(raw, "firmware", at, required=False),
-        form_factor=_opt_str(raw, "form_factor", at) or "",
-        interface=_opt_str(raw, "interface", at) or "",
+        form_factor=_name(raw, "form_factor", at) if "form_factor" in raw else "",
+        interface=_name(raw, "interface", at) if "interface" in raw else "",
     )
 
 

@@ -128,19 +128,18 @@ def test_a_label_with_control_characters_is_refused_at_configure(
 
 
 @pytest.mark.parametrize(
-    ("names", "where"),
+    ("lines", "where"),
     [
-        (('"drive\\nname"', '"line"'), "drive.name: 'drive\\nname' holds the control character"),
-        (('"drive"', '"rnd\\u2028read"'), "specs[0].id: 'rnd\\u2028read' holds the control"),
+        (('name = "drive\\nname"',), "drive.name: 'drive\\nname' holds the control character"),
+        (('name = "x"', 'interface = "NVMe\\u2028PCIe"'), "drive.interface: 'NVMe\\u2028PCIe'"),
     ],
-    ids=["drive-name", "line-id"],
+    ids=["drive-name", "drive-interface"],
 )
 def test_a_datasheet_name_with_control_characters_is_refused_at_configure(
-    run_ssd: Any, random_loop: Path, tmp_path: Path, names: tuple[str, str], where: str
+    run_ssd: Any, random_loop: Path, tmp_path: Path, lines: tuple[str, ...], where: str
 ) -> None:
     sheet = tmp_path / "sheet.toml"
-    text = SHEET.format(**GOOD).replace('"test drive"', names[0]).replace('"line"', names[1])
-    sheet.write_text(text)
+    sheet.write_text(SHEET.format(**GOOD).replace('name = "test drive"', "\n".join(lines)))
     before = digest(random_loop)
     args = (f"--datasheet={sheet}", "--datasheet-force")
     run = run_ssd(f"--dut={random_loop}", f"--ssd-confirm={random_loop}", *args, suite=SHEETS)
