@@ -12,7 +12,7 @@ from typing import Any
 from pytest_ssd.db.arrays import unpack
 from pytest_ssd.db.faults import database_error
 from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series
-from pytest_ssd.db.schema import connect
+from pytest_ssd.db.schema import connect_reader
 from pytest_ssd.errors import DatabaseError
 from pytest_ssd.results.record import Derived, Measurement
 
@@ -23,6 +23,9 @@ ALL = "all"
 class ResultsDb:
     """Read access to ``results.sqlite`` (readers never block the writing controller).
 
+    The connection is read-only (:func:`~pytest_ssd.db.schema.connect_reader`): a
+    reader never migrates or writes the database, whatever its schema.
+
     Used as a context manager, an SQLite error inside the ``with`` block (a
     damaged page, a failing disk) leaves it as a one-line :class:`DatabaseError`
     naming the file.
@@ -30,7 +33,7 @@ class ResultsDb:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.conn = connect(path, create=False)
+        self.conn = connect_reader(path)
         self.conn.row_factory = sqlite3.Row
 
     def close(self) -> None:

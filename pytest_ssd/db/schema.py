@@ -124,6 +124,16 @@ _V3 = "ALTER TABLE run_devices ADD COLUMN host TEXT;"
 #: (version, SQL) in order; a database at version N gets every later script
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+#: how a reader sees a database without migration N as if it had it: TEMP views (in the
+#: reader's connection, not in the file) shadowing the tables the migration changed.  A
+#: migration without an entry here cannot be read so: such a database is refused.
+READ_AS: dict[int, tuple[str, ...]] = {
+    2: ("CREATE TEMP VIEW tests AS SELECT *, NULL AS suite FROM main.tests",),
+    3: (
+        "CREATE TEMP VIEW run_devices AS SELECT *, NULL AS host, rowid AS rowid"
+        " FROM main.run_devices",
+    ),
+}
 #: SQLite's ``PRAGMA application_id`` of a pytest-ssd database: "pSSD"
 APPLICATION_ID = int.from_bytes(b"pSSD", "big")
 #: the tables every version of the schema has: an older database of ours without the id
@@ -183,6 +193,45 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
             raise database_error(path, exc) from None
         raise
     return conn
+
+
+def connect_reader(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the database at *path*: never migrated, never written.
+
+    SQLite opens the file ``mode=ro`` and the connection is ``query_only``.  A
+    database of an older schema is read as it is where :data:`READ_AS` can show it
+    as the current one; otherwise it is refused in one line: a pytest-ssd session
+    (a writer) migrates it.  Newer schemas and files that are not ours are refused
+    as :func:`connect` refuses them.
+    """
+    found = check(path)
+    if found is None:
+        raise DatabaseError(f"{path}: no results database here (a pytest-ssd run creates it)")
+    if found.version < SCHEMA_VERSION and not _readable(found.version):
+        raise DatabaseError(
+            f"{path}: schema version {found.version} is older than this pytest-ssd's"
+            f" ({SCHEMA_VERSION}) and cannot be read as it is: a pytest-ssd session (a writer)"
+            " migrates it, after which older pytest-ssd versions cannot read it: back it up first"
+        )
+    try:
+        uri = f"{path.absolute().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from None
+    try:
+        for number in range(found.version + 1, SCHEMA_VERSION + 1):
+            for statement in READ_AS.get(number, ()):
+                conn.execute(statement)  # TEMP: in this connection's memory, not in the file
+        conn.execute("PRAGMA query_only = ON")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise database_error(path, exc) from None
+    return conn
+
+
+def _readable(old: int) -> bool:
+    """Whether :data:`READ_AS` shows a database at version *old* as the current schema."""
+    return old >= 1 and all(n in READ_AS for n in range(old + 1, SCHEMA_VERSION + 1))
 
 
 def check(path: Path) -> Found | None:

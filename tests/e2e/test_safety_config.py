@@ -3,6 +3,7 @@ at configure time, before anything is touched."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from tests.e2e.conftest import REPO, digest
 from tests.e2e.test_bad_values import DATASHEET_SUITE as SHEETS
 from tests.e2e.test_bad_values import GOOD, SHEET
+from tests.unit.db_fixtures import as_older, write_run
 
 USAGE_ERROR = 4
 WSAT = REPO / "suites" / "wsat"
@@ -144,3 +146,21 @@ def test_a_datasheet_name_with_control_characters_is_refused_at_configure(
     args = (f"--datasheet={sheet}", "--datasheet-force")
     run = run_ssd(f"--dut={random_loop}", f"--ssd-confirm={random_loop}", *args, suite=SHEETS)
     _refused_untouched(run, random_loop, before, tmp_path, where)
+
+
+def test_ssd_compare_reads_an_older_database_without_migrating_it(
+    run_ssd: Any, random_loop: Path, tmp_path: Path
+) -> None:
+    """The session's --ssd-compare is a reader: a run refused later leaves the database as
+    it was (before, reading it migrated it, locking the older pytest-ssd out)."""
+    db = tmp_path / "old" / "results.sqlite"
+    write_run(db, "run-1", "drive A").close()
+    as_older(db, 1)
+    before = digest(db)
+    run = run_ssd(f"--dut={random_loop}", f"--ssd-db={db}", "--ssd-compare=drive A")
+    out = _clean(run)
+    assert run.result.ret == USAGE_ERROR and "--ssd-confirm" in out, out  # refused: no confirm
+    assert digest(db) == before, "the reader changed the database"
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    conn.close()

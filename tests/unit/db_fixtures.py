@@ -175,3 +175,20 @@ def remount(mountpoint: Path, options: str) -> None:
 
 def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True, capture_output=True, timeout=60)
+
+
+#: (column, table) each migration after the first added, by the version it brought
+_ADDED = {3: ("host", "run_devices"), 2: ("suite", "tests")}
+
+
+def as_older(db: Path, version: int) -> None:
+    """Turn the (closed) database at *db* into one of schema *version*: an older pytest-ssd's
+    (the columns later migrations added dropped), or a newer one's (``user_version`` only)."""
+    conn = sqlite3.connect(db)
+    for number, (column, table) in _ADDED.items():
+        if number > version:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()

@@ -16,8 +16,10 @@ import pytest
 
 from pytest_ssd.cli import EXIT_DB, EXIT_OUTPUT, main
 from pytest_ssd.cli.export import as_csv
+from pytest_ssd.db import SCHEMA_VERSION, schema
 from tests.unit.db_fixtures import (
     CORNERS,
+    as_older,
     corrupt_page,
     foreign_db,
     remount,
@@ -308,3 +310,74 @@ def test_a_setup_cfg_without_pytest_section_is_not_pytests(
     monkeypatch.chdir(tmp_path / "sub")
     assert main(["list"]) == EXIT_DB
     assert f"{tmp_path}/sub/reports/results.sqlite: no results database" in capsys.readouterr().err
+
+
+# --- readers never change a database: an older schema is read as it is ---------------------
+
+
+@pytest.fixture
+def db_at(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """Two closed runs in a database of schema version ``request.param``."""
+    path = tmp_path / "old" / "results.sqlite"
+    write_run(path, "run-1", "drive A").close()
+    write_run(path, "run-2", "drive B", scale=2.0).close()
+    as_older(path, request.param)
+    return path
+
+
+def _user_version(db: Path) -> int:
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("db_at", [1, 2], indirect=True, ids=["v1", "v2"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["report", "run-1"],
+        ["compare", "drive B", "drive A"],
+        ["export"],
+        ["export", "--format", "results-json", "--run", "run-2"],
+    ],
+    ids=["list", "report", "compare", "export", "results-json"],
+)
+def test_readers_read_an_older_database_as_it_is_and_never_migrate_it(
+    db_at: Path, tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    version, before = _user_version(db_at), sha256(db_at)
+    argv = ["--db", str(db_at), *command]
+    if command[0] != "list":
+        argv += ["-o", str(tmp_path / "out" / "page.html")]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert sha256(db_at) == before, "a reader wrote the database"
+    assert _user_version(db_at) == version < SCHEMA_VERSION
+    if command[0] == "list":
+        assert "drive A" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("db_at", [2], indirect=True)
+def test_an_older_database_no_reader_can_read_is_refused_saying_who_migrates_it(
+    db_at: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delitem(schema.READ_AS, SCHEMA_VERSION)  # a migration readers cannot bridge
+    before = sha256(db_at)
+    assert main(["--db", str(db_at), "list"]) == EXIT_DB
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "schema version 2 is older than this pytest-ssd's" in err
+    assert "a pytest-ssd session (a writer) migrates it" in err and "back it up first" in err
+    assert sha256(db_at) == before and _user_version(db_at) == 2
+
+
+@pytest.mark.parametrize("db_at", [SCHEMA_VERSION + 1], indirect=True)
+def test_a_newer_database_is_refused_by_readers_untouched(
+    db_at: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = sha256(db_at)
+    assert main(["--db", str(db_at), "list"]) == EXIT_DB
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is newer than this pytest-ssd's" in err
+    assert sha256(db_at) == before
