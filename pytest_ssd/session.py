@@ -121,6 +121,22 @@ def default_label(dut: Dut, labels: tuple[str, ...], index: int) -> str:
     return dut.identity.label
 
 
+def _fio_safe(option: str, given: str | None, report_dir: Path) -> None:
+    """Refuse a report folder fio could not be given: every test's logs and gates live in it.
+
+    Checked before anything is touched (before, the first fio job with a log refused
+    it, after the device had been purged).  Below it every name is made safe by
+    construction: the run id, artifact folders from test ids (letters, digits, ``-_.=``),
+    job names, and the batches' gates, given to fio relative to its working folder.
+    """
+    if given is not None and given != given.strip():
+        raise pytest.UsageError(f"{option}={given!r} has blanks at its ends: remove them")
+    try:
+        fio_path(str(report_dir), filename=False)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"{option}: {exc}") from None
+
+
 def _ssh_config(text: str | None) -> Path | None:
     if text is None:
         return None
@@ -167,6 +183,7 @@ class Options:
             if given
             else report_dir_of(config.inipath, config.getini(INI_OPTION) or None, Path.cwd())
         )
+        _fio_safe("--ssd-report-dir" if given else INI_OPTION, given, report_dir)
         db = config.getoption("ssd_db")
         labels = tuple(config.getoption("ssd_label") or ())
         if len(labels) > len(duts):

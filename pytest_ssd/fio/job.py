@@ -37,6 +37,24 @@ MAX_RUNTIME_S = 7 * 24 * 3600.0
 #: and strips surrounding blanks, so anything else is refused rather than escaped
 _FIO_PATH = re.compile(r"^[\w/.+,=@~:-](?:[\w /.+,=@~:-]*[\w/.+,=@~:-])?$")
 
+#: an option a job adds (``ioengine``, ``extra``): a fio option name, and a value without
+#: anything fio would cut, expand or read as a new line (a newline starts a new option)
+_OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_OPTION_VALUE = re.compile(r"^[\w.:%,+/=@-]*$")
+
+
+def _unsafe_options(options: Sequence[tuple[str, str]]) -> list[str]:
+    """The problem with options fio would cut, expand or read as another option (or none)."""
+    unsafe = [
+        f"{k}={v}" for k, v in options if not (_OPTION_NAME.match(k) and _OPTION_VALUE.match(v))
+    ]
+    if not unsafe:
+        return []
+    return [
+        f"option(s) {', '.join(map(repr, unsafe))} hold what fio would cut, expand or read as"
+        " another option (allowed: letters, digits and . : % , + / = @ - _)"
+    ]
+
 
 def fio_path(path: str, *, filename: bool = True) -> str:
     """*path* as a fio option value; in ``filename=`` (*filename*), ``:`` escaped as ``\\:``.
@@ -152,6 +170,7 @@ class FioJob:
             problems.append("give runtime_s or io_bytes, not both")
         if self.io_log and self.log_avg_ms:
             problems.append("a per-I/O log (io_log) is not averaged: drop log_avg_ms")
+        problems += _unsafe_options((("ioengine", self.ioengine), *self.extra))
         if len(self.percentiles) > MAX_PERCENTILES:
             problems.append(f"fio takes at most {MAX_PERCENTILES} percentiles")
         if problems:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import REPO, digest
+from tests.e2e.conftest import REPO, cssd_suite, digest
 from tests.e2e.test_bad_values import DATASHEET_SUITE as SHEETS
 from tests.e2e.test_bad_values import GOOD, SHEET
 from tests.unit.db_fixtures import as_older, write_run
@@ -164,3 +164,63 @@ def test_ssd_compare_reads_an_older_database_without_migrating_it(
     conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     conn.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("a;b", "it holds ';'"),
+        ("a#b", "it holds '#'"),
+        ("a$b", "it holds '$'"),
+        ("a\nb", "it holds '\\n'"),
+        (" lead", "has blanks at its ends"),
+        ("trail ", "has blanks at its ends"),
+    ],
+    ids=["semicolon", "hash", "dollar", "newline", "leading-blank", "trailing-blank"],
+)
+def test_a_report_folder_fio_cannot_take_is_refused_before_the_purge(
+    run_ssd: Any, random_loop: Path, tmp_path: Path, name: str, problem: str
+) -> None:
+    """Every test's logs live in the report folder: refused at configure, not after a purge."""
+    reports = tmp_path / "r" / name
+    given = str(reports) if name == name.strip() else name
+    before = digest(random_loop)
+    run = run_ssd(
+        f"--dut={random_loop}",
+        f"--ssd-confirm={random_loop}",
+        f"--ssd-report-dir={given}",
+        suite=cssd_suite(tmp_path),
+    )
+    out = _clean(run)
+    assert run.result.ret == USAGE_ERROR, out
+    errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "--ssd-report-dir" in errors[0] and problem in errors[0], errors
+    assert digest(random_loop) == before, "nothing purged"
+    assert not (tmp_path / "r").exists() and not (tmp_path / "reports").exists()
+
+
+ODD_IDS = """
+import pytest
+from pytest_ssd.fio.job import FioJob
+
+
+@pytest.mark.parametrize("n", [1], ids=["a;b#c$d e"])
+def test_odd(ssd, n):
+    job = FioJob("w", "seq", 1 << 20, size=8 << 20, read_pct=0, log_avg_ms=10)
+    assert ssd.run(job).directions["write"].io_bytes == 8 << 20
+"""
+
+
+def test_a_test_id_fio_could_not_take_becomes_a_safe_artifacts_folder(
+    run_ssd: Any, random_loop: Path, tmp_path: Path
+) -> None:
+    suite = tmp_path / "odd"
+    suite.mkdir()
+    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
+    (suite / "test_odd.py").write_text(ODD_IDS)
+    run = run_ssd(f"--dut={random_loop}", f"--ssd-confirm={random_loop}", suite=suite)
+    _clean(run)
+    run.result.assert_outcomes(passed=1)
+    (folder,) = (run.run_dir / "artifacts").iterdir()
+    assert folder.name.endswith("-a_b_c_d_e_"), folder.name
+    assert list(folder.glob("*/log-w_bw.*.log")), "fio wrote its log where it was asked"

@@ -84,6 +84,10 @@ def test_later_jobs_wait_for_earlier_ones_and_logs_go_to_the_prefix() -> None:
         ({"read_pct": 101}, "0..100"),
         ({"runtime_s": 3, "io_bytes": 4096}, "not both"),
         ({"percentiles": tuple(range(1, 22))}, "at most 20"),
+        ({"ioengine": "libaio\nfilename=/dev/sda"}, r"'ioengine=libaio\\nfilename=/dev/sda' hold"),
+        ({"extra": (("io_size", "1;rm"),)}, "'io_size=1;rm' hold what fio would cut"),
+        ({"extra": (("exec_prerun", "$HOME"),)}, r"'exec_prerun=\$HOME'"),
+        ({"extra": (("bad key", "1"),)}, "'bad key=1'"),
     ],
 )
 def test_bad_jobs_are_refused_with_the_reason(kwargs: dict[str, object], message: str) -> None:
