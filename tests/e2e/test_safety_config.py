@@ -224,3 +224,32 @@ def test_a_test_id_fio_could_not_take_becomes_a_safe_artifacts_folder(
     (folder,) = (run.run_dir / "artifacts").iterdir()
     assert folder.name.endswith("-a_b_c_d_e_"), folder.name
     assert list(folder.glob("*/log-w_bw.*.log")), "fio wrote its log where it was asked"
+
+
+ESD = REPO / "suites" / "esd"
+
+
+def test_esd_512b_points_on_a_4k_device_skip_before_their_preconditioning(
+    run_ssd: Any, sector_4k: Path
+) -> None:
+    """esd's own rule (Limits) now applies before the state: no purge, no WIPC for them."""
+    args = (f"--dut={sector_4k}", f"--ssd-confirm={sector_4k}", "--dut-class=essd-mu")
+    run = run_ssd(*args, "-rs", "-k", "by_block_size and 512B", suite=ESD, timeout=240)
+    out = _clean(run)
+    run.result.assert_outcomes(skipped=4)
+    assert "512 B is smaller than the 4096 B logical block" in out
+    assert "plan for" not in out
+    assert run.results()["transitions"] == []
+
+
+def test_a_datasheet_line_of_512b_on_a_4k_device_skips_before_its_state(
+    run_ssd: Any, sector_4k: Path, tmp_path: Path
+) -> None:
+    sheet = tmp_path / "sheet.toml"
+    sheet.write_text(SHEET.format(**GOOD).replace('block_size = "4KiB"', "block_size = 512"))
+    args = (f"--dut={sector_4k}", f"--ssd-confirm={sector_4k}", f"--datasheet={sheet}")
+    run = run_ssd(*args, "--datasheet-force", "-rs", suite=SHEETS, timeout=240)
+    out = _clean(run)
+    run.result.assert_outcomes(skipped=1)
+    assert "512 B is smaller than the 4096 B logical block" in out
+    assert run.results()["transitions"] == []
