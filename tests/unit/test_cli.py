@@ -308,3 +308,26 @@ def test_a_setup_cfg_without_pytest_section_is_not_pytests(
     monkeypatch.chdir(tmp_path / "sub")
     assert main(["list"]) == EXIT_DB
     assert f"{tmp_path}/sub/reports/results.sqlite: no results database" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("column", "argv"),
+    [
+        ("UPDATE runs SET environment = ?", ["list"]),
+        ("UPDATE run_devices SET description = ?", ["report", "run-1", "--compare", "drive B"]),
+        (
+            "UPDATE measurements SET metrics = ?",
+            ["export", "--format=results-json", "--run", "run-1"],
+        ),
+    ],
+    ids=["environment", "description", "measurement"],
+)
+def test_a_record_nested_5000_deep_is_one_line_exit_3(
+    db: Path, column: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(column, ("[" * 5000 + "]" * 5000,))
+    conn.close()
+    assert main(["--db", str(db), *argv]) == EXIT_DB
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not readable JSON (nested deeper than 64 levels)" in err, err
