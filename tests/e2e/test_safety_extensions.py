@@ -9,6 +9,9 @@ traceback; a run refused at configure time leaves nothing (no run folder, no dat
 from __future__ import annotations
 
 import html
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +192,184 @@ def test_a_failing_report_section_is_a_box_in_the_report_and_one_line(
     assert html.escape(says) in box[: box.index("</div>")], box[:500]
     assert 'id="ssd-devices"' in page and 'id="ssd-environment"' in page, "ours stand"
     assert ("the good section stands" in page) == mode.startswith("build"), "theirs stand"
+
+
+#: hooks that answer well, with objects that fail when used later (MODE)
+LATER = """
+import time
+
+from pytest_ssd import HealthSample
+
+pytest_ssd_suite = "hooked"
+
+
+class Erase:
+    name = "vendor-erase"
+
+    def unsupported(self, identity):
+        if {mode!r} == "unsupported-raises":
+            raise KeyError("model")
+        return None
+
+    def purge(self, identity, artifacts):
+        if {mode!r} == "purge-raises":
+            raise RuntimeError("the erase tool crashed")
+        return 3 if {mode!r} == "purge-returns-an-int" else "erased"
+
+
+class Probe:
+    name = "probe"
+
+    def read(self):
+        if {mode!r} == "read-raises":
+            raise ZeroDivisionError("division by zero")
+        if {mode!r} == "read-returns-a-str":
+            return "41 C"
+        return HealthSample(t=time.time(), temperature_c=41.0)
+
+
+def pytest_ssd_health_source(identity):
+    return Probe()
+
+
+def pytest_ssd_purge_methods():
+    return [Erase()]
+"""
+
+PURGED = """
+import pytest
+from pytest_ssd import FioJob
+
+
+@pytest.mark.dut_state("fob", pristine=True)
+def test_one(ssd):
+    device = ssd.region("device")
+    job = FioJob(name="w", pattern="seq", block_size=1 << 20, read_pct=0, offset=device.offset,
+                 size=4 << 20)
+    assert ssd.run(job).directions["write"].io_bytes == 4 << 20
+"""
+
+LATER_SAYS = {
+    "unsupported-raises": "purge method 'vendor-erase' (from {conftest}): unsupported() raised"
+    " KeyError: 'model'",
+    "purge-raises": "purge method 'vendor-erase' (from {conftest}): purge() raised RuntimeError:"
+    " the erase tool crashed",
+    "purge-returns-an-int": "purge method 'vendor-erase' (from {conftest}): purge() returned an"
+    " int where a str was expected",
+    "read-raises": "health source 'probe' of {conftest}: read() raised ZeroDivisionError:"
+    " division by zero",
+    "read-returns-a-str": "health source 'probe' of {conftest}: read() returned a str where a"
+    " HealthSample was expected",
+}
+
+
+@pytest.mark.parametrize("mode", sorted(LATER_SAYS))
+def test_an_object_a_hook_returned_failing_later_fails_its_test_in_one_line(
+    run_ssd: Any, tmp_path: Path, loop_device: Any, mode: str
+) -> None:
+    dev = loop_device(64)
+    suite = _suite(tmp_path, LATER.format(mode=mode), PURGED)
+    run = run_ssd(
+        f"--dut={dev}",
+        f"--ssd-confirm={dev}",
+        "--ssd-health-interval=0.1",
+        suite=suite,
+        rootdir=None,
+    )
+    out = _clean(run)
+    outcomes = run.result.parseoutcomes()
+    assert outcomes.get("failed", 0) + outcomes.get("errors", 0) == 1, out
+    says = LATER_SAYS[mode].format(conftest=suite / "conftest.py")
+    assert f"ExtensionError: {says}" in out, out
+    assert (run.run_dir / "report.html").exists() and run.results()["run"]["complete"]
+
+
+def test_a_purge_method_failing_when_named_refuses_the_run_in_one_line(
+    run_ssd: Any, tmp_path: Path, random_loop: Path
+) -> None:
+    suite = _suite(tmp_path, LATER.format(mode="unsupported-raises"), PURGED)
+    _earlier_run(tmp_path / "reports")
+    before = digest(random_loop)
+    run = run_ssd(
+        f"--dut={random_loop}",
+        f"--ssd-confirm={random_loop}",
+        "--ssd-purge=vendor-erase",
+        suite=suite,
+        rootdir=None,
+    )
+    line = _one_error(run)
+    assert LATER_SAYS["unsupported-raises"].format(conftest=suite / "conftest.py") in line, line
+    assert digest(random_loop) == before
+
+
+#: an installed plugin (entry-point group pytest_ssd) that fails as MODE says
+PLUGIN = """
+import pytest
+
+from pytest_ssd import ReportSection
+
+if {mode!r} == "import-raises":
+    raise ImportError("the vendor plugin needs vendorlib")
+
+
+def bad(ctx):
+    raise ValueError("the vendor's section is broken")
+
+
+@pytest.hookimpl
+def pytest_ssd_report_sections():
+    if {mode!r} == "hook-raises":
+        raise ValueError("the vendor's hook is broken")
+    return [ReportSection(suite="hooked", title="Vendor bad", build=bad)]
+"""
+
+PLUGIN_SAYS = {
+    "import-raises": "plugin vendor (vendor_plugin): loading it raised ImportError: the vendor"
+    " plugin needs vendorlib",
+    "hook-raises": "pytest_ssd_report_sections of plugin vendor raised ValueError: the vendor's"
+    " hook is broken",
+    "build-raises": "report section 'Vendor bad' of plugin vendor: build() raised ValueError:"
+    " the vendor's section is broken",
+}
+
+
+def _installed(site: Path, mode: str) -> None:
+    """vendor_plugin, installed in *site* under the entry-point group ``pytest_ssd``."""
+    info = site / "vendor_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vendor-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest_ssd]\nvendor = vendor_plugin\n")
+    (site / "vendor_plugin.py").write_text(PLUGIN.format(mode=mode))
+
+
+def test_pytest_ssd_report_with_a_plugin_at_fault_writes_the_page_with_its_box(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    run = run_ssd("--dut=scratch:64M", suite=_suite(tmp_path, 'pytest_ssd_suite = "hooked"\n'))
+    run.result.assert_outcomes(passed=1)
+    for mode, says in PLUGIN_SAYS.items():
+        site = tmp_path / mode
+        _installed(site, mode)
+        page = tmp_path / f"{mode}.html"
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest_ssd.cli",
+            "--db",
+            str(run.report_dir / "results.sqlite"),
+        ]
+        done = subprocess.run(
+            [*argv, "report", "latest", "-o", str(page)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(site)},
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr + done.stdout, done.stderr
+        assert done.stderr.splitlines() == [f"pytest-ssd: {says}"], done.stderr
+        text = page.read_text()
+        box = text[text.index('<div class="ssd-error">') :]
+        assert html.escape(says) in box[: box.index("</div>")], box[:500]
+        assert 'id="ssd-devices"' in text and 'id="ssd-environment"' in text, "ours stand"
