@@ -96,17 +96,13 @@ def _built(
         section = call_extension(where, make, keep=(ExtensionError,))
         if section is None:
             return None
-        if not _is_section(section):
+        if not isinstance(section, Section):
             return f"{where} returned {kind_of(section)} where a Section or None was expected"
+        if not all(isinstance(v, str) for v in (section.id, section.title, section.body)):
+            return f"{where} returned a Section whose id, title and body are not all str"
         return call_extension(f"{where} (its HTML)", overview.outline, section, captions)
     except ExtensionError as exc:
         return str(exc)
-
-
-def _is_section(found: object) -> bool:
-    return isinstance(found, Section) and all(
-        isinstance(v, str) for v in (found.id, found.title, found.body)
-    )
 
 
 def build(
