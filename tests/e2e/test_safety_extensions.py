@@ -342,24 +342,30 @@ def _installed(site: Path, mode: str) -> None:
     (site / "vendor_plugin.py").write_text(PLUGIN.format(mode=mode))
 
 
+@pytest.mark.parametrize("command", ["report", "compare"])
 def test_pytest_ssd_report_with_a_plugin_at_fault_writes_the_page_with_its_box(
-    run_ssd: Any, tmp_path: Path
+    run_ssd: Any, tmp_path: Path, command: str
 ) -> None:
     run = run_ssd("--dut=scratch:64M", suite=_suite(tmp_path, 'pytest_ssd_suite = "hooked"\n'))
     run.result.assert_outcomes(passed=1)
+    db = run.report_dir / "results.sqlite"
+    which = "latest" if command == "report" else run.run_dir.name
     for mode, says in PLUGIN_SAYS.items():
         site = tmp_path / mode
         _installed(site, mode)
         page = tmp_path / f"{mode}.html"
-        argv = [
-            sys.executable,
-            "-m",
-            "pytest_ssd.cli",
-            "--db",
-            str(run.report_dir / "results.sqlite"),
-        ]
         done = subprocess.run(
-            [*argv, "report", "latest", "-o", str(page)],
+            [
+                sys.executable,
+                "-m",
+                "pytest_ssd.cli",
+                "--db",
+                str(db),
+                command,
+                which,
+                "-o",
+                str(page),
+            ],
             capture_output=True,
             text=True,
             timeout=120,
