@@ -16,6 +16,8 @@ from pytest_ssd.documents import (
     read_text_bounded,
     too_deep,
 )
+from pytest_ssd.errors import ParseError
+from pytest_ssd.fio.results import parse_output
 
 
 @pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 900, 5000])
@@ -46,3 +48,8 @@ def test_reading_stops_at_the_limit(tmp_path: Path) -> None:
     assert read_text_bounded(path, 101) == "x" * 101
     with pytest.raises(TooLarge):  # a file without an end: read no further than asked
         read_text_bounded(Path("/dev/zero"), 1 << 20)
+
+
+def test_fio_output_nested_5000_deep_is_a_parse_error() -> None:
+    with pytest.raises(ParseError, match=r"fio output is not valid JSON \(nested deeper than 64"):
+        parse_output('{"jobs": ' + "[" * 5000 + "]" * 5000 + "}")
