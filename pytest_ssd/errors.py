@@ -7,7 +7,8 @@ traceback.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -60,6 +61,39 @@ class DatasheetError(ConfigError):
         self.path = path
         self.where = where
         self.problem = problem
+
+
+class ExtensionError(SsdError):
+    """A suite's ``conftest.py`` or a plugin, through pytest-ssd's hooks, raised or returned
+    the wrong thing: the message names the plugin, the hook (or the method) and what was wrong."""
+
+
+def raised(exc: BaseException) -> str:
+    """``raised ValueError: boom``: what extension code raised, on one line."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 300 else text[:299] + "…"
+    return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
+
+
+def call_extension(
+    where: str, function: Callable[..., T], *args: Any, keep: tuple[type[Exception], ...] = ()
+) -> T:
+    """``function(*args)``, extension code: what it raises is one :class:`ExtensionError`
+    (``<where> raised ValueError: boom``), but for the errors in *keep* (its documented ones)."""
+    try:
+        return function(*args)
+    except keep:
+        raise
+    except Exception as exc:  # noqa: BLE001  extension code may raise anything: one line naming it
+        raise ExtensionError(f"{where} {raised(exc)}") from None
+
+
+def kind_of(value: object) -> str:
+    """What *value* is, for "returned a str where a list was expected": ``a str``, ``None``."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def present(value: T | None, what: str) -> T:

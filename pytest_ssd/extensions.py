@@ -2,6 +2,9 @@
 
 The session below the pytest glue knows no pytest: the plugin turns the hooks
 into this object, and the session, its devices and their state keepers use it.
+
+Every implementation is called on its own (:mod:`.hookcall`): extension code that
+raises or returns the wrong thing is one line naming it and the hook.
 """
 
 from __future__ import annotations
@@ -9,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pluggy import HookCaller, HookRelay
+
 from pytest_ssd.device.drive_class import DriveClass
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.health.sources import Source
-from pytest_ssd.purge.extra import PurgeProvider
+from pytest_ssd.errors import kind_of
+from pytest_ssd.health.sources import PluginSource, Source, source_problem
+from pytest_ssd.hookcall import calls, listed
+from pytest_ssd.purge.extra import PurgeProvider, provider_problem
 
 
 def _no_class(identity: DeviceIdentity) -> DriveClass | None:
@@ -37,3 +44,53 @@ class Extensions:
     @property
     def purge_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.purge_methods)
+
+
+def purge_methods(caller: HookCaller) -> tuple[PurgeProvider, ...]:
+    """Every implementation's purge methods, each checked (ExtensionError at the first bad one)."""
+    added: list[PurgeProvider] = []
+    for call in calls(caller):
+        for provider in listed(call, call(), "PurgeProvider"):
+            problem = provider_problem(provider)
+            if problem is not None:
+                raise call.wrong(provider, "a PurgeProvider", kind_of([]), problem)
+            added.append(provider)  # type: ignore[arg-type]  # checked: provider_problem
+    return tuple(added)
+
+
+def drive_class(caller: HookCaller, identity: DeviceIdentity) -> DriveClass | None:
+    """The first implementation's class of *identity* (None: pytest-ssd guesses)."""
+    for call in calls(caller):
+        found = call(identity=identity)
+        if found is None:
+            continue
+        if not isinstance(found, DriveClass):
+            raise call.wrong(found, "a DriveClass or None")
+        return found
+    return None
+
+
+def health_source(caller: HookCaller, identity: DeviceIdentity) -> Source | None:
+    """The first implementation's health source for *identity*, its reads checked."""
+    for call in calls(caller):
+        found = call(identity=identity)
+        if found is None:
+            continue
+        problem = source_problem(found)
+        if problem is not None:
+            raise call.wrong(found, "a health source or None", why=problem)
+        return PluginSource(found, call.origin)  # type: ignore[arg-type]  # checked above
+    return None
+
+
+def from_hooks(hook: HookRelay) -> Extensions:
+    """The session's :class:`Extensions` from pytest's hook relay (``config.hook``).
+
+    The purge methods are asked for now (a bad one refuses the run before anything is
+    made); drive classes and health sources when a device is resolved.
+    """
+    return Extensions(
+        drive_class=lambda identity: drive_class(hook.pytest_ssd_drive_class, identity),
+        health_source=lambda identity: health_source(hook.pytest_ssd_health_source, identity),
+        purge_methods=purge_methods(hook.pytest_ssd_purge_methods),
+    )

@@ -13,6 +13,11 @@ pytest-ssd's own report sections come through the same hook
 (:mod:`pytest_ssd.report.sections.builtin`).  ``pytest-ssd report`` and
 ``compare`` (no pytest session) load the built-in sections and every plugin
 installed under the entry-point group ``pytest_ssd``.
+
+Each implementation is called on its own (:mod:`pytest_ssd.hookcall`): one that
+raises or returns the wrong type is one line naming its plugin (a ``conftest.py``
+by its path) and the hook — the run refused before anything is made, or for report
+sections a box in the section's place — never an INTERNALERROR.
 """
 
 from __future__ import annotations

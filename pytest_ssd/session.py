@@ -392,6 +392,8 @@ class SsdSession:
             self.warnings.append(f"released {leaked}, a scratch device of a session that died")
         try:
             self._resolve_all()
+            for dut in self.duts.values():  # a plugin's health source at fault refuses here
+                self.sampler(dut)
             identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
             force = self.options.datasheets.force
             self.datasheets = assign(identities, given, candidates, force)

@@ -18,7 +18,7 @@ from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.export import results_json
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
-from pytest_ssd.report.build import report_page
+from pytest_ssd.report.build import Rendered, report_page
 from pytest_ssd.results.files import storage_error, write_atomic
 
 __all__ = ["TABLES", "OutputError", "compare", "export", "list_runs", "report"]
@@ -79,6 +79,13 @@ def _write(path: Path, text: str) -> None:
     print(path.absolute())
 
 
+def _write_report(path: Path, rendered: Rendered) -> None:
+    """The page, then a line for each section that failed (a box in its place on the page)."""
+    _write(path, rendered.html)
+    for line in rendered.problems:
+        print(f"pytest-ssd: {line}", file=sys.stderr)
+
+
 def report(args: argparse.Namespace) -> None:
     with ResultsDb(args.db) as db:
         run = db.run(args.run)
@@ -88,7 +95,8 @@ def report(args: argparse.Namespace) -> None:
             folder = args.db.parent / run.id
         output = args.output or folder / "report-from-db.html"
         figures = output.parent / "figures-from-db"
-        _write(output, report_page(db, run, compared, figures, declared=declared_sections()))
+        rendered = report_page(db, run, compared, figures, declared=declared_sections())
+        _write_report(output, rendered)
 
 
 def compare(args: argparse.Namespace) -> None:
@@ -103,7 +111,7 @@ def compare(args: argparse.Namespace) -> None:
         output = args.output or args.db.parent / f"compare-{stem}.html"
         figures = output.parent / f"figures-compare-{stem}"
         page = report_page(db, base, others, figures, first, declared=declared_sections())
-        _write(output, page)
+        _write_report(output, page)
 
 
 def export(args: argparse.Namespace) -> None:

@@ -9,16 +9,35 @@ only in the run's report (its measurements still show as a table).
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
+
 import pluggy
 
 from pytest_ssd import newhooks
+from pytest_ssd.errors import ExtensionError, call_extension
+from pytest_ssd.report.build import declared_sections as declared_by
+from pytest_ssd.report.build import failing
 from pytest_ssd.report.sections import builtin
 from pytest_ssd.report.sections.base import ReportSection
 
 
 def declared_sections() -> list[ReportSection]:
+    """Our sections and those of every plugin installed under the ``pytest_ssd`` group.
+
+    A plugin that cannot be loaded (its import raises, its hooks do not fit pytest-ssd's)
+    is one failing section saying so: a box in the report, one line; the rest stand.
+    """
     manager = pluggy.PluginManager("pytest")
     manager.add_hookspecs(newhooks)
     manager.register(builtin, "ssd-builtin-sections")
-    manager.load_setuptools_entrypoints(newhooks.ENTRY_POINT_GROUP)
-    return [s for found in manager.hook.pytest_ssd_report_sections() for s in found]
+    unloaded: list[ReportSection] = []
+    for point in entry_points(group=newhooks.ENTRY_POINT_GROUP):
+        if manager.get_plugin(point.name) is not None or manager.is_blocked(point.name):
+            continue
+        where = f"plugin {point.name} ({point.value})"
+        try:
+            plugin = call_extension(f"{where}: loading it", point.load)
+            call_extension(f"{where}: registering it", manager.register, plugin, point.name)
+        except ExtensionError as exc:
+            unloaded.append(failing(f"plugin {point.name}", exc))
+    return [*declared_by(manager.hook.pytest_ssd_report_sections), *unloaded]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.db.reader import ResultsDb, measurement_of
+from pytest_ssd.documents import loads_json
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.record import verdict_order
 
@@ -43,7 +44,7 @@ def results_json(db: ResultsDb, run_id: str, *, measurements: bool = True) -> di
     )
     derived = conn.execute(f'SELECT dut_id, test, name, "values" FROM derived {where}', key)
     verdicts = [
-        json.loads(r["row"]) for r in conn.execute(f"SELECT row FROM verdicts {where}", key)
+        loads_json(r["row"]) for r in conn.execute(f"SELECT row FROM verdicts {where}", key)
     ]
     return {
         "schema": RESULTS_SCHEMA,
@@ -55,9 +56,9 @@ def results_json(db: ResultsDb, run_id: str, *, measurements: bool = True) -> di
             "outcome": run.outcome,
             **run.environment,
         },
-        "devices": {r["dut_id"]: json.loads(r["description"]) for r in devices},
+        "devices": {r["dut_id"]: loads_json(r["description"]) for r in devices},
         "transitions": [
-            json.loads(r["data"])
+            loads_json(r["data"])
             for r in conn.execute(f"SELECT data FROM transitions {where}", key)
         ],
         "measurements": [
@@ -71,7 +72,7 @@ def results_json(db: ResultsDb, run_id: str, *, measurements: bool = True) -> di
                 "test": r["test"],
                 "device": r["dut_id"],
                 "name": r["name"],
-                "values": json.loads(r["values"]),
+                "values": loads_json(r["values"]),
             }
             for r in derived
         ],

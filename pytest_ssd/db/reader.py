@@ -13,6 +13,7 @@ from pytest_ssd.db.arrays import unpack
 from pytest_ssd.db.faults import database_error
 from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series
 from pytest_ssd.db.schema import connect_reader
+from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import DatabaseError
 from pytest_ssd.results.record import Derived, Measurement
 
@@ -27,8 +28,8 @@ class ResultsDb:
     reader never migrates or writes the database, whatever its schema.
 
     Used as a context manager, an SQLite error inside the ``with`` block (a
-    damaged page, a failing disk) leaves it as a one-line :class:`DatabaseError`
-    naming the file.
+    damaged page, a failing disk) or a record whose JSON cannot be read back
+    leaves it as a one-line :class:`DatabaseError` naming the file.
     """
 
     def __init__(self, path: Path) -> None:
@@ -48,6 +49,11 @@ class ResultsDb:
         self.close()
         if isinstance(exc, sqlite3.Error):
             raise database_error(self.path, exc) from None
+        if isinstance(exc, json.JSONDecodeError):  # a record's JSON damaged (or absurdly nested)
+            raise DatabaseError(
+                f"{self.path}: a stored record is not readable JSON ({exc.msg}):"
+                " the file was changed outside pytest-ssd; move it aside"
+            ) from None
 
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
@@ -73,9 +79,9 @@ class ResultsDb:
             start=row["start"],
             end=row["end"],
             complete=bool(row["complete"]),
-            outcome=json.loads(row["outcome"] or "{}"),
+            outcome=loads_json(row["outcome"] or "{}"),
             run_dir=row["run_dir"],
-            environment=json.loads(row["environment"]),
+            environment=loads_json(row["environment"]),
             drives=tuple(_drive(d) for d in drives),
         )
 
@@ -97,19 +103,19 @@ class ResultsDb:
         for row in self.conn.execute(f"SELECT * FROM measurements {where}", key):
             found.measurements.append(measurement_of(row))
         for row in self.conn.execute(f"SELECT * FROM derived {where}", key):
-            values = json.loads(row["values"])
+            values = loads_json(row["values"])
             found.derived.append(
                 Derived(test=row["test"], device=drive.dut_id, name=row["name"], values=values)
             )
         for row in self.conn.execute(f"SELECT row FROM verdicts {where}", key):
-            found.verdicts.append(json.loads(row["row"]))
+            found.verdicts.append(loads_json(row["row"]))
         for row in self.conn.execute(f"SELECT data FROM transitions {where}", key):
-            found.transitions.append(json.loads(row["data"]))
+            found.transitions.append(loads_json(row["data"]))
         if series:
             for row in self.conn.execute(
                 f"SELECT test, name, meta, arrays FROM series {where}", key
             ):
-                meta = json.loads(row["meta"])
+                meta = loads_json(row["meta"])
                 found.series.append(Series(row["test"], row["name"], meta, unpack(row["arrays"])))
         tests = self.conn.execute(
             "SELECT nodeid, outcome, suite FROM tests WHERE run_id = ?", (drive.run_id,)
@@ -170,7 +176,7 @@ def _drive(row: sqlite3.Row) -> DriveRef:
         row["dut_id"],
         row["label"],
         bool(row["scratch"]),
-        json.loads(row["description"]),
+        loads_json(row["description"]),
     )
 
 
@@ -180,8 +186,8 @@ def measurement_of(row: sqlite3.Row) -> Measurement:
         test=row["test"],
         device=row["dut_id"],
         name=row["name"],
-        workload=json.loads(row["workload"]),
-        metrics=json.loads(row["metrics"]),
+        workload=loads_json(row["workload"]),
+        metrics=loads_json(row["metrics"]),
         start=row["start"],
         end=row["end"],
         artifacts=row["artifacts"],

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import ParseError
 from pytest_ssd.machine.machine import LOCAL, Machine
 
@@ -130,7 +131,7 @@ class NvmeInfo:
 def load_object(text: str, what: str) -> dict[str, Any]:
     """A tool's JSON output that must be an object; :class:`ParseError` naming *what* else."""
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"{what}: output is not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):

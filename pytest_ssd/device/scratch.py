@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import ConfigError, DeviceError
 from pytest_ssd.proc import run
 from pytest_ssd.statedir import FileLock, read_private, state_dir, write_private
@@ -119,7 +120,7 @@ def sweep_stale(directory: Path | None = None) -> list[str]:
         if not lock.acquire():
             continue  # its session is alive
         try:
-            backing = Path(json.loads(read_private(record))["backing"])
+            backing = Path(loads_json(read_private(record))["backing"])
         except (OSError, ValueError, KeyError, TypeError, ConfigError):
             backing = None  # not an entry of ours: leave nothing but the entry behind
         if backing is not None:

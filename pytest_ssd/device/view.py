@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 import stat
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.device.openers import describe_pid, openers
+from pytest_ssd.documents import loads_json
 from pytest_ssd.proc.runner import run, which
 
 SYS_BLOCK = Path("/sys/class/block")
@@ -93,7 +93,7 @@ def signatures_of(returncode: int, stdout: str, error: str) -> tuple[tuple[str, 
     if not stdout.strip():  # some wipefs versions print nothing when nothing is found
         return (), None
     try:
-        found = json.loads(stdout).get("signatures", [])
+        found = loads_json(stdout).get("signatures", [])
         return tuple(dict.fromkeys(str(sig["type"]) for sig in found)), None
     except (ValueError, AttributeError, KeyError, TypeError):
         return (), "wipefs printed JSON this guard does not understand"

@@ -20,6 +20,7 @@ from fractions import Fraction
 from itertools import accumulate
 from typing import Any
 
+from pytest_ssd.documents import raw_decode_json
 from pytest_ssd.errors import ParseError
 from pytest_ssd.steady.fio_native import FioSteadyState, parse_steadystate
 
@@ -350,7 +351,7 @@ def _document(text: str) -> tuple[str, dict[str, Any]]:
     if start < 0:
         raise ParseError(f"fio printed no JSON: {_shorten(text)!r}")
     try:
-        doc, end = json.JSONDecoder().raw_decode(text, start)
+        doc, end = raw_decode_json(text, start)  # a fio server's output too: bounded
     except json.JSONDecodeError as exc:
         raise ParseError(
             f"fio output is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}): "

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_ssd.errors import SsdError
+from pytest_ssd.errors import ExtensionError, SsdError
 from pytest_ssd.health.sources import TEMPERATURE_WARNING_BIT, HealthSample, Source
 
 
@@ -23,7 +23,9 @@ from pytest_ssd.health.sources import TEMPERATURE_WARNING_BIT, HealthSample, Sou
 class Sampler:
     """``with Sampler(source, 1.0) as s: ...`` reads *source* every *interval_s* in a thread.
 
-    A source that fails stops the sampling; the error is kept in :attr:`error`.
+    A source that fails stops the sampling; the error is kept in :attr:`error`.  A
+    plugin's source that raises or returns the wrong thing (:class:`ExtensionError`)
+    stops it too, and the ``with`` block then fails with that one line.
     """
 
     source: Source | None
@@ -32,6 +34,8 @@ class Sampler:
     reason: str = ""
     samples: list[HealthSample] = field(default_factory=list)
     error: str | None = None
+    #: a plugin's source at fault (raised or returned the wrong thing): the block fails with it
+    fault: ExtensionError | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -42,6 +46,8 @@ class Sampler:
     def __enter__(self) -> Sampler:
         if self.active:
             self._sample()  # one reading before the workload starts
+            if self.fault is not None:  # a plugin's source at fault: before fio starts
+                raise self.fault
             self._thread = threading.Thread(target=self._loop, name="ssd-health", daemon=True)
             self._thread.start()
         return self
@@ -53,6 +59,8 @@ class Sampler:
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._sample()  # and one after it
+        if self.fault is not None and exc is None:
+            raise self.fault
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -64,6 +72,9 @@ class Sampler:
             return False
         try:
             self.samples.append(self.source.read())
+        except ExtensionError as exc:
+            self.error, self.fault = str(exc), exc
+            return False
         except (SsdError, OSError) as exc:
             self.error = f"{self.source.name}: {exc}"
             return False

@@ -7,14 +7,22 @@ file has no sensor: the report says so instead of drawing nothing).
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import load_object
-from pytest_ssd.errors import ParseError, ToolError
+from pytest_ssd.errors import (
+    ExtensionError,
+    ParseError,
+    SsdError,
+    ToolError,
+    call_extension,
+    kind_of,
+)
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import which
 
@@ -45,6 +53,57 @@ class Source(Protocol):
     name: str
 
     def read(self) -> HealthSample: ...
+
+
+def source_problem(source: object) -> str | None:
+    """Why *source* (what a plugin returned) is no :class:`Source`, or None."""
+    name = getattr(source, "name", None)
+    if not isinstance(name, str) or not name:
+        return "it has no name" if name is None else f"its name is {kind_of(name)}"
+    if not callable(getattr(source, "read", None)):
+        return "it has no method read()"
+    return None
+
+
+def sample_problem(sample: object) -> str | None:
+    """Why *sample* (what a plugin's ``read()`` returned) is no :class:`HealthSample`, or None."""
+    if not isinstance(sample, HealthSample):
+        return f"returned {kind_of(sample)} where a HealthSample was expected"
+    for f in fields(HealthSample):
+        value = getattr(sample, f.name)
+        if f.name == "temperature_c" and value is None:
+            continue
+        numbers = value if f.name == "sensors_c" and isinstance(value, tuple) else (value,)
+        if not all(_finite(v) for v in numbers):
+            return f"returned a HealthSample whose {f.name} is {value!r:.60}"
+    return None
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass
+class PluginSource:
+    """A source a plugin gave (``pytest_ssd_health_source``): what its ``read()`` raises or
+    returns wrongly is one :class:`ExtensionError` naming it (an unreadable sensor, an
+    :class:`SsdError` or OSError, stops sampling as pytest-ssd's own sources do)."""
+
+    source: Source
+    #: the plugin: its conftest.py's path or its name
+    origin: str
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.source.name
+
+    def read(self) -> HealthSample:
+        where = f"health source {self.name!r} of {self.origin}: read()"
+        sample = call_extension(where, self.source.read, keep=(SsdError, OSError))
+        problem = sample_problem(sample)
+        if problem is not None:
+            raise ExtensionError(f"{where} {problem}")
+        return sample
 
 
 def parse_smart_log(text: str, t: float) -> HealthSample:

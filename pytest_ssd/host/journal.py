@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.host import settings
 from pytest_ssd.host.changes import Change, FeatureWrite, FileWrite, change_from_dict
@@ -82,7 +83,7 @@ class Journal:
     def parse(cls, text: str, path: Path) -> tuple[Journal, list[dict[str, Any]]]:
         """The journal in *text* (the file at *path*) and its raw entries."""
         try:
-            data: dict[str, Any] = json.loads(text)
+            data: dict[str, Any] = loads_json(text)
             entries = [dict(c) for c in data["changes"]]
             started = data.get("started")
             return cls(path, int(data["pid"]), None if started is None else str(started)), entries

@@ -21,7 +21,7 @@ from pytest_ssd import newhooks
 from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import SsdError, present
-from pytest_ssd.extensions import Extensions
+from pytest_ssd.extensions import Extensions, from_hooks
 from pytest_ssd.fixture import (
     COVERS_MARKER,
     FIGURES_KEY,
@@ -78,14 +78,15 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def extensions(config: pytest.Config) -> Extensions:
-    """What suites and plugins add through the hooks, for the session."""
-    hook = config.hook
-    added = [p for found in hook.pytest_ssd_purge_methods() for p in found]
-    return Extensions(
-        drive_class=lambda identity: hook.pytest_ssd_drive_class(identity=identity),
-        health_source=lambda identity: hook.pytest_ssd_health_source(identity=identity),
-        purge_methods=tuple(added),
-    )
+    """What suites and plugins add through the hooks, for the session.
+
+    A conftest.py or plugin whose hook raises or returns the wrong thing refuses the run
+    in one line naming it, before anything is made.
+    """
+    try:
+        return from_hooks(config.hook)
+    except SsdError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -365,7 +366,10 @@ def pytest_configure(config: pytest.Config) -> None:
         # a worker whose controller was killed must not go on measuring (and writing)
         controller = config.workerinput[WORKERINPUT_KEY].get("controller_pid")  # type: ignore[attr-defined]
         die_with_parent(signal.SIGTERM, controller)
-        worker = SsdSession.for_worker(config, extensions(config))
+        try:
+            worker = SsdSession.for_worker(config, extensions(config))
+        except SsdError as exc:  # a plugin's hook that answers the controller, not a worker
+            raise pytest.UsageError(str(exc)) from None
         worker.progress = worker_writer(worker.run_dir, config.workerinput["workerid"])  # type: ignore[attr-defined]
         config.stash[SESSION_KEY] = worker
         # workers re-parse the command line (dist=load): keep the controller's grouping

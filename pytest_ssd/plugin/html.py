@@ -8,12 +8,13 @@ same with and without xdist.
 from __future__ import annotations
 
 import html
+import sys
 from typing import Any
 
 import pytest
 
 from pytest_ssd.device.scratch import SCRATCH_BANNER
-from pytest_ssd.report.build import sections_html
+from pytest_ssd.report.build import declared_sections, sections_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SsdSession
 
@@ -99,9 +100,14 @@ class HtmlReport:
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
     ) -> None:
         ssd = self.session
-        declared = [s for found in session.config.hook.pytest_ssd_report_sections() for s in found]
-        prefix.append(
-            sections_html(
-                ssd.options.db, ssd.run_id, ssd.compared, ssd.run_dir / "figures", declared
-            )
+        declared = declared_sections(session.config.hook.pytest_ssd_report_sections)
+        rendered = sections_html(
+            ssd.options.db, ssd.run_id, ssd.compared, ssd.run_dir / "figures", declared
         )
+        prefix.append(rendered.html)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in rendered.problems:  # the report has a box in the section's place
+            if reporter is not None:
+                reporter.write_line(f"pytest-ssd: {line}")
+            else:
+                sys.stderr.write(f"pytest-ssd: {line}\n")

@@ -15,13 +15,15 @@ pytest-ssd's own methods, and ``--ssd-purge`` naming it is refused for that devi
 
 from __future__ import annotations
 
+import functools
 import inspect
+import re
 from pathlib import Path
 from typing import Protocol
 
 from pytest_ssd.device import guard
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.errors import PurgeError
+from pytest_ssd.errors import ExtensionError, PurgeError, SsdError, call_extension, kind_of
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge.execute import ViewOf
 
@@ -43,6 +45,42 @@ class PurgeProvider(Protocol):
         test hosts, with the :class:`~pytest_ssd.machine.machine.Machine` to run on.
         """
         ...
+
+
+#: what ``--ssd-purge`` takes as a name
+NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def provider_problem(provider: object) -> str | None:
+    """Why *provider* (what a plugin returned) is no :class:`PurgeProvider`, or None."""
+    name = getattr(provider, "name", None)
+    if not isinstance(name, str) or not NAME.match(name):
+        return "it has no name" if name is None else f"its name {name!r:.60} is not a method name"
+    for method in ("unsupported", "purge"):
+        if not callable(getattr(provider, method, None)):
+            return f"it has no method {method}()"
+    return None
+
+
+def _defined_in(provider: PurgeProvider) -> str:
+    """The file *provider*'s ``purge`` is written in (its conftest.py or plugin module)."""
+    try:
+        return inspect.getfile(provider.purge)
+    except (TypeError, OSError):
+        return type(provider).__module__
+
+
+def _where(provider: PurgeProvider, method: str) -> str:
+    return f"purge method {provider.name!r} (from {_defined_in(provider)}): {method}"
+
+
+def _unsupported(provider: PurgeProvider, identity: DeviceIdentity) -> str | None:
+    """*provider*'s ``unsupported(identity)``; what it raises or returns wrongly is one line."""
+    where = _where(provider, "unsupported()")
+    why = call_extension(where, provider.unsupported, identity)
+    if why is not None and not isinstance(why, str):
+        raise ExtensionError(f"{where} returned {kind_of(why)} where a str or None was expected")
+    return why
 
 
 def reaches_hosts(provider: PurgeProvider) -> bool:
@@ -72,11 +110,11 @@ def pick(
                 f"--ssd-purge={forced} cannot purge {identity.path} on {machine.where}: it runs"
                 " its programs on this machine (its purge takes no machine argument)"
             )
-        if chosen is not None and (why := chosen.unsupported(identity)) is not None:
+        if chosen is not None and (why := _unsupported(chosen, identity)) is not None:
             raise PurgeError(f"--ssd-purge={forced} cannot purge {identity.path}: {why}")
         return chosen
     offered = (p for p in providers if not remote or reaches_hosts(p))
-    return next((p for p in offered if p.unsupported(identity) is None), None)
+    return next((p for p in offered if _unsupported(p, identity) is None), None)
 
 
 def run(
@@ -89,8 +127,14 @@ def run(
     """The guard first (with the host's facts on a host), then *provider*'s erase: one line."""
     guard.check_writable(identity.path, view(identity.path))
     artifacts.mkdir(parents=True, exist_ok=True)
-    if reaches_hosts(provider):
-        done = provider.purge(identity, artifacts, machine=machine)  # type: ignore[call-arg]
-    else:
-        done = provider.purge(identity, artifacts)
+    erase = (
+        functools.partial(provider.purge, machine=machine)  # type: ignore[call-arg]
+        if reaches_hosts(provider)
+        else provider.purge
+    )
+    where = _where(provider, "purge()")
+    # a PurgeError (its documented failure) says itself what failed
+    done = call_extension(where, erase, identity, artifacts, keep=(SsdError,))
+    if not isinstance(done, str):
+        raise ExtensionError(f"{where} returned {kind_of(done)} where a str was expected")
     return f"{provider.name} (added by a plugin): {done}"

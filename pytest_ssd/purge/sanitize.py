@@ -24,6 +24,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import ParseError, PurgeError
 from pytest_ssd.purge.tools import Tools
 
@@ -96,7 +97,7 @@ def _state(sstat: object) -> tuple[int, str, bool | None]:
 def parse_sanitize_log(text: str) -> SanitizeLog:
     """Parse ``nvme sanitize-log -o json``; :class:`ParseError` names what is missing."""
     try:
-        body = _body(json.loads(text))
+        body = _body(loads_json(text))
     except json.JSONDecodeError as exc:
         raise ParseError(f"{_WHAT}: output is not JSON ({exc.msg} at line {exc.lineno})") from None
     if "sstat" not in body:

@@ -8,16 +8,72 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pluggy import HookCaller
+
 from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, RunInfo
+from pytest_ssd.errors import ExtensionError
+from pytest_ssd.hookcall import HookCall, calls, listed
 from pytest_ssd.report.sections import STYLE, build
-from pytest_ssd.report.sections.base import ReportSection
+from pytest_ssd.report.sections.base import Context, ReportSection, Section
 from pytest_ssd.report.sections.builtin import SECTIONS
 
 #: (anchor, title) of pytest-html's results table in a run's report, of the tests in a rebuilt one
 RESULTS = ("ssd-results", "Test results")
 TESTS = ("ssd-tests", "Tests")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """HTML of the report (or its sections), and a line for each section that failed."""
+
+    html: str
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, text: str, parts: Sequence[Section]) -> Rendered:
+        return cls(text, tuple(p.error for p in parts if p.error))
+
+
+def declared_sections(caller: HookCaller) -> list[ReportSection]:
+    """Every implementation's report sections (``pytest_ssd_report_sections``), each marked
+    with who declared it; an implementation that raises or returns the wrong thing leaves a
+    section that fails saying so (a box in the report, one line), and the rest stand."""
+    found: list[ReportSection] = []
+    for call in calls(caller):
+        try:
+            sections = [_checked(call, s) for s in listed(call, call(), "ReportSection")]
+        except ExtensionError as exc:
+            found.append(failing(call.origin, exc))
+            continue
+        found += [replace(s, origin=call.origin) for s in sections]
+    return found
+
+
+def _checked(call: HookCall, section: object) -> ReportSection:
+    """*section*, one of the list *call* returned, if it is a usable :class:`ReportSection`."""
+    if not isinstance(section, ReportSection):
+        raise call.wrong(section, "a ReportSection", "a list")
+    if not isinstance(section.suite, str) or not isinstance(section.title, str):
+        why = "suite and title are not both str"
+    elif isinstance(section.order, bool) or not isinstance(section.order, int):
+        why = "order is not an int"
+    elif section.build is not None and not callable(section.build):
+        why = "build is not callable"
+    else:
+        return section
+    raise ExtensionError(f"{call.where} returned a ReportSection {section.title!r:.60} whose {why}")
+
+
+def failing(origin: str, error: ExtensionError) -> ReportSection:
+    """A section in the place of a plugin's that could not be declared: its build says why."""
+
+    def fail(ctx: Context) -> Section | None:
+        raise error
+
+    return ReportSection(suite="", title=f"Report sections of {origin}", build=fail, origin=origin)
 
 
 def gather(
@@ -35,7 +91,7 @@ def sections_html(
     compared: Sequence[DriveRef],
     folder: Path,
     declared: Sequence[ReportSection] = SECTIONS,
-) -> str:
+) -> Rendered:
     """Run *run_id*'s sections (compared with *compared*), its graphs saved in *folder*."""
     with ResultsDb(db_path) as db:
         run = db.run(run_id)
@@ -43,7 +99,7 @@ def sections_html(
         parts = build(drives, len(run.drives), runs or [run], folder, declared, tail=[RESULTS])
     # pytest-html's counts, filters and results table follow the sections: under their own heading
     results = f'<h2 id="{RESULTS[0]}">{RESULTS[1]}</h2>'
-    return STYLE + "".join(part.html() for part in parts) + results
+    return Rendered.of(STYLE + "".join(part.html() for part in parts) + results, parts)
 
 
 def page(title: str, body: str) -> str:
@@ -63,7 +119,7 @@ def report_page(
     current: Sequence[DriveRef] | None = None,
     *,
     declared: Sequence[ReportSection] = SECTIONS,
-) -> str:
+) -> Rendered:
     """A run's report rebuilt from the database (its drives, or *current* of them), compared."""
     mine = run.drives if current is None else tuple(current)
     drives, runs = gather(db, mine, compared)
@@ -72,7 +128,8 @@ def report_page(
     title = f"pytest-ssd run {run.id}"
     if compared:
         title += " compared with " + ", ".join(dict.fromkeys(d.label for d in compared))
-    return page(title, "".join(p.html() for p in parts) + tests_html(drives[: len(mine)]))
+    body = "".join(p.html() for p in parts) + tests_html(drives[: len(mine)])
+    return Rendered.of(page(title, body), parts)
 
 
 def tests_html(drives: Sequence[DriveResults]) -> str:

@@ -21,6 +21,8 @@ import configparser
 import tomllib
 from pathlib import Path
 
+from pytest_ssd.documents import loads_toml
+
 INI_OPTION = "ssd_report_dir"
 DEFAULT_REPORT_DIR = "reports"
 DB_FILE = "results.sqlite"
@@ -70,7 +72,7 @@ def _read(path: Path, section: tuple[str, ...]) -> tuple[bool, str | None]:
         return False, None
     if path.suffix == ".toml":
         try:
-            table: object = tomllib.loads(text)
+            table: object = loads_toml(text)
         except tomllib.TOMLDecodeError:
             return False, None
         for key in section:

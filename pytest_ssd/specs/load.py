@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.documents import TomlTooDeep, TooLarge, loads_toml, read_text_bounded
 from pytest_ssd.errors import ConfigError, DatasheetError
 from pytest_ssd.fio.job import MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_NUMJOBS
 from pytest_ssd.specs.model import (
@@ -61,6 +62,8 @@ LIMITS = {
 #: physical bounds: no drive reports more (a capacity in GB, the rest in base units)
 MAX_CAPACITY_GB = 1e9  # 1 EB
 MAX_BASE = {"throughput": 1e12, "iops": 1e9, "latency": 3.6e12}  # 1 TB/s, 1 G IOPS, an hour
+#: the largest datasheet read: the shipped ones hold a few KiB (a line is about 300 bytes)
+MAX_DATASHEET_BYTES = 1 << 20
 
 
 class _Problem(Exception):
@@ -76,11 +79,15 @@ def load_datasheet(path: str | Path) -> Datasheet:
     """Read and check the datasheet at *path*; :class:`DatasheetError` on the first problem."""
     name = str(path)
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = loads_toml(read_text_bounded(Path(path), MAX_DATASHEET_BYTES))
     except OSError as exc:
         raise DatasheetError(name, "file", f"cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise DatasheetError(name, "file", f"not UTF-8 text: {exc.reason}") from None
+    except TooLarge as exc:
+        raise DatasheetError(name, "file", f"{exc}: not a datasheet") from None
+    except TomlTooDeep as exc:
+        raise DatasheetError(name, "file", f"not a datasheet: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise _syntax_error(name, str(exc)) from None
     try:

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_ssd.documents import loads_json
 from pytest_ssd.state.steps import Step
 
 MiB = 1 << 20
@@ -39,7 +40,7 @@ class SpeedBook:
     def load(cls, path: Path) -> SpeedBook:
         data: dict[str, dict[str, float]] = {}
         with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(path.read_text())
+            loaded = loads_json(path.read_text())
             if isinstance(loaded, dict):
                 data = {str(k): dict(v) for k, v in loaded.items() if isinstance(v, dict)}
         return cls(path, data)

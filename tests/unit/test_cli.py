@@ -381,3 +381,26 @@ def test_a_newer_database_is_refused_by_readers_untouched(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is newer than this pytest-ssd's" in err
     assert sha256(db_at) == before
+
+
+@pytest.mark.parametrize(
+    ("column", "argv"),
+    [
+        ("UPDATE runs SET environment = ?", ["list"]),
+        ("UPDATE run_devices SET description = ?", ["report", "run-1", "--compare", "drive B"]),
+        (
+            "UPDATE measurements SET metrics = ?",
+            ["export", "--format=results-json", "--run", "run-1"],
+        ),
+    ],
+    ids=["environment", "description", "measurement"],
+)
+def test_a_record_nested_5000_deep_is_one_line_exit_3(
+    db: Path, column: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(column, ("[" * 5000 + "]" * 5000,))
+    conn.close()
+    assert main(["--db", str(db), *argv]) == EXIT_DB
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not readable JSON (nested deeper than 64 levels)" in err, err

@@ -340,3 +340,12 @@ def test_loading_many_collects_the_first_error_of_each_file(tmp_path: Path) -> N
         (str(two_problems), "specs[0].metric"),
         (str(syntax), "line 1"),
     ]
+
+
+def test_a_datasheet_nested_5000_deep_or_too_large_is_one_error(tmp_path: Path) -> None:
+    deep = write(tmp_path, "a = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(DatasheetError, match=r"bad.toml: file: not a datasheet: nested deeper"):
+        load_datasheet(deep)
+    big = write(tmp_path, "# " + "x" * (1 << 20) + "\n", "big.toml")
+    with pytest.raises(DatasheetError, match=r"big.toml: file: larger than 1,048,576 bytes"):
+        load_datasheet(big)

@@ -14,8 +14,16 @@ from functools import partial
 from pathlib import Path
 
 from pytest_ssd.db import DriveResults, RunInfo
+from pytest_ssd.errors import ExtensionError, call_extension, kind_of
 from pytest_ssd.report.sections import builtin, general, overview, pair, workloads
-from pytest_ssd.report.sections.base import Context, FigureSink, Palette, ReportSection, Section
+from pytest_ssd.report.sections.base import (
+    Context,
+    FigureSink,
+    Palette,
+    ReportSection,
+    Section,
+    anchor_of,
+)
 from pytest_ssd.report.sections.suites import suite_view
 
 Builder = Callable[[Context], Section | None]
@@ -35,6 +43,7 @@ figure.ssd-figure img { max-width: 100%; height: auto; }
 .ssd-toc li { margin: 0.2em 0; }
 .ssd-toc-figures { font-size: small; max-width: 1200px; }
 .ssd-bad { color: #b00; }
+.ssd-error { border: 2px solid #b00; background: #fff0f0; color: #600; padding: 0.5em 1em; }
 .ssd-warnings { color: #8a5a00; }
 /* pytest-html: its "Summary" heading stands over our sections (ours is above them); a test
    without output gets no empty grey log box */
@@ -75,6 +84,27 @@ def _distinct_labels(drives: Sequence[DriveResults]) -> None:
             d.drive = replace(d.drive, label=f"{d.drive.label} (run {d.drive.run_id})")
 
 
+def _built(
+    make: Callable[[], Section | None], where: str, captions: dict[str, str]
+) -> tuple[Section, overview.Entry] | str | None:
+    """A section and its entry in the contents, None (nothing to show), or why it failed.
+
+    A section builder may be a suite's or a plugin's: what it raises or returns wrongly
+    is one line naming it, and the report goes on without it.
+    """
+    try:
+        section = call_extension(where, make, keep=(ExtensionError,))
+        if section is None:
+            return None
+        if not isinstance(section, Section):
+            return f"{where} returned {kind_of(section)} where a Section or None was expected"
+        if not all(isinstance(v, str) for v in (section.id, section.title, section.body)):
+            return f"{where} returned a Section whose id, title and body are not all str"
+        return call_extension(f"{where} (its HTML)", overview.outline, section, captions)
+    except ExtensionError as exc:
+        return str(exc)
+
+
 def build(
     drives: Sequence[DriveResults],
     current: int,
@@ -94,24 +124,32 @@ def build(
     ctx = Context(
         tuple(suite_view(d) for d in drives), current, Palette.of(drives), FigureSink(figures)
     )
-    builders: list[Callable[[], Section | None]] = [
-        partial(general.devices, ctx),
-        partial(general.environment, runs),
-        partial(general.transitions, ctx),
-        partial(general.conformance, ctx),
-        partial(pair.section, ctx),
+    builders: list[tuple[Callable[[], Section | None], str, str]] = [
+        (partial(general.devices, ctx), "Devices under test", "pytest-ssd's devices section"),
+        (
+            partial(general.environment, runs),
+            "Host and environment",
+            "pytest-ssd's environment section",
+        ),
+        (partial(general.transitions, ctx), "Device state transitions", "pytest-ssd's transitions"),
+        (partial(general.conformance, ctx), "Datasheet conformance", "pytest-ssd's conformance"),
+        (partial(pair.section, ctx), "Comparison", "pytest-ssd's comparison section"),
     ]
     for declared_section in _ordered(declared, suites_of(ctx.drives)):
         suite, title = declared_section.suite, declared_section.title
         builder = declared_section.build or _generic(suite, title)
-        builders.append(partial(builder, replace(ctx, suite=suite)))
+        where = f"report section {title!r} of {declared_section.origin or 'pytest-ssd'}: build()"
+        builders.append((partial(builder, replace(ctx, suite=suite)), title, where))
     sections: list[Section] = []
     entries: list[overview.Entry] = []
-    for make in builders:
-        section = make()
-        if section is not None:
-            section, entry = overview.outline(section, dict(ctx.figures.anchors))
-            sections.append(section)
-            entries.append(entry)
+    for index, (make, title, where) in enumerate(builders):
+        built = _built(make, where, dict(ctx.figures.anchors))
+        if isinstance(built, str):  # a box in its place, saying why
+            anchor = anchor_of(f"ssd-failed-{index}-{title}")
+            failed = Section.failed(anchor, title, built)
+            built = (failed, overview.outline(failed, {})[1])  # the box as it is: its error kept
+        if built is not None:
+            sections.append(built[0])
+            entries.append(built[1])
     entries += [overview.Entry(anchor, title) for anchor, title in tail]
     return [overview.summary(ctx, runs, entries), *sections]

@@ -30,6 +30,17 @@ class Section:
     id: str
     title: str
     body: str
+    #: why the section could not be built (its builder raised or returned the wrong thing)
+    error: str = ""
+
+    @classmethod
+    def failed(cls, id: str, title: str, error: str) -> Section:
+        """A visible box in the place of a section that could not be built, saying why."""
+        body = (
+            f'<div class="ssd-error"><b>This section could not be built.</b> '
+            f"{html.escape(error)}</div>"
+        )
+        return cls(id, title, body, error)
 
     def html(self) -> str:
         return (
@@ -149,6 +160,8 @@ class ReportSection:
     kinds: tuple[str, ...] = ()
     #: sections are shown by order, then title (pytest-ssd's own suites: 10 to 60)
     order: int = 100
+    #: who declared it: a conftest.py's path or ``plugin NAME`` (set by pytest-ssd)
+    origin: str = ""
 
 
 #: derived-record name -> the drives that recorded it, each with its record
