@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.errors import DeviceError
+from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.proc.runner import Background, Completed, run, spawn, which
 
@@ -33,6 +33,38 @@ SSH_FAILED = 255
 MARK = "@@ssd:"
 #: how long a held command may take to end by itself once its input is closed
 HELD_CLOSE_TIMEOUT_S = 15.0
+#: the exit code of a host script that found a program it needs missing (:func:`need`)
+MISSING = 90
+#: the package (Debian's name) each program the host's scripts need comes in
+PACKAGES = {
+    "cat": "coreutils",
+    "head": "coreutils",
+    "readlink": "coreutils",
+    "stat": "coreutils",
+    "find": "findutils",
+    "xargs": "findutils",
+    "grep": "grep",
+    "flock": "util-linux",
+    "wipefs": "util-linux",
+}
+
+
+def need(*programs: str) -> str:
+    """A line of ``sh`` that ends the script (exit :data:`MISSING`) naming a missing program."""
+    return (
+        f'for c in {" ".join(programs)}; do command -v "$c" >/dev/null 2>&1 ||'
+        f' {{ echo "{MARK}missing $c"; exit {MISSING}; }}; done'
+    )
+
+
+def check_missing(done: Completed, where: str) -> None:
+    """Raise a one-line :class:`ToolError` when a script of :func:`need` found a program missing."""
+    name = marks(done.stdout).get("missing") if done.returncode == MISSING else None
+    if name:
+        package = PACKAGES.get(name, name)
+        raise ToolError(
+            f"{name} is not installed on {where}: install {package} (apt-get install {package})"
+        )
 
 
 def marks(text: str) -> dict[str, str]:
@@ -159,6 +191,7 @@ class Ssh:
         )
         if done.returncode == SSH_FAILED:
             raise DeviceError(f"{self.where}: {done.last_error_line()} (running {argv[0]})")
+        check_missing(done, self.where)
         return Completed(tuple(argv), done.returncode, done.stdout, done.stderr, done.seconds)
 
     def hold(

@@ -1,0 +1,39 @@
+"""A test host's facts: what cannot be read refuses (pytest_ssd.device.remote, machine.ssh)."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_ssd.device.remote import SshView, sections
+from pytest_ssd.errors import DeviceError, ToolError
+from pytest_ssd.machine.ssh import MARK, MISSING, check_missing
+from pytest_ssd.proc.runner import Completed
+
+
+def test_a_missing_program_is_one_line_naming_its_package() -> None:
+    done = Completed(("sh",), MISSING, f"{MARK}missing find\n", "", 0.1)
+    with pytest.raises(ToolError) as caught:
+        check_missing(done, "ssh lab-07")
+    assert str(caught.value) == (
+        "find is not installed on ssh lab-07: install findutils (apt-get install findutils)"
+    )
+    check_missing(Completed(("nvme",), MISSING, "", "", 0.1), "ssh lab-07")  # no mark: its own
+
+
+def _holding(text: str) -> set[int]:
+    host = SimpleNamespace(where="ssh lab-07")
+    view = SshView(ssh=host, target="/dev/sdb", write=True)  # type: ignore[arg-type]
+    return view._holding(sections(text), {os.makedev(8, 16)}, set())
+
+
+def test_descriptors_count_only_when_the_scripts_own_are_listed() -> None:
+    sdb = "6000 8 10 5 100 /proc/77/fd/3"  # a block device, 8:16 (hex), held by pid 77
+    own = "1180 0 0 13 7 /proc/42/fd/0"
+    assert _holding(f"{MARK}fds 42\n{own}\n{sdb}\n") == {77}
+    # an empty or hidden /proc lists nothing, not even the script: not "nobody holds it"
+    for text in (f"{MARK}fds 42\n{sdb}\n", f"{MARK}fds 42\n", ""):
+        with pytest.raises(DeviceError, match=r"cannot read the open files in /proc/\*/fd there"):
+            _holding(text)
