@@ -13,7 +13,6 @@ and closes the connections; it says what it found left behind.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import SshMachine
-from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.machine.ssh import Ssh, control_folder
 
 
 @dataclass
@@ -54,8 +53,8 @@ class Hosts:
 
     def _control_dir(self, index: int) -> Path:
         if self._folder is None:
-            # short: a unix socket's path holds at most 107 bytes
-            self._folder = Path(tempfile.mkdtemp(prefix="ssd-ssh-"))
+            # short and plain, whatever TMPDIR is: a unix socket's path holds 107 bytes
+            self._folder = control_folder()
         return self._folder / str(index)
 
     def host(self, address: SshAddress) -> TestHost:

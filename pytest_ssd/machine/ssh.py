@@ -10,9 +10,12 @@ multiplexed over it (``ControlPath``), a new channel instead of a new login.
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +50,31 @@ PACKAGES = {
     "flock": "util-linux",
     "wipefs": "util-linux",
 }
+
+
+#: a folder whose path ssh takes as it is (no blank, no ``%`` token, no quote)
+_PLAIN = re.compile(r"/[A-Za-z0-9_./-]*")
+#: the longest base folder for control sockets: a socket path holds at most 107 bytes
+_SHORT = 40
+
+
+def control_folder() -> Path:
+    """A new 0700 folder for a session's control sockets, with a short and plain path.
+
+    Directly under ``$XDG_RUNTIME_DIR`` when that is short and plain, else under
+    ``/tmp``; never under ``$TMPDIR``, which may be long or hold blanks (a unix
+    socket's path holds 107 bytes; ssh splits its options at blanks and expands
+    ``%`` tokens).  The caller removes it.
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    plain = len(runtime) <= _SHORT and _PLAIN.fullmatch(runtime) is not None
+    base = runtime if plain and os.access(runtime, os.W_OK | os.X_OK) else "/tmp"
+    return Path(tempfile.mkdtemp(prefix="ssd-", dir=base))
+
+
+def ssh_path(path: Path) -> str:
+    """*path* as an ssh option's value: ``%`` written ``%%`` (ssh expands ``%`` tokens there)."""
+    return str(path).replace("%", "%%")
 
 
 def need(*programs: str) -> str:
@@ -109,8 +137,8 @@ class Ssh:
     """Commands on the host of *address*, over one master connection."""
 
     address: SshAddress
-    #: a short folder of this connection's own, removed by :meth:`close` (a unix socket
-    #: path holds at most 107 bytes)
+    #: a short folder of this connection's own (:func:`control_folder`), removed by
+    #: :meth:`close` (a unix socket path holds at most 107 bytes)
     control_dir: Path
     #: an ssh_config file to use instead of ``~/.ssh/config`` (``ssh -F``)
     config: Path | None = None
@@ -118,8 +146,8 @@ class Ssh:
 
     @property
     def control_path(self) -> Path:
-        port = self.address.port or 22
-        return self.control_dir / f"{self.address.user or ''}@{self.address.host}:{port}"
+        """The master's socket: one per connection folder, so a short fixed name."""
+        return self.control_dir / "master.sock"
 
     def _base(self, *extra: str) -> list[str]:
         argv = [which("ssh", SSH_INSTALL_HINT)]
@@ -128,7 +156,7 @@ class Ssh:
         argv += [
             *("-o", "BatchMode=yes"),
             *("-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}"),
-            *("-o", f"ControlPath={self.control_path}"),
+            *("-o", f"ControlPath={ssh_path(self.control_path)}"),
             *extra,
         ]
         if self.address.port:
@@ -209,7 +237,8 @@ class Ssh:
 
     def forward(self, local: Path, remote: str) -> None:
         """Make unix socket *local* here reach socket *remote* on the host (the master forwards)."""
-        done = run(self._base("-O", "forward", "-L", f"{local}:{remote}"), timeout=OPEN_TIMEOUT_S)
+        forward = f"{ssh_path(local)}:{remote}"
+        done = run(self._base("-O", "forward", "-L", forward), timeout=OPEN_TIMEOUT_S)
         if done.returncode != 0:
             raise DeviceError(f"{self.where}: cannot forward {local}: {done.last_error_line()}")
 

@@ -193,3 +193,28 @@ def test_a_host_path_through_dev_dot_dot_to_a_file_is_not_a_block_device(
         " a regular file, not a block device; on a test host, name a block device"
     ), line
     assert digest(file) == before
+
+
+@pytest.mark.parametrize("name", ["with a blank", "long-" + "x" * 100])
+def test_a_remote_run_works_whatever_tmpdir_is(
+    run_ssd: Any,
+    server: Sshd,
+    loop_device: Any,
+    tmp_path: Path,
+    *,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+) -> None:
+    # before: ssh's own "unix_listener: path ... too long for Unix domain socket" or a
+    # ControlPath cut at the blank, for every remote run
+    tmpdir = tmp_path / name
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    dev = loop_device(256)
+    url, config = server.url(str(dev)), f"--ssd-ssh-config={server.config}"
+    run = run_ssd(f"--dut={url}", f"--ssd-confirm={dev}", config, "-k", "rnd-write")
+    out = run.result.stdout.str() + run.result.stderr.str()
+    assert run.result.ret == 0, out
+    run.result.assert_outcomes(passed=1, deselected=3)
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    assert list(tmpdir.iterdir()) == [], "nothing of the connection in TMPDIR, nothing left"

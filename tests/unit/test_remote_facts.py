@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from pytest_ssd.device.remote import SshView, sections
 from pytest_ssd.errors import DeviceError, ToolError
-from pytest_ssd.machine.ssh import MARK, MISSING, check_missing
+from pytest_ssd.machine.ssh import MARK, MISSING, check_missing, control_folder, ssh_path
 from pytest_ssd.proc.runner import Completed
 
 
@@ -37,3 +38,18 @@ def test_descriptors_count_only_when_the_scripts_own_are_listed() -> None:
     for text in (f"{MARK}fds 42\n{sdb}\n", f"{MARK}fds 42\n", ""):
         with pytest.raises(DeviceError, match=r"cannot read the open files in /proc/\*/fd there"):
             _holding(text)
+
+
+def test_control_sockets_live_in_a_short_plain_folder_whatever_tmpdir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path / ("a b %h " + "x" * 100)))
+    for runtime in (str(tmp_path / "with blank"), "/run/" + "r" * 60, ""):
+        monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
+        folder = control_folder()
+        try:
+            assert folder.parent == Path("/tmp") and len(str(folder)) < 30
+            assert folder.stat().st_mode & 0o777 == 0o700
+        finally:
+            folder.rmdir()
+    assert ssh_path(Path("/run/user/0/a%hb")) == "/run/user/0/a%%hb"
