@@ -77,6 +77,21 @@ def ssh_path(path: Path) -> str:
     return str(path).replace("%", "%%")
 
 
+def resolve(address: SshAddress, config: Path | None = None) -> str:
+    """``user@hostname:port`` as ssh itself resolves *address* (``ssh -G``, the config applied).
+
+    ``root@lab-07`` and ``lab-07`` with ``User root`` in the config are one host: one key.
+    """
+    argv = [which("ssh", SSH_INSTALL_HINT), *(["-F", str(config)] if config else []), "-G"]
+    argv += [*(["-p", str(address.port)] if address.port else []), "--", address.destination]
+    done = run(argv, timeout=OPEN_TIMEOUT_S)
+    said = dict(line.partition(" ")[::2] for line in done.stdout.splitlines())
+    if done.returncode != 0 or not {"user", "hostname", "port"} <= said.keys():
+        where = f"ssh {address.destination}"
+        raise DeviceError(f"{where}: ssh -G cannot resolve it: {done.last_error_line()}")
+    return f"{said['user']}@{said['hostname']}:{said['port']}"
+
+
 def need(*programs: str) -> str:
     """A line of ``sh`` that ends the script (exit :data:`MISSING`) naming a missing program."""
     return (
