@@ -80,6 +80,10 @@ def _refused(run_ssd: Any, server: Sshd, dev: Path, *more: str) -> str:
     return line
 
 
+def _where(server: Sshd) -> str:
+    return f"ssh root@127.0.0.1 port {server.port}"
+
+
 def _opener(started: Callable[..., subprocess.Popen[str]], dev: Path) -> int:
     """A program holding *dev* open for reading (no O_EXCL: only /proc/PID/fd shows it)."""
     proc = started(["sh", "-c", f'echo ready; exec sleep 600 < "{dev}"'], "ready")
@@ -96,7 +100,7 @@ def test_a_device_open_on_a_busy_host_is_refused_naming_the_opener(
     body = 'ulimit -s 1024\nexec /bin/sh -c "$SSH_ORIGINAL_COMMAND"'
     with wrapped_host(tmp_path / "busy", body) as server:
         line = _refused(run_ssd, server, random_loop)
-    assert f"refusing to write to {random_loop} on ssh root@127.0.0.1 port {server.port}" in line
+    assert f"refusing to write to {random_loop} on {_where(server)}" in line
     assert f"it is open in pid {pid} (sleep 600)" in line, line
 
 
@@ -111,8 +115,9 @@ def test_a_host_whose_proc_cannot_be_read_is_refused(
     )
     with wrapped_host(tmp_path / "noproc", body) as server:
         line = _refused(run_ssd, server, random_loop)
-    where = f"ssh root@127.0.0.1 port {server.port}"
-    assert line.startswith(f"ERROR: {where}: the guard cannot read the device facts there ("), line
+    assert line.startswith(
+        f"ERROR: {_where(server)}: the guard cannot read the device facts there ("
+    ), line
     assert "/proc/swaps" in line and line.endswith("; refusing"), line
 
 
@@ -138,7 +143,7 @@ def test_a_host_without_a_tool_the_guard_needs_is_refused_naming_it(
     with wrapped_host(tmp_path / "host", body) as server:
         line = _refused(run_ssd, server, random_loop)
     assert line == (
-        f"ERROR: {missing} is not installed on ssh root@127.0.0.1 port {server.port}:"
+        f"ERROR: {missing} is not installed on {_where(server)}:"
         f" install {package} (apt-get install {package})"
     )
 
@@ -157,9 +162,8 @@ def test_a_slow_lock_says_it_timed_out(run_ssd: Any, random_loop: Path, tmp_path
         for pid in pids.read_text().split() if pids.exists() else []:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
-    where = f"ssh root@127.0.0.1 port {server.port}"
     assert line == (
-        f"ERROR: timed out waiting for the lock on {random_loop} on {where}"
+        f"ERROR: timed out waiting for the lock on {random_loop} on {_where(server)}"
         f" after {ACQUIRE_TIMEOUT_S:g} s (nobody holds it there: the host is slow to answer)"
     ), line
 
@@ -171,10 +175,10 @@ def test_the_same_host_named_two_ways_is_one_device_named_twice(
     first = server.url(str(random_loop))
     second = f"ssh://127.0.0.1:{server.port}{random_loop}"
     line = _refused(run_ssd, server, random_loop, f"--dut={second}")
-    where = f"ssh root@127.0.0.1 port {server.port}"
     assert line == (
         f"ERROR: refusing --dut={second}: it is the same device as --dut={first}"
-        f" ({random_loop} on {where}: the same host named twice); name each device once"
+        f" ({random_loop} on {_where(server)}: the same host named twice);"
+        " name each device once"
     ), line
 
 
@@ -189,7 +193,7 @@ def test_a_host_path_through_dev_dot_dot_to_a_file_is_not_a_block_device(
     run = run_ssd(f"--dut={url}", f"--ssd-confirm={file}", f"--ssd-ssh-config={server.config}")
     line = _one_error(run)
     assert line == (
-        f"ERROR: refusing --dut={url}: on ssh root@127.0.0.1 port {server.port} it is {file},"
+        f"ERROR: refusing --dut={url}: on {_where(server)} it is {file},"
         " a regular file, not a block device; on a test host, name a block device"
     ), line
     assert digest(file) == before
