@@ -49,16 +49,19 @@ FAILED = 91
 _STAT = "stat -L --printf '%f %t %T %d %i %n\\n'"
 #: errors of a path that vanished while it was read (a process ended, a node went away)
 _GONE = ": No such file or directory$|: No such process$"
-#: a process whose descriptors the kernel hides even from root (as here: not ours to read)
+#: a process whose descriptors the kernel hides even from root (skipped, as here); a user
+#: other than root is denied other users' processes: that refuses
 _DENIED = ": Permission denied$"
 
 #: what every script reading facts starts with: the programs it needs, and
 #: ``checked ALLOWED CMD...``, which passes CMD's output on and ends the script
 #: (exit FAILED, the error as its last line) on any error but those matching ALLOWED,
-#: or on an exit status beyond a command's "some files vanished"
+#: or on an exit status beyond a command's "some files vanished"; ``listed FIND...``
+#: stats what ``find`` lists once it has ended (two programs writing errors at once
+#: cut each other's lines), through ``xargs``: no argument-list limit
 PRELUDE = f"""
 export LC_ALL=C
-{need("cat", "head", "readlink", "stat", "find", "xargs", "grep", "wipefs")}
+{need("cat", "head", "id", "readlink", "stat", "tr", "find", "xargs", "grep", "wipefs")}
 fail() {{ printf '%s\\n' "$*" >&2; exit {FAILED}; }}
 checked() {{
   allowed=$1; shift
@@ -69,10 +72,15 @@ checked() {{
   case $rc in 0|1|123) ;; *) fail "$1 exited with status $rc" ;; esac
 }}
 stats() {{ xargs -0 -r {_STAT} --; }}
+listed() {{
+  list=$("$@"); found=$?
+  [ -z "$list" ] || printf '%s\\n' "$list" | tr '\\n' '\\0' | stats
+  r=$?; [ "$found" -le 1 ] || return "$found"; return "$r"
+}}
 fds() {{
-  find /proc -mindepth 1 -maxdepth 3 \\( -path '/proc/[0-9]*/fd/*' -print0 \\) \\
-    -o -path '/proc/[0-9]*/fd' -o \\( -path '/proc/[0-9]*' ! -path '/proc/[0-9]*/*' \\) \\
-    -o -prune | stats
+  listed find /proc -ignore_readdir_race -mindepth 1 -maxdepth 3 \\
+    \\( -path '/proc/[0-9]*/fd/*' -print \\) -o -path '/proc/[0-9]*/fd' \\
+    -o \\( -path '/proc/[0-9]*' ! -path '/proc/[0-9]*/*' \\) -o -prune
 }}
 show() {{
   [ -e "$1" ] || return 0
@@ -94,7 +102,8 @@ fi
 
 #: every open file descriptor on the host (``find | xargs``: no argument-list limit)
 FDS = f"""
-echo "{MARK}fds $$"; checked "{_GONE}|{_DENIED}" fds
+hidden='^$'; [ "$(id -u)" = 0 ] && hidden='{_DENIED}'
+echo "{MARK}fds $$"; checked "{_GONE}|$hidden" fds
 """
 
 #: the end of every script's output: a snapshot without it was cut short
@@ -106,13 +115,13 @@ t=$1 write=$2
 real=$(readlink -m -- "$t") || fail "readlink cannot resolve $t"
 echo "{MARK}real"; printf '%s\\n' "$real"
 files() {{
-  printf '%s\\0' "$t" "$real"
+  printf '%s\\n' "$t" "$real"
   for f in /sys/class/block/*/loop/backing_file; do
-    [ -e "$f" ] && IFS= read -r b < "$f" && printf '%s\\0' "${{b% (deleted)}}"
+    [ -e "$f" ] && IFS= read -r b < "$f" && printf '%s\\n' "${{b% (deleted)}}"
   done
-  while read -r name rest; do [ "$name" = Filename ] || printf '%s\\0' "$name"; done < /proc/swaps
+  while read -r name rest; do [ "$name" = Filename ] || printf '%s\\n' "$name"; done < /proc/swaps
 }}
-nodes() {{ files | stats; find /dev \\( -type b -o -type l \\) -print0 | stats; }}
+nodes() {{ listed files; listed find /dev -ignore_readdir_race \\( -type b -o -type l \\) -print; }}
 echo "{MARK}stat"; checked "{_GONE}" nodes
 [ -d /sys/class/block ] || fail "/sys/class/block is missing: is sysfs mounted?"
 echo "{MARK}sys"

@@ -42,8 +42,10 @@ MISSING = 90
 PACKAGES = {
     "cat": "coreutils",
     "head": "coreutils",
+    "id": "coreutils",
     "readlink": "coreutils",
     "stat": "coreutils",
+    "tr": "coreutils",
     "find": "findutils",
     "xargs": "findutils",
     "grep": "grep",

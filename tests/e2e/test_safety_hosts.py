@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.device.remote import FAILED, RESCAN
 from pytest_ssd.device.remote_lock import ACQUIRE_TIMEOUT_S
 from tests.e2e.conftest import digest
 from tests.e2e.test_safety_session import _one_error
@@ -222,3 +223,19 @@ def test_a_remote_run_works_whatever_tmpdir_is(
     run.result.assert_outcomes(passed=1, deselected=3)
     assert "Traceback" not in out and "INTERNALERROR" not in out
     assert list(tmpdir.iterdir()) == [], "nothing of the connection in TMPDIR, nothing left"
+
+
+def test_a_user_who_may_not_read_every_process_is_refused() -> None:
+    # the descriptor scan as the host's user `nobody` (this machine is the host): root's
+    # processes are hidden from it, so a device they hold would not be seen
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    for user, code in (([], 0), (nobody, FAILED)):
+        done = subprocess.run(
+            [*user, "sh", "-c", RESCAN, "sh"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == code, done.stderr
+    assert done.stderr.splitlines()[-1].endswith("/fd': Permission denied"), done.stderr

@@ -10,7 +10,15 @@ import pytest
 
 from pytest_ssd.device.remote import SshView, sections
 from pytest_ssd.errors import DeviceError, ToolError
-from pytest_ssd.machine.ssh import MARK, MISSING, check_missing, control_folder, ssh_path
+from pytest_ssd.machine.address import parse_address
+from pytest_ssd.machine.ssh import (
+    MARK,
+    MISSING,
+    check_missing,
+    control_folder,
+    resolve,
+    ssh_path,
+)
 from pytest_ssd.proc.runner import Completed
 
 
@@ -53,3 +61,15 @@ def test_control_sockets_live_in_a_short_plain_folder_whatever_tmpdir(
         finally:
             folder.rmdir()
     assert ssh_path(Path("/run/user/0/a%hb")) == "/run/user/0/a%%hb"
+
+
+def test_one_host_named_two_ways_resolves_to_one_key(tmp_path: Path) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text("Host lab-07\n  User root\n  HostName 10.0.0.7\n  Port 2222\n")
+    named = [
+        resolve(parse_address(url), config)
+        for url in ("ssh://lab-07/dev/sdb", "ssh://root@10.0.0.7:2222/dev/sdb")
+    ]
+    assert named == ["root@10.0.0.7:2222"] * 2
+    other = resolve(parse_address("ssh://operator@lab-07/dev/sdb"), config)
+    assert other == "operator@10.0.0.7:2222"
