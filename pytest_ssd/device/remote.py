@@ -11,8 +11,9 @@ judges those records as it judges this machine's (:class:`~.view.LocalView`).
 
 A fact that cannot be read refuses, never passes: a program the script needs
 that is missing ends it naming the program (:func:`~pytest_ssd.machine.ssh.need`);
-every list of paths goes through ``find -print0 | xargs -0`` (no argument-list
-limit, however many descriptors are open); every error but a path that vanished
+every list of paths is made by ``find`` and read by ``stat`` through ``xargs``
+once ``find`` has ended (no argument-list limit, however many descriptors are
+open); every error but a path that vanished
 while it was read (and a descriptor the kernel hides even from root, skipped as
 here) ends the script; a snapshot must end with its end mark and list the
 script's own descriptors.
