@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from pytest_ssd.device import remote_lock
 from pytest_ssd.device.remote import SshView, sections
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine.address import parse_address
@@ -73,3 +75,44 @@ def test_one_host_named_two_ways_resolves_to_one_key(tmp_path: Path) -> None:
     assert named == ["root@10.0.0.7:2222"] * 2
     other = resolve(parse_address("ssh://operator@lab-07/dev/sdb"), config)
     assert other == "operator@10.0.0.7:2222"
+
+
+@dataclass
+class _SlowHost:
+    """A host whose lock never answers; /proc/locks there names *holders* on the node."""
+
+    holders: list[int]
+    where: str = "ssh lab-07"
+
+    def hold(self, argv: list[str], **_: object) -> Completed:
+        return Completed(tuple(argv), -15, "", "", 30.0)
+
+    def run(self, argv: list[str], timeout: float) -> Completed:
+        if argv[-1] == "/dev/sdb":  # who holds it: the node's inode and the host's locks
+            locks = [
+                f"{n}: FLOCK  ADVISORY  WRITE {p} 00:05:18 0 EOF"
+                for n, p in enumerate(self.holders)
+            ]
+            text = f"{MARK}inode\n5 18\n{MARK}locks\n" + "\n".join(locks)
+        else:
+            text = "".join(f"{MARK}pid {p}\nflock /dev/sdb sleep 1d\n" for p in argv[4:])
+        return Completed(tuple(argv), 0, text, "", 0.1)
+
+
+@pytest.mark.parametrize(
+    ("holders", "why"),
+    [
+        ([], "nobody holds it there: the host is slow to answer"),
+        ([4242], "held by pid 4242 (flock /dev/sdb sleep 1d)"),
+    ],
+)
+def test_a_lock_that_does_not_come_says_it_timed_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, holders: list[int], why: str
+) -> None:
+    monkeypatch.setattr(remote_lock, "ACQUIRE_TIMEOUT_S", 0.0)
+    lock = remote_lock.RemoteLock(_SlowHost(holders), "/dev/sdb", tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(DeviceError) as caught:
+        lock.acquire()
+    assert str(caught.value) == (
+        f"timed out waiting for the lock on /dev/sdb on ssh lab-07 after 0 s ({why})"
+    )
