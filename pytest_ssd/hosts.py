@@ -13,7 +13,6 @@ and closes the connections; it says what it found left behind.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import SshMachine
-from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.machine.ssh import Ssh, control_folder, resolve
 
 
 @dataclass
@@ -38,11 +37,6 @@ class TestHost:
     fio: FioServer | None = None
 
 
-def host_key(address: SshAddress) -> str:
-    """One connection per user, host and port."""
-    return f"{address.destination}:{address.port or 22}"
-
-
 @dataclass
 class Hosts:
     """The test hosts of this process, connected on first use."""
@@ -50,17 +44,24 @@ class Hosts:
     #: an ssh_config to use instead of ``~/.ssh/config`` (``--ssd-ssh-config``)
     config: Path | None = None
     hosts: dict[str, TestHost] = field(default_factory=dict)
+    _keys: dict[SshAddress, str] = field(default_factory=dict, repr=False)
     _folder: Path | None = None
+
+    def key(self, address: SshAddress) -> str:
+        """One connection per user, host and port as ssh resolves them (``ssh -G``)."""
+        if address not in self._keys:
+            self._keys[address] = resolve(address, self.config)
+        return self._keys[address]
 
     def _control_dir(self, index: int) -> Path:
         if self._folder is None:
-            # short: a unix socket's path holds at most 107 bytes
-            self._folder = Path(tempfile.mkdtemp(prefix="ssd-ssh-"))
+            # short and plain, whatever TMPDIR is: a unix socket's path holds 107 bytes
+            self._folder = control_folder()
         return self._folder / str(index)
 
     def host(self, address: SshAddress) -> TestHost:
         """The host of *address*, connected (a one-line :class:`DeviceError` when unreachable)."""
-        key = host_key(address)
+        key = self.key(address)
         if key not in self.hosts:
             ssh = Ssh(address, self._control_dir(len(self.hosts)), config=self.config)
             ssh.open()

@@ -51,7 +51,7 @@ from pytest_ssd.health import Sampler, Source, find_source
 from pytest_ssd.host import HostRecord, Tuner
 from pytest_ssd.host.remote_tune import HostTuner, combined, tune_hosts
 from pytest_ssd.hosts import Hosts
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import SshAddress, parse_address
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import which
 from pytest_ssd.purge import PurgeMethod
@@ -527,14 +527,21 @@ class SsdSession:
         node = canonical(Path(address.path), view)
         facts = guard.check_readable(node, view)
         fio_path(str(node))
-        found = view.stat(view.realpath(address.path))
+        real = view.realpath(address.path)
+        found = view.stat(real)
         if found is None or found.kind != "block":
-            raise SafetyError(f"refusing --dut={spec.raw}: on a test host, name a block device")
+            raise SafetyError(
+                f"refusing --dut={spec.raw}: on {host.ssh.where} it is {real}, a regular file,"
+                " not a block device; on a test host, name a block device"
+            )
         key = (f"{host.ssh.where} block", os.major(found.rdev), os.minor(found.rdev))
         if key in seen:
+            first = parse_address(seen[key])
+            spelled = (first.destination, first.port) != (address.destination, address.port)
+            twice = ": the same host named twice" if spelled else ""
             raise SafetyError(
-                f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]} ({node});"
-                " name each device once"
+                f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]}"
+                f" ({node} on {host.ssh.where}{twice}); name each device once"
             )
         seen[key] = spec.raw
         pid = self.hosts.lock(address, str(node))

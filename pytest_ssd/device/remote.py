@@ -2,12 +2,21 @@
 
 A command over the host's master connection costs about 0.1 s, so the guard
 does not ask the host file by file: :meth:`SshView.snapshot` runs one POSIX
-``sh`` script there (coreutils, ``find``, ``grep`` and ``wipefs``; no Python on
+``sh`` script there (coreutils, findutils, ``grep`` and ``wipefs``; no Python on
 the host) that prints every sysfs record of ``/sys/class/block``, ``stat`` of the
 target, of every block node and symlink under ``/dev``, of every loop device's
 backing file and swap area, mountinfo, ``/proc/swaps``, ``stat`` of every open
 file descriptor in ``/proc`` and the target's ``wipefs`` probes.  The guard then
 judges those records as it judges this machine's (:class:`~.view.LocalView`).
+
+A fact that cannot be read refuses, never passes: a program the script needs
+that is missing ends it naming the program (:func:`~pytest_ssd.machine.ssh.need`);
+every list of paths is made by ``find`` and read by ``stat`` through ``xargs``
+once ``find`` has ended (no argument-list limit, however many descriptors are
+open); every error but a path that vanished
+while it was read (and a descriptor the kernel hides even from root, skipped as
+here) ends the script; a snapshot must end with its end mark and list the
+script's own descriptors.
 
 Two probes differ from the local ones:
 
@@ -33,10 +42,53 @@ from pytest_ssd.device import openers as local_openers
 from pytest_ssd.device.openers import describe
 from pytest_ssd.device.view import Block, Node, View, devname, parse_dev, signatures_of
 from pytest_ssd.errors import DeviceError
-from pytest_ssd.machine.ssh import MARK, Ssh
+from pytest_ssd.machine.ssh import MARK, Ssh, need
 
 SNAPSHOT_TIMEOUT_S = 120.0
+#: the exit code of a snapshot script that could not read a fact (its last line says which)
+FAILED = 91
 _STAT = "stat -L --printf '%f %t %T %d %i %n\\n'"
+#: errors of a path that vanished while it was read (a process ended, a node went away)
+_GONE = ": No such file or directory$|: No such process$"
+#: a process whose descriptors the kernel hides even from root (skipped, as here); a user
+#: other than root is denied other users' processes: that refuses
+_DENIED = ": Permission denied$"
+
+#: what every script reading facts starts with: the programs it needs, and
+#: ``checked ALLOWED CMD...``, which passes CMD's output on and ends the script
+#: (exit FAILED, the error as its last line) on any error but those matching ALLOWED,
+#: or on an exit status beyond a command's "some files vanished"; ``listed FIND...``
+#: stats what ``find`` lists once it has ended (two programs writing errors at once
+#: cut each other's lines), through ``xargs``: no argument-list limit
+PRELUDE = f"""
+export LC_ALL=C
+{need("cat", "head", "id", "readlink", "stat", "tr", "find", "xargs", "grep", "wipefs")}
+fail() {{ printf '%s\\n' "$*" >&2; exit {FAILED}; }}
+checked() {{
+  allowed=$1; shift
+  {{ err=$( {{ "$@"; echo "@rc $?" >&2; }} 2>&1 >&3 3>&- ); }} 3>&1
+  rc=${{err##*@rc }}
+  bad=$(printf '%s\\n' "$err" | grep -Ev "^@rc |$allowed" | head -n 1)
+  [ -z "$bad" ] || fail "$bad"
+  case $rc in 0|1|123) ;; *) fail "$1 exited with status $rc" ;; esac
+}}
+stats() {{ xargs -0 -r {_STAT} --; }}
+listed() {{
+  list=$("$@"); found=$?
+  [ -z "$list" ] || printf '%s\\n' "$list" | tr '\\n' '\\0' | stats
+  r=$?; [ "$found" -le 1 ] || return "$found"; return "$r"
+}}
+fds() {{
+  listed find /proc -ignore_readdir_race -mindepth 1 -maxdepth 3 \\
+    \\( -path '/proc/[0-9]*/fd/*' -print \\) -o -path '/proc/[0-9]*/fd' \\
+    -o \\( -path '/proc/[0-9]*' ! -path '/proc/[0-9]*/*' \\) -o -prune
+}}
+show() {{
+  [ -e "$1" ] || return 0
+  {{ while IFS= read -r l || [ -n "$l" ]; do printf '%s:%s\\n' "$1" "$l"; done < "$1"; }} \\
+    2>/dev/null || [ ! -e "$1" ] || fail "cannot read $1"
+}}
+"""
 
 #: the probes of block device $t ($write = 1: the exclusive open as well)
 PROBE = f"""
@@ -49,41 +101,53 @@ if [ -b "$t" ] || [ -f "$t" ]; then
 fi
 """
 
-#: every open file descriptor on the host but this script's
+#: every open file descriptor on the host (``find | xargs``: no argument-list limit)
 FDS = f"""
-echo "{MARK}fds $$"; {_STAT} /proc/[0-9]*/fd/* 2>/dev/null || :
+hidden='^$'; [ "$(id -u)" = 0 ] && hidden='{_DENIED}'
+echo "{MARK}fds $$"; checked "{_GONE}|$hidden" fds
 """
 
+#: the end of every script's output: a snapshot without it was cut short
+END = f'echo "{MARK}end"'
+
 #: ``sh -c SNAPSHOT sh TARGET WRITE``
-SNAPSHOT = f"""
+SNAPSHOT = f"""{PRELUDE}
 t=$1 write=$2
-echo "{MARK}real"; readlink -m -- "$t"
-set --
-for f in /sys/class/block/*/loop/backing_file; do
-  [ -e "$f" ] && IFS= read -r b < "$f" && set -- "$@" "${{b% (deleted)}}"
-done
-while read -r name rest; do [ "$name" = Filename ] || set -- "$@" "$name"; done < /proc/swaps
-echo "{MARK}stat"; {_STAT} -- "$t" "$@" 2>/dev/null
-find /dev \\( -type b -o -type l \\) -exec {_STAT} -- {{}} + 2>/dev/null
+real=$(readlink -m -- "$t") || fail "readlink cannot resolve $t"
+echo "{MARK}real"; printf '%s\\n' "$real"
+files() {{
+  printf '%s\\n' "$t" "$real"
+  for f in /sys/class/block/*/loop/backing_file; do
+    [ -e "$f" ] && IFS= read -r b < "$f" && printf '%s\\n' "${{b% (deleted)}}"
+  done
+  while read -r name rest; do [ "$name" = Filename ] || printf '%s\\n' "$name"; done < /proc/swaps
+}}
+nodes() {{ listed files; listed find /dev -ignore_readdir_race \\( -type b -o -type l \\) -print; }}
+echo "{MARK}stat"; checked "{_GONE}" nodes
+[ -d /sys/class/block ] || fail "/sys/class/block is missing: is sysfs mounted?"
 echo "{MARK}sys"
-grep -H '' /sys/class/block/*/dev /sys/class/block/*/uevent \\
-  /sys/class/block/*/loop/backing_file 2>/dev/null
+for d in /sys/class/block/*; do show "$d/dev"; show "$d/uevent"; show "$d/loop/backing_file"; done
 echo "{MARK}partition"
 for p in /sys/class/block/*/*/partition; do [ -e "$p" ] && echo "$p"; done
 echo "{MARK}link"
 for p in /sys/class/block/*/holders/* /sys/class/block/*/slaves/*; do [ -e "$p" ] && echo "$p"; done
-echo "{MARK}mountinfo"; cat /proc/self/mountinfo
-echo "{MARK}swaps"; cat /proc/swaps
+echo "{MARK}mountinfo"; cat /proc/self/mountinfo || fail "cannot read /proc/self/mountinfo"
+echo "{MARK}swaps"; cat /proc/swaps || fail "cannot read /proc/swaps"
 {FDS}
 {PROBE}
+{END}
 """
 
 #: ``sh -c ONE_PROBE sh TARGET WRITE``: the probes of a device below the target
-ONE_PROBE = f"t=$1 write=$2\n{PROBE}"
+ONE_PROBE = f"{PRELUDE}\nt=$1 write=$2\n{PROBE}\n{END}\n"
+
+#: ``sh -c RESCAN``: the open file descriptors again
+RESCAN = f"{PRELUDE}\n{FDS}\n{END}\n"
 
 #: ``sh -c COMMANDS sh PID...``: each process's command line
 COMMANDS = f"""
 for p; do echo "{MARK}pid $p"; tr '\\0' ' ' < "/proc/$p/cmdline" 2>/dev/null; echo; done
+{END}
 """
 
 
@@ -199,9 +263,13 @@ class SshView(View):
         done = self.ssh.run(["sh", "-c", script, "sh", *args], timeout=SNAPSHOT_TIMEOUT_S)
         if done.returncode != 0:
             raise DeviceError(
-                f"{self.where}: reading the device facts failed: {done.last_error_line()}"
+                f"{self.where}: the guard cannot read the device facts there"
+                f" ({done.last_error_line()}); refusing"
             )
-        return sections(done.stdout)
+        found = sections(done.stdout)
+        if "end" not in found:
+            raise DeviceError(f"{self.where}: the guard's facts were cut short there; refusing")
+        return found
 
     def stat(self, path: str) -> Node | None:
         return self._stats.get(path)
@@ -223,21 +291,22 @@ class SshView(View):
         self, parts: Mapping[str, list[str]], devices: set[int], files: set[tuple[int, int]]
     ) -> set[int]:
         """Pids (not ours, not the script's) holding one of *devices* or *files* open."""
-        found = _section(parts, "fds")
-        if found is None:
-            return set()
-        script, lines = found
-        skip = self.ours | ({int(script)} if script.isdigit() else set())
+        script, lines = _section(parts, "fds") or ("", [])
+        held = parse_fds(lines)
+        if not script.isdigit() or int(script) not in held:
+            raise DeviceError(
+                f"{self.where}: the guard cannot read the open files in /proc/*/fd there"
+                " (not even its own script's); refusing"
+            )
+        skip = self.ours | {int(script)}
 
-        def held(node: Node) -> bool:
+        def holds(node: Node) -> bool:
             if node.kind == "block":
                 return node.rdev in devices
             return (node.dev, node.ino) in files
 
         return {
-            pid
-            for pid, nodes in parse_fds(lines).items()
-            if pid not in skip and any(held(n) for n in nodes)
+            pid for pid, nodes in held.items() if pid not in skip and any(holds(n) for n in nodes)
         }
 
     def openers(self, devices: Iterable[int], files: Iterable[tuple[int, int]]) -> tuple[str, ...]:
@@ -248,7 +317,7 @@ class SshView(View):
             if not seen:
                 break
             time.sleep(local_openers.SCAN_PAUSE_S)
-            seen &= self._holding(self._sh(FDS), wanted, mapped)
+            seen &= self._holding(self._sh(RESCAN), wanted, mapped)
         if not seen:
             return ()
         commands = self._sh(COMMANDS, *(str(pid) for pid in sorted(seen)))

@@ -17,7 +17,7 @@ from pytest_ssd.device import nvme
 from pytest_ssd.device.identity import DeviceIdentity, identify_block
 from pytest_ssd.errors import DeviceError
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.ssh import MARK, marks
+from pytest_ssd.machine.ssh import MARK, marks, need
 
 #: the attributes identify_block reads, relative to the device ($n) and its disk ($d)
 _NODE = ("size", "partition")
@@ -39,6 +39,7 @@ READ_TIMEOUT_S = 60.0
 
 #: ``sh -c ATTRIBUTES sh NAME``
 ATTRIBUTES = f"""
+{need("readlink", "grep")}
 n=$(readlink -e "/sys/class/block/$1") || exit 3
 d=$n; [ -e "$n/partition" ] && d=${{n%/*}}
 echo "{MARK}node $n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pytest_ssd.errors import DeviceError
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.ssh import MARK, marks
+from pytest_ssd.machine.ssh import MARK, marks, need
 
 READ_TIMEOUT_S = 60.0
 #: the attributes the summary reads above the disk (link.py, summary.py)
@@ -36,6 +36,7 @@ _LINE = re.compile(rf"^(/sys/.*?/(?:{'|'.join(_ATTRIBUTES)})):(.*)$")
 
 #: ``sh -c SCRIPT sh NAME``
 SCRIPT = f"""
+{need("readlink", "grep")}
 n=$(readlink -e "/sys/class/block/$1") || exit 3
 d=$n; [ -e "$n/partition" ] && d=${{n%/*}}
 echo "{MARK}disk $d"

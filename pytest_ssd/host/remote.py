@@ -48,12 +48,16 @@ FILES = (
     "/proc/meminfo",
 )
 #: ``sh -c SCRIPT sh SECONDS``: every file as ``path:line``, every disk's scheduler and
-#: partition, then /proc/*/stat twice, *SECONDS* apart
+#: partition, then /proc/*/stat twice, *SECONDS* apart (``lines``: a shell function, so a
+#: glob of every process is no program's argument list, and ``xargs`` splits it)
 SCRIPT = f"""
+lines() {{
+  for f; do [ -e "$f" ] && printf '%s\\0' "$f"; done | xargs -0 -r grep -H '' 2>/dev/null
+}}
 echo "{MARK}pid $$"
 echo "{MARK}ticks $(getconf CLK_TCK)"
-grep -H '' {" ".join(FILES)} /sys/block/*/queue/scheduler 2>/dev/null
-grep -H '' /sys/block/nvme*/dev /sys/block/nvme*/nvme*/dev /sys/class/nvme/nvme*/dev 2>/dev/null
+lines {" ".join(FILES)} /sys/block/*/queue/scheduler
+lines /sys/block/nvme*/dev /sys/block/nvme*/nvme*/dev /sys/class/nvme/nvme*/dev
 for n in /dev/nvme*; do
   [ -e "$n" ] && echo "{MARK}node $(stat -c '%n %f %t %T' "$n")"
 done
@@ -62,10 +66,10 @@ for p in /sys/block/*/*/partition; do
   p=${{p%/partition}}; echo "{MARK}part ${{p##*/}} $(basename "${{p%/*}}")"
 done
 echo "{MARK}sample 1"
-[ "$1" = 0 ] || grep -H '' /proc/[0-9]*/stat 2>/dev/null
+[ "$1" = 0 ] || lines /proc/[0-9]*/stat
 sleep "$1"
 echo "{MARK}sample 2"
-grep -H '' /proc/[0-9]*/stat 2>/dev/null
+lines /proc/[0-9]*/stat
 exit 0
 """
 DATA = "--data="

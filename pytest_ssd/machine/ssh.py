@@ -10,15 +10,18 @@ multiplexed over it (``ControlPath``), a new channel instead of a new login.
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.errors import DeviceError
+from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.proc.runner import Background, Completed, run, spawn, which
 
@@ -33,6 +36,80 @@ SSH_FAILED = 255
 MARK = "@@ssd:"
 #: how long a held command may take to end by itself once its input is closed
 HELD_CLOSE_TIMEOUT_S = 15.0
+#: the exit code of a host script that found a program it needs missing (:func:`need`)
+MISSING = 90
+#: the package (Debian's name) each program the host's scripts need comes in
+PACKAGES = {
+    "cat": "coreutils",
+    "head": "coreutils",
+    "id": "coreutils",
+    "readlink": "coreutils",
+    "stat": "coreutils",
+    "tr": "coreutils",
+    "find": "findutils",
+    "xargs": "findutils",
+    "grep": "grep",
+    "flock": "util-linux",
+    "wipefs": "util-linux",
+}
+
+
+#: a folder whose path ssh takes as it is (no blank, no ``%`` token, no quote)
+_PLAIN = re.compile(r"/[A-Za-z0-9_./-]*")
+#: the longest base folder for control sockets: a socket path holds at most 107 bytes
+_SHORT = 40
+
+
+def control_folder() -> Path:
+    """A new 0700 folder for a session's control sockets, with a short and plain path.
+
+    Directly under ``$XDG_RUNTIME_DIR`` when that is short and plain, else under
+    ``/tmp``; never under ``$TMPDIR``, which may be long or hold blanks (a unix
+    socket's path holds 107 bytes; ssh splits its options at blanks and expands
+    ``%`` tokens).  The caller removes it.
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    plain = len(runtime) <= _SHORT and _PLAIN.fullmatch(runtime) is not None
+    base = runtime if plain and os.access(runtime, os.W_OK | os.X_OK) else "/tmp"
+    return Path(tempfile.mkdtemp(prefix="ssd-", dir=base))
+
+
+def ssh_path(path: Path) -> str:
+    """*path* as an ssh option's value: ``%`` written ``%%`` (ssh expands ``%`` tokens there)."""
+    return str(path).replace("%", "%%")
+
+
+def resolve(address: SshAddress, config: Path | None = None) -> str:
+    """``user@hostname:port`` as ssh itself resolves *address* (``ssh -G``, the config applied).
+
+    ``root@lab-07`` and ``lab-07`` with ``User root`` in the config are one host: one key.
+    """
+    argv = [which("ssh", SSH_INSTALL_HINT), *(["-F", str(config)] if config else []), "-G"]
+    argv += [*(["-p", str(address.port)] if address.port else []), "--", address.destination]
+    done = run(argv, timeout=OPEN_TIMEOUT_S)
+    said = dict(line.partition(" ")[::2] for line in done.stdout.splitlines())
+    if done.returncode != 0 or not {"user", "hostname", "port"} <= said.keys():
+        where = f"ssh {address.destination}"
+        raise DeviceError(f"{where}: ssh -G cannot resolve it: {done.last_error_line()}")
+    return f"{said['user']}@{said['hostname']}:{said['port']}"
+
+
+def need(*programs: str) -> str:
+    """A line of ``sh`` that ends the script (exit :data:`MISSING`) naming a missing program."""
+    return (
+        f'for c in {" ".join(programs)}; do command -v "$c" >/dev/null 2>&1 ||'
+        f' {{ echo "{MARK}missing $c"; exit {MISSING}; }}; done'
+    )
+
+
+def check_missing(done: Completed, where: str) -> None:
+    """Raise a one-line :class:`ToolError` when a script of :func:`need` found a program missing."""
+    name = marks(done.stdout).get("missing") if done.returncode == MISSING else None
+    if name:
+        package = PACKAGES.get(name, name)
+        raise ToolError(
+            f"{name} is not installed on {where}: install {package} (apt-get install {package})"
+        )
 
 
 def marks(text: str) -> dict[str, str]:
@@ -77,8 +154,8 @@ class Ssh:
     """Commands on the host of *address*, over one master connection."""
 
     address: SshAddress
-    #: a short folder of this connection's own, removed by :meth:`close` (a unix socket
-    #: path holds at most 107 bytes)
+    #: a short folder of this connection's own (:func:`control_folder`), removed by
+    #: :meth:`close` (a unix socket path holds at most 107 bytes)
     control_dir: Path
     #: an ssh_config file to use instead of ``~/.ssh/config`` (``ssh -F``)
     config: Path | None = None
@@ -86,8 +163,8 @@ class Ssh:
 
     @property
     def control_path(self) -> Path:
-        port = self.address.port or 22
-        return self.control_dir / f"{self.address.user or ''}@{self.address.host}:{port}"
+        """The master's socket: one per connection folder, so a short fixed name."""
+        return self.control_dir / "master.sock"
 
     def _base(self, *extra: str) -> list[str]:
         argv = [which("ssh", SSH_INSTALL_HINT)]
@@ -96,7 +173,7 @@ class Ssh:
         argv += [
             *("-o", "BatchMode=yes"),
             *("-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}"),
-            *("-o", f"ControlPath={self.control_path}"),
+            *("-o", f"ControlPath={ssh_path(self.control_path)}"),
             *extra,
         ]
         if self.address.port:
@@ -159,6 +236,7 @@ class Ssh:
         )
         if done.returncode == SSH_FAILED:
             raise DeviceError(f"{self.where}: {done.last_error_line()} (running {argv[0]})")
+        check_missing(done, self.where)
         return Completed(tuple(argv), done.returncode, done.stdout, done.stderr, done.seconds)
 
     def hold(
@@ -176,7 +254,8 @@ class Ssh:
 
     def forward(self, local: Path, remote: str) -> None:
         """Make unix socket *local* here reach socket *remote* on the host (the master forwards)."""
-        done = run(self._base("-O", "forward", "-L", f"{local}:{remote}"), timeout=OPEN_TIMEOUT_S)
+        forward = f"{ssh_path(local)}:{remote}"
+        done = run(self._base("-O", "forward", "-L", forward), timeout=OPEN_TIMEOUT_S)
         if done.returncode != 0:
             raise DeviceError(f"{self.where}: cannot forward {local}: {done.last_error_line()}")
 
