@@ -76,7 +76,8 @@ def inspect(
         return TargetFacts(text, exists=False, kind=None)
     if node.kind == "block":
         tree = _block_tree(view, node.rdev)
-        claimed = any(h in above for h in tree.holders)  # a dm/md above holds it exclusively
+        # a dm/md above holds it exclusively, or this session does (no one else can)
+        claimed = any(h in above for h in tree.holders) or node.rdev in view.claimed
         busy, open_error = (False, None) if claimed else view.exclusive_open(text)
         facts = _inspect_related(
             view, text, node, tree, busy=busy, open_error=open_error, above=above

@@ -176,15 +176,24 @@ class SshView(View):
     write: bool
     #: pids on the host that are pytest-ssd's own (the session's lock holder)
     ours: frozenset[int] = frozenset()
+    claimed: frozenset[int] = frozenset()
     _parts: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _stats: dict[str, Node] = field(default_factory=dict, repr=False)
     _blocks: dict[str, Block] = field(default_factory=dict, repr=False)
     _probes: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def snapshot(cls, ssh: Ssh, target: str, *, write: bool, ours: Iterable[int] = ()) -> SshView:
+    def snapshot(
+        cls,
+        ssh: Ssh,
+        target: str,
+        *,
+        write: bool,
+        ours: Iterable[int] = (),
+        claimed: frozenset[int] = frozenset(),
+    ) -> SshView:
         """The host's facts about *target* as of now (one command over *ssh*)."""
-        view = cls(ssh, target, write, frozenset(ours))
+        view = cls(ssh, target, write, frozenset(ours), claimed)
         view._parts = view._sh(SNAPSHOT, target, "1" if write else "0")
         view._stats = parse_stats(view._parts.get("stat", []))
         view._blocks = parse_blocks(view._parts)
