@@ -5,9 +5,10 @@ does not ask the host file by file: :meth:`SshView.snapshot` runs one POSIX
 ``sh`` script there (coreutils, ``find``, ``grep`` and ``wipefs``; no Python on
 the host) that prints every sysfs record of ``/sys/class/block``, ``stat`` of the
 target, of every block node and symlink under ``/dev``, of every loop device's
-backing file and swap area, mountinfo, ``/proc/swaps``, ``stat`` of every open
-file descriptor in ``/proc`` and the target's ``wipefs`` probes.  The guard then
-judges those records as it judges this machine's (:class:`~.view.LocalView`).
+backing file, swap area and mount source (a file mounted directly), mountinfo,
+``/proc/swaps``, ``stat`` of every open file descriptor in ``/proc`` and the
+target's ``wipefs`` probes.  The guard then judges those records as it judges
+this machine's (:class:`~.view.LocalView`).
 
 Two probes differ from the local ones:
 
@@ -63,6 +64,7 @@ for f in /sys/class/block/*/loop/backing_file; do
   [ -e "$f" ] && IFS= read -r b < "$f" && set -- "$@" "${{b% (deleted)}}"
 done
 while read -r name rest; do [ "$name" = Filename ] || set -- "$@" "$name"; done < /proc/swaps
+while read -r src rest; do case $src in /*) set -- "$@" "$src";; esac; done < /proc/mounts
 echo "{MARK}stat"; {_STAT} -- "$t" "$@" 2>/dev/null
 find /dev \\( -type b -o -type l \\) -exec {_STAT} -- {{}} + 2>/dev/null
 echo "{MARK}sys"
