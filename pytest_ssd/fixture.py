@@ -85,6 +85,8 @@ class BenchEnv:
     guard: Callable[[], None]
     #: a new health sampler for the device
     sampler: Callable[[], Sampler]
+    #: stops the run unless the node still names the device locked (a batch's release)
+    same: Callable[[], None] = lambda: None
     #: the fio batch holding this sweep's points (``ssd_points(..., jobs=)``), if one runs
     batch: Callable[[], Batch | None] = lambda: None
     #: the fio server on the device's test host (None: fio runs here)
@@ -213,6 +215,7 @@ class SsdBench:
     def _run_batched(self, batch: Batch, jobs: tuple[FioJob, ...]) -> FioRun:
         """Release *jobs* from the sweep's fio batch (the plugin guarded its writes at start)."""
         if any(job.writes for job in jobs):
+            self._env.same()
             self._observe(jobs)
         started = time.time()
         with self._env.sampler() as sampler:

@@ -76,11 +76,23 @@ class Hosts:
         host.locks.append(lock)
         return int(lock.pid or 0)
 
+    def claim(self, address: SshAddress, node: str) -> None:
+        """Claim *node*, locked on the host, for writing (``O_EXCL`` in the lock's process)."""
+        host = self.host(address)
+        next(lock for lock in host.locks if lock.node == node).claim()
+
     def view(
-        self, address: SshAddress, path: str, *, write: bool, ours: tuple[int, ...] = ()
+        self,
+        address: SshAddress,
+        path: str,
+        *,
+        write: bool,
+        ours: tuple[int, ...] = (),
+        claimed: frozenset[int] = frozenset(),
     ) -> SshView:
         """The host's facts about *path* now (one snapshot)."""
-        return SshView.snapshot(self.host(address).ssh, path, write=write, ours=ours)
+        ssh = self.host(address).ssh
+        return SshView.snapshot(ssh, path, write=write, ours=ours, claimed=claimed)
 
     def server(self, address: SshAddress) -> FioServer:
         """The host's fio server for this process, started on first use."""

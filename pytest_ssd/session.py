@@ -35,12 +35,13 @@ from pytest_ssd.device.drive_class import (
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, MIN_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
 from pytest_ssd.device.node import DeviceLock, canonical, device_key
+from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.remote import SshView
 from pytest_ssd.device.remote_identity import identify_remote
 from pytest_ssd.device.remote_links import sysfs_copy
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary, summarize
-from pytest_ssd.device.view import View
+from pytest_ssd.device.view import LocalView, Node, View
 from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, SsdError, present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.figures.steady import save_charts
@@ -99,6 +100,11 @@ def _check_size(node: Path, size: int, kind: str | None) -> None:
             f"{node} holds {binary_size(size)}: pytest-ssd measures targets of at least"
             f" {binary_size(MIN_TARGET_SIZE)} (its smallest workloads need that); check the path"
         )
+
+
+def key_now(found: Node) -> tuple[str, int, int]:
+    """The key (:func:`~.node.device_key`) of a block device a test host's view found."""
+    return ("block", os.major(found.rdev), os.minor(found.rdev))
 
 
 def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
@@ -242,6 +248,15 @@ class Dut:
     #: the test host it is in (None: this machine) and the pid holding its lock there
     address: SshAddress | None = None
     lock_pid: int | None = None
+    #: the device locked and confirmed: every write checks the node still names it
+    pinned: Pinned | None = None
+
+    @property
+    def claimed(self) -> frozenset[int]:
+        """The device number the controller holds ``O_EXCL`` (a block device it writes)."""
+        if self.readonly or self.pinned is None or self.pinned.key[0] != "block":
+            return frozenset()
+        return frozenset({os.makedev(self.pinned.key[1], self.pinned.key[2])})
 
     def classify(
         self, classes: tuple[DriveClassName, ...], index: int, extensions: Extensions
@@ -341,6 +356,7 @@ class SsdSession:
                 note=item["note"],
                 address=address,
                 lock_pid=item["lock_pid"],
+                pinned=Pinned.from_dict(item["pinned"]) if item["pinned"] else None,
             )
             session.duts[item["id"]].classify(session.options.classes, index, extensions)
         for dut_id, sheet in data.get("datasheets", {}).items():
@@ -357,6 +373,7 @@ class SsdSession:
                 "note": d.note,
                 "address": dataclasses.asdict(d.address) if d.address else None,
                 "lock_pid": d.lock_pid,
+                "pinned": d.pinned.as_dict() if d.pinned else None,
             }
             for d in self.duts.values()
         ]
@@ -480,10 +497,19 @@ class SsdSession:
                 if pick_purge(dut.identity, added, forced, self.machine(dut)) is None:
                     choose_purge(dut.identity, PurgeMethod(forced))
 
-    def _lock(self, node: Path) -> None:
+    def _lock(self, node: Path) -> DeviceLock:
         lock = DeviceLock(node)
         lock.acquire()
         self.locks.append(lock)
+        return lock
+
+    def _claim(self, lock: DeviceLock, identity: DeviceIdentity) -> Pinned:
+        """Pin what *lock* holds (it must be what *identity* was read from); claim it to write."""
+        pinned = Pinned.of(lock.key, identity)
+        pinned.check(str(lock.node), Pinned.of(device_key(lock.node), identity))
+        if not self.options.readonly:
+            lock.claim()
+        return pinned
 
     def _resolve_named(
         self, dut_id: str, spec: DutSpec, seen: dict[tuple[str, int, int], str]
@@ -501,7 +527,7 @@ class SsdSession:
                 " name each device once"
             )
         seen[key] = spec.raw
-        self._lock(node)
+        lock = self._lock(node)
         identity = identify(node)
         _check_size(node, identity.size_bytes, facts.kind)
         if not self.options.readonly:
@@ -510,7 +536,12 @@ class SsdSession:
                 str(node), identity.summary(), identity.confirm_token, self.options.confirm
             )
         return Dut(
-            id=dut_id, path=node, identity=identity, scratch=False, readonly=self.options.readonly
+            id=dut_id,
+            path=node,
+            identity=identity,
+            scratch=False,
+            readonly=self.options.readonly,
+            pinned=self._claim(lock, identity),
         )
 
     def _resolve_remote(
@@ -555,9 +586,11 @@ class SsdSession:
             readonly=self.options.readonly,
             address=address,
             lock_pid=pid,
+            pinned=Pinned.of(key_now(found), identity),
         )
         if not self.options.readonly:
             self.guard_writes(dut)
+            self.hosts.claim(address, str(node))
         return dut
 
     def _identify(self, path: Path, address: SshAddress | None) -> DeviceIdentity:
@@ -586,12 +619,12 @@ class SsdSession:
             found = summarize(dut.identity, sysfs_root=root)
         return dataclasses.replace(found, path=f"{found.path} on {dut.address.label}")
 
-    def guard_view(self, dut: Dut, path: str) -> View | None:
-        """The guard's facts about *path* on *dut*'s test host now (None: this machine's)."""
+    def guard_view(self, dut: Dut, path: str) -> View:
+        """The guard's facts about *path* now, on *dut*'s machine (knowing the session's claim)."""
         if dut.address is None:
-            return None
+            return LocalView(claimed=dut.claimed)
         ours = (dut.lock_pid,) if dut.lock_pid else ()
-        return self.hosts.view(dut.address, path, write=True, ours=ours)
+        return self.hosts.view(dut.address, path, write=True, ours=ours, claimed=dut.claimed)
 
     def machine(self, dut: Dut) -> Machine:
         """The machine *dut* is in."""
@@ -618,7 +651,7 @@ class SsdSession:
         size = present(spec.scratch_size, "the scratch size")
         device = create(size, self.options.report_dir / SCRATCH_DIR, index)
         self.scratch.append(device)
-        self._lock(device.path)
+        lock = self._lock(device.path)
         identity = identify(device.path)
         return Dut(
             id=dut_id,
@@ -627,6 +660,7 @@ class SsdSession:
             scratch=True,
             readonly=self.options.readonly,
             note=device.note,
+            pinned=self._claim(lock, identity),
         )
 
     def profile(self, dut: Dut) -> Profile:
@@ -653,13 +687,36 @@ class SsdSession:
         reason = what if source is None else ("" if interval else "--ssd-health-interval=0")
         return Sampler(source if interval else None, interval, reason)
 
+    def check_same(self, dut: Dut, view: View | None = None) -> None:
+        """Stop the run (:class:`~.pinned.DeviceChanged`) unless *dut*'s node still names the
+        device locked and confirmed: its device number and identity read again now."""
+        pinned = present(dut.pinned, "the device locked")
+        node = str(dut.path)
+        try:
+            if dut.address is None:
+                now = Pinned.of(device_key(dut.path), identify(dut.path))
+            else:
+                view = view or self.guard_view(dut, node)
+                found = view.stat(node)
+                block = view.block_of(found.rdev) if found is not None else None
+                if found is None or block is None:
+                    raise DeviceError(f"{node} is not a block device there")
+                host = self.hosts.host(dut.address).machine
+                now = Pinned.of(key_now(found), identify_remote(host, node, block.name))
+        except (OSError, SsdError) as exc:
+            pinned.check(node, None, f"it cannot be identified: {exc}")
+            return
+        pinned.check(node, now)
+
     def guard_writes(self, dut: Dut) -> None:
-        """Refuse (SafetyError) unless *dut* may be written now: the guard and --ssd-confirm."""
+        """Refuse (SafetyError) unless *dut* may be written now: the same device, the guard
+        and --ssd-confirm."""
         view = self.guard_view(dut, str(dut.path))
+        self.check_same(dut, view)
         guard.check_writable(dut.path, view)
         if not dut.scratch:
             identity = dut.identity
-            shown = f"{dut.path} on {view.where}" if view is not None else str(dut.path)
+            shown = f"{dut.path} on {view.where}" if view.where else str(dut.path)
             guard.check_confirmation(
                 shown, identity.summary(), identity.confirm_token, self.options.confirm
             )
@@ -682,6 +739,7 @@ class SsdSession:
                 state=state,
                 folder=self.run_dir / "states" / dut_id,
                 guard=lambda: self.guard_writes(dut),
+                same=lambda: self.check_same(dut),
                 speeds=self.speeds,
                 speed_key=speed_key(dut.identity, dut.scratch),
                 purge_method=self.options.purge,

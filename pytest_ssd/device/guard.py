@@ -76,7 +76,8 @@ def inspect(
         return TargetFacts(text, exists=False, kind=None)
     if node.kind == "block":
         tree = _block_tree(view, node.rdev)
-        claimed = any(h in above for h in tree.holders)  # a dm/md above holds it exclusively
+        # a dm/md above holds it exclusively, or this session does (no one else can)
+        claimed = any(h in above for h in tree.holders) or node.rdev in view.claimed
         busy, open_error = (False, None) if claimed else view.exclusive_open(text)
         facts = _inspect_related(
             view, text, node, tree, busy=busy, open_error=open_error, above=above
@@ -99,13 +100,31 @@ def _built_on(view: View, rdev: int, above: frozenset[str]) -> Iterable[TargetFa
     blocks = view.blocks()
     lower = [blocks[s].dev if s in blocks else None for s in block.slaves]
     if block.backing_file is not None:
-        lower.append(_block_rdev(view, block.backing_file.strip().removesuffix(" (deleted)")))
+        file = block.backing_file.strip().removesuffix(" (deleted)")
+        lower.append(_block_rdev(view, file))
+        if lower[-1] is None:
+            yield from _backing_file(view, file, frozenset(chain))
     for dev in lower:
         if dev is None:
-            continue  # a loop on a regular file: its file system is not the target's data
+            continue
         node = view.kernel_node(dev)
         path = node or f"/dev/block/{os.major(dev)}:{os.minor(dev)}"
         yield inspect(path, frozenset(chain), view)
+
+
+def _backing_file(view: View, path: str, above: frozenset[str]) -> Iterable[TargetFacts]:
+    """The facts of a loop device's regular backing file: its other users refuse the target.
+
+    Another loop device on the same file (whatever its range), a process holding it
+    open, swap on it, a mount of it: each may write where the target writes.  The
+    file's bytes outside the loop device's range are not the target's data, so its
+    signatures are not probed (a disk image's other partitions are not refused).
+    """
+    node = view.stat(path)
+    if node is None or node.kind != "file":
+        return
+    facts = _inspect_related(view, path, node, _Tree(set(), [], [], []), above=above, probe=False)
+    yield dataclasses.replace(facts, openers=view.openers((), ((node.dev, node.ino),)))
 
 
 @dataclass
@@ -127,12 +146,13 @@ def _inspect_related(
     busy: bool = False,
     open_error: str | None = None,
     above: frozenset[str] = frozenset(),
+    probe: bool = True,
 ) -> TargetFacts:
     _add_loops(view, node, tree)
     tree.holders = [h for h in tree.holders if h not in above]
     tree.loops = [loop for loop in tree.loops if loop not in above]
-    mounts = _mounts(view, tree.devs)
-    signatures, probe_error = view.signatures(path)
+    mounts = _mounts(view, tree.devs, node)
+    signatures, probe_error = view.signatures(path) if probe else ((), None)
     return TargetFacts(
         path=path,
         exists=True,
@@ -193,17 +213,24 @@ def _unescape(field: str) -> str:
     return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
-def _mounts(view: View, devs: set[int]) -> list[str]:
-    """Mount points backed by one of *devs*, by device number or by mount source."""
+def _mounts(view: View, devs: set[int], target: Node) -> list[str]:
+    """Mount points backed by one of *devs* or by the file *target*, by device number or
+    by mount source."""
     found: list[str] = []
     for line in view.mountinfo():
         fields = line.split(" ")
         major, minor = fields[2].split(":")
         source = _unescape(fields[fields.index("-") + 2])
         point = _unescape(fields[4])
-        if os.makedev(int(major), int(minor)) in devs or _block_rdev(view, source) in devs:
+        by_dev = os.makedev(int(major), int(minor)) in devs or _block_rdev(view, source) in devs
+        if by_dev or _is_file(view, target, source):
             found.append(point)
     return list(dict.fromkeys(found))
+
+
+def _is_file(view: View, target: Node, path: str) -> bool:
+    """*path* names the regular file *target* (a file mounted directly: FUSE images, ...)."""
+    return target.kind == "file" and path.startswith("/") and target.same(view.stat(path))
 
 
 def _block_rdev(view: View, path: str) -> int | None:

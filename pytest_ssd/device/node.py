@@ -16,6 +16,7 @@ and ``udevadm lock`` wait for it, and udev does not probe a device locked this w
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
@@ -50,10 +51,7 @@ def canonical(path: Path, view: View | None = None) -> Path:
 
 def device_key(path: Path) -> tuple[str, int, int]:
     """What makes two targets the same: the device number of a block device, else the inode."""
-    st = path.stat()
-    if stat.S_ISBLK(st.st_mode):
-        return ("block", os.major(st.st_rdev), os.minor(st.st_rdev))
-    return ("file", st.st_dev, st.st_ino)
+    return key_of(path.stat())
 
 
 def lock_holders(st: os.stat_result) -> list[int]:
@@ -88,12 +86,63 @@ def locked(node: str, holders: list[str]) -> str:
     )
 
 
+def key_of(st: os.stat_result) -> tuple[str, int, int]:
+    """:func:`device_key` of what *st* describes."""
+    if stat.S_ISBLK(st.st_mode):
+        return ("block", os.major(st.st_rdev), os.minor(st.st_rdev))
+    return ("file", st.st_dev, st.st_ino)
+
+
+def in_use(node: str, where: str = "") -> str:
+    """The one line refusing a device an exclusive claim on failed (mounted, held, claimed)."""
+    on = f" on {where}" if where else ""
+    return (
+        f"refusing to write to {node}{on}: it is in use (an exclusive open failed: mounted,"
+        " held by a holder or opened exclusively by another program); release it first"
+        " or use --ssd-readonly"
+    )
+
+
 class DeviceLock:
-    """An exclusive BSD ``flock`` on a device node (or file), held for the whole session."""
+    """An exclusive BSD ``flock`` on a device node (or file), held for the whole session.
+
+    :meth:`claim` adds the exclusive claim of a session that writes: the block device
+    held open ``O_EXCL``, so that the kernel refuses a mount, ``mkfs`` and every other
+    exclusive opener (``EBUSY``) until the session ends.
+    """
 
     def __init__(self, node: Path) -> None:
         self.node = node
         self._fd: int | None = None
+        self._claim: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """:func:`device_key` of the device locked (of its open descriptor, not of its name)."""
+        if self._fd is None:
+            raise SafetyError(f"pytest-ssd internal error: {self.node} is not locked")
+        return key_of(os.fstat(self._fd))
+
+    @property
+    def claimed(self) -> int | None:
+        """The device number held ``O_EXCL``, else None."""
+        return os.fstat(self._claim).st_rdev if self._claim is not None else None
+
+    def claim(self) -> None:
+        """Hold the block device ``O_EXCL`` (a file needs no claim); :class:`SafetyError` when
+        the kernel says it is in use."""
+        if self._claim is not None or self.key[0] != "block":
+            return
+        try:
+            fd = os.open(self.node, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                raise SafetyError(in_use(str(self.node))) from None
+            raise SafetyError(f"cannot claim {self.node}: {exc.strerror}") from None
+        if key_of(os.fstat(fd)) != self.key:  # the node was re-made since it was locked
+            os.close(fd)
+            raise SafetyError(f"refusing to write to {self.node}: it changed while it was locked")
+        self._claim = fd
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`SafetyError` naming the session that holds it."""
@@ -110,7 +159,8 @@ class DeviceLock:
         self._fd = fd
 
     def release(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
+        for fd in (self._claim, self._fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._fd = self._claim = None

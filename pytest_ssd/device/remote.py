@@ -5,9 +5,10 @@ does not ask the host file by file: :meth:`SshView.snapshot` runs one POSIX
 ``sh`` script there (coreutils, findutils, ``grep`` and ``wipefs``; no Python on
 the host) that prints every sysfs record of ``/sys/class/block``, ``stat`` of the
 target, of every block node and symlink under ``/dev``, of every loop device's
-backing file and swap area, mountinfo, ``/proc/swaps``, ``stat`` of every open
-file descriptor in ``/proc`` and the target's ``wipefs`` probes.  The guard then
-judges those records as it judges this machine's (:class:`~.view.LocalView`).
+backing file, swap area and mount source (a file mounted directly), mountinfo,
+``/proc/swaps``, ``stat`` of every open file descriptor in ``/proc`` and the
+target's ``wipefs`` probes.  The guard then judges those records as it judges
+this machine's (:class:`~.view.LocalView`).
 
 A fact that cannot be read refuses, never passes: a program the script needs
 that is missing ends it naming the program (:func:`~pytest_ssd.machine.ssh.need`);
@@ -121,6 +122,7 @@ files() {{
     [ -e "$f" ] && IFS= read -r b < "$f" && printf '%s\\n' "${{b% (deleted)}}"
   done
   while read -r name rest; do [ "$name" = Filename ] || printf '%s\\n' "$name"; done < /proc/swaps
+  while read -r src rest; do case $src in /*) printf '%s\\n' "$src";; esac; done < /proc/mounts
 }}
 nodes() {{ listed files; listed find /dev -ignore_readdir_race \\( -type b -o -type l \\) -print; }}
 echo "{MARK}stat"; checked "{_GONE}" nodes
@@ -240,15 +242,24 @@ class SshView(View):
     write: bool
     #: pids on the host that are pytest-ssd's own (the session's lock holder)
     ours: frozenset[int] = frozenset()
+    claimed: frozenset[int] = frozenset()
     _parts: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _stats: dict[str, Node] = field(default_factory=dict, repr=False)
     _blocks: dict[str, Block] = field(default_factory=dict, repr=False)
     _probes: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def snapshot(cls, ssh: Ssh, target: str, *, write: bool, ours: Iterable[int] = ()) -> SshView:
+    def snapshot(
+        cls,
+        ssh: Ssh,
+        target: str,
+        *,
+        write: bool,
+        ours: Iterable[int] = (),
+        claimed: frozenset[int] = frozenset(),
+    ) -> SshView:
         """The host's facts about *target* as of now (one command over *ssh*)."""
-        view = cls(ssh, target, write, frozenset(ours))
+        view = cls(ssh, target, write, frozenset(ours), claimed)
         view._parts = view._sh(SNAPSHOT, target, "1" if write else "0")
         view._stats = parse_stats(view._parts.get("stat", []))
         view._blocks = parse_blocks(view._parts)

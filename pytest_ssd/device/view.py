@@ -102,6 +102,10 @@ def signatures_of(returncode: int, stdout: str, error: str) -> tuple[tuple[str, 
 class View(ABC):
     """The block-device facts of one machine, as of one inspection."""
 
+    #: device numbers this session holds ``O_EXCL``: an exclusive open of them fails by
+    #: our own claim, and no one else can hold or mount them
+    claimed: frozenset[int]
+
     @property
     def where(self) -> str:
         """Where the facts come from, for messages ("" on this machine)."""
@@ -188,6 +192,7 @@ def local_block(entry: Path) -> Block | None:
 class LocalView(View):
     """This machine's facts, read as they are asked for (sysfs once per view)."""
 
+    claimed: frozenset[int] = frozenset()
     _blocks: dict[str, Block] | None = field(default=None, repr=False)
 
     def stat(self, path: str) -> Node | None:

@@ -138,6 +138,26 @@ class Held:
     def alive(self) -> bool:
         return self.process.alive()
 
+    def ask(self, line: str, answers: tuple[str, ...], timeout: float) -> dict[str, str] | None:
+        """Write *line* to its input; its marks once one of *answers* is among them (None: it
+        ended or did not answer within *timeout*)."""
+        stdin = self.process.proc.stdin
+        if stdin is None:
+            return None
+        try:
+            stdin.write(f"{line}\n".encode())
+            stdin.flush()
+        except OSError:
+            return None
+        out = self.process.artifacts / f"{self.process.name}.stdout"
+        deadline = time.monotonic() + timeout
+        while not any(word in (found := marks(out.read_text())) for word in answers):
+            if not self.process.alive() or time.monotonic() > deadline:
+                return None
+            time.sleep(0.02)
+        self.marks.update(found)
+        return found
+
     def close(self, timeout: float = HELD_CLOSE_TIMEOUT_S) -> None:
         """Close its input, give it *timeout* to end by itself, then end the ssh channel."""
         stdin = self.process.proc.stdin

@@ -20,6 +20,7 @@ import pytest
 from pytest_ssd import newhooks
 from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
 from pytest_ssd.device.dut import dut_spec
+from pytest_ssd.device.pinned import DeviceChanged
 from pytest_ssd.errors import SsdError, present
 from pytest_ssd.extensions import Extensions, from_hooks
 from pytest_ssd.fixture import (
@@ -539,6 +540,9 @@ def pytest_runtest_makereport(
     if call.excinfo is not None and call.excinfo.errisinstance(SsdError):
         # our errors are one line that says what and where: no traceback
         report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+    if call.excinfo is not None and call.excinfo.errisinstance(DeviceChanged):
+        # no test after this one: under xdist the worker stops and tells the controller
+        item.session.shouldstop = f"pytest-ssd stopped the run: {call.excinfo.value}"
     if report.when == "call":
         extras = [*getattr(report, "extras", []), *item.stash.get(FIGURES_KEY, [])]
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's attribute
@@ -588,6 +592,7 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
         keeper=lambda: ssd_session.keeper(dut.id),
         kept=lambda: ssd_session.keepers.get(dut.id),
         guard=lambda: ssd_session.guard_writes(dut),
+        same=lambda: ssd_session.check_same(dut),
         sampler=lambda: ssd_session.sampler(dut),
         batch=lambda: request.config.stash[BATCHES_KEY].batch(dut.id),
         server=lambda: ssd_session.fio_server(dut),

@@ -20,7 +20,7 @@ from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge import sanitize
 from pytest_ssd.purge.ata import HDPARM_HINT, HDPARM_TIMEOUT_S, AtaSecurity, query_ata
 from pytest_ssd.purge.methods import ATA, FORMAT, SANITIZE, PurgeMethod, nvme_controller, options
-from pytest_ssd.purge.tools import Tools, command_line
+from pytest_ssd.purge.tools import BLKDISCARD_FORCE, Tools, command_line
 from pytest_ssd.purge.verify import DEFAULT_SAMPLES, Verification, reader_on, verify
 
 SYS_BLOCK = Path("/sys/block")
@@ -172,7 +172,7 @@ def _remove_password(job: _Job, user: list[str]) -> str:
 
 def _discard(job: _Job) -> list[str]:
     blkdiscard = job.tools.which("blkdiscard", UTIL_LINUX_HINT)
-    return [job.run([blkdiscard, job.identity.path], "blkdiscard")]
+    return [job.run([blkdiscard, BLKDISCARD_FORCE, job.identity.path], "blkdiscard")]
 
 
 def _punch_hole(job: _Job) -> list[str]:

@@ -52,6 +52,11 @@ class Tools:
         return done.stdout
 
 
+#: blkdiscard opens the device O_EXCL unless forced: the session's own claim (held
+#: O_EXCL for the whole session) would refuse it, and the guard has checked the device
+BLKDISCARD_FORCE = "--force"
+
+
 def command_line(argv: list[str]) -> str:
     """The command as a shell would take it, with the program's name rather than its path."""
     return shlex.join([Path(argv[0]).name, *argv[1:]])

@@ -19,6 +19,7 @@ from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge import extra
 from pytest_ssd.purge.execute import ViewOf
 from pytest_ssd.purge.extra import PurgeProvider
+from pytest_ssd.purge.tools import BLKDISCARD_FORCE
 from pytest_ssd.state.steps import STEADY_CAP_FACTOR, Step
 from pytest_ssd.steady.fio_native import FioSteadyRule, FioSteadyState
 from pytest_ssd.steady.snia import SniaTracker, SniaVerdict
@@ -82,6 +83,7 @@ def discard(
     else:
         argv = [
             machine.which("blkdiscard", UTIL_LINUX_HINT),
+            BLKDISCARD_FORCE,
             f"--offset={offset}",
             f"--length={size}",
             identity.path,

@@ -47,6 +47,8 @@ class StateKeeper:
     folder: Path
     guard: Callable[[], None]
     speeds: SpeedBook
+    #: stops the run unless the node still names the device locked (before every step)
+    same: Callable[[], None] = lambda: None
     speed_key: str
     purge_method: str | None = None
     #: where progress of long steps goes (the terminal); None: a progress.log per step
@@ -111,6 +113,7 @@ class StateKeeper:
         for index, step in enumerate(steps):
             if meanwhile is not None and index == after_purge + 1:
                 meanwhile(self.state.layout_of(need.state))
+            self.same()
             done.append(self._run(index + 1, step, folder))
         layout = self.state.establish(need.state)
         transition = Transition(

@@ -83,7 +83,7 @@ def test_loop_device_discard_reads_zeroes_and_frees_the_backing_file(
     check = result.verification
     assert (check.promise, check.ok, check.block_size) == ("zeroes", True, 512)
     assert check.sampled == check.matching == 66
-    assert result.commands == (f"blkdiscard {dev}",)
+    assert result.commands == (f"blkdiscard --force {dev}",)
     assert result.weaker is not None and "weaker than sanitize or format" in result.weaker
     assert str(backing) in result.weaker
     assert (artifacts / "blkdiscard.rc").read_text() == "0\n"

@@ -162,7 +162,7 @@ def test_the_lock_on_a_host_is_the_flock_every_session_sees(
         assert lock.pid is not None
         with pytest.raises(SafetyError) as second:
             RemoteLock(host, str(dev), tmp_path / "lock-2").acquire()
-        assert f"it is locked by pid {lock.pid} (flock -n -o -E 75 {dev} sh -c" in str(second.value)
+        assert f"it is locked by pid {lock.pid} ({_flock(dev)})" in str(second.value)
         with pytest.raises(SafetyError, match=f"locked by pid {lock.pid} "):
             DeviceLock(dev).acquire()  # the host is this machine: a local session sees it too
         held = SshView.snapshot(host, str(dev), write=True)
@@ -177,7 +177,8 @@ def test_the_lock_on_a_host_is_the_flock_every_session_sees(
 
 
 def _flock(dev: Path) -> str:
-    return f'flock -n -o -E 75 {dev} sh -c echo "@@ssd:locked"; exec cat'
+    """The lock's holder on the host (perl: lock and claim in one process)."""
+    return f"pytest-ssd lock {dev}"
 
 
 def test_a_lock_on_a_missing_node_creates_nothing(host: Ssh, tmp_path: Path) -> None:

@@ -222,8 +222,9 @@ class HostErase:
         return None if identity.path.startswith("/dev/loop") else "only loop devices"
 
     def purge(self, identity, artifacts, machine):
-        done = machine.run(["blkdiscard", identity.path], timeout=60, artifacts=artifacts,
-                           name="vendor-blkdiscard")
+        # --force: the session holds the device O_EXCL; blkdiscard would open it so too
+        argv = ["blkdiscard", "--force", identity.path]
+        done = machine.run(argv, timeout=60, artifacts=artifacts, name="vendor-blkdiscard")
         assert done.returncode == 0, done.stderr
         return f"blkdiscard on {machine.where or 'this machine'}"
 

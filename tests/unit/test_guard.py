@@ -174,7 +174,9 @@ def _backing_file(dev: Path) -> Path:
 
 def test_clean_loop_device_is_writable(loop: Path) -> None:
     facts = guard.check_writable(loop)
-    assert facts == TargetFacts(path=str(loop), exists=True, kind="block")
+    backing = Path(f"/sys/class/block/{loop.name}/loop/backing_file").read_text().strip()
+    below = TargetFacts(path=backing, exists=True, kind="file")  # its own loop is not "another"
+    assert facts == TargetFacts(path=str(loop), exists=True, kind="block", built_on=(below,))
     assert guard.refusal(facts) is None
 
 
