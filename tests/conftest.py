@@ -23,6 +23,20 @@ def _losetup(*args: str) -> str:
     return done.stdout.strip()
 
 
+#: fixtures that need root and a block device
+DEVICE_FIXTURES = frozenset({"loop_device"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``device`` every test that needs root or a device: the end-to-end tests and those
+    using a device fixture.  ``./run fast`` runs the rest (``-m "not device"``)."""
+    e2e = Path(__file__).parent / "e2e"
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.path.is_relative_to(e2e) or fixtures & DEVICE_FIXTURES:
+            item.add_marker(pytest.mark.device)
+
+
 @pytest.fixture
 def loop_device(tmp_path: Path) -> Iterator[LoopFactory]:
     """Factory: ``loop_device(size_mib=64)`` attaches a sparse file as a direct-I/O loop device.
