@@ -82,11 +82,16 @@ class Hosts:
         return SshView.snapshot(self.host(address).ssh, path, write=write, ours=ours)
 
     def server(self, address: SshAddress) -> FioServer:
-        """The host's fio server for this process, started on first use."""
+        """The host's fio server for this process, started on first use.
+
+        One that did not start is gone from the host (see :meth:`FioServer.start`):
+        the next use tries again.
+        """
         host = self.host(address)
         if host.fio is None:
-            host.fio = FioServer(host.ssh, host.ssh.control_dir / "fio-server")
-            host.fio.start()
+            fio = FioServer(host.ssh, host.ssh.control_dir / "fio-server")
+            fio.start()
+            host.fio = fio
         return host.fio
 
     def close(self) -> list[str]:
