@@ -188,6 +188,8 @@ def run_jobs(
             watch=watch_for(jobs, str(target), ssh, where),
         )
     except Stalled as exc:
+        if server is not None:  # its jobs there hang too: the host ends every fio of it
+            server.stop()
         raise FioError(str(exc)) from None
     ended = time.time()
     if server is not None:

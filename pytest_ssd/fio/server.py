@@ -155,6 +155,11 @@ class FioServer:
         )
 
     @property
+    def stopped(self) -> bool:
+        """:meth:`stop` ended it (a stall, the session's end): a new server is needed."""
+        return self.folder is not None and self._channel is None
+
+    @property
     def alive(self) -> bool:
         """The channel (and with it the server) runs."""
         return self._channel is not None and self._channel.alive

@@ -45,13 +45,14 @@ def _suite(tmp_path: Path, tests: str) -> Path:
     return suite
 
 
-def _argv(suite: Path, reports: Path, dev: Path, *args: str) -> list[str]:
+def _argv(suite: Path, reports: Path, dev: Path, *args: str, url: str | None = None) -> list[str]:
+    """A run of *suite* on *dev* (reached at *url*, a test host's, if given)."""
     return [
         sys.executable,
         "-m",
         "pytest",
         str(suite),
-        f"--dut={dev}",
+        f"--dut={url or dev}",
         f"--ssd-confirm={dev}",
         "--ssd-profile=quick",
         "-p",
@@ -252,7 +253,7 @@ def test_kill_9_of_pytest_leaves_nothing_within_the_grace_period(
 SLOW_FIO = """#!/bin/sh
 # the host's fio: its server is slow to start the first time (a loaded host)
 case "$*" in *--server=*)
-  if [ ! -e "{flag}" ]; then : > "{flag}"; sleep 30; fi;;
+  if [ ! -e "{flag}" ]; then : > "{flag}"; sleep 12; fi;;
 esac
 exec {fio} "$@"
 """
@@ -270,14 +271,13 @@ def test_second(ssd):
 """
 
 
-def _servers_left() -> set[str]:
-    """fio servers of pytest-ssd and their folders on the host (this machine)."""
-    servers = {
-        f"{pid} {cmdline}"
+def _server_left(folder: str) -> list[int]:
+    """The host's (this machine's) processes of the fio server of *folder*."""
+    return [
+        pid
         for pid, (_, cmdline) in _processes().items()
-        if "--server=sock:/tmp/ssd-fio." in cmdline
-    }
-    return servers | {str(p) for p in Path("/tmp").glob("ssd-fio.*")}
+        if f"--server=sock:{folder}/" in cmdline.replace("\0", " ")
+    ]
 
 
 @pytest.mark.usefixtures("fio_servers_one_at_a_time")
@@ -292,7 +292,6 @@ def test_a_slow_fio_server_start_is_cleaned_up_and_tried_again(
     (bin_dir / "fio").chmod(0o755)
     monkeypatch.setenv(START_ENV, "3")
     dev = loop_device(64)
-    before = _servers_left()
     path = f"{bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     with local_sshd(tmp_path / "sshd", options=f"SetEnv PATH={path}\n") as host:
         suite = _suite(tmp_path, TWO_READS)
@@ -308,4 +307,108 @@ def test_a_slow_fio_server_start_is_cleaned_up_and_tried_again(
         lines = [line for line in out.splitlines() if said in line]
         assert len(lines) == 1 and "test_first" in out.split(said)[0].rsplit("___ ", 1)[-1], out
         assert "connection lost" not in out
-    assert _servers_left() == before, "no fio server and no folder of it is left on the host"
+    folder = re.findall(r"removed (/tmp/ssd-fio\.\w+)", lines[0])[0]
+    assert not Path(folder).exists(), "the slow server's folder is removed on the host"
+    assert _server_left(folder) == [], "and no process of it is left there"
+
+
+def _below(root: int) -> set[int]:
+    """Every process below *root* now."""
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in _processes().items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        found |= set(kids := children.get(todo.pop(), []))
+        todo += kids
+    return found
+
+
+def _host_jobs(sshd_pid: int) -> list[int]:
+    """fio's job processes of the servers the test's sshd started (this machine's, no other)."""
+    mine = _below(sshd_pid)
+    return [pid for pid in _fio_jobs("--server=sock:/tmp/ssd-fio.") if pid in mine]
+
+
+@pytest.mark.usefixtures("fio_servers_one_at_a_time")
+def test_a_stalled_fio_on_a_host_fails_its_test_and_its_jobs_end_there(
+    loop_device: LoopFactory, tmp_path: Path, stall_env: None, stopped_jobs: list[int]
+) -> None:
+    dev = loop_device(64)
+    reports = tmp_path / "reports"
+    with local_sshd(tmp_path / "sshd") as host:
+        sshd_pid = int((host.folder / "sshd.pid").read_text())
+        config = f"--ssd-ssh-config={host.config}"
+        argv = _argv(_suite(tmp_path, LONG_WRITE), reports, dev, config, url=host.url(str(dev)))
+        proc = _popen(argv, tmp_path)
+        try:
+            _wait_for(lambda: bool(_host_jobs(sshd_pid)) or proc.poll() is not None, "fio's jobs")
+            stopped_jobs += _host_jobs(sshd_pid)
+            _stop(stopped_jobs)
+            out = proc.communicate(timeout=STALL_S + 120)[0]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate(timeout=30)
+        _clean(out)
+        assert re.search(r"1 failed, 1 passed", out), out
+        where = f"{dev} (ssh root@127.0.0.1 port {host.port})"
+        said = f"fio made no progress on {where} for {STALL_S} s (no I/O completed"
+        assert len([line for line in out.splitlines() if said in line]) == 1, out
+        assert all(not Path(f"/proc/{pid}").exists() for pid in stopped_jobs), "ended there"
+
+
+LEFT_BEHIND = """
+import os, subprocess, sys
+from pathlib import Path
+from pytest_ssd.fio.job import FioJob
+
+
+def test_leaves_a_process_of_its_server(ssd):
+    assert ssd.run(FioJob("read", "rnd", 4096, size=16 << 20, runtime_s=0.3)).directions
+    # the server of this session's sshd (not another's on this machine)
+    below, todo = set(), [int(os.environ["SSHD_PID"])]
+    while todo:
+        pid = todo.pop()
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        below |= set(map(int, kids))
+        todo += map(int, kids)
+    lines = [Path(f"/proc/{p}/cmdline").read_bytes().decode() for p in below]
+    (arg,) = {a for line in lines for a in line.split("\\0") if a.startswith("--server=sock:")}
+    # one the host's clean-up cannot end (as one in D state): respawned by a shell whose own
+    # command line does not match
+    loop = 'while :; do "$PY" -c "import time; time.sleep(120)" "$ARG"; done'
+    env = dict(os.environ, PY=sys.executable, ARG=arg)
+    planted = subprocess.Popen(["sh", "-c", loop], env=env, start_new_session=True)
+    Path(os.environ["PLANTED"]).write_text(str(planted.pid))
+"""
+
+
+@pytest.mark.usefixtures("fio_servers_one_at_a_time")
+def test_fio_left_on_a_host_is_said_once(
+    loop_device: LoopFactory,
+    run_ssd: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dev = loop_device(64)
+    planted = tmp_path / "planted"
+    monkeypatch.setenv("PLANTED", str(planted))
+    with local_sshd(tmp_path / "sshd") as host:
+        monkeypatch.setenv("SSHD_PID", (host.folder / "sshd.pid").read_text().strip())
+        url, config = host.url(str(dev)), f"--ssd-ssh-config={host.config}"
+        try:
+            suite = _suite(tmp_path, LEFT_BEHIND)
+            run = run_ssd(f"--dut={url}", f"--ssd-confirm={dev}", config, suite=suite)
+        finally:
+            if planted.exists():
+                os.killpg(int(planted.read_text()), signal.SIGKILL)
+    out = run.result.stdout.str() + "\n" + run.result.stderr.str()
+    _clean(out)
+    run.result.assert_outcomes(passed=1)
+    lines = [line for line in out.splitlines() if "were left running" in line]
+    assert len(lines) == 1, out
+    assert re.fullmatch(
+        rf"pytest-ssd: ssh root@127.0.0.1 port {host.port}: fio processes \d+ were left running",
+        lines[0],
+    ), lines
