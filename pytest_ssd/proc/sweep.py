@@ -10,9 +10,11 @@ every process started afterwards, and every process those start, carries it in
 * :func:`sweep` ends every process carrying a session's mark: SIGKILL at once for
   a stopped one (it would resume writing when continued), SIGTERM for the others,
   SIGKILL after :data:`GRACE_S` for what is left.
-* :func:`start_reaper` starts ``python -m pytest_ssd.proc.sweep TOKEN`` outside
+* :func:`start_reaper` starts ``python -I …/pytest_ssd/proc/sweep.py TOKEN`` outside
   pytest's session: it waits for EOF on a pipe only this process holds (its
   death, ``kill -9`` included), then sweeps the session's mark and exits.
+
+The reaper runs this file as a script: it imports the standard library only.
 """
 
 from __future__ import annotations
@@ -142,7 +144,8 @@ def start_reaper(token: str) -> Reaper:
     """Start the reaper of *token*: unmarked, in a session of its own, output nowhere."""
     env = {k: v for k, v in os.environ.items() if k != MARK_ENV}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_ssd.proc.sweep", token],
+        # the file itself, not the package: its imports (pytest, numpy ...) cost a CPU second
+        [sys.executable, "-I", str(Path(__file__).resolve()), token],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
