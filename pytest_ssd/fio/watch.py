@@ -181,8 +181,12 @@ class StallWatch:
     where: str
     every_s: float = EVERY_S
     _last: tuple[int, ...] | None = None
-    _moved: float = field(default_factory=time.monotonic)
-    _read: float = field(default_factory=time.monotonic)
+    #: when the counters last moved, and when they were last read
+    _moved: float = field(init=False)
+    _read: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._moved = self._read = time.monotonic()
 
     def __call__(self) -> str | None:
         now = time.monotonic()

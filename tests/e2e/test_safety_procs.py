@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,8 +22,11 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.errors import FioError
+from pytest_ssd.fio.batch import Batch
+from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import START_ENV
-from pytest_ssd.fio.watch import STALL_ENV
+from pytest_ssd.fio.watch import STALL_ENV, local_counters
 from pytest_ssd.proc.sweep import MARK_ENV
 from tests.e2e.conftest import digest
 from tests.e2e.test_safety_session import _popen, _wait_for
@@ -412,3 +416,41 @@ def test_fio_left_on_a_host_is_said_once(
         rf"pytest-ssd: ssh root@127.0.0.1 port {host.port}: fio processes \d+ were left running",
         lines[0],
     ), lines
+
+
+def _jobs_in(folder: Path) -> list[int]:
+    """fio's job processes working in *folder* (a batch's)."""
+    return [p for p in _fio_jobs("fio.job") if Path(f"/proc/{p}/cwd").resolve() == folder]
+
+
+def test_a_stalled_batched_point_is_stopped_in_one_line(
+    loop_device: LoopFactory, tmp_path: Path, stall_env: None, stopped_jobs: list[int]
+) -> None:
+    dev, folder = loop_device(64), tmp_path / "batch"
+    job = FioJob("point", "rnd", 4096, read_pct=0, size=32 << 20, io_bytes=64 << 30)
+    failed: list[BaseException] = []
+    with Batch([job], dev, artifacts=folder) as batch:
+
+        def release() -> None:
+            try:
+                batch.run(job)
+            except FioError as exc:
+                failed.append(exc)
+
+        counters = local_counters(str(dev))
+        assert counters is not None
+        before = counters()
+        worker = threading.Thread(target=release)
+        worker.start()
+        # released: its I/O under way (stopped at its gate, it would never be released)
+        _wait_for(lambda: counters() != before or not worker.is_alive(), "the point's I/O")
+        mine = _jobs_in(folder)
+        stopped_jobs += mine
+        _stop(mine)
+        worker.join(timeout=STALL_S + 60)
+    assert not worker.is_alive()
+    assert [str(exc) for exc in failed] == [
+        f"fio made no progress on {dev} for {STALL_S} s (no I/O completed: the device or its"
+        " driver hangs); stopped"
+    ]
+    assert all(not Path(f"/proc/{pid}").exists() for pid in mine)
