@@ -95,29 +95,46 @@ class Hosts:
         return SshView.snapshot(ssh, path, write=write, ours=ours, claimed=claimed)
 
     def server(self, address: SshAddress) -> FioServer:
-        """The host's fio server for this process, started on first use."""
+        """The host's fio server for this process, started on first use.
+
+        One that did not start is gone from the host (see :meth:`FioServer.start`),
+        one stopped after a stall too: the next use starts another.
+        """
         host = self.host(address)
-        if host.fio is None:
-            host.fio = FioServer(host.ssh, host.ssh.control_dir / "fio-server")
-            host.fio.start()
+        if host.fio is None or host.fio.stopped:
+            fio = FioServer(host.ssh, host.ssh.control_dir / "fio-server")
+            fio.start()
+            host.fio = fio
         return host.fio
 
     def close(self) -> list[str]:
-        """Stop every fio server, release every lock, disconnect; what was left behind."""
+        """Stop every fio server, release every lock, disconnect; what was left behind.
+
+        Each host is taken out before it is closed: a second call (an interrupted
+        close run again at exit) neither closes nor reports it again.
+        """
         problems = []
-        for host in self.hosts.values():
-            if host.fio is not None:
-                host.fio.stop()
-                with contextlib.suppress(SsdError):  # the connection is gone: its end killed them
-                    left = host.fio.leftovers()
-                    if left:
-                        pids = ", ".join(map(str, left))
-                        problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
-            while host.locks:
-                host.locks.pop().release()
-            host.ssh.close()
-        self.hosts.clear()
+        while self.hosts:
+            _, host = self.hosts.popitem()
+            problems += _close(host)
         if self._folder is not None:
             with contextlib.suppress(OSError):
                 self._folder.rmdir()
         return problems
+
+
+def _close(host: TestHost) -> list[str]:
+    """Stop *host*'s fio server, release its locks, disconnect; what was left there."""
+    problems = []
+    fio, host.fio = host.fio, None
+    if fio is not None:
+        fio.stop()
+        with contextlib.suppress(SsdError):  # the connection is gone: its end killed them
+            left = fio.leftovers()
+            if left:
+                pids = ", ".join(map(str, left))
+                problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
+    while host.locks:
+        host.locks.pop().release()
+    host.ssh.close()
+    return problems

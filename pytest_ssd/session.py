@@ -48,6 +48,7 @@ from pytest_ssd.figures.steady import save_charts
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.fio.server import FioServer
+from pytest_ssd.fio.watch import stall_override
 from pytest_ssd.health import Sampler, Source, find_source
 from pytest_ssd.host import HostRecord, Tuner
 from pytest_ssd.host.remote_tune import HostTuner, combined, tune_hosts
@@ -55,6 +56,7 @@ from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import SshAddress, parse_address
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import which
+from pytest_ssd.proc.sweep import SessionMark
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.purge import choose as choose_purge
 from pytest_ssd.purge.extra import pick as pick_purge
@@ -320,6 +322,8 @@ class SsdSession:
     extensions: Extensions = field(default_factory=Extensions)
     #: the test hosts of ssh:// devices: connections, locks, fio servers (this process's)
     hosts: Hosts = field(default_factory=Hosts)
+    #: every process the session starts carries it; what is left at the end is ended
+    mark: SessionMark = field(default_factory=SessionMark)
 
     @property
     def dut_ids(self) -> list[str]:
@@ -394,6 +398,8 @@ class SsdSession:
         # released at exit too: pytest skips its unconfigure when a sessionfinish hook raises
         # (a closed pipe: `pytest ... | tee log` after Ctrl-C)
         atexit.register(self.close)
+        stall_override()  # a bad value is refused before anything starts
+        self.mark.open()  # from here on, no process of the session outlives it
         # first of all: put back what a session that died left tuned
         self.tuner = Tuner(None, self.options.tune)  # its journal: the machine's state folder
         self.tuner.recover()
@@ -783,6 +789,8 @@ class SsdSession:
                 (self.options.report_dir / SCRATCH_DIR).rmdir()
                 if self.made_report_dir:  # a refused run leaves no folder it made
                     self.options.report_dir.rmdir()
+        for pid, name in self.mark.close():
+            sys.stderr.write(f"pytest-ssd: stopped {name} (pid {pid}), left running by the run\n")
         atexit.unregister(self.close)
 
     def tuners(self) -> list[Tuner | HostTuner]:

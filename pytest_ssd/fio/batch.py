@@ -53,6 +53,7 @@ from pytest_ssd.errors import FioError, ParseError
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT, check_target
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
+from pytest_ssd.fio.watch import capacity_of, timeout_for, watch_for
 from pytest_ssd.proc import Background, Completed, spawn, which
 from pytest_ssd.proc.runner import may_raise_priority
 
@@ -67,9 +68,8 @@ POLL_S = 0.002
 LIVENESS_S = 0.5
 #: how often gates are held while a batch started early waits for its first release
 HOLD_S = 0.05
-#: seconds beyond a job's planned time before it counts as hung (amount-based: generous)
+#: seconds a point's fio may take to exit after its last job
 RUN_MARGIN_S = 120.0
-AMOUNT_TIMEOUT_S = 6 * 3600.0
 #: the batches' clock: fio's own pick is not stable on every machine (its TSC test failed
 #: in 1 of 5 runs on the development VM), and skipping the test saves 0.05 s of CPU a process
 CLOCK = "clock_gettime"
@@ -355,8 +355,9 @@ class Batch:
         # the end is a FIFO too: the wait blocks in select() instead of polling a file
         done = os.open(self.artifacts / f"done-{n}", os.O_RDONLY | os.O_NONBLOCK)
         try:
+            limit = self._limit(job)
+            watch = watch_for([job], str(self.target))
             self._tell(job, b"go\n")
-            limit = job.planned_seconds + RUN_MARGIN_S if job.runtime_s else AMOUNT_TIMEOUT_S
             deadline = time.monotonic() + limit
             while not select.select([done], [], [], LIVENESS_S)[0]:
                 self._hold_ready()
@@ -364,10 +365,19 @@ class Batch:
                     raise self._dead(job, "did not finish: fio ended")
                 if time.monotonic() > deadline:
                     raise self._dead(job, f"did not finish in {limit:g} s")
+                said = watch() if watch is not None else None
+                if said is not None:
+                    self.abort()
+                    raise FioError(said)
         finally:
             os.close(done)
         self._ran.append(job.name)
         return n
+
+    def _limit(self, job: FioJob) -> float:
+        """How long *job* may run (:func:`~pytest_ssd.fio.watch.timeout_for`)."""
+        whole = job.runtime_s is None and not (job.io_bytes or job.size)
+        return timeout_for([job], capacity_of(str(self.target)) if whole else None)
 
     def skip(self, job: FioJob) -> None:
         """Let *job* end without I/O (its point was skipped or deselected).

@@ -20,15 +20,13 @@ from pytest_ssd.fio.job import FioJob, fio_path, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.fio.status import StatusCallback, StatusSink
+from pytest_ssd.fio.watch import capacity_of, timeout_for, watch_for
 from pytest_ssd.proc import Completed, run, which
+from pytest_ssd.proc.runner import Stalled
 
 FIO_INSTALL_HINT = "install it with 'apt-get install fio' (Debian/Ubuntu) or 'dnf install fio'"
-#: seconds allowed beyond the planned runtime before fio is considered hung
-TIMEOUT_MARGIN_S = 120.0
 #: seconds between fio's status reports when progress is followed
 STATUS_INTERVAL_S = 1
-#: a job that runs by amount, not time, gets this long at most unless told otherwise
-DEFAULT_AMOUNT_TIMEOUT_S = 6 * 3600.0
 #: ``fio --client`` dies of SIGPIPE when the server drops it (refused jobs)
 SIGPIPE_EXITS = (-signal.SIGPIPE, 128 + signal.SIGPIPE)
 
@@ -58,10 +56,11 @@ def fio_version() -> str | None:
     return done.stdout.strip() or None
 
 
-def _timeout(jobs: Sequence[FioJob]) -> float:
-    if any(job.runtime_s is None for job in jobs):
-        return DEFAULT_AMOUNT_TIMEOUT_S
-    return sum(job.planned_seconds for job in jobs) + TIMEOUT_MARGIN_S
+def _timeout(jobs: Sequence[FioJob], target: str, server: FioServer | None) -> float:
+    """The run's timeout by its size (:func:`~pytest_ssd.fio.watch.timeout_for`)."""
+    whole = any(job.runtime_s is None and not (job.io_bytes or job.size) for job in jobs)
+    ssh = server.ssh if server is not None else None
+    return timeout_for(jobs, capacity_of(target, ssh) if whole else None)
 
 
 def _check(jobs: Sequence[FioJob], output: FioOutput, target: str, stderr: str) -> None:
@@ -175,20 +174,26 @@ def run_jobs(
         argv.append(f"--status-interval={STATUS_INTERVAL_S}")
         sink = StatusSink(on_status)
     argv += ["--output-format=json+", str(jobfile)]
+    where = str(target) if server is None else f"{target} ({server.ssh.where})"
+    ssh = server.ssh if server is not None else None
     started = time.time()
-    completed = run(
-        argv,
-        timeout=timeout or _timeout(jobs),
-        artifacts=artifacts,
-        name="fio",
-        sink=sink,
-        cwd=artifacts,
-    )
+    try:
+        completed = run(
+            argv,
+            timeout=timeout or _timeout(jobs, str(target), server),
+            artifacts=artifacts,
+            name="fio",
+            sink=sink,
+            cwd=artifacts,
+            watch=watch_for(jobs, str(target), ssh, where),
+        )
+    except Stalled as exc:
+        if server is not None:  # its jobs there hang too: the host ends every fio of it
+            server.stop()
+        raise FioError(str(exc)) from None
     ended = time.time()
-    where = str(target)
     if server is not None:
         server.fetched(artifacts)
-        where = f"{target} ({server.ssh.where})"
         if not server.alive:
             raise FioError(f"fio on {where}: the fio server was lost (ssh ended)")
     try:

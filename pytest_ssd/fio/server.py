@@ -16,13 +16,18 @@ removes the folder.  :meth:`FioServer.leftovers` looks for them afterwards.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.errors import FioError
-from pytest_ssd.machine.ssh import MARK, Held, Ssh
+from pytest_ssd.errors import FioError, SsdError
+from pytest_ssd.machine.ssh import MARK, Held, Ssh, marks
+from pytest_ssd.proc import Completed
 
 START_TIMEOUT_S = 60.0
+#: shortens :data:`START_TIMEOUT_S` (the tests' slow host); never lengthens it
+START_ENV = "PYTEST_SSD_FIO_SERVER_START_S"
 STOP_TIMEOUT_S = 15.0
 #: the name ``fio --client`` is given (relative: fio appends it to the logs' names)
 CLIENT_SOCKET = "fio.sock"
@@ -33,26 +38,39 @@ _OURS = """ours() {
     sed -e 's|^/proc/||' -e 's|/cmdline$||'
 }"""
 
-#: ``sh -c SERVE sh``: start, report, wait for the channel to close, clean up
+#: end this server's fio processes and remove its folder: SIGTERM, SIGKILL at once for a
+#: stopped one (continued, it would go on writing), SIGKILL for any left after 5 s
+_STOP = """stop() {
+  pids=$(ours); [ -n "$pids" ] && kill -TERM $pids 2>/dev/null
+  for p in $(ours); do
+    case $(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null) in T|t) kill -KILL "$p" 2>/dev/null;; esac
+  done
+  i=0; while [ -n "$(ours)" ] && [ $i -lt 50 ]; do i=$((i + 1)); sleep 0.1; done
+  pids=$(ours); [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+  rm -rf "$dir"
+}"""
+
+#: ``sh -c SERVE sh``: start, report, wait for the channel to close, clean up.  A mark
+#: that cannot be written (the controller gave up and closed the channel: SIGPIPE is
+#: ignored, the write fails) ends the server too.
 SERVE = f"""
+trap '' PIPE
 command -v fio >/dev/null || {{ echo "fio is not installed on the host" >&2; exit 127; }}
 dir=$(mktemp -d /tmp/ssd-fio.XXXXXX) || exit 1
 {_OURS}
+{_STOP}
 setsid fio --server=sock:$dir/fio.sock >"$dir/log" 2>&1 </dev/null & pid=$!
-echo "{MARK}dir $dir"; echo "{MARK}pid $pid"
+{{ echo "{MARK}dir $dir" && echo "{MARK}pid $pid"; }} || {{ stop; exit 4; }}
 i=0
 while [ ! -S "$dir/fio.sock" ]; do
   if ! kill -0 $pid 2>/dev/null || [ $i -gt 300 ]; then
-    cat "$dir/log" >&2; rm -rf "$dir"; exit 4
+    cat "$dir/log" >&2; stop; exit 4
   fi
   i=$((i + 1)); sleep 0.1
 done
-echo "{MARK}ready"
+echo "{MARK}ready" || {{ stop; exit 4; }}
 cat >/dev/null
-pids=$(ours); [ -n "$pids" ] && kill -TERM $pids 2>/dev/null
-i=0; while [ -n "$(ours)" ] && [ $i -lt 50 ]; do i=$((i + 1)); sleep 0.1; done
-pids=$(ours); [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-rm -rf "$dir"
+stop
 echo "{MARK}stopped"
 """
 
@@ -61,6 +79,23 @@ LEFT = f"""dir=$1
 {_OURS}
 ours
 """
+
+#: ``sh -c REMOVE sh DIR``: end the server that has folder DIR, remove the folder
+REMOVE = f"""dir=$1
+{_OURS}
+{_STOP}
+stop
+"""
+
+
+def start_timeout() -> float:
+    """How long the server may take to listen: ``PYTEST_SSD_FIO_SERVER_START_S`` (tests)."""
+    text = os.environ.get(START_ENV, "")
+    with contextlib.suppress(ValueError):
+        value = float(text)
+        if 0 < value <= START_TIMEOUT_S:
+            return value
+    return START_TIMEOUT_S
 
 
 @dataclass
@@ -80,20 +115,49 @@ class FioServer:
         return self.ssh.control_dir / f"fio-{self.artifacts.name[-24:]}.sock"
 
     def start(self) -> None:
-        """Start the server and forward its socket; :class:`FioError` in one line if not."""
+        """Start the server and forward its socket; :class:`FioError` in one line if not.
+
+        A server that did not start (in time) is ended on the host and its folder removed.
+        """
+        timeout = start_timeout()
         held = self.ssh.hold(
             ["sh", "-c", SERVE, "sh"],
             artifacts=self.artifacts,
             name="fio-server",
             ready="ready",
-            timeout=START_TIMEOUT_S,
+            timeout=timeout,
         )
         if not isinstance(held, Held):
-            said = held.last_error_line()
-            raise FioError(f"{self.ssh.where}: fio --server did not start: {said}")
+            raise self._failed(held, timeout)
         self._channel = held
         self.folder = held.marks["dir"]
-        self.ssh.forward(self.socket, f"{self.folder}/fio.sock")
+        try:
+            self.ssh.forward(self.socket, f"{self.folder}/fio.sock")
+        except BaseException:
+            self.stop()
+            raise
+
+    def _failed(self, ended: Completed, timeout: float) -> FioError:
+        """The one line of a server that did not start, once it is gone from the host."""
+        folder = marks(ended.stdout).get("dir")
+        removed = ""
+        if folder is not None:  # the channel's end stops it there too: this makes sure
+            with contextlib.suppress(SsdError):
+                self.ssh.run(["sh", "-c", REMOVE, "sh", folder], timeout=STOP_TIMEOUT_S)
+            removed = f" and removed {folder}"
+        if ended.seconds < timeout:
+            return FioError(
+                f"{self.ssh.where}: fio --server did not start: {ended.last_error_line()}"
+            )
+        return FioError(
+            f"{self.ssh.where}: fio --server did not listen within {timeout:g} s (a slow or"
+            f" overloaded host); stopped it there{removed}"
+        )
+
+    @property
+    def stopped(self) -> bool:
+        """:meth:`stop` ended it (a stall, the session's end): a new server is needed."""
+        return self.folder is not None and self._channel is None
 
     @property
     def alive(self) -> bool:

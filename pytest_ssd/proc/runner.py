@@ -18,11 +18,13 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from pytest_ssd.errors import ToolError, present
+from pytest_ssd.proc.sweep import end
 
 #: how long a process group gets between SIGTERM and SIGKILL
 KILL_GRACE_S = 5.0
@@ -117,6 +119,22 @@ def which(program: str, install_hint: str) -> str:
     return path
 
 
+class Stalled(ToolError):
+    """A program made no progress for longer than its watch allows; it was stopped."""
+
+
+#: returns why a running program is to be stopped (no progress), or None while it is fine
+Watch = Callable[[], str | None]
+#: how often a watched program's watch is asked
+WATCH_EVERY_S = 1.0
+
+
+def _ask(watch: Watch | None) -> None:
+    said = watch() if watch is not None else None
+    if said is not None:
+        raise Stalled(said)
+
+
 class LineSink(Protocol):
     """Receives a program's stdout line by line and keeps what is worth keeping."""
 
@@ -125,7 +143,25 @@ class LineSink(Protocol):
     def text(self) -> str: ...
 
 
-def _stream(proc: subprocess.Popen[str], timeout: float, sink: LineSink) -> tuple[str, str]:
+def _communicate(
+    proc: subprocess.Popen[str], stdin: str | None, timeout: float, watch: Watch | None
+) -> tuple[str, str]:
+    """``proc.communicate`` asking *watch* every :data:`WATCH_EVERY_S` (output is not lost)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        step = min(left, WATCH_EVERY_S) if watch is not None else left
+        try:
+            return proc.communicate(stdin, timeout=max(step, 0.0))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+            _ask(watch)
+
+
+def _stream(
+    proc: subprocess.Popen[str], timeout: float, sink: LineSink, watch: Watch | None = None
+) -> tuple[str, str]:
     """Feed stdout to *sink* as it arrives; stderr is collected by a thread (no deadlock)."""
     stdout, stderr = present(proc.stdout, "stdout pipe"), present(proc.stderr, "stderr pipe")
     errors: list[str] = []
@@ -138,7 +174,8 @@ def _stream(proc: subprocess.Popen[str], timeout: float, sink: LineSink) -> tupl
             left = deadline - time.monotonic()
             if left <= 0:
                 raise subprocess.TimeoutExpired(proc.args, timeout)
-            if not selector.select(min(left, 1.0)):
+            _ask(watch)
+            if not selector.select(min(left, WATCH_EVERY_S)):
                 continue
             line = stdout.readline()
             if not line:
@@ -149,19 +186,28 @@ def _stream(proc: subprocess.Popen[str], timeout: float, sink: LineSink) -> tupl
     return sink.text(), "".join(errors)
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        try:
+def end_tree(pid: int) -> None:
+    """End *pid*, its process group and every descendant (fio's jobs leave its group: ``setsid``).
+
+    SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`; a stopped one gets SIGKILL at once
+    (continued, it would go on writing).  The caller reaps *pid* itself.
+    """
+    family = descendants(pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    end([pid, *family], KILL_GRACE_S)
+    with contextlib.suppress(ProcessLookupError):  # what is left in its group
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _end(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
+    """End *proc* and everything below it (see :func:`end_tree`), and reap it."""
+    if proc.poll() is None:  # once reaped, its pid may be another process's
+        end_tree(proc.pid)
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # its group's last ones
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        proc.wait()
+    proc.wait()
 
 
 def _keep(artifacts: Path, name: str, result: Completed, extra: dict[str, str]) -> None:
@@ -198,13 +244,16 @@ def run(
     extra_files: dict[str, str] | None = None,
     sink: LineSink | None = None,
     cwd: Path | None = None,
+    watch: Watch | None = None,
 ) -> Completed:
     """Run *argv* to completion and return what it printed; never raises on a non-zero exit.
 
     On timeout or interrupt the whole process group is terminated (SIGTERM, then
     SIGKILL), what was kept so far is written to *artifacts*, and the error or the
     interrupt propagates.  With a *sink*, stdout is fed to it line by line as it
-    comes (progress) and the sink decides what is kept as stdout.
+    comes (progress) and the sink decides what is kept as stdout.  With a *watch*,
+    it is asked every second; when it says why, the program is stopped the same
+    way and :class:`Stalled` raised with its words.
     """
     argv = tuple(str(a) for a in argv)
     label = name or Path(argv[0]).name
@@ -225,11 +274,11 @@ def run(
         raise ToolError(f"{argv[0]} not found: {exc.strerror}") from None
     try:
         if sink is None:
-            stdout, stderr = proc.communicate(stdin, timeout=timeout)
+            stdout, stderr = _communicate(proc, stdin, timeout, watch)
         else:
-            stdout, stderr = _stream(proc, timeout, sink)
+            stdout, stderr = _stream(proc, timeout, sink, watch)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        _end(proc)
         stdout, stderr = proc.communicate()
         stdout = sink.text() + stdout if sink is not None else stdout
         result = Completed(argv, proc.returncode, stdout, stderr, time.monotonic() - start)
@@ -237,7 +286,7 @@ def run(
             _keep(artifacts, label, result, extra_files or {})
         raise ToolError(f"{label} timed out after {timeout:g} s: {result.command}") from None
     except BaseException:  # an interrupt (Ctrl-C, a signal): what it printed is kept too
-        _kill_group(proc)
+        _end(proc)
         if artifacts is not None:
             _keep(artifacts, label, _after_interrupt(proc, argv, start, sink), extra_files or {})
         raise
@@ -341,26 +390,10 @@ class Background:
         Descendants count too: fio's job processes each call ``setsid()`` and leave
         the group of the fio that forked them.
         """
-        family = descendants(self.proc.pid)
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        else:
-            try:
-                self.proc.wait(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        with contextlib.suppress(ProcessLookupError):  # children that outlived the leader
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        for pid in family:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+        _end(self.proc)
         return self._keep()
 
     def _keep(self) -> Completed:

@@ -1,0 +1,218 @@
+"""How long fio may run, and how long it may go without completing any I/O.
+
+A hung drive does not fail fio's I/O: it never completes it, and fio waits with
+it.  So fio is watched from the kernel's block-layer counters of the device it
+works on (``/sys/class/block/<dev>/stat``: I/Os and sectors completed, every I/O
+of the device, locally or on a test host, lone or batched; a regular file is
+watched through the device its filesystem is on).  When none of them moves for
+the job's allowance, fio is stopped: one line, the test fails, the session goes on.
+
+The allowance (:func:`stall_allowance`) is generous on purpose: a real drive
+stops completing I/O for seconds during garbage collection, a cache flush or a
+full drive's SLC folding, and the kernel's own I/O timeout (30 s for NVMe and
+SCSI) aborts, retries and resets the controller before giving up.  Reads get
+twice that timeout, writes four times it (they wait on garbage collection).
+``PYTEST_SSD_STALL_S`` sets one allowance for every job (the tests shorten it).
+
+The whole run gets a timeout by its size (:func:`timeout_for`): a time-based
+job its ramp and run time, an amount-based one its bytes at :data:`FLOOR_RATE`,
+plus :data:`TIMEOUT_MARGIN_S`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_ssd.errors import ConfigError, SsdError
+from pytest_ssd.fio.job import FioJob
+from pytest_ssd.machine.ssh import Ssh
+
+#: the environment variable that sets every job's allowance, in seconds
+STALL_ENV = "PYTEST_SSD_STALL_S"
+#: seconds a reading job may complete no I/O: twice the kernel's 30 s I/O timeout
+READ_STALL_S = 60.0
+#: seconds a writing job may complete no I/O: garbage collection and cache flushes too
+WRITE_STALL_S = 120.0
+#: the slowest rate an amount-based job is given time for (bytes/s): 256 IOPS of 4 KiB
+FLOOR_RATE = 1 << 20
+#: seconds allowed beyond a run's planned time (fio's start-up, a slow host)
+TIMEOUT_MARGIN_S = 120.0
+#: how often a device's counters are read here, and on a test host (over ssh)
+EVERY_S, HOST_EVERY_S = 1.0, 5.0
+#: the fields of a block device's ``stat`` that count completed work: reads, sectors
+#: read, writes, sectors written, discards, sectors discarded, flushes (not the
+#: in-flight count or the busy times, which move while nothing completes)
+_DONE_FIELDS = (0, 2, 4, 6, 11, 13, 15)
+
+Counters = Callable[[], tuple[int, ...] | None]
+
+
+def stall_override() -> float | None:
+    """The allowance ``PYTEST_SSD_STALL_S`` sets; :class:`ConfigError` for a bad value."""
+    text = os.environ.get(STALL_ENV)
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 1 <= value <= 86400):
+        raise ConfigError(f"{STALL_ENV}={text!r}: give seconds between 1 and 86400")
+    return value
+
+
+def stall_allowance(jobs: Sequence[FioJob]) -> float:
+    """Seconds *jobs* may go without completing any I/O (see the module's notes)."""
+    override = stall_override()
+    if override is not None:
+        return override
+    return WRITE_STALL_S if any(job.writes for job in jobs) else READ_STALL_S
+
+
+def timeout_for(jobs: Sequence[FioJob], capacity: int | None) -> float:
+    """Seconds *jobs* (one after another) may take at most, by their size.
+
+    A job without ``io_bytes`` or ``size`` moves the target's *capacity* (unknown:
+    a day's worth of :data:`FLOOR_RATE`).
+    """
+    total = TIMEOUT_MARGIN_S
+    for job in jobs:
+        if job.runtime_s is not None:
+            total += job.planned_seconds
+            continue
+        amount = job.io_bytes or job.size or capacity or FLOOR_RATE * 86400
+        total += job.ramp_s + amount * job.numjobs / FLOOR_RATE
+    return total
+
+
+def capacity_of(target: str, ssh: Ssh | None = None) -> int | None:
+    """Bytes of *target* (here, or on the host of *ssh*); None when unknown."""
+    if ssh is not None:
+        name = _kernel_name(target)
+        if name is None:
+            return None
+        try:
+            with_size = ssh.run(["cat", "--", f"/sys/class/block/{name}/size"], timeout=60)
+        except SsdError:  # the connection's trouble is fio's to report
+            return None
+        text = with_size.stdout.strip()
+        return int(text) * 512 if with_size.returncode == 0 and text.isdigit() else None
+    try:
+        st = Path(target).stat()
+    except OSError:
+        return None
+    if not stat.S_ISBLK(st.st_mode):
+        return st.st_size
+    size = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/size")
+    try:
+        return int(size.read_text()) * 512
+    except (OSError, ValueError):
+        return None
+
+
+def _kernel_name(target: str) -> str | None:
+    """The kernel's name of a host's ``/dev/<name>`` node (the session's canonical node)."""
+    name = target.removeprefix("/dev/")
+    return name if target.startswith("/dev/") and name and "/" not in name else None
+
+
+def parse_done(text: str) -> tuple[int, ...]:
+    """The completed-work fields of a block device's ``stat`` text."""
+    fields = text.split()
+    return tuple(int(fields[i]) for i in _DONE_FIELDS if i < len(fields))
+
+
+def _stat_path(target: str) -> Path | None:
+    """The ``stat`` file of block device *target*, or of the device a file is on; None."""
+    try:
+        st = Path(target).stat()
+    except OSError:
+        return None
+    number = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
+    path = Path(f"/sys/dev/block/{os.major(number)}:{os.minor(number)}/stat")
+    return path if path.is_file() else None
+
+
+def local_counters(target: str) -> Counters | None:
+    """A reader of the completed work of the device *target* is (or is on); None: none."""
+    path = _stat_path(target)
+    if path is None:
+        return None
+
+    def read() -> tuple[int, ...] | None:
+        try:
+            return parse_done(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    return read
+
+
+def host_counters(ssh: Ssh, target: str) -> Counters | None:
+    """A reader of the completed work of block device *target* on the host (None: no node)."""
+    name = _kernel_name(target)
+    if name is None:
+        return None
+    path = f"/sys/class/block/{name}/stat"
+
+    def read() -> tuple[int, ...] | None:
+        try:
+            done = ssh.run(["cat", "--", path], timeout=HOST_EVERY_S * 4)
+            return parse_done(done.stdout) if done.returncode == 0 else None
+        except (SsdError, ValueError):  # the connection's trouble is fio's to report
+            return None
+
+    return read
+
+
+@dataclass
+class StallWatch:
+    """Says why fio is to be stopped once *counters* stand still for *allowance_s*."""
+
+    counters: Counters
+    allowance_s: float
+    #: where fio works, for the message
+    where: str
+    every_s: float = EVERY_S
+    _last: tuple[int, ...] | None = None
+    #: when the counters last moved, and when they were last read
+    _moved: float = field(init=False)
+    _read: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._moved = self._read = time.monotonic()
+
+    def __call__(self) -> str | None:
+        now = time.monotonic()
+        if now - self._read < self.every_s:
+            return None
+        self._read = now
+        done = self.counters()
+        if done is None or done != self._last:  # unreadable counts as progress: no false stop
+            self._last, self._moved = done, now
+            return None
+        if now - self._moved < self.allowance_s:
+            return None
+        return (
+            f"fio made no progress on {self.where} for {self.allowance_s:g} s (no I/O completed:"
+            f" the device or its driver hangs); stopped"
+        )
+
+
+def watch_for(
+    jobs: Sequence[FioJob], target: str, ssh: Ssh | None = None, where: str | None = None
+) -> StallWatch | None:
+    """The stall watch of *jobs* on *target* (on the host of *ssh*); None where none can be."""
+    counters = local_counters(target) if ssh is None else host_counters(ssh, target)
+    if counters is None:
+        return None
+    every = EVERY_S if ssh is None else HOST_EVERY_S
+    watch = StallWatch(counters, stall_allowance(jobs), where or target, every)
+    watch._last = counters()  # the counters before fio starts
+    return watch
