@@ -37,6 +37,11 @@ LoopFactory = Callable[..., Path]
 STALL_S = 4
 
 
+def _said(out: str, said: str) -> list[str]:
+    """The lines of *out* holding *said*, but pytest's short summary (whole under CI=true)."""
+    return [line for line in out.splitlines() if said in line and not line.startswith("FAILED ")]
+
+
 def _clean(out: str) -> None:
     assert "Traceback" not in out and "INTERNALERROR" not in out, out
 
@@ -171,7 +176,7 @@ def test_a_stalled_fio_fails_its_test_in_one_line_and_the_session_goes_on(
     _clean(out)
     assert re.search(r"1 failed, 1 passed", out), out
     said = f"fio made no progress on {dev} for {STALL_S} s (no I/O completed"
-    lines = [line for line in out.splitlines() if said in line]
+    lines = _said(out, said)
     assert len(lines) == 1 and lines[0].endswith("; stopped"), out
     assert took < STALL_S + 60, f"the stall was stopped after {took:.0f} s"
     assert not _fio(str(reports)), "fio is gone"
@@ -308,7 +313,7 @@ def test_a_slow_fio_server_start_is_cleaned_up_and_tried_again(
             f"ssh root@127.0.0.1 port {host.port}: fio --server did not listen within 3 s"
             " (a slow or overloaded host); stopped it there and removed /tmp/ssd-fio."
         )
-        lines = [line for line in out.splitlines() if said in line]
+        lines = _said(out, said)
         assert len(lines) == 1 and "test_first" in out.split(said)[0].rsplit("___ ", 1)[-1], out
         assert "connection lost" not in out
     folder = re.findall(r"removed (/tmp/ssd-fio\.\w+)", lines[0])[0]
@@ -358,7 +363,7 @@ def test_a_stalled_fio_on_a_host_fails_its_test_and_its_jobs_end_there(
         assert re.search(r"1 failed, 1 passed", out), out
         where = f"{dev} (ssh root@127.0.0.1 port {host.port})"
         said = f"fio made no progress on {where} for {STALL_S} s (no I/O completed"
-        assert len([line for line in out.splitlines() if said in line]) == 1, out
+        assert len(_said(out, said)) == 1, out
         assert all(not Path(f"/proc/{pid}").exists() for pid in stopped_jobs), "ended there"
 
 

@@ -106,7 +106,7 @@ class Erase:
         return None if identity.transport == "loop" else "only loop devices"
 
     def purge(self, identity, artifacts):
-        subprocess.run(["blkdiscard", identity.path], check=True, timeout=60)
+        subprocess.run(["blkdiscard", "--force", identity.path], check=True, timeout=60)
         (artifacts / "vendor-erase.done").write_text(identity.path)
         return "blkdiscard of the whole device"
 
