@@ -9,6 +9,8 @@ of each method), :mod:`pytest_ssd.methods` (drivers of long methods),
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from pytest_ssd.device.drive_class import ALL_CLASSES, ESD_CLASSES, WSAT_CLASSES, DriveClass
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ConfigError, ParseError, SafetyError, SsdError, ToolError
@@ -19,13 +21,30 @@ from pytest_ssd.fixture import SsdBench
 from pytest_ssd.health.sources import HealthSample
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.extra import PurgeProvider
-from pytest_ssd.report.sections.base import Context, ReportSection, Section, notes, table
 from pytest_ssd.results.record import Derived
 from pytest_ssd.specs import SpecLine, Verdict
 from pytest_ssd.specs import plan as spec_plan
 from pytest_ssd.specs.units import Quantity
 from pytest_ssd.state.layout import Region
 from pytest_ssd.version import __version__
+
+if TYPE_CHECKING:
+    from pytest_ssd.report.sections.base import Context, ReportSection, Section, notes, table
+
+#: the report's names, loaded when first asked for: an xdist worker that runs tests
+#: never loads the report (nor matplotlib, which its figures draw with)
+_REPORT_NAMES = ("Context", "ReportSection", "Section", "notes", "table")
+
+
+if not TYPE_CHECKING:  # mypy sees the imports above, and no catch-all attribute
+
+    def __getattr__(name: str) -> Any:
+        if name in _REPORT_NAMES:
+            from pytest_ssd.report.sections import base  # noqa: PLC0415  # loaded when asked for
+
+            return getattr(base, name)
+        raise AttributeError(f"module 'pytest_ssd' has no attribute {name!r}")
+
 
 __all__ = [
     "ALL_CLASSES",

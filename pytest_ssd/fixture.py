@@ -8,14 +8,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from matplotlib.figure import Figure
-from numpy.typing import ArrayLike
 from pytest_html import extras
 
-from pytest_ssd import figures
 from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import binary_size
@@ -50,6 +47,11 @@ from pytest_ssd.state.profile import RESTING_STATES, Profile
 from pytest_ssd.state.progress import Progress, Write, feeding, log_writer, plan_of
 from pytest_ssd.state.tracker import Need
 from pytest_ssd.state.written import WrittenMap, prefill_job, span
+from pytest_ssd.text import file_stem
+
+if TYPE_CHECKING:  # a worker loads matplotlib only when a test hands it a Figure
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
 
 #: the conformance row of a line checked on a device without a datasheet
 NOT_CHECKED: dict[str, object] = {
@@ -64,6 +66,10 @@ NOT_CHECKED: dict[str, object] = {
 }
 
 FIGURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
+#: an extra that asks the controller to draw a figure (:meth:`SsdBench.plot`)
+PLOT_EXTRA = "ssd-plot"
+#: the builders :meth:`SsdBench.plot` takes: ``pytest_ssd.figures.<name>(measurement)``
+PLOTS = ("latency_percentiles",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -391,12 +397,39 @@ class SsdBench:
         )
 
     def figure(self, fig: Figure, title: str) -> Path:
-        """Attach *fig* to the test's row in the report and save it as PNG and SVG."""
+        """Attach *fig* to the test's row in the report and save it as PNG and SVG.
+
+        The figure is drawn where the test runs (an xdist worker loads matplotlib for it);
+        :meth:`plot` draws on the controller instead.
+        """
+        from pytest_ssd import figures  # noqa: PLC0415  # matplotlib only when a test draws
+
         rendered = figures.render(fig)
         png = rendered.save(self.artifacts, title)
         extra = extras.png(rendered.png_base64, title)
         self._node.stash.setdefault(FIGURES_KEY, []).append(extra)
         return png
+
+    def plot(self, builder: str, measurement: Measurement, title: str) -> Path:
+        """``pytest_ssd.figures.<builder>(measurement)``, drawn on the controller.
+
+        Like :meth:`figure`, without matplotlib in the process that runs the test: the
+        measurement travels on the test's report and the controller draws it, attaches it
+        to the test's row and saves it as PNG and SVG.  Returns the PNG's path, written
+        once the test's report reaches the controller.  *builder* is one of :data:`PLOTS`.
+        """
+        if builder not in PLOTS:
+            raise ConfigError(f"ssd.plot: no figure {builder!r} (one of: {', '.join(PLOTS)})")
+        self._node.stash.setdefault(FIGURES_KEY, []).append(
+            {
+                "format_type": PLOT_EXTRA,
+                "builder": builder,
+                "measurement": measurement.to_json(),
+                "name": title,
+                "folder": str(self.artifacts),
+            }
+        )
+        return self.artifacts / f"{file_stem(title)}.png"
 
     def note(self, key: str, value: object) -> None:
         """Record a plain property on the test (shows in junitxml and the report)."""

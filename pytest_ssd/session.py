@@ -44,7 +44,6 @@ from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import LocalView, Node, View
 from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, SsdError, present
 from pytest_ssd.extensions import Extensions
-from pytest_ssd.figures.steady import save_charts
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.fio.server import FioServer
@@ -74,6 +73,7 @@ from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import FOB
 from pytest_ssd.state.tracker import DeviceState
 from pytest_ssd.state.written import WrittenMap
+from pytest_ssd.steady import FioSteadyState, SniaVerdict
 
 WORKERINPUT_KEY = "pytest_ssd"
 #: what --ssd-purge takes of pytest-ssd's own methods (plugins may add more)
@@ -752,7 +752,7 @@ class SsdSession:
                 progress=self.progress,
                 sampler=lambda: self.sampler(dut),
                 written=dut.written,
-                charts=save_charts,
+                charts=_save_charts,
                 added_purges=self.extensions.purge_methods,
                 machine=self.machine(dut),
                 server=lambda: self.fio_server(dut),
@@ -813,3 +813,15 @@ SESSION_KEY = pytest.StashKey[SsdSession]()
 
 def get(config: pytest.Config) -> SsdSession:
     return config.stash[SESSION_KEY]
+
+
+def _save_charts(
+    verdict: FioSteadyState | SniaVerdict, folder: Path, quantity: str, unit: str
+) -> tuple[str, ...]:
+    """:func:`pytest_ssd.figures.steady.save_charts`, loaded when a steady state is drawn.
+
+    A worker that reaches no steady state never loads matplotlib.
+    """
+    from pytest_ssd.figures.steady import save_charts  # noqa: PLC0415  # matplotlib
+
+    return save_charts(verdict, folder, quantity, unit)

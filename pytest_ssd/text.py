@@ -44,3 +44,8 @@ def name_problem(value: str) -> str | None:
     if bad is not None:
         return f"holds the control character U+{ord(bad):04X} ({unicodedata.category(bad)})"
     return None
+
+
+def file_stem(title: str) -> str:
+    """A figure's file name (no suffix) from its title: letters and digits, '-' between."""
+    return "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "figure"

@@ -25,6 +25,7 @@ from matplotlib.ticker import (
 
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.results.record import Measurement
+from pytest_ssd.text import file_stem
 
 #: colours per device, stable across graphs
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf")
@@ -51,7 +52,7 @@ class Rendered:
     def save(self, folder: Path, title: str) -> Path:
         """Write ``<stem>.png`` and ``<stem>.svg`` into *folder*; return the PNG's path."""
         folder.mkdir(parents=True, exist_ok=True)
-        stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "figure"
+        stem = file_stem(title)
         (folder / f"{stem}.svg").write_bytes(self.svg)
         png = folder / f"{stem}.png"
         png.write_bytes(self.png)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from pytest_ssd.errors import ExtensionError, SsdError
 from pytest_ssd.health.sources import TEMPERATURE_WARNING_BIT, HealthSample, Source
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
@@ -82,6 +83,8 @@ class Sampler:
 
     def arrays(self) -> dict[str, np.ndarray[Any, Any]]:
         """Seconds from the first sample, °C (NaN where none), and the counters."""
+        import numpy as np  # noqa: PLC0415  # a worker loads numpy only for a health series
+
         start = self.samples[0].t if self.samples else 0.0
         temps = [np.nan if s.temperature_c is None else s.temperature_c for s in self.samples]
         return {

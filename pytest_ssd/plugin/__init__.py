@@ -33,9 +33,6 @@ from pytest_ssd.fixture import (
 )
 from pytest_ssd.plugin import suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
-from pytest_ssd.plugin.collector import RunRecorder
-from pytest_ssd.plugin.host import HostReport
-from pytest_ssd.plugin.html import HtmlReport, terminal_lines
 from pytest_ssd.plugin.overview import plan_lines
 from pytest_ssd.plugin.params import (
     SPEC_FIXTURE,
@@ -53,7 +50,6 @@ from pytest_ssd.plugin.skips import BLOCK_HELP, skip_before_state
 from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
-from pytest_ssd.report.sections import builtin as builtin_sections
 from pytest_ssd.results.location import INI_OPTION
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
@@ -73,9 +69,8 @@ RELAY_KEY = pytest.StashKey[Relay]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """pytest-ssd's own hooks (:mod:`pytest_ssd.newhooks`), and its own report sections."""
+    """pytest-ssd's own hooks (:mod:`pytest_ssd.newhooks`)."""
     pluginmanager.add_hookspecs(newhooks)
-    pluginmanager.register(builtin_sections, "ssd-builtin-sections")
 
 
 def extensions(config: pytest.Config) -> Extensions:
@@ -378,6 +373,15 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if _is_worker(config) or not _active(config):
         return
+    _configure_controller(config)
+
+
+def _configure_controller(config: pytest.Config) -> None:
+    """The controller's session, report, results store and host record."""
+    # imported here, not at the top: a worker never loads the report, figures or db writer
+    from pytest_ssd.plugin import controller  # noqa: PLC0415
+
+    config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
     session = SsdSession.for_controller(config, extensions(config))
     session.progress = terminal_writer(config)
     config.stash[SESSION_KEY] = session
@@ -397,7 +401,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("htmlpath", None):
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True
-    config.pluginmanager.register(HtmlReport(session), "ssd-html-report")
+    config.pluginmanager.register(controller.HtmlReport(session), "ssd-html-report")
+    config.pluginmanager.register(controller.Plots(), "ssd-plots")
     if getattr(config.option, "numprocesses", None):  # xdist: the workers' progress lines
         config.stash[RELAY_KEY] = _relay(config, session.run_dir)
     store = present(session.store, "the results store")
@@ -407,14 +412,14 @@ def pytest_configure(config: pytest.Config) -> None:
         f"db:      {session.options.db} (run {session.run_id})",
         f"files:   {session.run_dir}",
     ]
-    recorder = RunRecorder(session, lines)
+    recorder = controller.RunRecorder(session, lines)
     batches = config.stash[BATCHES_KEY]
     # results.json is exported while a batched point's fio exits, not between point tests
     recorder.defer_export = lambda: bool(batches.active)
     batches.while_exiting = recorder.export_due
     config.pluginmanager.register(recorder, "ssd-recorder")
     host = present(session.host, "the host record")
-    config.pluginmanager.register(HostReport(session.tuners(), host), "ssd-host")
+    config.pluginmanager.register(controller.HostReport(session.tuners(), host), "ssd-host")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -462,9 +467,11 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     session = config.stash.get(SESSION_KEY, None)
-    if session is None:
+    if session is None or session.worker:  # a worker's header is never shown
         return []
-    return terminal_lines(session)
+    from pytest_ssd.plugin import controller  # noqa: PLC0415  # see _configure_controller
+
+    return controller.terminal_lines(session)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import SsdBench, figures
+from pytest_ssd import SsdBench
 from pytest_ssd.workloads.corners import CORNERS, corner_job, prefill_job, span_for
 
 
@@ -34,4 +34,5 @@ def test_four_corners(ssd: SsdBench, corner: str) -> None:
     assert done.clat is not None
     values = [p.ns for p in done.clat.percentiles()]
     assert values == sorted(values), "latency percentiles are monotonic"
-    ssd.figure(figures.latency_percentiles(ssd.measurements[-1]), f"{corner} tail latency")
+    # drawn on the controller: an xdist worker does not load matplotlib for it
+    ssd.plot("latency_percentiles", ssd.measurements[-1], f"{corner} tail latency")

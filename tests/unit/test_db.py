@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import sqlite3
 import subprocess
 import sys
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -162,6 +164,31 @@ def test_arrays_round_trip_with_their_dtypes() -> None:
     arrays = {"t_s": np.linspace(0, 1, 5), "count": np.array([1, 2, 3], dtype=np.int64)}
     back = unpack(pack(arrays))
     assert back["t_s"].tolist() == arrays["t_s"].tolist() and back["count"].dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    "values", [(1, 2, 3), [0], [-(1 << 63), (1 << 63) - 1], [], [True, False], [1, 2.5], [1 << 63]]
+)
+def test_plain_int_sequences_pack_as_numpy_packs_them(values: list[object]) -> None:
+    # a histogram of Python ints is written without numpy (an xdist worker never loads it):
+    # the same .npy bytes numpy writes, and anything else is numpy's own
+    ours = zipfile.ZipFile(io.BytesIO(pack({"ns": values, "count": values})))
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, ns=np.asarray(values), count=np.asarray(values))
+    theirs = zipfile.ZipFile(buffer)
+    assert ours.namelist() == theirs.namelist() == ["ns.npy", "count.npy"]
+    assert all(ours.read(name) == theirs.read(name) for name in ours.namelist())
+
+
+def test_packing_a_histogram_does_not_load_numpy() -> None:
+    code = (
+        "import sys; from pytest_ssd.db.arrays import pack; "
+        "blob = pack({'ns': (1, 2), 'count': [3, 4]}); "
+        "assert blob.startswith(b'PK'); print('numpy' in sys.modules)"
+    )
+    argv = [sys.executable, "-c", code]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_the_database_is_shared_by_runs_of_one_host(tmp_path: Path) -> None:

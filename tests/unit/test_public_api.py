@@ -62,6 +62,7 @@ def test_the_ssd_fixture_is_a_narrow_handle() -> None:
         "measurements",
         "need",
         "note",
+        "plot",
         "profile",
         "record",
         "region",
