@@ -19,8 +19,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine.address import SshAddress
@@ -60,6 +62,18 @@ PACKAGES = {
     "flock": "util-linux",
     "wipefs": "util-linux",
 }
+
+
+#: the thread that starts what must outlive the thread asking for it (the master, held
+#: commands): a process pytest-ssd starts gets the kernel's parent-death signal when the
+#: *thread* that started it ends, and devices are prepared in threads that end; this one
+#: lives as long as the interpreter
+_LASTING = ThreadPoolExecutor(1, thread_name_prefix="ssd-lasting")
+
+
+def _spawn_lasting(argv: list[str], **options: Any) -> Background:
+    """:func:`spawn` from :data:`_LASTING`: the process lives until closed or this process ends."""
+    return _LASTING.submit(spawn, argv, **options).result()
 
 
 #: a folder whose path ssh takes as it is (no blank, no ``%`` token, no quote)
@@ -268,7 +282,7 @@ class Ssh:
             # a forwarded socket (fio's server) replaces a stale one; only we may use it
             *("-o", "StreamLocalBindUnlink=yes", "-o", "StreamLocalBindMask=0177"),
         )
-        self._master = spawn(argv, artifacts=self.control_dir, name="master")
+        self._master = _spawn_lasting(argv, artifacts=self.control_dir, name="master")
         deadline = time.monotonic() + OPEN_TIMEOUT_S
         while not self.control_path.exists():
             if not self._master.alive() or time.monotonic() > deadline:
@@ -342,7 +356,7 @@ class Ssh:
         self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
     ) -> Held | Completed:
         """Start *argv* on the host and wait for its mark *ready*: held, or how it ended."""
-        process = spawn(self.command(argv), artifacts=artifacts, name=name, stdin=True)
+        process = _spawn_lasting(self.command(argv), artifacts=artifacts, name=name, stdin=True)
         out = artifacts / f"{name}.stdout"
         deadline = time.monotonic() + timeout
         while ready not in (found := marks(out.read_text())):

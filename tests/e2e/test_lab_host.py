@@ -9,6 +9,7 @@ a second time on its own (a channel refused fails loudly instead).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import smoke_argv
+from tests.e2e.test_safety_hosts import wrapped_host
 from tests.sshd import Sshd, local_sshd
 
 pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
@@ -106,3 +108,59 @@ def test_a_dozen_drives_of_a_host_take_one_login(
     assert sorted(title.split("\0")[0].split()[2:]) == sorted(map(str, devs)), "one holds all"
     assert re.search(rf"it is locked by pid {pid} \(pytest-ssd lock /dev/loop\d+ ", refusal[0])
     assert "no more sessions" not in (lab.folder / "sshd.log").read_text(), "none refused"
+
+
+#: a host slow to answer: each guard snapshot waits a second; the wrapper logs when they run
+SLOW_SNAPSHOTS = """
+case "$SSH_ORIGINAL_COMMAND" in
+  *mountinfo*)
+    echo start >> {log}; sleep 1; /bin/sh -c "$SSH_ORIGINAL_COMMAND"; rc=$?
+    echo end >> {log}; exit $rc ;;
+esac
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+"""
+
+
+def _most_at_once(log: Path) -> int:
+    running = most = 0
+    for line in log.read_text().split():
+        running += 1 if line == "start" else -1
+        most = max(most, running)
+    return most
+
+
+def test_the_drives_of_a_host_are_prepared_at_once(
+    loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    devs = [loop_device(64) for _ in range(4)]
+    log = tmp_path / "snapshots.log"
+    with wrapped_host(tmp_path / "slow", SLOW_SNAPSHOTS.format(log=log)) as server:
+        args = [f"--dut={server.url(str(d))}" for d in devs] + [f"--ssd-confirm={d}" for d in devs]
+        run = run_ssd(*args, f"--ssd-ssh-config={server.config}", suite=_suite(tmp_path / "s"))
+        assert server.logins() == 1
+    out = run.result.stdout.str()
+    _clean(out)
+    assert run.result.ret == 0, out
+    run.result.assert_outcomes(passed=len(devs))
+    assert _most_at_once(log) > 1, "the drives' snapshots ran one after another"
+
+
+def test_of_drives_refused_at_once_the_first_named_is_told(
+    loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(64)
+    missing = f"/dev/ssd-missing-{os.getpid()}"
+    log = tmp_path / "snapshots.log"
+    with wrapped_host(tmp_path / "slow", SLOW_SNAPSHOTS.format(log=log)) as server:
+        # the second is refused after the third (a second's snapshot, then its lock's turn)
+        urls = [server.url(str(dev)), server.url(str(dev)), server.url(missing)]
+        config = f"--ssd-ssh-config={server.config}"
+        run = run_ssd(*[f"--dut={u}" for u in urls], config, "--ssd-readonly")
+    out = run.result.stdout.str() + run.result.stderr.str()
+    _clean(out)
+    assert run.result.ret == 4, out
+    errors = [line for line in out.splitlines() if line.startswith("ERROR")]
+    assert errors == [
+        f"ERROR: refusing --dut={urls[1]}: it is the same device as --dut={urls[0]}"
+        f" ({dev} on ssh root@127.0.0.1 port {server.port}); name each device once"
+    ], out
