@@ -143,8 +143,8 @@ def _close(host: TestHost) -> list[str]:
             if left:
                 pids = ", ".join(map(str, left))
                 problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
-    while host.locks:
+    host.holder.close()  # every lock and claim of its drives at once
+    while host.locks:  # those of a host without perl: a channel each
         host.locks.pop().release()
-    host.holder.close()
     host.ssh.close()
     return problems
