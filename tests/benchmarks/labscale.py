@@ -82,10 +82,12 @@ def loops(folder: Path, count: int) -> Iterator[list[Path]]:
 
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rpartition(")")[2].split()
-            tree.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):  # it may end meanwhile
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            tree.setdefault(int(fields[1]), []).append(int(entry.name))
     return tree
 
 
@@ -120,11 +122,16 @@ def measure(work: Path, server: Sshd, devs: list[Path], workers: bool) -> Figure
     with out.open("w") as fh:
         proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
         peak = 0
-        while proc.poll() is None:
-            peak = max(peak, pss_kib(proc.pid))
-            time.sleep(SAMPLE_S)
-            if time.time() - begun > TIMEOUT_S:
+        try:
+            while proc.poll() is None:
+                peak = max(peak, pss_kib(proc.pid))
+                time.sleep(SAMPLE_S)
+                if time.time() - begun > TIMEOUT_S:
+                    proc.kill()
+        finally:
+            if proc.poll() is None:
                 proc.kill()
+                proc.wait()
     wall = time.time() - begun
     if proc.returncode != 0:
         raise SystemExit(f"pytest failed (exit {proc.returncode}):\n{out.read_text()[-3000:]}")
