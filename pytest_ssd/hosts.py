@@ -3,7 +3,8 @@
 A ``--dut=ssh://[user@]host[:port]/dev/...`` device is reached through a
 :class:`TestHost`: its connection (:class:`~pytest_ssd.machine.ssh.Ssh`, opened
 once per process), the device locks the controller holds there for the session
-(:class:`~pytest_ssd.device.remote_lock.RemoteLock`), and the fio server the
+(:class:`~pytest_ssd.device.remote_lock.RemoteLock`, all in one process on one
+channel: :class:`~pytest_ssd.device.remote_lock.HostLocks`), and the fio server the
 process running the tests starts there on first use
 (:class:`~pytest_ssd.fio.server.FioServer`).  :meth:`Hosts.close` stops the
 servers, checks that no fio of theirs is left on any host, releases the locks
@@ -13,11 +14,12 @@ and closes the connections; it says what it found left behind.
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.device.remote import SshView
-from pytest_ssd.device.remote_lock import RemoteLock
+from pytest_ssd.device.remote_lock import HostLocks, RemoteLock
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine.address import SshAddress
@@ -33,6 +35,8 @@ class TestHost:
 
     ssh: Ssh
     machine: SshMachine
+    #: the one process there that holds every lock and claim below
+    holder: HostLocks
     locks: list[RemoteLock] = field(default_factory=list)
     fio: FioServer | None = None
 
@@ -46,6 +50,8 @@ class Hosts:
     hosts: dict[str, TestHost] = field(default_factory=dict)
     _keys: dict[SshAddress, str] = field(default_factory=dict, repr=False)
     _folder: Path | None = None
+    #: devices are prepared in threads: one connection per host all the same
+    _connecting: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def key(self, address: SshAddress) -> str:
         """One connection per user, host and port as ssh resolves them (``ssh -G``)."""
@@ -61,19 +67,22 @@ class Hosts:
 
     def host(self, address: SshAddress) -> TestHost:
         """The host of *address*, connected (a one-line :class:`DeviceError` when unreachable)."""
-        key = self.key(address)
-        if key not in self.hosts:
-            ssh = Ssh(address, self._control_dir(len(self.hosts)), config=self.config)
-            ssh.open()
-            self.hosts[key] = TestHost(ssh, SshMachine(ssh))
-        return self.hosts[key]
+        with self._connecting:
+            key = self.key(address)
+            if key not in self.hosts:
+                ssh = Ssh(address, self._control_dir(len(self.hosts)), config=self.config)
+                ssh.open()
+                holder = HostLocks(ssh, ssh.control_dir / "locks")
+                self.hosts[key] = TestHost(ssh, SshMachine(ssh), holder)
+            return self.hosts[key]
 
     def lock(self, address: SshAddress, node: str) -> int:
         """Lock *node* on the host for the session; the pid holding the lock there."""
         host = self.host(address)
-        lock = RemoteLock(host.ssh, node, host.ssh.control_dir / f"lock-{len(host.locks)}")
+        lock = RemoteLock(host.ssh, node, host.holder.artifacts, host=host.holder)
         lock.acquire()
-        host.locks.append(lock)
+        with self._connecting:
+            host.locks.append(lock)
         return int(lock.pid or 0)
 
     def claim(self, address: SshAddress, node: str) -> None:
@@ -134,7 +143,8 @@ def _close(host: TestHost) -> list[str]:
             if left:
                 pids = ", ".join(map(str, left))
                 problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
-    while host.locks:
+    host.holder.close()  # every lock and claim of its drives at once
+    while host.locks:  # those of a host without perl: a channel each
         host.locks.pop().release()
     host.ssh.close()
     return problems

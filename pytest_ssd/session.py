@@ -34,6 +34,7 @@ from pytest_ssd.device.drive_class import (
 )
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, MIN_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
+from pytest_ssd.device.in_order import Order, each, prepare
 from pytest_ssd.device.node import DeviceLock, canonical, device_key
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.remote import SshView
@@ -348,13 +349,14 @@ class SsdSession:
             extensions=extensions,
         )
         session.hosts.config = session.options.ssh_config
-        for index, item in enumerate(data["duts"]):
-            path = Path(item["path"])
+        items = data["duts"]
+        identities = each(items, session._identify_item)  # all at once: mostly a host's answers
+        for index, (item, identity) in enumerate(zip(items, identities, strict=True)):
             address = SshAddress(**item["address"]) if item["address"] else None
             session.duts[item["id"]] = Dut(
                 id=item["id"],
-                path=path,
-                identity=session._identify(path, address),
+                path=Path(item["path"]),
+                identity=identity,
                 scratch=item["scratch"],
                 readonly=item["readonly"],
                 note=item["note"],
@@ -478,21 +480,22 @@ class SsdSession:
         return HostRecord((*mine.readings, *theirs), combined(mine.tune, self.host_tuners))
 
     def _resolve_all(self) -> None:
-        """Resolve, lock and guard every device: the named ones before scratch is made."""
+        """Resolve, lock and guard every device (all at once): the named ones before scratch."""
         specs = list(zip(self.dut_ids, self.options.duts, strict=True))
         seen: dict[tuple[str, int, int], str] = {}
-        named = {
-            dut_id: self._resolve_named(dut_id, spec, seen)
-            for dut_id, spec in specs
-            if spec.path is not None
-        }
+        wanted = [(dut_id, spec) for dut_id, spec in specs if spec.path is not None]
+        found = prepare(wanted, lambda item, order: self._resolve_named(*item, seen, order))
+        named = dict(zip((dut_id for dut_id, _ in wanted), found, strict=True))
         self._check_scratch_space()
-        for index, (dut_id, spec) in enumerate(specs):
-            dut = named[dut_id] if dut_id in named else self._make_scratch(dut_id, spec, index)
-            dut.summary = self._summary(dut)
+        duts = [
+            named[dut_id] if dut_id in named else self._make_scratch(dut_id, spec, index)
+            for index, (dut_id, spec) in enumerate(specs)
+        ]
+        for index, (dut, summary) in enumerate(zip(duts, each(duts, self._summary), strict=True)):
+            dut.summary = summary
             dut.classify(self.options.classes, index, self.extensions)
             dut.label = default_label(dut, self.options.labels, index)
-            self.duts[dut_id] = dut
+            self.duts[dut.id] = dut
         forced = self.options.purge
         added = self.extensions.purge_methods
         if forced and forced not in {*PURGE_NAMES, *self.extensions.purge_names}:
@@ -518,22 +521,24 @@ class SsdSession:
         return pinned
 
     def _resolve_named(
-        self, dut_id: str, spec: DutSpec, seen: dict[tuple[str, int, int], str]
+        self, dut_id: str, spec: DutSpec, seen: dict[tuple[str, int, int], str], order: Order
     ) -> Dut:
         """A device or file the user named: its node, lock, size, guard and confirmation."""
         if spec.address is not None:
-            return self._resolve_remote(dut_id, spec, spec.address, seen)
+            return self._resolve_remote(dut_id, spec, spec.address, seen, order)
         node = canonical(present(spec.path, "the device path"))
         facts = guard.check_readable(node)
         fio_path(str(node))  # a name fio would split or cut is refused before anything
         key = device_key(node)
-        if key in seen:
-            raise SafetyError(
-                f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]} ({node});"
-                " name each device once"
-            )
-        seen[key] = spec.raw
-        lock = self._lock(node)
+        with order.naming.turn(order.index):
+            if key in seen:
+                raise SafetyError(
+                    f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]}"
+                    f" ({node}); name each device once"
+                )
+            seen[key] = spec.raw
+        with order.locking.turn(order.index):
+            lock = self._lock(node)
         identity = identify(node)
         _check_size(node, identity.size_bytes, facts.kind)
         if not self.options.readonly:
@@ -556,6 +561,7 @@ class SsdSession:
         spec: DutSpec,
         address: SshAddress,
         seen: dict[tuple[str, int, int], str],
+        order: Order,
     ) -> Dut:
         """A device in a test host: the same checks as a local one, made on the host."""
         host = self.hosts.host(address)  # unreachable: one line, before anything is written
@@ -572,16 +578,18 @@ class SsdSession:
                 " not a block device; on a test host, name a block device"
             )
         key = (f"{host.ssh.where} block", os.major(found.rdev), os.minor(found.rdev))
-        if key in seen:
-            first = parse_address(seen[key])
-            spelled = (first.destination, first.port) != (address.destination, address.port)
-            twice = ": the same host named twice" if spelled else ""
-            raise SafetyError(
-                f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]}"
-                f" ({node} on {host.ssh.where}{twice}); name each device once"
-            )
-        seen[key] = spec.raw
-        pid = self.hosts.lock(address, str(node))
+        with order.naming.turn(order.index):
+            if key in seen:
+                first = parse_address(seen[key])
+                spelled = (first.destination, first.port) != (address.destination, address.port)
+                twice = ": the same host named twice" if spelled else ""
+                raise SafetyError(
+                    f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]}"
+                    f" ({node} on {host.ssh.where}{twice}); name each device once"
+                )
+            seen[key] = spec.raw
+        with order.locking.turn(order.index):
+            pid = self.hosts.lock(address, str(node))
         identity = self._identify(node, address)
         _check_size(node, identity.size_bytes, facts.kind)
         dut = Dut(
@@ -598,6 +606,11 @@ class SsdSession:
             self.guard_writes(dut)
             self.hosts.claim(address, str(node))
         return dut
+
+    def _identify_item(self, item: dict[str, Any]) -> DeviceIdentity:
+        """The identity of a device the controller passed on (:meth:`workerinput`)."""
+        address = SshAddress(**item["address"]) if item["address"] else None
+        return self._identify(Path(item["path"]), address)
 
     def _identify(self, path: Path, address: SshAddress | None) -> DeviceIdentity:
         """The identity of *path* on this machine, or on the test host of *address*."""

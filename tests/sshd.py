@@ -38,6 +38,10 @@ class Sshd:
     def url(self, path: str, user: str = "root") -> str:
         return f"ssh://{user}@127.0.0.1:{self.port}{path}"
 
+    def logins(self) -> int:
+        """How many times a client logged in (sshd's log: one line per authentication)."""
+        return (self.folder / "sshd.log").read_text().count("Accepted publickey")
+
     def client(self, name: str, url: str | None = None) -> Ssh:
         """An :class:`Ssh` to this server (*name* keeps its control socket apart, short)."""
         control = Path(f"/tmp/ssd-ssh-{os.getpid()}-{name[-12:]}")
@@ -88,10 +92,11 @@ def one_at_a_time(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterat
 
 
 @contextlib.contextmanager
-def local_sshd(folder: Path, options: str = "") -> Iterator[Sshd]:
+def local_sshd(folder: Path, options: str = "", max_sessions: int = 64) -> Iterator[Sshd]:
     """Start sshd on a free 127.0.0.1 port; stopped when the block ends (skip without sshd).
 
-    *options* are more lines of its sshd_config.
+    *options* are more lines of its sshd_config; *max_sessions* its ``MaxSessions``
+    (sshd's own default is 10).
     """
     if not Path(SSHD).exists() or shutil.which("ssh") is None:
         pytest.skip("no OpenSSH here (apt-get install openssh-server openssh-client)")
@@ -105,7 +110,7 @@ def local_sshd(folder: Path, options: str = "") -> Iterator[Sshd]:
         f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPidFile {folder / 'sshd.pid'}\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-        "MaxSessions 64\nMaxStartups 64\n" + options
+        f"MaxSessions {max_sessions}\nMaxStartups 64\nLogLevel VERBOSE\n" + options
     )
     config = ssh_config(folder, port, host_pub)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder

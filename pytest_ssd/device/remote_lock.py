@@ -1,22 +1,27 @@
-"""The session's lock and claim on a test host's device, held in one process over SSH.
+"""The session's locks and claims on a test host's devices, held in one process over SSH.
 
 The same BSD ``flock`` as :class:`~.node.DeviceLock` takes here, so a session
 on the host itself, another controller and ``flock /dev/sdb`` all see it.  One
-ssh channel runs :data:`HOLD`: with ``perl`` on the host (Debian's Essential
-``perl-base``; no Python is assumed) it ``exec``s a small perl program that takes
-the ``flock`` and, asked on its input (``claim``), also holds the device
-``O_EXCL``: the kernel then refuses mounts, ``mkfs`` and other exclusive openers
-for the session, as here.  Without perl it runs util-linux ``flock -o NODE cat``:
-the lock holds, and a claim (a session that writes) is refused in one line.
-Either way the process reads the channel, so lock and claim last until this
-process closes it, ends, or loses the connection; lock and claim live in the one
-process whose pid :attr:`RemoteLock.pid` tells the guard (it is ours), and no
-second channel is opened per device (sshd's ``MaxSessions``).
+ssh channel per host runs :data:`HOLD`: with ``perl`` on the host (Debian's
+Essential ``perl-base``; no Python is assumed) it ``exec``s a small perl program
+(:class:`HostLocks`) that, asked on its input, takes the ``flock`` of a node
+(``lock NODE``), also holds it ``O_EXCL`` (``claim NODE``: the kernel then
+refuses mounts, ``mkfs`` and other exclusive openers for the session, as here)
+and lets it go (``release NODE``), answering per node.  Every device of a host
+is locked in that one process on that one channel, however many there are
+(sshd's ``MaxSessions`` counts channels); its title names what it holds
+(``pytest-ssd lock /dev/sdb /dev/sdc``) and its pid tells the guard it is ours.
+It reads the channel, so locks and claims last until this process closes it,
+ends, or loses the connection: perl sees the end of its input and exits.
+Without perl, each lock runs util-linux ``flock -o NODE cat`` on a channel of
+its own: the lock holds, and a claim (a session that writes) is refused in one
+line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +31,15 @@ from pytest_ssd.device.node import flock_holders, in_use, locked
 from pytest_ssd.device.openers import describe
 from pytest_ssd.device.remote import COMMANDS, sections
 from pytest_ssd.errors import DeviceError, SafetyError, SsdError
-from pytest_ssd.machine.ssh import MARK, Held, Ssh, check_missing, need
+from pytest_ssd.machine.ssh import MARK, Held, Mark, Ssh, check_missing, need
+from pytest_ssd.proc.runner import Completed
 
 #: flock's exit code when the lock is held elsewhere (``-E``)
 CONFLICT = 75
 #: the node is not a block device or a file (flock would create a file there)
 NOT_A_TARGET = 3
+#: :data:`HOLD`'s exit code on a host without perl
+NO_PERL = 4
 ACQUIRE_TIMEOUT_S = 30.0
 RELEASE_TIMEOUT_S = 5.0
 #: how long asking who holds the lock may take (after a timed-out acquisition: a slow host)
@@ -39,33 +47,56 @@ WHO_TIMEOUT_S = 10.0
 
 CLAIM_TIMEOUT_S = 30.0
 
-#: perl's lock and claim: ``perl -e PERL NODE`` (it keeps the pid ``sh`` printed)
+#: the host's lock process: ``perl -e PERL``, one command a line on its input
+#: (``lock NODE``, ``claim NODE``, ``release NODE``), one answer a line
+#: (``@@ssd:WORD NODE`` or ``@@ssd:WORD NODE<TAB>why``)
 PERL = f"""
 use Fcntl qw(:DEFAULT :flock);
 $| = 1;
-$0 = "pytest-ssd lock $ARGV[0]";  # what a refused session names as the holder
 my $mark = '{MARK}';
-sysopen(my $lock, $ARGV[0], O_RDONLY | O_NONBLOCK) or die "cannot open $ARGV[0]: $!\n";
-flock($lock, LOCK_EX | LOCK_NB) or exit {CONFLICT};
-print "${{mark}}locked\n";
-my @held;
+my (%lock, %claim, @order);
+sub title {{ $0 = join(" ", "pytest-ssd lock", @order); }}
+sub answer {{ print $mark . $_[0] . " " . $_[1] . (defined $_[2] ? "\t$_[2]" : "") . "\n"; }}
+title();
+print "${{mark}}ready\n";
 while (my $line = <STDIN>) {{
-  next unless $line eq "claim\n";
-  if (sysopen(my $claim, $ARGV[0], O_RDONLY | O_EXCL | O_NONBLOCK)) {{
-    push @held, $claim; print "${{mark}}claimed\n";
-  }} else {{
-    print "${{mark}}unclaimed $!\n";
+  chomp $line;
+  my ($do, $node) = split / /, $line, 2;
+  next unless defined $node;
+  if ($do eq "lock") {{
+    if ($lock{{$node}}) {{ answer("locked", $node); next; }}
+    unless (-b $node || -f $node) {{ answer("notarget", $node); next; }}
+    my $fh;
+    unless (sysopen($fh, $node, O_RDONLY | O_NONBLOCK)) {{ answer("failed", $node, "$!"); next; }}
+    unless (flock($fh, LOCK_EX | LOCK_NB)) {{ answer("conflict", $node); next; }}
+    $lock{{$node}} = $fh; push @order, $node; title(); answer("locked", $node);
+  }} elsif ($do eq "claim") {{
+    unless ($lock{{$node}}) {{ answer("unclaimed", $node, "it is not locked"); next; }}
+    if ($claim{{$node}}) {{ answer("claimed", $node); next; }}
+    if (sysopen(my $fh, $node, O_RDONLY | O_EXCL | O_NONBLOCK)) {{
+      $claim{{$node}} = $fh; answer("claimed", $node);
+    }} else {{
+      answer("unclaimed", $node, "$!");
+    }}
+  }} elsif ($do eq "release") {{
+    delete $claim{{$node}}; delete $lock{{$node}};
+    @order = grep {{ $_ ne $node }} @order; title(); answer("released", $node);
   }}
 }}
 """
 
-#: ``sh -c HOLD sh NODE PERL``
+#: ``sh -c HOLD sh PERL``
 HOLD = f"""
+command -v perl >/dev/null 2>&1 || {{ echo "{MARK}noperl"; exit {NO_PERL}; }}
+echo "{MARK}pid $$"
+exec perl -e "$1"
+"""
+
+#: ``sh -c FLOCK sh NODE``: the lock without perl, on a channel of its own
+FLOCK = f"""
 {need("flock", "cat")}
 [ -b "$1" ] || [ -f "$1" ] || exit {NOT_A_TARGET}
 echo "{MARK}pid $$"
-command -v perl >/dev/null 2>&1 && exec perl -e "$2" "$1"
-echo "{MARK}noperl"
 exec flock -n -o -E {CONFLICT} "$1" sh -c 'echo "{MARK}locked"; exec cat'
 """
 
@@ -77,6 +108,56 @@ echo "{MARK}locks"; cat /proc/locks
 
 
 @dataclass
+class HostLocks:
+    """The one process holding the session's locks and claims on a host, on one channel."""
+
+    ssh: Ssh
+    #: where the holding channel keeps its output
+    artifacts: Path
+    #: the process's pid on the host (the guard's "ours")
+    pid: int | None = None
+    #: False on a host without perl: each lock is a ``flock(1)`` of its own, nothing claimed
+    perl: bool = True
+    _holder: Held | None = field(default=None, repr=False)
+    #: one question at a time (devices are prepared in threads)
+    _asking: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def start(self) -> Completed | None:
+        """Start the process once; how its start failed (None: it runs, or the host has no perl)."""
+        with self._asking:
+            if self._holder is not None or not self.perl:
+                return None
+            held = self.ssh.hold(
+                ["sh", "-c", HOLD, "sh", PERL],
+                artifacts=self.artifacts,
+                name="locks",
+                ready="ready",
+                timeout=ACQUIRE_TIMEOUT_S,
+            )
+            if isinstance(held, Held):
+                self._holder, self.pid = held, int(held.marks["pid"])
+                return None
+            if held.returncode == NO_PERL:
+                self.perl = False
+                return None
+            return held
+
+    def ask(self, do: str, node: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
+        """Its answer to ``do node`` (None: it ended or did not answer within *timeout*)."""
+        with self._asking:
+            if self._holder is None:
+                return None
+            return self._holder.reply(f"{do} {node}", node, answers, timeout)
+
+    def close(self) -> None:
+        """Close the channel: perl reads the end of its input and exits, letting all go."""
+        with self._asking:
+            if self._holder is not None:
+                holder, self._holder = self._holder, None
+                holder.close(RELEASE_TIMEOUT_S)
+
+
+@dataclass
 class RemoteLock:
     """An exclusive ``flock`` on *node* of the host *ssh* reaches, held for the session."""
 
@@ -84,33 +165,67 @@ class RemoteLock:
     node: str
     #: where the holding channel keeps its output
     artifacts: Path
-    _holder: Held | None = field(default=None, repr=False)
+    #: the host's lock process, shared by its devices (None: one of this lock's own)
+    host: HostLocks | None = None
     pid: int | None = None
+    _own: bool = field(default=False, repr=False)
+    #: without perl: ``flock(1)`` on a channel of its own
+    _flock: Held | None = field(default=None, repr=False)
+    _claimed: bool = field(default=False, repr=False)
+
+    def _host(self) -> HostLocks:
+        if self.host is None:
+            self.host, self._own = HostLocks(self.ssh, self.artifacts), True
+        return self.host
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`SafetyError` naming the process that holds it."""
         start = time.monotonic()
+        host = self._host()
+        failed = host.start()
+        if failed is not None:
+            self._failed(failed, start)
+        if not host.perl:
+            self._acquire_flock(start)
+            return
+        answers = ("locked", "conflict", "notarget", "failed")
+        answer = host.ask("lock", self.node, answers, ACQUIRE_TIMEOUT_S)
+        if answer is None:
+            if time.monotonic() - start >= ACQUIRE_TIMEOUT_S:
+                self._timed_out()
+            raise DeviceError(
+                f"cannot lock {self.node} on {self.ssh.where}: the lock's process ended"
+            )
+        if answer.word != "locked":
+            self._refuse(answer.word, answer.rest)
+        self.pid = host.pid
+
+    def _acquire_flock(self, start: float) -> None:
         held = self.ssh.hold(
-            ["sh", "-c", HOLD, "sh", self.node, PERL],
+            ["sh", "-c", FLOCK, "sh", self.node],
             artifacts=self.artifacts,
-            name="lock",
+            name=f"flock-{Path(self.node).name}",
             ready="locked",
             timeout=ACQUIRE_TIMEOUT_S,
         )
         if not isinstance(held, Held):
-            check_missing(held, self.ssh.where)
-            if time.monotonic() - start >= ACQUIRE_TIMEOUT_S:
-                self._timed_out()
-            self._refuse(held.returncode, held.last_error_line())
-        self._holder = held
+            self._failed(held, start)
+        self._flock = held
         self.pid = int(held.marks["pid"])
 
-    def _refuse(self, returncode: int, said: str) -> NoReturn:
+    def _failed(self, done: Completed, start: float) -> NoReturn:
+        check_missing(done, self.ssh.where)
+        if time.monotonic() - start >= ACQUIRE_TIMEOUT_S:
+            self._timed_out()
+        word = {NOT_A_TARGET: "notarget", CONFLICT: "conflict"}.get(done.returncode, "failed")
+        self._refuse(word, done.last_error_line() or f"exit code {done.returncode}")
+
+    def _refuse(self, word: str, said: str) -> NoReturn:
         where = f"{self.ssh.where}: {self.node}"
-        if returncode == NOT_A_TARGET:
+        if word == "notarget":
             raise SafetyError(f"refusing {where}: it is not a block device or a file there")
-        if returncode != CONFLICT:
-            raise DeviceError(f"cannot lock {where}: {said or f'exit code {returncode}'}")
+        if word != "conflict":
+            raise DeviceError(f"cannot lock {where}: {said}")
         raise SafetyError(locked(where, self._holders(timeout=60)))
 
     def _timed_out(self) -> NoReturn:
@@ -137,26 +252,31 @@ class RemoteLock:
 
     def claim(self) -> None:
         """Hold the device ``O_EXCL`` in the lock's process, or raise :class:`SafetyError`."""
-        holder = self._holder
-        if holder is None or "claimed" in holder.marks:
+        host = self.host
+        if host is None or self._claimed or self.pid is None:
             return
         where = f"{self.node} on {self.ssh.where}"
-        if "noperl" in holder.marks:
+        if not host.perl:
             raise SafetyError(
                 f"refusing to write to {where}: perl is missing there (pytest-ssd holds the"
                 " device open O_EXCL with it for the session); install perl or use --ssd-readonly"
             )
-        answer = holder.ask("claim", ("claimed", "unclaimed"), CLAIM_TIMEOUT_S)
+        answer = host.ask("claim", self.node, ("claimed", "unclaimed"), CLAIM_TIMEOUT_S)
         if answer is None:
             raise DeviceError(f"cannot claim {where}: the lock's process did not answer")
-        if "unclaimed" in answer:
-            said = answer["unclaimed"]
-            if "busy" in said.lower():
+        if answer.word == "unclaimed":
+            if "busy" in answer.rest.lower():
                 raise SafetyError(in_use(self.node, self.ssh.where))
-            raise SafetyError(f"cannot claim {where}: {said}")
+            raise SafetyError(f"cannot claim {where}: {answer.rest}")
+        self._claimed = True
 
     def release(self) -> None:
-        """Close the channel: ``cat`` ends, ``flock`` unlocks and exits."""
-        if self._holder is not None:
-            holder, self._holder = self._holder, None
-            holder.close(RELEASE_TIMEOUT_S)
+        """Let the lock and claim go (a lock of its own: close its channel)."""
+        if self._flock is not None:
+            held, self._flock = self._flock, None
+            held.close(RELEASE_TIMEOUT_S)
+        elif self.host is not None and self.pid is not None:
+            self.host.ask("release", self.node, ("released",), RELEASE_TIMEOUT_S)
+        self.pid, self._claimed = None, False
+        if self._own and self.host is not None:
+            self.host.close()

@@ -16,10 +16,13 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine.address import SshAddress
@@ -36,6 +39,13 @@ SSH_FAILED = 255
 MARK = "@@ssd:"
 #: how long a held command may take to end by itself once its input is closed
 HELD_CLOSE_TIMEOUT_S = 15.0
+#: channels of short commands (:meth:`Ssh.run`) open at once on one connection: with the
+#: held ones (a host's locks, its tuning, its fio server) under sshd's default MaxSessions 10
+RUN_CHANNELS = 6
+#: what ssh prints when the master refused it a channel (sshd's MaxSessions)
+REFUSED = "mux_client_request_session"
+#: a command is never a login of its own: without the master, ssh would connect through this
+NO_SECOND_LOGIN = "ProxyCommand=false"
 #: the exit code of a host script that found a program it needs missing (:func:`need`)
 MISSING = 90
 #: the package (Debian's name) each program the host's scripts need comes in
@@ -52,6 +62,18 @@ PACKAGES = {
     "flock": "util-linux",
     "wipefs": "util-linux",
 }
+
+
+#: the thread that starts what must outlive the thread asking for it (the master, held
+#: commands): a process pytest-ssd starts gets the kernel's parent-death signal when the
+#: *thread* that started it ends, and devices are prepared in threads that end; this one
+#: lives as long as the interpreter
+_LASTING = ThreadPoolExecutor(1, thread_name_prefix="ssd-lasting")
+
+
+def _spawn_lasting(argv: list[str], **options: Any) -> Background:
+    """:func:`spawn` from :data:`_LASTING`: the process lives until closed or this process ends."""
+    return _LASTING.submit(spawn, argv, **options).result()
 
 
 #: a folder whose path ssh takes as it is (no blank, no ``%`` token, no quote)
@@ -122,6 +144,23 @@ def marks(text: str) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class Mark:
+    """A marked line ``@@ssd:word key`` or ``@@ssd:word key<TAB>rest``."""
+
+    word: str
+    key: str
+    rest: str
+
+    @classmethod
+    def parse(cls, line: str) -> Mark | None:
+        if not line.startswith(MARK):
+            return None
+        word, _, tail = line[len(MARK) :].rstrip("\n").partition(" ")
+        key, _, rest = tail.partition("\t")
+        return cls(word, key, rest)
+
+
 @dataclass
 class Held:
     """A command held running on a host for as long as its input stays open (:meth:`Ssh.hold`).
@@ -133,6 +172,39 @@ class Held:
     process: Background
     #: the marked lines it printed up to its ready mark
     marks: dict[str, str]
+    #: how much of its output :meth:`reply` has read
+    _read: int = field(default=0, repr=False)
+
+    def _write(self, line: str) -> bool:
+        stdin = self.process.proc.stdin
+        if stdin is None:
+            return False
+        try:
+            stdin.write(f"{line}\n".encode())
+            stdin.flush()
+        except OSError:
+            return False
+        return True
+
+    def reply(self, line: str, key: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
+        """Write *line*; its first new mark ``word key[\\trest]`` with *word* among *answers*
+        (None: it ended or did not answer within *timeout*)."""
+        if not self._write(line):
+            return None
+        out = self.process.artifacts / f"{self.process.name}.stdout"
+        deadline = time.monotonic() + timeout
+        while True:
+            text = out.read_text()
+            for got in text[self._read :].splitlines(keepends=True):
+                if not got.endswith("\n"):
+                    break
+                self._read += len(got)
+                found = Mark.parse(got)
+                if found is not None and found.word in answers and found.key == key:
+                    return found
+            if not self.process.alive() or time.monotonic() > deadline:
+                return None
+            time.sleep(0.02)
 
     @property
     def alive(self) -> bool:
@@ -141,13 +213,7 @@ class Held:
     def ask(self, line: str, answers: tuple[str, ...], timeout: float) -> dict[str, str] | None:
         """Write *line* to its input; its marks once one of *answers* is among them (None: it
         ended or did not answer within *timeout*)."""
-        stdin = self.process.proc.stdin
-        if stdin is None:
-            return None
-        try:
-            stdin.write(f"{line}\n".encode())
-            stdin.flush()
-        except OSError:
+        if not self._write(line):
             return None
         out = self.process.artifacts / f"{self.process.name}.stdout"
         deadline = time.monotonic() + timeout
@@ -180,6 +246,9 @@ class Ssh:
     #: an ssh_config file to use instead of ``~/.ssh/config`` (``ssh -F``)
     config: Path | None = None
     _master: Background | None = field(default=None, repr=False)
+    _channels: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(RUN_CHANNELS), repr=False
+    )
 
     @property
     def control_path(self) -> Path:
@@ -213,7 +282,7 @@ class Ssh:
             # a forwarded socket (fio's server) replaces a stale one; only we may use it
             *("-o", "StreamLocalBindUnlink=yes", "-o", "StreamLocalBindMask=0177"),
         )
-        self._master = spawn(argv, artifacts=self.control_dir, name="master")
+        self._master = _spawn_lasting(argv, artifacts=self.control_dir, name="master")
         deadline = time.monotonic() + OPEN_TIMEOUT_S
         while not self.control_path.exists():
             if not self._master.alive() or time.monotonic() > deadline:
@@ -221,6 +290,10 @@ class Ssh:
                 self.close()
                 raise DeviceError(f"{self.where}: {said}")
             time.sleep(0.05)
+        checked = run(self._base("-O", "check"), timeout=OPEN_TIMEOUT_S)
+        if checked.returncode != 0:  # every command goes through it: it must answer
+            self.close()
+            raise DeviceError(f"{self.where}: the master connection does not answer")
 
     @property
     def where(self) -> str:
@@ -234,8 +307,24 @@ class Ssh:
         return self._master is not None and self._master.alive()
 
     def command(self, argv: Sequence[str]) -> list[str]:
-        """The local argv that runs *argv* on the host (quoted for its shell)."""
-        return [*self._base("-o", "ControlMaster=no"), shlex.join(argv)]
+        """The local argv that runs *argv* on the host (quoted for its shell).
+
+        A channel of the master or nothing: were the master gone or to refuse the
+        channel (sshd's ``MaxSessions``), ssh would silently log in once more; its
+        ``ProxyCommand`` then fails instead (:meth:`refused` tells it).
+        """
+        return [*self._base("-o", "ControlMaster=no", "-o", NO_SECOND_LOGIN), shlex.join(argv)]
+
+    def refused(self, stderr: str, what: str) -> str:
+        """One line: why ssh ran no *what* (exit 255), naming a channel the master refused."""
+        if REFUSED in stderr:
+            return (
+                f"{self.where}: the master connection refused a channel for {what} (sshd's"
+                " MaxSessions); pytest-ssd opens no second login"
+            )
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        said = lines[-1] if lines else "ssh failed"
+        return f"{self.where}: {said} (running {what})"
 
     def run(
         self,
@@ -246,16 +335,20 @@ class Ssh:
         artifacts: Path | None = None,
         name: str | None = None,
     ) -> Completed:
-        """Run *argv* on the host; :class:`DeviceError` when ssh itself failed (exit 255)."""
-        done = run(
-            self.command(argv),
-            timeout=timeout,
-            stdin=stdin,
-            artifacts=artifacts,
-            name=name or Path(argv[0]).name,
-        )
+        """Run *argv* on the host; :class:`DeviceError` when ssh itself failed (exit 255).
+
+        At most :data:`RUN_CHANNELS` of them at once on this connection (threads wait).
+        """
+        with self._channels:
+            done = run(
+                self.command(argv),
+                timeout=timeout,
+                stdin=stdin,
+                artifacts=artifacts,
+                name=name or Path(argv[0]).name,
+            )
         if done.returncode == SSH_FAILED:
-            raise DeviceError(f"{self.where}: {done.last_error_line()} (running {argv[0]})")
+            raise DeviceError(self.refused(done.stderr, argv[0]))
         check_missing(done, self.where)
         return Completed(tuple(argv), done.returncode, done.stdout, done.stderr, done.seconds)
 
@@ -263,7 +356,7 @@ class Ssh:
         self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
     ) -> Held | Completed:
         """Start *argv* on the host and wait for its mark *ready*: held, or how it ended."""
-        process = spawn(self.command(argv), artifacts=artifacts, name=name, stdin=True)
+        process = _spawn_lasting(self.command(argv), artifacts=artifacts, name=name, stdin=True)
         out = artifacts / f"{name}.stdout"
         deadline = time.monotonic() + timeout
         while ready not in (found := marks(out.read_text())):

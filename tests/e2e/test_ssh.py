@@ -11,6 +11,7 @@ import pytest
 
 from pytest_ssd.errors import DeviceError
 from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.proc.runner import Completed
 from tests.sshd import Sshd, local_sshd
 
 
@@ -69,3 +70,27 @@ def test_a_host_that_refuses_the_key_fails_without_a_prompt(sshd: Sshd, tmp_path
     with pytest.raises(DeviceError, match="Permission denied"):
         ssh.open()
     assert time.monotonic() - start < 15, "BatchMode: no password prompt waits"
+
+
+def test_a_channel_the_master_refuses_is_one_line_not_a_second_login(tmp_path: Path) -> None:
+    with local_sshd(tmp_path / "sshd", max_sessions=1) as server:
+        ssh = _ssh(server, tmp_path)
+        ssh.open()
+        try:
+            held = ssh.hold(
+                ["sh", "-c", 'echo "@@ssd:ready"; exec cat'],
+                artifacts=tmp_path / "held",
+                name="held",
+                ready="ready",
+                timeout=30,
+            )
+            with pytest.raises(DeviceError) as caught:
+                ssh.run(["true"], timeout=30)
+            assert str(caught.value) == (
+                f"{ssh.where}: the master connection refused a channel for true (sshd's"
+                " MaxSessions); pytest-ssd opens no second login"
+            )
+            assert server.logins() == 1, "ssh did not log in a second time on its own"
+            assert not isinstance(held, Completed) and held.alive
+        finally:
+            ssh.close()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_ssd.device.remote_lock import RemoteLock
 from pytest_ssd.errors import SafetyError
+from pytest_ssd.machine.ssh import Mark
 
 
 @dataclass
@@ -19,25 +19,23 @@ class _Ssh:
 
 @dataclass
 class _Holder:
-    """The lock's process: its marks so far, and its answer to ``claim``."""
+    """The host's lock process: with or without perl, and its answer to ``claim``."""
 
-    marks: dict[str, str]
-    answer: dict[str, str] | None = None
+    perl: bool = True
+    answer: Mark | None = None
     asked: list[str] = field(default_factory=list)
 
-    def ask(self, line: str, answers: tuple[str, ...], timeout: float) -> dict[str, str] | None:
-        self.asked.append(line)
+    def ask(self, do: str, node: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
+        self.asked.append(f"{do} {node}")
         return self.answer
 
 
 def _lock(holder: _Holder) -> RemoteLock:
-    lock = RemoteLock(_Ssh(), "/dev/sdb", Path("unused"))  # type: ignore[arg-type]
-    lock._holder = holder  # type: ignore[assignment]
-    return lock
+    return RemoteLock(_Ssh(), "/dev/sdb", Path("unused"), host=holder, pid=12)  # type: ignore[arg-type]
 
 
 def test_a_host_without_perl_refuses_a_writing_session() -> None:
-    holder = _Holder({"pid": "12", "noperl": "", "locked": ""})
+    holder = _Holder(perl=False)
     with pytest.raises(SafetyError) as refused:
         _lock(holder).claim()
     assert str(refused.value) == (
@@ -49,17 +47,15 @@ def test_a_host_without_perl_refuses_a_writing_session() -> None:
 
 
 def test_a_device_in_use_on_the_host_is_refused() -> None:
-    holder = _Holder({"pid": "12", "locked": ""}, {"unclaimed": "Device or resource busy"})
+    holder = _Holder(answer=Mark("unclaimed", "/dev/sdb", "Device or resource busy"))
     with pytest.raises(SafetyError, match=r"/dev/sdb on ssh root@lab-07: it is in use"):
         _lock(holder).claim()
-    assert holder.asked == ["claim"]
+    assert holder.asked == ["claim /dev/sdb"]
 
 
 def test_a_claim_held_is_not_asked_again() -> None:
-    answer: dict[str, Any] = {"claimed": ""}
-    holder = _Holder({"pid": "12", "locked": ""}, answer)
+    holder = _Holder(answer=Mark("claimed", "/dev/sdb", ""))
     lock = _lock(holder)
     lock.claim()
-    holder.marks.update(answer)  # Held.ask keeps the marks it saw
     lock.claim()
-    assert holder.asked == ["claim"]
+    assert holder.asked == ["claim /dev/sdb"]

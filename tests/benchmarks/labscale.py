@@ -1,0 +1,201 @@
+"""A lab's test host at scale: N loop devices behind one sshd on 127.0.0.1, N = 1, 4, 8, 16.
+
+A one-test suite (a 0.2 s read on each device) runs with ``-n N`` (one xdist
+worker per drive, as a lab runs its drives) on N 64 MiB direct-I/O loop devices
+reached as ``--dut=ssh://root@127.0.0.1:PORT/dev/loopX`` through a real sshd
+(tests/sshd.py) with sshd's default ``MaxSessions 10``; then N = 1 and 16 in
+one process (no ``-n``).  Printed for each:
+
+* logins: the ``Accepted publickey`` lines of the sshd's log (one per SSH login),
+  target one per host at N = 16;
+* start-up: from pytest's start to the first test's start (the test notes the
+  time it starts), target: 16 drives at most twice one drive's;
+* memory: the largest sum, sampled every 0.2 s, of the PSS
+  (``/proc/PID/smaps_rollup``) of pytest and every process under it (xdist
+  workers, ssh), target 45 MiB per drive (printed; the workers' cost is another
+  part of the issue).
+
+Run: ``python -m tests.benchmarks.labscale [--report-only]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.benchmarks.lab import REPO, verdict
+from tests.sshd import Sshd, local_sshd
+
+SIZES = (1, 4, 8, 16)
+DEVICE_MIB = 64
+TIMEOUT_S = 900
+SAMPLE_S = 0.2
+MEMORY_TARGET_MIB = 45.0
+
+SUITE = """
+import time
+from pathlib import Path
+
+from pytest_ssd.fio.job import FioJob
+
+
+def test_a_short_read(ssd):
+    with open({starts!r}, "a") as fh:
+        fh.write(f"{{time.time()}}\\n")
+    job = FioJob("read", "rnd", 4096, size=1 << 20, runtime_s=0.2)
+    assert ssd.run(job).directions["read"].io_bytes > 0
+"""
+
+
+@dataclass(frozen=True)
+class Figures:
+    drives: int
+    workers: bool
+    logins: int
+    startup_s: float
+    pss_mib: float
+    wall_s: float
+
+
+@contextlib.contextmanager
+def loops(folder: Path, count: int) -> Iterator[list[Path]]:
+    attached: list[Path] = []
+    try:
+        for n in range(count):
+            backing = folder / f"{n}.img"
+            with backing.open("wb") as fh:
+                fh.truncate(DEVICE_MIB << 20)
+            argv = ["losetup", "--find", "--show", "--direct-io=on", str(backing)]
+            found = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60)
+            attached.append(Path(found.stdout.strip()))
+        yield attached
+    finally:
+        for dev in attached:
+            subprocess.run(["losetup", "-d", str(dev)], check=False, timeout=60)
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):  # it may end meanwhile
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            tree.setdefault(int(fields[1]), []).append(int(entry.name))
+    return tree
+
+
+def pss_kib(root: int) -> int:
+    """PSS of *root* and every process under it, KiB."""
+    tree, total, todo = _children(), 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += tree.get(pid, [])
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def measure(work: Path, server: Sshd, devs: list[Path], workers: bool) -> Figures:
+    name = f"{len(devs)}{'n' if workers else ''}"
+    suite = work / f"suite-{name}"
+    suite.mkdir()
+    starts = work / f"starts-{name}"
+    (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
+    (suite / "test_read.py").write_text(SUITE.format(starts=str(starts)))
+    argv = [sys.executable, "-m", "pytest", str(suite), f"--rootdir={REPO}", "-q"]
+    argv += ["-p", "no:cacheprovider", f"--ssd-report-dir={work / f'reports-{name}'}"]
+    argv += [f"--ssd-ssh-config={server.config}", "--ssd-profile=quick"]
+    argv += [f"--dut={server.url(str(d))}" for d in devs] + [f"--ssd-confirm={d}" for d in devs]
+    argv += [f"-n{len(devs)}"] if workers else ["-p", "no:xdist"]
+    logins_before = server.logins()
+    out = work / f"out-{name}.txt"
+    begun = time.time()
+    with out.open("w") as fh:
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO)
+        peak = 0
+        try:
+            while proc.poll() is None:
+                peak = max(peak, pss_kib(proc.pid))
+                time.sleep(SAMPLE_S)
+                if time.time() - begun > TIMEOUT_S:
+                    proc.kill()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    wall = time.time() - begun
+    if proc.returncode != 0:
+        raise SystemExit(f"pytest failed (exit {proc.returncode}):\n{out.read_text()[-3000:]}")
+    first = min(float(line) for line in starts.read_text().split())
+    return Figures(
+        len(devs), workers, server.logins() - logins_before, first - begun, peak / 1024, wall
+    )
+
+
+def main() -> int:
+    found: list[Figures] = []
+    with tempfile.TemporaryDirectory(prefix="ssd-labscale-") as tmp:
+        work = Path(tmp)
+        with loops(work, max(SIZES)) as devs, local_sshd(work / "sshd", max_sessions=10) as srv:
+            for n in SIZES:
+                found.append(measure(work, srv, devs[:n], workers=True))
+                print(_line(found[-1]), flush=True)
+            for n in (1, max(SIZES)):
+                found.append(measure(work, srv, devs[:n], workers=False))
+                print(_line(found[-1]), flush=True)
+    one = found[0].startup_s
+    sixteen = next(f for f in found if f.drives == max(SIZES) and f.workers)
+    one_alone, alone = found[-2:]
+    ok = [
+        verdict(
+            "logins at N=16 (-n 16)",
+            f"{sixteen.logins}",
+            "1 per host",
+            sixteen.logins == 1,
+        ),
+        verdict("logins at N=16 (one process)", f"{alone.logins}", "1 per host", alone.logins == 1),
+        verdict(
+            "start-up at N=16 (-n 16)",
+            f"{sixteen.startup_s:.1f} s = {sixteen.startup_s / one:.2f}x N=1's {one:.1f} s",
+            "<= 2x",
+            sixteen.startup_s <= 2 * one,
+        ),
+        verdict(
+            "start-up at N=16 (one process)",
+            f"{alone.startup_s:.1f} s = {alone.startup_s / one_alone.startup_s:.2f}x"
+            f" N=1's {one_alone.startup_s:.1f} s",
+            "<= 2x",
+            alone.startup_s <= 2 * one_alone.startup_s,
+        ),
+        verdict(
+            "controller memory at N=16 (-n 16)",
+            f"{sixteen.pss_mib / 16:.0f} MiB per drive",
+            f"<= {MEMORY_TARGET_MIB:.0f} MiB per drive",
+            sixteen.pss_mib / 16 <= MEMORY_TARGET_MIB,
+        ),
+    ]
+    print("\n".join(ok))
+    met = all(line.endswith("MET") for line in ok)
+    return 0 if met or "--report-only" in sys.argv else 1
+
+
+def _line(f: Figures) -> str:
+    how = f"-n {f.drives}" if f.workers else "one process"
+    return (
+        f"N={f.drives:2d} ({how}): logins {f.logins}, start-up {f.startup_s:.1f} s,"
+        f" PSS {f.pss_mib:.0f} MiB ({f.pss_mib / f.drives:.0f} MiB per drive),"
+        f" wall {f.wall_s:.0f} s"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
