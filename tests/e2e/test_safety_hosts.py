@@ -31,6 +31,9 @@ from tests.sshd import Sshd, local_sshd
 BUSY_FDS = 12_000
 HOLD_FDS = """
 import os, resource, sys, time
+
+#: their runs start fio servers on the host: they take turns with the tests that count them
+pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 n = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_NOFILE, (n + 64, n + 64))
 fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(n)]
