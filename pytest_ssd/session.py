@@ -614,15 +614,22 @@ class SsdSession:
 
     def _identify(self, path: Path, address: SshAddress | None) -> DeviceIdentity:
         """The identity of *path* on this machine, or on the test host of *address*."""
+        return self._read(path, address)[1]
+
+    def _read(
+        self, path: Path, address: SshAddress | None, view: View | None = None
+    ) -> tuple[tuple[str, int, int], DeviceIdentity]:
+        """The key (:func:`~.node.device_key`) and identity of *path* now, on this machine or
+        on the test host of *address* (through *view*, a snapshot of the host, if given)."""
         if address is None:
-            return identify(path)
+            return device_key(path), identify(path)
         host = self.hosts.host(address)
-        view = SshView.snapshot(host.ssh, str(path), write=False)
+        view = view or SshView.snapshot(host.ssh, str(path), write=False)
         found = view.stat(str(path))
         block = view.block_of(found.rdev) if found is not None else None
-        if block is None:
+        if found is None or block is None:
             raise DeviceError(f"{host.ssh.where}: {path} is not a block device there")
-        return identify_remote(host.machine, str(path), block.name)
+        return key_now(found), identify_remote(host.machine, str(path), block.name)
 
     def _summary(self, dut: Dut) -> DeviceSummary:
         """The device's summary; on a test host from a copy of what its sysfs says."""
@@ -712,16 +719,9 @@ class SsdSession:
         pinned = present(dut.pinned, "the device locked")
         node = str(dut.path)
         try:
-            if dut.address is None:
-                now = Pinned.of(device_key(dut.path), identify(dut.path))
-            else:
+            if dut.address is not None:
                 view = view or self.guard_view(dut, node)
-                found = view.stat(node)
-                block = view.block_of(found.rdev) if found is not None else None
-                if found is None or block is None:
-                    raise DeviceError(f"{node} is not a block device there")
-                host = self.hosts.host(dut.address).machine
-                now = Pinned.of(key_now(found), identify_remote(host, node, block.name))
+            now = Pinned.of(*self._read(dut.path, dut.address, view))
         except (OSError, SsdError) as exc:
             pinned.check(node, None, f"it cannot be identified: {exc}")
             return
