@@ -21,10 +21,9 @@ from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import FioOutput, JobResult
-from pytest_ssd.fio.server import FioServer
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.proc import Completed
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
@@ -37,14 +36,15 @@ from pytest_ssd.results.record import (
     iso,
 )
 from pytest_ssd.results.transition import TRANSITION_PROPERTY
-from pytest_ssd.session import Dut
+from pytest_ssd.site import Dut
 from pytest_ssd.specs import Datasheet, SpecCheck, SpecLine, Verdict, measured, unknown_line
 from pytest_ssd.state.actions import discard
 from pytest_ssd.state.keeper import StateKeeper
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
 from pytest_ssd.state.profile import RESTING_STATES, Profile
-from pytest_ssd.state.progress import Progress, Write, feeding, log_writer, plan_of
+from pytest_ssd.state.progress import Progress, Write, log_writer, plan_of
+from pytest_ssd.state.services import DeviceServices
 from pytest_ssd.state.tracker import Need
 from pytest_ssd.state.written import WrittenMap, prefill_job, span
 from pytest_ssd.text import file_stem
@@ -87,18 +87,11 @@ class BenchEnv:
     #: the device's state keeper (made on first use), or the one made already (None: none)
     keeper: Callable[[], StateKeeper]
     kept: Callable[[], StateKeeper | None]
-    #: refuses (SafetyError) unless the device may be written now
-    guard: Callable[[], None]
-    #: a new health sampler for the device
-    sampler: Callable[[], Sampler]
-    #: stops the run unless the node still names the device locked (a batch's release)
-    same: Callable[[], None] = lambda: None
+    #: the device's services on its machine (the guard, the same-device check, health
+    #: sampling, the fio runner): the state keeper's too
+    services: DeviceServices
     #: the fio batch holding this sweep's points (``ssd_points(..., jobs=)``), if one runs
     batch: Callable[[], Batch | None] = lambda: None
-    #: the fio server on the device's test host (None: fio runs here)
-    server: Callable[[], FioServer | None] = lambda: None
-    #: the machine the device is in
-    machine: Machine = LOCAL
     #: where live lines of long measurements go (the terminal); None: a progress.log
     progress: Write | None = None
 
@@ -126,7 +119,7 @@ class SsdBench:
     @property
     def machine(self) -> Machine:
         """The machine the device is in: run programs on the device there (``machine.run``)."""
-        return self._env.machine
+        return self._env.services.machine
 
     @property
     def artifacts(self) -> Path:
@@ -150,7 +143,7 @@ class SsdBench:
         """Skip under --ssd-readonly; refuse (SafetyError) when the device is not safe to write."""
         if self.dut.readonly:
             pytest.skip(f"--ssd-readonly: this test writes to {self.dut.path}")
-        self._env.guard()
+        self._env.services.guard()
 
     def run(self, job: FioJob, *, setup: Sequence[FioJob] = (), record: bool = True) -> JobResult:
         """Run *job* on the device (after *setup*, in the same fio process); its result.
@@ -221,10 +214,10 @@ class SsdBench:
     def _run_batched(self, batch: Batch, jobs: tuple[FioJob, ...]) -> FioRun:
         """Release *jobs* from the sweep's fio batch (the plugin guarded its writes at start)."""
         if any(job.writes for job in jobs):
-            self._env.same()
+            self._env.services.same()
             self._observe(jobs)
         started = time.time()
-        with self._env.sampler() as sampler:
+        with self._env.services.sampler() as sampler:
             results = batch.measure(jobs)
         ended = time.time()
         self._keep_health(sampler, jobs[0].name)
@@ -245,23 +238,22 @@ class SsdBench:
         folder = self.artifacts / f"{self._runs:02d}-{every[0].name}"
         planned = plan_of(every, self._capacity)
         follow = None
-        server = self._env.server()
+        runner = self._env.services.runner()  # a test host's fio server, started on first use
         # hours on a real drive: a live line from fio's status (on a test host, from the
         # host's block-layer counters: fio --client hears fio's status only at the end)
         if planned.long:
             write = self._env.progress or log_writer(folder / "progress.log")
             follow = Progress(f"{self.dut.id} {every[-1].name}", planned, write)
-        host = self.machine if server is not None else None
         with (
-            self._env.sampler() as sampler,
-            feeding(follow, host, self.dut.identity.kernel_name) as on_status,
+            self._env.services.sampler() as sampler,
+            self._env.services.feeding(follow) as on_status,
         ):
             fio_run = run_jobs(
                 every,
                 self.dut.path,
                 artifacts=folder,
                 readonly=self.dut.readonly,
-                server=server,
+                runner=runner,
                 on_status=on_status,
             )
         if follow is not None:
@@ -287,7 +279,7 @@ class SsdBench:
         else:
             start = min(job.offset for job in every)
             end = max(span(job, self._capacity)[1] for job in every)
-            self._env.guard()
+            self._env.services.guard()
             self.dut.written.remove(start, end)
             discard(self.dut.identity, start, end - start, self.artifacts / "trim", self.machine)
         time.sleep(self.profile.seconds(self.profile.idle.between_tests_s))

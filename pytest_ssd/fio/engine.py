@@ -18,9 +18,9 @@ from pathlib import Path
 from pytest_ssd.errors import FioError, ParseError, ToolError
 from pytest_ssd.fio.job import FioJob, fio_path, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
-from pytest_ssd.fio.server import FioServer
+from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback, StatusSink
-from pytest_ssd.fio.watch import capacity_of, timeout_for, watch_for
+from pytest_ssd.fio.watch import timeout_for
 from pytest_ssd.proc import Completed, run, which
 from pytest_ssd.proc.runner import Stalled
 
@@ -56,11 +56,10 @@ def fio_version() -> str | None:
     return done.stdout.strip() or None
 
 
-def _timeout(jobs: Sequence[FioJob], target: str, server: FioServer | None) -> float:
+def _timeout(jobs: Sequence[FioJob], target: str, runner: FioRunner) -> float:
     """The run's timeout by its size (:func:`~pytest_ssd.fio.watch.timeout_for`)."""
     whole = any(job.runtime_s is None and not (job.io_bytes or job.size) for job in jobs)
-    ssh = server.ssh if server is not None else None
-    return timeout_for(jobs, capacity_of(target, ssh) if whole else None)
+    return timeout_for(jobs, runner.capacity(target) if whole else None)
 
 
 def _check(jobs: Sequence[FioJob], output: FioOutput, target: str, stderr: str) -> None:
@@ -151,22 +150,22 @@ def run_jobs(
     readonly: bool = False,
     timeout: float | None = None,
     on_status: StatusCallback | None = None,
-    server: FioServer | None = None,
+    runner: FioRunner = HERE,
 ) -> FioRun:
     """Run *jobs* in one fio process on *target*, keeping every file in *artifacts*.
 
     The caller is responsible for the safety guard: this function only runs fio.
     With ``readonly`` fio itself refuses to write (``--readonly``).  With
     *on_status*, fio reports once a second (``--status-interval=1``) and each
-    report is handed to *on_status* as it comes (progress of long steps).  With
-    *server*, the jobs run on that test host (``fio --client``) and *target* is its path there.
+    report is handed to *on_status* as it comes (progress of long steps).  *runner* is
+    where fio runs: here, or a test host's fio server (``fio --client``), *target* its path there.
     """
     fio = which("fio", FIO_INSTALL_HINT)
     artifacts.mkdir(parents=True, exist_ok=True)
     jobfile = artifacts / "fio.job"
     jobfile.write_text(render(jobs, str(target), log_prefix=str(artifacts / "log")))
     # fio --client passes on only the options after it: --readonly must go to the host
-    argv = [fio, *(server.client_args(artifacts) if server is not None else ())]
+    argv = [fio, *runner.client_args(artifacts)]
     if readonly:
         argv.append("--readonly")
     sink = None
@@ -174,28 +173,23 @@ def run_jobs(
         argv.append(f"--status-interval={STATUS_INTERVAL_S}")
         sink = StatusSink(on_status)
     argv += ["--output-format=json+", str(jobfile)]
-    where = str(target) if server is None else f"{target} ({server.ssh.where})"
-    ssh = server.ssh if server is not None else None
+    where = runner.where(str(target))
     started = time.time()
     try:
         completed = run(
             argv,
-            timeout=timeout or _timeout(jobs, str(target), server),
+            timeout=timeout or _timeout(jobs, str(target), runner),
             artifacts=artifacts,
             name="fio",
             sink=sink,
             cwd=artifacts,
-            watch=watch_for(jobs, str(target), ssh, where),
+            watch=runner.watch(jobs, str(target)),
         )
     except Stalled as exc:
-        if server is not None:  # its jobs there hang too: the host ends every fio of it
-            server.stop()
+        runner.stalled()
         raise FioError(str(exc)) from None
     ended = time.time()
-    if server is not None:
-        server.fetched(artifacts)
-        if not server.alive:
-            raise FioError(f"fio on {where}: the fio server was lost (ssh ended)")
+    runner.finished(artifacts, str(target))
     try:
         output = parse_output(completed.stdout)
     except ParseError as exc:
@@ -205,5 +199,5 @@ def run_jobs(
     if completed.returncode:
         raise FioError(_exited(completed, where))
     _check(jobs, output, str(target), completed.stderr)
-    check_target(output, str(target), here=server is None)
+    check_target(output, str(target), here=runner.here)
     return FioRun(tuple(jobs), output, completed, artifacts, started, ended)

@@ -231,13 +231,8 @@ def hwmon_folder(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> Path |
     return None
 
 
-def find_source(
-    identity: DeviceIdentity, sysfs: Path = Path("/sys"), machine: Machine = LOCAL
-) -> tuple[Source | None, str]:
-    """The device's health source and what it is, or None and why there is none.
-
-    On a test host (*machine* not :data:`LOCAL`) the same order holds, every read there.
-    """
+def _anywhere(identity: DeviceIdentity, machine: Machine) -> tuple[Source | None, str] | None:
+    """What holds on every machine: a file or a loop device has no sensor, NVMe its log."""
     if identity.kind == "file":
         return None, "a regular file has no temperature sensor"
     if identity.transport == "loop":
@@ -248,8 +243,14 @@ def find_source(
         except ToolError as exc:
             return None, str(exc)
         return NvmeSmartLog(nvme, Path(identity.path), machine=machine), "nvme"
-    if machine is not LOCAL:
-        return _host_source(identity, machine)
+    return None
+
+
+def find_source(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> tuple[Source | None, str]:
+    """The health source of a device of this machine and what it is, or None and why none."""
+    found = _anywhere(identity, LOCAL)
+    if found is not None:
+        return found
     folder = hwmon_folder(identity, sysfs)
     if folder is not None:
         return Hwmon(folder), f"hwmon {folder}"
@@ -258,6 +259,11 @@ def find_source(
     except ToolError:
         return None, "no hwmon sensor and smartctl is not installed (apt-get install smartmontools)"
     return Smartctl(path, Path(identity.path)), "smartctl"
+
+
+def find_host_source(identity: DeviceIdentity, machine: Machine) -> tuple[Source | None, str]:
+    """The same for a device on the test host *machine*: every read there."""
+    return _anywhere(identity, machine) or _host_source(identity, machine)
 
 
 def _host_source(identity: DeviceIdentity, machine: Machine) -> tuple[Source | None, str]:

@@ -33,6 +33,7 @@ from pytest_ssd.fixture import (
 )
 from pytest_ssd.plugin import suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
+from pytest_ssd.plugin.options import from_config
 from pytest_ssd.plugin.overview import plan_lines
 from pytest_ssd.plugin.params import (
     SPEC_FIXTURE,
@@ -363,7 +364,8 @@ def pytest_configure(config: pytest.Config) -> None:
         controller = config.workerinput[WORKERINPUT_KEY].get("controller_pid")  # type: ignore[attr-defined]
         die_with_parent(signal.SIGTERM, controller)
         try:
-            worker = SsdSession.for_worker(config, extensions(config))
+            data = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
+            worker = SsdSession.for_worker(from_config(config), data, extensions(config))
         except SsdError as exc:  # a plugin's hook that answers the controller, not a worker
             raise pytest.UsageError(str(exc)) from None
         worker.progress = worker_writer(worker.run_dir, config.workerinput["workerid"])  # type: ignore[attr-defined]
@@ -382,7 +384,7 @@ def _configure_controller(config: pytest.Config) -> None:
     from pytest_ssd.plugin import controller  # noqa: PLC0415
 
     config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
-    session = SsdSession.for_controller(config, extensions(config))
+    session = SsdSession.for_controller(from_config(config), extensions(config))
     session.progress = terminal_writer(config)
     config.stash[SESSION_KEY] = session
     if _only_informational(config):
@@ -598,12 +600,8 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
         datasheet=ssd_session.datasheets.get(dut.id),
         keeper=lambda: ssd_session.keeper(dut.id),
         kept=lambda: ssd_session.keepers.get(dut.id),
-        guard=lambda: ssd_session.guard_writes(dut),
-        same=lambda: ssd_session.check_same(dut),
-        sampler=lambda: ssd_session.sampler(dut),
+        services=ssd_session.services(dut.id),
         batch=lambda: request.config.stash[BATCHES_KEY].batch(dut.id),
-        server=lambda: ssd_session.fio_server(dut),
-        machine=ssd_session.machine(dut),
         progress=ssd_session.progress,
     )
     bench = SsdBench(dut, request.node, env)

@@ -130,7 +130,7 @@ def steady(keeper: StateKeeper, step: Step, artifacts: Path) -> SteadyOutcome:
         extra=fio_rule.options(),
         percentiles=(),
     )
-    fio_run = run_jobs((job,), keeper.target, artifacts=artifacts, server=keeper.server())
+    fio_run = run_jobs((job,), keeper.target, artifacts=artifacts, runner=keeper.services.runner())
     result = fio_run.result(job)
     written = result.directions["write"].io_bytes if "write" in result.directions else 0
     verdict = result.steadystate
@@ -149,7 +149,10 @@ def _snia_rounds(keeper: StateKeeper, step: Step, artifacts: Path, span: int) ->
         n = len(tracker.values) + 1
         job = workload.job(f"round-{n:02d}", size=span, runtime_s=seconds, percentiles=())
         result = run_jobs(
-            (job,), keeper.target, artifacts=artifacts / f"round-{n:02d}", server=keeper.server()
+            (job,),
+            keeper.target,
+            artifacts=artifacts / f"round-{n:02d}",
+            runner=keeper.services.runner(),
         )
         measured = result.result(job)
         written += measured.directions["write"].io_bytes if "write" in measured.directions else 0

@@ -17,19 +17,17 @@ from typing import Any
 
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.device.view import View
 from pytest_ssd.errors import present
 from pytest_ssd.fio.engine import run_jobs
-from pytest_ssd.fio.server import FioServer
 from pytest_ssd.health import Sampler, summarize
-from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge.extra import PurgeProvider
 from pytest_ssd.results.record import iso
 from pytest_ssd.results.transition import StepDone, Transition
 from pytest_ssd.state import actions
-from pytest_ssd.state.accounting import Counters, counters_on, read_counters, stat_file
+from pytest_ssd.state.accounting import Counters
 from pytest_ssd.state.layout import Layout
-from pytest_ssd.state.progress import Plan, Progress, Write, feeding, log_writer
+from pytest_ssd.state.progress import Plan, Progress, Write, log_writer
+from pytest_ssd.state.services import DeviceServices
 from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import Context, Step, path
 from pytest_ssd.state.tracker import DeviceState, Need
@@ -45,10 +43,10 @@ class StateKeeper:
     identity: DeviceIdentity
     state: DeviceState
     folder: Path
-    guard: Callable[[], None]
+    #: the device's machine: the guard and same-device check before every step, health
+    #: sampling, the fio runner, the kernel's counters
+    services: DeviceServices
     speeds: SpeedBook
-    #: stops the run unless the node still names the device locked (before every step)
-    same: Callable[[], None] = lambda: None
     speed_key: str
     purge_method: str | None = None
     #: where progress of long steps goes (the terminal); None: a progress.log per step
@@ -58,23 +56,16 @@ class StateKeeper:
     used: bool = False
     #: the sweep (test function and state) of the last test: its points rest once, not each
     sweep: str = ""
-    #: a new health sampler for the device (fio and steady-state steps are sampled)
-    sampler: Callable[[], Sampler] | None = None
     #: the device's written map: a purge empties it, covering writes fill it, discards cut it
     written: WrittenMap = field(default_factory=WrittenMap)
     #: draws a steady-state verdict's graphs (the session passes the report's; none in tests)
     charts: actions.Charts = actions.no_charts
     #: purge methods suites and plugins added (``pytest_ssd_purge_methods``), tried first
     added_purges: tuple[PurgeProvider, ...] = ()
-    #: the machine the device is in, the fio server there, and the guard's view of a path
-    #: there (None: this machine's)
-    machine: Machine = LOCAL
-    server: Callable[[], FioServer | None] = lambda: None
-    view: Callable[[str], View | None] = lambda path: None
 
     @property
     def context(self) -> Context:
-        added, machine = self.added_purges, self.machine
+        added, machine = self.added_purges, self.services.machine
         name = self.purge_method or actions.purge_name(self.identity, added, machine)
         return Context(self.state.capacity, self.state.profile, name)
 
@@ -101,7 +92,7 @@ class StateKeeper:
         if not steps:
             return None, present(self.state.layout, "the layout of the state reached")
         reason = self._reason(need)
-        self.guard()
+        self.services.guard()
         self.transitions += 1
         safe = re.sub(r"[^A-Za-z0-9._-]+", "-", str(need.state)).strip("-")
         folder = self.folder / f"{self.transitions:02d}-{safe}"
@@ -113,7 +104,7 @@ class StateKeeper:
         for index, step in enumerate(steps):
             if meanwhile is not None and index == after_purge + 1:
                 meanwhile(self.state.layout_of(need.state))
-            self.same()
+            self.services.same()
             done.append(self._run(index + 1, step, folder))
         layout = self.state.establish(need.state)
         transition = Transition(
@@ -139,22 +130,17 @@ class StateKeeper:
             return f"{need.state} needed pristine; written: {', '.join(sorted(self.state.dirty))}"
         return f"device in {self.state.current}"
 
-    def _counters(self) -> Counters | None:
-        if self.machine is LOCAL:
-            return read_counters(stat_file(self.target))
-        return counters_on(self.machine, self.identity.kernel_name)
-
     def _run(self, index: int, step: Step, folder: Path) -> StepDone:
         artifacts = folder / f"{index:02d}-{step.name}"
-        before = self._counters()
+        before = self.services.counters()
         clock = time.monotonic()
-        sampled = self.sampler is not None and step.kind in ("fio", "steady")
-        sampler = self.sampler() if self.sampler is not None and sampled else Sampler(None, 0)
+        sampled = step.kind in ("fio", "steady")
+        sampler = self.services.sampler() if sampled else Sampler(None, 0)
         with sampler:
             fio_written, detail, verdict, shown = self._execute(step, artifacts)
         seconds = time.monotonic() - clock
         health = _health(sampler, artifacts) if sampler.active else None
-        after = self._counters()
+        after = self.services.counters()
         kernel = _delta(after, before)
         self.speeds.record(self.speed_key, step, seconds)
         return StepDone(
@@ -183,8 +169,8 @@ class StateKeeper:
                     self.purge_method,
                     artifacts,
                     self.added_purges,
-                    machine=self.machine,
-                    view=self.view,
+                    machine=self.services.machine,
+                    view=self.services.view,
                 ),
                 None,
                 (),
@@ -193,11 +179,10 @@ class StateKeeper:
             write = self.progress or log_writer(artifacts / "progress.log")
             planned = Plan(step.write_bytes, directions=("write",))  # a step: its writes
             follow = Progress(f"{self.device} {step.name}", planned, write)
-            server = self.server()
-            host = self.machine if server is not None else None
-            with feeding(follow, host, self.identity.kernel_name) as on_status:
+            runner = self.services.runner()
+            with self.services.feeding(follow) as on_status:
                 fio_run = run_jobs(
-                    step.jobs, self.target, artifacts=artifacts, on_status=on_status, server=server
+                    step.jobs, self.target, artifacts=artifacts, on_status=on_status, runner=runner
                 )
             follow.close()
             for job in step.jobs:
@@ -212,7 +197,7 @@ class StateKeeper:
         if step.kind == "discard":
             offset, size = present(step.discard, "the discard step's range")
             self.written.remove(offset, offset + size)
-            actions.discard(self.identity, offset, size, artifacts, self.machine)
+            actions.discard(self.identity, offset, size, artifacts, self.services.machine)
             return 0, "", None, ()
         if step.kind == "idle":
             time.sleep(step.idle_s)

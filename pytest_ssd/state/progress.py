@@ -197,15 +197,12 @@ def _document(moved: Counters) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def feeding(
-    follow: Progress | None, host: Machine | None, kernel_name: str | None
+def host_feeding(
+    follow: Progress | None, host: Machine, kernel_name: str | None
 ) -> Iterator[StatusCallback | None]:
-    """The ``on_status`` for ``run_jobs``: *follow* itself here (fio's status); on a test
-    host (*host*) a :class:`KernelFeed` feeds it while fio runs, and fio gets none."""
-    if follow is None or host is None:
-        yield follow
-        return
-    if kernel_name is None:  # a file on a host: no counters, the line at the end only
+    """The ``on_status`` for ``run_jobs`` on a test host (*host*): none, fio's status comes
+    only at its end; a :class:`KernelFeed` feeds *follow* while fio runs instead."""
+    if follow is None or kernel_name is None:  # a file on a host: the line at the end only
         yield None
         return
     with KernelFeed(follow, host, kernel_name, HOST_EVERY_S):

@@ -12,7 +12,14 @@ import pytest
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ParseError, ToolError
-from pytest_ssd.health import HealthSample, Sampler, find_source, parse_smart_log, summarize
+from pytest_ssd.health import (
+    HealthSample,
+    Sampler,
+    find_host_source,
+    find_source,
+    parse_smart_log,
+    summarize,
+)
 from pytest_ssd.health.sources import HostHwmon, Hwmon, hwmon_folder, parse_smartctl
 from pytest_ssd.machine.machine import LocalMachine
 from pytest_ssd.proc.runner import Completed
@@ -172,11 +179,11 @@ def test_a_sata_disk_on_a_test_host_reads_its_hwmon_there(tmp_path: Path) -> Non
     folder.mkdir(parents=True)
     (folder / "temp2_input").write_text("38000\n")
     (folder / "temp1_input").write_text("41500\n")
-    source, what = find_source(_identity(), machine=HostAt(tmp_path))
+    source, what = find_host_source(_identity(), HostAt(tmp_path))
     assert isinstance(source, HostHwmon) and what == "hwmon of sda (ssh root@lab1)"
     sample = source.read()
     assert sample.temperature_c == 41.5 and sample.sensors_c == (38.0,)
     # without a sensor, smartctl there; without smartctl, the reason
-    source, what = find_source(_identity(kernel_name="sdb"), machine=HostAt(tmp_path))
+    source, what = find_host_source(_identity(kernel_name="sdb"), HostAt(tmp_path))
     assert source is None
     assert what == "no hwmon sensor and smartctl is not installed on ssh root@lab1"

@@ -1,0 +1,283 @@
+"""Run-wide state of pytest-ssd, kept in ``config.stash``.
+
+The controller (or the only process, without xdist) creates the run folder,
+attaches scratch devices, identifies every device and runs the safety guard
+before a single test starts.  xdist workers get the resolved devices through
+``workerinput`` and only identify them again.
+
+:class:`SsdSession` orchestrates what the parts do: the devices
+(:mod:`.devices`: resolution, guard, locks, each device's services on its site),
+the run store (:mod:`.store`: the run folder, the database, results.json) and
+the host environment (:mod:`.environment`: each machine's settings).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ssd.db import DriveRef, RunWriter
+from pytest_ssd.db.export import ResultsExport
+from pytest_ssd.extensions import Extensions
+from pytest_ssd.fio.engine import FIO_INSTALL_HINT
+from pytest_ssd.fio.watch import stall_override
+from pytest_ssd.host import HostRecord, Tuner
+from pytest_ssd.host.remote_tune import HostTuner
+from pytest_ssd.proc import which
+from pytest_ssd.proc.sweep import SessionMark
+from pytest_ssd.results import runinfo
+from pytest_ssd.session.devices import PURGE_NAMES, Devices, speed_key
+from pytest_ssd.session.environment import HostEnvironment
+from pytest_ssd.session.options import Options
+from pytest_ssd.session.store import RunStore
+from pytest_ssd.site import DeviceSite, Dut
+from pytest_ssd.specs.load import load_datasheet
+from pytest_ssd.specs.model import Datasheet
+from pytest_ssd.specs.selection import assign, load_candidates, load_given
+from pytest_ssd.state.keeper import StateKeeper
+from pytest_ssd.state.profile import Profile, profile_for
+from pytest_ssd.state.progress import Write
+from pytest_ssd.state.speeds import SpeedBook
+from pytest_ssd.state.steps import FOB
+from pytest_ssd.state.tracker import DeviceState
+from pytest_ssd.steady import FioSteadyState, SniaVerdict
+
+__all__ = [
+    "PURGE_NAMES",
+    "SESSION_KEY",
+    "WORKERINPUT_KEY",
+    "Dut",
+    "Options",
+    "SsdSession",
+    "get",
+    "speed_key",
+]
+
+WORKERINPUT_KEY = "pytest_ssd"
+SPEEDS_FILE = ".ssd-speeds.json"
+
+
+@dataclass
+class SsdSession:
+    """Everything pytest-ssd knows about the run; one per process."""
+
+    options: Options
+    run_id: str
+    run_dir: Path
+    worker: bool
+    #: what suites and plugins added through pytest-ssd's hooks
+    extensions: Extensions = field(default_factory=Extensions)
+    #: what the user should know about the run (shown in the terminal header)
+    warnings: list[str] = field(default_factory=list)
+    devices: Devices = field(init=False)
+    run_store: RunStore = field(init=False)
+    environment: HostEnvironment = field(init=False)
+    keepers: dict[str, StateKeeper] = field(default_factory=dict)
+    progress: Write | None = None
+    #: device id -> the datasheet its measurements are checked against
+    datasheets: dict[str, Datasheet] = field(default_factory=dict)
+    #: every process the session starts carries it; what is left at the end is ended
+    mark: SessionMark = field(default_factory=SessionMark)
+
+    def __post_init__(self) -> None:
+        options = self.options
+        self.devices = Devices(options, self.extensions, warnings=self.warnings)
+        self.run_store = RunStore(
+            options.report_dir, options.db, self.run_id, self.run_dir, self.warnings
+        )
+        self.environment = HostEnvironment(options.tune)
+
+    @classmethod
+    def for_controller(cls, options: Options, extensions: Extensions) -> SsdSession:
+        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        return cls(options, run_id, options.report_dir / run_id, False, extensions)
+
+    @classmethod
+    def for_worker(
+        cls, options: Options, data: dict[str, Any], extensions: Extensions
+    ) -> SsdSession:
+        """A worker's session: the devices the controller resolved (:meth:`workerinput`)."""
+        session = cls(options, data["run_id"], Path(data["run_dir"]), True, extensions)
+        session.devices.adopt(data["duts"])  # all at once: mostly a host's answers
+        for dut_id, sheet in data.get("datasheets", {}).items():
+            session.datasheets[dut_id] = load_datasheet(sheet)
+        return session
+
+    def workerinput(self) -> dict[str, Any]:
+        sheets = {dut_id: str(d.path) for dut_id, d in self.datasheets.items()}
+        return {
+            "run_id": self.run_id,
+            "run_dir": str(self.run_dir),
+            "duts": self.devices.workerinput(),
+            "datasheets": sheets,
+            "controller_pid": os.getpid(),
+        }
+
+    @property
+    def dut_ids(self) -> list[str]:
+        return self.devices.ids
+
+    @property
+    def duts(self) -> dict[str, Dut]:
+        return self.devices.duts
+
+    def services(self, dut_id: str) -> DeviceSite:
+        """The services of device *dut_id* on its machine (its keeper's and its tests')."""
+        return self.devices.services[dut_id]
+
+    @property
+    def db(self) -> RunWriter | None:
+        return self.run_store.db
+
+    @property
+    def compared(self) -> list[DriveRef]:
+        """Earlier drives from the database drawn on comparison graphs (--ssd-compare)."""
+        return self.run_store.compared
+
+    @property
+    def store(self) -> ResultsExport | None:
+        """results.json, exported from the database."""
+        return self.run_store.export
+
+    @property
+    def host(self) -> HostRecord | None:
+        return self.environment.record
+
+    def open(self, args: list[str]) -> None:
+        """Create the run folder, attach scratch devices, identify and guard every device.
+
+        Datasheets are read first: a bad one stops the run before a device is touched.
+        """
+        # released at exit too: pytest skips its unconfigure when a sessionfinish hook raises
+        # (a closed pipe: `pytest ... | tee log` after Ctrl-C)
+        atexit.register(self.close)
+        stall_override()  # a bad value is refused before anything starts
+        self.mark.open()  # from here on, no process of the session outlives it
+        # first of all: put back what a session that died left tuned
+        self.environment.recover()
+        which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
+        given = load_given(self.options.datasheets, len(self.options.duts))
+        candidates = () if given else load_candidates(self.options.datasheets)
+        self.run_store.compare(self.options.compare)
+        self.devices.sweep()
+        try:
+            self.devices.resolve()
+            self.devices.check_health()
+            identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
+            force = self.options.datasheets.force
+            self.datasheets = assign(identities, given, candidates, force)
+            # a refused run leaves nothing: the run folder comes once every check has passed
+            self._start_run(args)
+        except BaseException:
+            self.close()  # devices unlocked, scratch released, settings back
+            raise
+
+    def _start_run(self, args: list[str]) -> None:
+        """The run folder, the ``latest`` link, the host record, results.json and the database."""
+        self.run_store.make_folder()
+        # the record says what the run measures under: after --ssd-tune, with every device
+        host = self.environment.start(self.devices.tuning(), self.warnings)
+        described = {}
+        for dut_id, dut in self.duts.items():
+            sheet = self.datasheets.get(dut_id)
+            health = self.services(dut_id).sampler()
+            description = {
+                **dut.describe(),
+                "datasheet": str(sheet.path) if sheet else None,
+                "health": health.source.name if health.source else health.reason,
+            }
+            described[dut_id] = (description, dut.label)
+        self.run_store.start(runinfo.collect(args, host), described)
+
+    def profile(self, dut: Dut) -> Profile:
+        """The profile for *dut*: the option's, else quick on scratch and full on real devices."""
+        return profile_for(self.options.profile, dut.scratch, self.options.idle)
+
+    def profile_of(self, dut_id: str) -> Profile:
+        """The profile of device *dut_id*, known before it is opened (``--collect-only``)."""
+        spec = dict(zip(self.dut_ids, self.options.duts, strict=True))[dut_id]
+        return profile_for(self.options.profile, spec.is_scratch, self.options.idle)
+
+    @property
+    def speeds(self) -> SpeedBook:
+        return SpeedBook.load(self.options.report_dir / SPEEDS_FILE)
+
+    def keeper(self, dut_id: str) -> StateKeeper:
+        """The state keeper of one device (created on first use, in the process running it)."""
+        if dut_id not in self.keepers:
+            dut = self.duts[dut_id]
+            state = DeviceState(dut.identity.size_bytes, self.profile(dut))
+            if dut.scratch:  # a new sparse file was never written: it is fresh out of the box
+                state.establish(FOB)
+            self.keepers[dut_id] = StateKeeper(
+                device=dut_id,
+                target=dut.path,
+                identity=dut.identity,
+                state=state,
+                folder=self.run_dir / "states" / dut_id,
+                services=self.services(dut_id),
+                speeds=self.speeds,
+                speed_key=speed_key(dut.identity, dut.scratch),
+                purge_method=self.options.purge,
+                progress=self.progress,
+                written=dut.written,
+                charts=_save_charts,
+                added_purges=self.extensions.purge_methods,
+            )
+        return self.keepers[dut_id]
+
+    def close(self) -> None:
+        """Restore tuned settings, unlock devices, release scratch; always called, also after
+        Ctrl-C, and safe to call twice.  Each step runs even when one before it fails."""
+        with contextlib.ExitStack() as stack:  # its callbacks run last pushed, first
+            stack.callback(atexit.unregister, self.close)
+            stack.callback(self._stop_leftovers)
+            stack.callback(self.devices.release_scratch)
+            stack.callback(self.devices.unlock)
+            stack.callback(self.close_hosts)
+            stack.callback(self.environment.restore)
+
+    def _stop_leftovers(self) -> None:
+        for pid, name in self.mark.close():
+            sys.stderr.write(f"pytest-ssd: stopped {name} (pid {pid}), left running by the run\n")
+
+    def tuners(self) -> list[Tuner | HostTuner]:
+        """This machine's tuner and each test host's (the controller's; none on workers)."""
+        return self.environment.tuners()
+
+    def close_hosts(self) -> None:
+        """Stop this process's fio servers on test hosts, unlock, disconnect; say what was left."""
+        for problem in self.devices.close_hosts():
+            sys.stderr.write(f"pytest-ssd: {problem}\n")
+
+    def artifacts_for(self, nodeid: str) -> Path:
+        """The test's artifact folder under the run directory."""
+        safe = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in nodeid)
+        return self.run_dir / "artifacts" / safe[:200]
+
+
+SESSION_KEY = pytest.StashKey[SsdSession]()
+
+
+def get(config: pytest.Config) -> SsdSession:
+    return config.stash[SESSION_KEY]
+
+
+def _save_charts(
+    verdict: FioSteadyState | SniaVerdict, folder: Path, quantity: str, unit: str
+) -> tuple[str, ...]:
+    """:func:`pytest_ssd.figures.steady.save_charts`, loaded when a steady state is drawn.
+
+    A worker that reaches no steady state never loads matplotlib.
+    """
+    from pytest_ssd.figures.steady import save_charts  # noqa: PLC0415  # matplotlib
+
+    return save_charts(verdict, folder, quantity, unit)

@@ -1,0 +1,311 @@
+"""The session's devices: each ``--dut`` resolved on its site, guarded, locked and confirmed.
+
+One resolution for every device a user names, here or on a test host (the site
+differs, not the steps); scratch devices are made here.  xdist workers get the
+resolved devices (:meth:`Devices.workerinput`) and only identify them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ssd.device import guard
+from pytest_ssd.device.dut import MIN_SCRATCH_SIZE, DutSpec, unique_ids
+from pytest_ssd.device.identity import DeviceIdentity, binary_size
+from pytest_ssd.device.in_order import Order, each, prepare
+from pytest_ssd.device.node import canonical
+from pytest_ssd.device.pinned import Pinned
+from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
+from pytest_ssd.device.summary import DeviceSummary
+from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, present
+from pytest_ssd.extensions import Extensions
+from pytest_ssd.fio.job import fio_path
+from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.purge import PurgeMethod
+from pytest_ssd.purge import choose as choose_purge
+from pytest_ssd.purge.extra import pick as pick_purge
+from pytest_ssd.session.options import Options
+from pytest_ssd.site import DeviceSite, Dut, Site, SiteLock, Sites, Tuning
+
+#: what --ssd-purge takes of pytest-ssd's own methods (plugins may add more)
+PURGE_NAMES = tuple(m.value for m in PurgeMethod)
+SCRATCH_DIR = ".scratch"
+#: the smallest target measured: the smallest workloads and states need this much
+MIN_TARGET_SIZE = MIN_SCRATCH_SIZE
+
+Key = tuple[str, int, int]
+
+
+def check_size(node: Path, size: int, kind: str | None) -> None:
+    """Refuse an empty target, or one smaller than the smallest workload (before any confirm)."""
+    if size <= 0:
+        hint = (
+            "give it a size first, e.g. 'fallocate -l 4G FILE'"
+            if kind == "file"
+            else ("is a medium inserted?")
+        )
+        raise DeviceError(f"{node} has no capacity (0 bytes): {hint}")
+    if size < MIN_TARGET_SIZE:
+        raise DeviceError(
+            f"{node} holds {binary_size(size)}: pytest-ssd measures targets of at least"
+            f" {binary_size(MIN_TARGET_SIZE)} (its smallest workloads need that); check the path"
+        )
+
+
+def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
+    """Which measured rates apply to a device: scratch, its model and serial, else its path."""
+    if scratch:
+        return "scratch"
+    if identity.serial:
+        return f"{identity.model or 'unknown'} {identity.serial}"
+    return identity.path
+
+
+def default_label(dut: Dut, site: Site, labels: tuple[str, ...], index: int) -> str:
+    """``--dut-label`` for the index-th device, else model, capacity and firmware (and host)."""
+    if index < len(labels):
+        return labels[index]
+    if dut.scratch:
+        return f"scratch {binary_size(dut.identity.size_bytes)}"
+    return site.labelled(dut.identity.label)
+
+
+def _identify(pair: tuple[dict[str, Any], Site]) -> DeviceIdentity:
+    """The identity of a device the controller passed on, read again on its site."""
+    item, site = pair
+    return site.read(Path(item["path"]))[1]
+
+
+@dataclass
+class Devices:
+    """The devices of the run, each with its services on its site (this process's)."""
+
+    options: Options
+    extensions: Extensions = field(default_factory=Extensions)
+    sites: Sites = field(default_factory=Sites)
+    #: what the user should know (shown in the terminal header)
+    warnings: list[str] = field(default_factory=list)
+    duts: dict[str, Dut] = field(default_factory=dict)
+    #: device id -> its services on its site (the state keeper's and the ``ssd`` fixture's)
+    services: dict[str, DeviceSite] = field(default_factory=dict)
+    scratch: list[ScratchDevice] = field(default_factory=list)
+    #: the report folder did not exist before this session (it may remove it, left empty)
+    made_report_dir: bool = False
+
+    def __post_init__(self) -> None:
+        self.sites.hosts.config = self.options.ssh_config
+
+    @property
+    def ids(self) -> list[str]:
+        return unique_ids(list(self.options.duts))
+
+    def _serve(self, dut: Dut, site: Site) -> DeviceSite:
+        """Keep *dut* and its services on *site*."""
+        self.duts[dut.id] = dut
+        self.services[dut.id] = DeviceSite(
+            dut,
+            site,
+            confirm=self.options.confirm,
+            interval=self.options.health_interval,
+            added_source=self.extensions.health_source,
+        )
+        return self.services[dut.id]
+
+    def sweep(self) -> None:
+        """Release the scratch devices of sessions that died (before any is made)."""
+        self.made_report_dir = not self.options.report_dir.exists()
+        for leaked in sweep_stale(self.options.report_dir / SCRATCH_DIR):
+            self.warnings.append(f"released {leaked}, a scratch device of a session that died")
+
+    def resolve(self) -> None:
+        """Resolve, lock and guard every device (all at once): the named ones before scratch."""
+        specs = list(zip(self.ids, self.options.duts, strict=True))
+        seen: dict[Key, str] = {}
+        wanted = [(dut_id, spec) for dut_id, spec in specs if spec.path is not None]
+        found = prepare(wanted, lambda item, order: self._resolve_named(*item, seen, order))
+        named = dict(zip((dut_id for dut_id, _ in wanted), found, strict=True))
+        self._check_scratch_space()
+        duts = [
+            named[dut_id] if dut_id in named else self._make_scratch(dut_id, spec, index)
+            for index, (dut_id, spec) in enumerate(specs)
+        ]
+        self.duts = {}  # in the order given
+        for index, (dut, summary) in enumerate(zip(duts, each(duts, self._summary), strict=True)):
+            dut.summary = summary
+            dut.classify(self.options.classes, index, self.extensions)
+            dut.label = default_label(dut, self.services[dut.id].site, self.options.labels, index)
+            self.duts[dut.id] = dut
+        self._check_purge()
+
+    def _resolve_named(self, dut_id: str, spec: DutSpec, seen: dict[Key, str], order: Order) -> Dut:
+        """A device or file the user named, here or on a test host: its node, lock, size,
+        guard and confirmation, each on the device's site."""
+        site = self.sites.of(spec.address)
+        site.check_tools()  # a host unreachable, or without fio: one line, before anything
+        path = present(spec.path, "the device path")
+        view = site.snapshot(str(path))
+        node = canonical(path, view)
+        facts = guard.check_readable(node, view)
+        fio_path(str(node))  # a name fio would split or cut is refused before anything
+        key = site.key(node, view, spec.raw)
+        with order.naming.turn(order.index):
+            if key in seen:
+                again = site.named_again(seen[key], spec.raw)
+                raise SafetyError(
+                    f"refusing --dut={spec.raw}: it is the same device as --dut={seen[key]}"
+                    f" ({site.located(node)}{again}); name each device once"
+                )
+            seen[key] = spec.raw
+        with order.locking.turn(order.index):
+            lock = site.lock(node, key)
+        identity = site.read(node)[1]
+        check_size(node, identity.size_bytes, facts.kind)
+        dut = Dut(
+            id=dut_id,
+            path=node,
+            identity=identity,
+            scratch=False,
+            readonly=self.options.readonly,
+            address=spec.address,
+            lock_pid=lock.pid,
+            pinned=lock.pinned(identity),
+        )
+        self._hold(dut, site, lock)
+        return dut
+
+    def _hold(self, dut: Dut, site: Site, lock: SiteLock) -> None:
+        """Check *dut* is what *lock* holds; to write it, guard and confirm it and claim it."""
+        services = self._serve(dut, site)
+        if dut.readonly:
+            services.same()
+            return
+        if dut.scratch:  # the session's own file: nothing to guard or confirm
+            services.same()
+        else:
+            services.guard(claimed=False)
+        lock.claim()
+
+    def _check_scratch_space(self) -> None:
+        sizes = [spec.scratch_size for spec in self.options.duts if spec.scratch_size]
+        if not sizes:
+            return
+        folder, free = free_bytes(self.options.report_dir / SCRATCH_DIR)
+        if sum(sizes) > free:
+            asked = " + ".join(binary_size(n) for n in sizes)
+            raise DeviceError(
+                f"scratch devices of {asked} do not fit in the {binary_size(free)} free in"
+                f" {folder}; give a smaller scratch:SIZE or --ssd-report-dir on a larger"
+                " filesystem"
+            )
+
+    def _make_scratch(self, dut_id: str, spec: DutSpec, index: int) -> Dut:
+        size = present(spec.scratch_size, "the scratch size")
+        device = create(size, self.options.report_dir / SCRATCH_DIR, index)
+        self.scratch.append(device)
+        site = self.sites.of(spec.address)
+        lock = site.lock(device.path, site.key(device.path, site.snapshot(str(device.path)), ""))
+        identity = site.read(device.path)[1]
+        dut = Dut(
+            id=dut_id,
+            path=device.path,
+            identity=identity,
+            scratch=True,
+            readonly=self.options.readonly,
+            note=device.note,
+            pinned=lock.pinned(identity),
+        )
+        self._hold(dut, site, lock)
+        return dut
+
+    def _summary(self, dut: Dut) -> DeviceSummary:
+        said: list[str] = []
+        summary = self.services[dut.id].site.summary(dut.identity, said)
+        self.warnings.extend(f"{dut.id}: {line}" for line in said)
+        return summary
+
+    def _check_purge(self) -> None:
+        """Refuse a ``--ssd-purge`` no device can run (the plan must not promise it)."""
+        forced = self.options.purge
+        added = self.extensions.purge_methods
+        if forced and forced not in {*PURGE_NAMES, *self.extensions.purge_names}:
+            names = ", ".join((*PURGE_NAMES, *self.extensions.purge_names))
+            raise ConfigError(f"--ssd-purge={forced}: no such purge method (one of {names})")
+        if forced and not self.options.readonly:
+            for dut_id, dut in self.duts.items():
+                machine = self.services[dut_id].machine
+                if pick_purge(dut.identity, added, forced, machine) is None:
+                    choose_purge(dut.identity, PurgeMethod(forced))
+
+    def check_health(self) -> None:
+        """Ask every device for its health source: a plugin's at fault refuses here."""
+        for services in self.services.values():
+            services.sampler()
+
+    def workerinput(self) -> list[dict[str, Any]]:
+        """What a worker needs of each device to use it (:meth:`adopt`)."""
+        return [
+            {
+                "id": d.id,
+                "path": str(d.path),
+                "scratch": d.scratch,
+                "readonly": d.readonly,
+                "note": d.note,
+                "address": dataclasses.asdict(d.address) if d.address else None,
+                "lock_pid": d.lock_pid,
+                "pinned": d.pinned.as_dict() if d.pinned else None,
+            }
+            for d in self.duts.values()
+        ]
+
+    def adopt(self, items: list[dict[str, Any]]) -> None:
+        """A worker's devices, as the controller resolved them, identified again here."""
+        places = [SshAddress(**i["address"]) if i["address"] else None for i in items]
+        sites = [self.sites.of(address) for address in places]
+        found = each(list(zip(items, sites, strict=True)), _identify)
+        for index, (item, address, site, identity) in enumerate(
+            zip(items, places, sites, found, strict=True)
+        ):
+            dut = Dut(
+                id=item["id"],
+                path=Path(item["path"]),
+                identity=identity,
+                scratch=item["scratch"],
+                readonly=item["readonly"],
+                note=item["note"],
+                address=address,
+                lock_pid=item["lock_pid"],
+                pinned=Pinned.from_dict(item["pinned"]) if item["pinned"] else None,
+            )
+            dut.classify(self.options.classes, index, self.extensions)
+            self._serve(dut, site)
+
+    def tuning(self) -> Tuning:
+        """Which machine's settings to read (and tune) for which devices."""
+        tuning = Tuning()
+        for dut_id, services in self.services.items():
+            services.site.enlist(tuning, dut_id, self.duts[dut_id].identity, self.options.tune)
+        return tuning
+
+    def close_hosts(self) -> list[str]:
+        """Stop this process's fio servers on test hosts, unlock, disconnect; what was left."""
+        return self.sites.close_hosts()
+
+    def unlock(self) -> None:
+        """Release this machine's locks."""
+        self.sites.close()
+
+    def release_scratch(self) -> None:
+        """Release the scratch devices; remove their folder (and the report folder this
+        session made) when nothing else is left in it."""
+        if not self.scratch:
+            return
+        while self.scratch:
+            self.scratch.pop().release()
+        with contextlib.suppress(OSError):  # when no other session keeps its scratch here
+            (self.options.report_dir / SCRATCH_DIR).rmdir()
+            if self.made_report_dir:  # a refused run leaves no folder it made
+                self.options.report_dir.rmdir()

@@ -1,0 +1,37 @@
+"""The plugin's options, validated (:func:`pytest_ssd.plugin.options.from_config` reads them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_ssd.device.drive_class import DriveClassName
+from pytest_ssd.device.dut import DutSpec
+from pytest_ssd.specs.selection import DatasheetOptions
+
+
+@dataclass(frozen=True)
+class Options:
+    """The plugin's command-line options, validated."""
+
+    duts: tuple[DutSpec, ...]
+    confirm: tuple[str, ...]
+    readonly: bool
+    report_dir: Path
+    #: None: quick on scratch devices, full on real ones
+    profile: str | None
+    purge: str | None
+    idle: tuple[tuple[str, float], ...] = ()
+    datasheets: DatasheetOptions = field(default_factory=DatasheetOptions)
+    health_interval: float = 1.0
+    repeat: int = 1
+    cv_max: float = 0.05
+    db: Path = Path("reports/results.sqlite")
+    labels: tuple[str, ...] = ()
+    compare: tuple[str, ...] = ()
+    #: --dut-class, one per --dut in order (the rest guessed)
+    classes: tuple[DriveClassName, ...] = ()
+    #: --ssd-tune: METHOD §9's host settings for the session, restored afterwards
+    tune: bool = False
+    #: --ssd-ssh-config: the ssh_config for test hosts (None: ~/.ssh/config)
+    ssh_config: Path | None = None

@@ -1,0 +1,73 @@
+"""The run store: the run folder, the ``latest`` link, the database writer and results.json."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ssd.db import DriveRef, ResultsDb, RunWriter
+from pytest_ssd.db.export import ResultsExport
+from pytest_ssd.results.files import storage_error
+
+LATEST = "latest"
+_RUN_ID = re.compile(r"^\d{8}-\d{6}-\d+$")
+
+
+@dataclass
+class RunStore:
+    """Where the run's results go: its folder under the report folder, and the database."""
+
+    report_dir: Path
+    db_path: Path
+    run_id: str
+    run_dir: Path
+    #: what the user should know about the run folder (shown in the terminal header)
+    warnings: list[str] = field(default_factory=list)
+    db: RunWriter | None = None
+    #: results.json, exported from the database
+    export: ResultsExport | None = None
+    #: earlier drives from the database drawn on comparison graphs (--ssd-compare)
+    compared: list[DriveRef] = field(default_factory=list)
+
+    def compare(self, names: tuple[str, ...]) -> None:
+        """The drives named to compare with; a name not in the database stops the run here."""
+        if names:
+            with ResultsDb(self.db_path) as db:
+                self.compared = db.resolve(names)
+
+    def make_folder(self) -> None:
+        """The run folder and the ``latest`` link (a one-line refusal when it cannot be made)."""
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self._link_latest()
+        except OSError as exc:
+            raise storage_error(
+                Path(exc.filename or self.run_dir), exc, "--ssd-report-dir"
+            ) from None
+
+    def start(
+        self, environment: dict[str, Any], devices: dict[str, tuple[dict[str, Any], str]]
+    ) -> None:
+        """The database's run and its devices (*devices*: description and label), results.json."""
+        self.db = RunWriter(self.db_path, self.run_id, self.run_dir, environment)
+        for dut_id, (description, label) in devices.items():
+            self.db.add_device(dut_id, description, label)
+        self.export = ResultsExport(self.run_dir, self.db_path, self.run_id)
+        self.export.write()
+
+    def _link_latest(self) -> None:
+        """Point ``<report dir>/latest`` at this run, unless it is something not ours."""
+        latest = self.report_dir / LATEST
+        if latest.is_symlink() and not _RUN_ID.match(str(latest.readlink())):
+            self.warnings.append(f"{latest} is a link pytest-ssd did not make: left as it is")
+            return
+        if latest.exists() and not latest.is_symlink():
+            self.warnings.append(f"{latest} is not pytest-ssd's link: left as it is")
+            return
+        tmp = latest.with_name(f".{LATEST}.{os.getpid()}")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(self.run_id)
+        tmp.replace(latest)

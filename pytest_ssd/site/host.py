@@ -1,0 +1,147 @@
+"""A test host as a device's site: every service over the host's one SSH connection."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.device.pinned import Pinned
+from pytest_ssd.device.remote import SshView
+from pytest_ssd.device.remote_identity import identify_remote
+from pytest_ssd.device.remote_links import sysfs_copy
+from pytest_ssd.device.summary import DeviceSummary, summarize
+from pytest_ssd.device.view import Node, View
+from pytest_ssd.errors import DeviceError, SafetyError, SsdError
+from pytest_ssd.fio.runners import FioRunner, HostFio
+from pytest_ssd.fio.status import StatusCallback
+from pytest_ssd.health import Source, find_host_source
+from pytest_ssd.host.remote_tune import HostTuner
+from pytest_ssd.hosts import Hosts, TestHost
+from pytest_ssd.machine.address import SshAddress, parse_address
+from pytest_ssd.machine.machine import Machine
+from pytest_ssd.site.base import Key, Site, Tuning
+from pytest_ssd.state.accounting import Counters, counters_on
+from pytest_ssd.state.progress import Progress, host_feeding
+
+
+def key_now(found: Node) -> Key:
+    """The key (:func:`~.node.device_key`) of a block device a test host's view found."""
+    return ("block", os.major(found.rdev), os.minor(found.rdev))
+
+
+@dataclass
+class HostLock:
+    """A device's lock on its test host, held by the host's lock process (*pid*)."""
+
+    hosts: Hosts
+    address: SshAddress
+    node: str
+    pid: int | None
+    key: Key
+
+    def pinned(self, identity: DeviceIdentity) -> Pinned:
+        return Pinned.of(("block", self.key[1], self.key[2]), identity)
+
+    def claim(self) -> None:
+        self.hosts.claim(self.address, self.node)
+
+
+@dataclass
+class HostSite(Site):
+    """The test host of *address*, through the session's connection to it (*hosts*)."""
+
+    hosts: Hosts
+    address: SshAddress
+
+    @property
+    def host(self) -> TestHost:
+        """The host, connected (a one-line :class:`DeviceError` when unreachable)."""
+        return self.hosts.host(self.address)
+
+    @property
+    def machine(self) -> Machine:
+        return self.host.machine
+
+    def located(self, node: Path) -> str:
+        return f"{node} on {self.host.ssh.where}"
+
+    def labelled(self, label: str) -> str:
+        return f"{label} on {self.address.label}"
+
+    def named_again(self, first: str, raw: str) -> str:
+        earlier = parse_address(first)
+        spelled = (earlier.destination, earlier.port) != (
+            self.address.destination,
+            self.address.port,
+        )
+        return ": the same host named twice" if spelled else ""
+
+    def snapshot(self, path: str) -> View:
+        return SshView.snapshot(self.host.ssh, path, write=False)
+
+    def view(self, path: str, lock_pid: int | None, claimed: frozenset[int]) -> View:
+        ours = (lock_pid,) if lock_pid else ()
+        return self.hosts.view(self.address, path, write=True, ours=ours, claimed=claimed)
+
+    def key(self, node: Path, view: View, raw: str) -> Key:
+        real = view.realpath(str(node))
+        found = view.stat(real)
+        if found is None or found.kind != "block":
+            raise SafetyError(
+                f"refusing --dut={raw}: on {self.host.ssh.where} it is {real}, a regular file,"
+                " not a block device; on a test host, name a block device"
+            )
+        return (f"{self.host.ssh.where} block", os.major(found.rdev), os.minor(found.rdev))
+
+    def lock(self, node: Path, key: Key) -> HostLock:
+        pid = self.hosts.lock(self.address, str(node))
+        return HostLock(self.hosts, self.address, str(node), pid, key)
+
+    def read(self, path: Path, view: View | None = None) -> tuple[Key, DeviceIdentity]:
+        host = self.host
+        view = view or SshView.snapshot(host.ssh, str(path), write=False)
+        found = view.stat(str(path))
+        block = view.block_of(found.rdev) if found is not None else None
+        if found is None or block is None:
+            raise DeviceError(f"{host.ssh.where}: {path} is not a block device there")
+        return key_now(found), identify_remote(host.machine, str(path), block.name)
+
+    def summary(self, identity: DeviceIdentity, warnings: list[str]) -> DeviceSummary:
+        """From a copy of what the host's sysfs says of the device."""
+        with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
+            try:
+                name = identity.kernel_name or ""
+                root = sysfs_copy(self.machine, name, Path(tmp)) if name else None
+            except SsdError as exc:  # the summary says "not exposed" rather than stop the run
+                warnings.append(f"the host's sysfs could not be read: {exc}")
+                root = None
+            found = summarize(identity, sysfs_root=root)
+        return dataclasses.replace(found, path=f"{found.path} on {self.address.label}")
+
+    def health_source(self, identity: DeviceIdentity) -> tuple[Source | None, str]:
+        return find_host_source(identity, self.machine)
+
+    def runner(self) -> FioRunner:
+        return HostFio(self.hosts.server(self.address))
+
+    def counters(self, target: Path, kernel_name: str | None) -> Counters | None:
+        return counters_on(self.machine, kernel_name)
+
+    def feeding(
+        self, follow: Progress | None, kernel_name: str | None
+    ) -> AbstractContextManager[StatusCallback | None]:
+        # fio --client hears fio's status only at the end: the host's counters feed *follow*
+        return host_feeding(follow, self.machine, kernel_name)
+
+    def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
+        label = self.address.label
+        if label not in tuning.hosts:
+            host = self.host
+            tuner = HostTuner(host.ssh, host.machine, tune, host.ssh.control_dir / "tune")
+            tuning.hosts[label] = (tuner, {})
+        tuning.hosts[label][1][dut_id] = identity

@@ -1,0 +1,34 @@
+"""The sites of this process's devices: this machine and the test hosts it connects to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pytest_ssd.hosts import Hosts
+from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.site.base import Site
+from pytest_ssd.site.host import HostSite
+from pytest_ssd.site.local import LocalSite
+
+
+@dataclass
+class Sites:
+    """This machine, and the test hosts of ssh:// devices (connections, locks, fio servers)."""
+
+    local: LocalSite = field(default_factory=LocalSite)
+    hosts: Hosts = field(default_factory=Hosts)
+
+    def of(self, address: SshAddress | None) -> Site:
+        """The site of a device ``--dut`` placed at *address* (None: this machine).
+
+        The one place the choice between this machine and a test host is made.
+        """
+        return self.local if address is None else HostSite(self.hosts, address)
+
+    def close_hosts(self) -> list[str]:
+        """Stop this process's fio servers on test hosts, unlock, disconnect; what was left."""
+        return self.hosts.close()
+
+    def close(self) -> None:
+        """Release this machine's locks."""
+        self.local.close()
