@@ -63,8 +63,8 @@ def terminal_lines(session: SsdSession) -> list[str]:
     lines = [f"pytest-ssd {session.run_id}: {session.run_dir}"]
     lines += [f"  warning: {line}" for line in session.warnings]
     for dut in session.duts.values():
-        host = f" on {dut.address.destination} port {dut.address.port or 22}" if dut.address else ""
-        lines.append(f"  {dut.id}: {dut.identity.summary()}{host}")
+        shown = session.services(dut.id).site.described(dut.identity.summary())
+        lines.append(f"  {dut.id}: {shown}")
         if dut.scratch:
             lines.append(f"  {dut.id}: SCRATCH DEVICE ({dut.note}): {SCRATCH_BANNER}")
         if dut.readonly:

@@ -74,6 +74,10 @@ class Site(ABC):
     def labelled(self, label: str) -> str:
         """A device's *label* on graphs and in the database: with its host, if on one."""
 
+    def described(self, summary: str) -> str:
+        """A device's *summary* in the terminal header: with its host, if it is on one."""
+        return summary
+
     def named_again(self, first: str, raw: str) -> str:
         """What to add when ``--dut=raw`` names the device ``--dut=first`` named."""
         return ""

@@ -73,6 +73,9 @@ class HostSite(Site):
     def labelled(self, label: str) -> str:
         return f"{label} on {self.address.label}"
 
+    def described(self, summary: str) -> str:
+        return f"{summary} on {self.address.destination} port {self.address.port or 22}"
+
     def named_again(self, first: str, raw: str) -> str:
         earlier = parse_address(first)
         spelled = (earlier.destination, earlier.port) != (
