@@ -4,8 +4,9 @@ Everything --ssd-tune relies on here lives on the host, so that the host alone
 decides, whoever tunes it (a session on the host itself, or controllers over SSH):
 
 * **the lock**: ``flock`` on the host's ``<state>/tune/tune.lock`` (``/var/lib/pytest-ssd``
-  for root, as here), held by ``flock -n -o … cat`` on an SSH channel for the session:
-  it ends with the session, a ``kill -9`` or a lost connection;
+  for root, as here), a :class:`~pytest_ssd.machine.flock.HostFlock` held on an SSH
+  channel for the session (the device locks' protocol): it ends with the session, a
+  ``kill -9`` or a lost connection;
 * **the journal**: ``<state>/tune/restore.json`` on the host, written (0600, ``sync``\\ ed,
   renamed into place) before the first change, in the format a session on the host
   reads: its pid and start time are the lock holder's on the host;
@@ -40,13 +41,11 @@ from pytest_ssd.host.record import TuneLog, device_settings
 from pytest_ssd.host.remote import HostIo, Tree, host_readings, read_tree
 from pytest_ssd.host.settings import Reading, host_settings
 from pytest_ssd.host.tune import apply_all, put_back, restore_all, tune_lines
+from pytest_ssd.machine.flock import CONFLICT, HostFlock, hold_script
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.ssh import MARK, Held, Ssh
+from pytest_ssd.machine.ssh import MARK, Ssh
 
 TIMEOUT_S = 60.0
-RELEASE_TIMEOUT_S = 5.0
-#: flock's exit code when the lock is held elsewhere (``-E``)
-CONFLICT = 75
 #: the host's state folder ``$d`` made and checked: a real folder of the user, private
 PRIVATE = """
 d=/var/lib/pytest-ssd
@@ -61,10 +60,7 @@ case $2 in *[2367]?|*[2367]) echo "$d is writable by others (mode $2)" >&2; exit
 #: ``sh -c HOLD``: the lock, its holder's pid and start time on the host
 HOLD = f"""{PRIVATE}
 echo "{MARK}dir $d"
-exec flock -n -o -E {CONFLICT} "$d/tune.lock" sh -c '
-set -- $(cut -d")" -f2- /proc/$$/stat)
-echo "{MARK}started ${{20}}"; echo "{MARK}pid $$"; echo "{MARK}locked"; exec cat'
-"""
+{hold_script('"$d/tune.lock"')}"""
 #: ``sh -c READ``: the journal, if there is one (a regular file of the user, private)
 READ = f"""{PRIVATE}
 f="$d/restore.json"
@@ -119,7 +115,7 @@ class HostTuner:
     artifacts: Path
     log: TuneLog = field(default_factory=TuneLog)
     journal: str = ""
-    _lock: Held | None = None
+    _lock: HostFlock | None = None
     _holder: dict[str, str] = field(default_factory=dict)
     _planned: list[Change] = field(default_factory=list)
     _touched: list[Change] = field(default_factory=list)
@@ -137,26 +133,20 @@ class HostTuner:
 
     def _acquire(self) -> bool:
         """Take the host's tune lock (False: a live session holds it)."""
-        self.artifacts.mkdir(parents=True, exist_ok=True)
-        held = self.ssh.hold(
-            ["sh", "-c", HOLD],
-            artifacts=self.artifacts,
-            name="tune-lock",
-            ready="locked",
-            timeout=TIMEOUT_S,
-        )
-        if isinstance(held, Held):
-            self._lock, self._holder = held, held.marks
-            self.journal = f"{self.label}:{held.marks['dir']}/restore.json"
+        lock = HostFlock(self.ssh, HOLD, (), self.artifacts, "tune-lock")
+        failed = lock.acquire(TIMEOUT_S)
+        if failed is None:
+            self._lock, self._holder = lock, lock.marks
+            self.journal = f"{self.label}:{lock.marks['dir']}/restore.json"
             return True
-        if held.returncode == CONFLICT:
+        if failed.returncode == CONFLICT:
             return False
-        raise TuneError(f"{self.ssh.where}: cannot take the tune lock: {held.last_error_line()}")
+        raise TuneError(f"{self.ssh.where}: cannot take the tune lock: {failed.last_error_line()}")
 
     def _release(self) -> None:
         if self._lock is not None:
             lock, self._lock = self._lock, None
-            lock.close(RELEASE_TIMEOUT_S)
+            lock.release()
 
     def _journal(self) -> tuple[Journal, list[dict[str, Any]]] | None:
         """The host's journal and its raw entries, if there is one (read under the lock)."""
