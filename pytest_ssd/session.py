@@ -50,8 +50,9 @@ from pytest_ssd.fio.job import fio_path
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.fio.watch import stall_override
 from pytest_ssd.health import Sampler, Source, find_source
-from pytest_ssd.host import HostRecord, Tuner
-from pytest_ssd.host.remote_tune import HostTuner, combined, tune_hosts
+from pytest_ssd.host import HostRecord
+from pytest_ssd.host.remote_tune import combined, tuner_for
+from pytest_ssd.host.tune import MachineTuner
 from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import SshAddress, parse_address
 from pytest_ssd.machine.machine import LOCAL, Machine
@@ -308,10 +309,9 @@ class SsdSession:
     health_sources: dict[str, tuple[Source | None, str]] = field(default_factory=dict)
     #: device id -> the datasheet its measurements are checked against
     datasheets: dict[str, Datasheet] = field(default_factory=dict)
-    #: the host's settings: read, tuned with --ssd-tune and put back (controller only)
-    tuner: Tuner | None = None
-    #: each test host's settings, the same way (controller only)
-    host_tuners: list[HostTuner] = field(default_factory=list)
+    #: each machine's settings (this one first, then each test host's): read, tuned with
+    #: --ssd-tune and put back (controller only)
+    machine_tuners: list[MachineTuner] = field(default_factory=list)
     host: HostRecord | None = None
     #: the session's locks on its devices (controller only): one session per device
     locks: list[DeviceLock] = field(default_factory=list)
@@ -403,8 +403,8 @@ class SsdSession:
         stall_override()  # a bad value is refused before anything starts
         self.mark.open()  # from here on, no process of the session outlives it
         # first of all: put back what a session that died left tuned
-        self.tuner = Tuner(None, self.options.tune)  # its journal: the machine's state folder
-        self.tuner.recover()
+        self.machine_tuners = [tuner_for(LOCAL, self.options.tune, self.options.report_dir)]
+        self.machine_tuners[0].recover()
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
         self.hosts.config = self.options.ssh_config
         given = load_given(self.options.datasheets, len(self.options.duts))
@@ -462,22 +462,21 @@ class SsdSession:
         self, here: dict[str, DeviceIdentity], identities: dict[str, DeviceIdentity]
     ) -> HostRecord:
         """This machine's settings (if a device is here) and every test host's."""
-        hosts: dict[str, tuple[HostTuner, dict[str, DeviceIdentity]]] = {}
+        hosts: dict[str, tuple[MachineTuner, dict[str, DeviceIdentity]]] = {}
         for dut_id, dut in self.duts.items():
             if dut.address is None:
                 continue
             if dut.address.label not in hosts:
                 host = self.hosts.host(dut.address)
                 folder = host.ssh.control_dir / "tune"
-                tuner = HostTuner(host.ssh, host.machine, self.options.tune, folder)
-                hosts[dut.address.label] = (tuner, {})
+                hosts[dut.address.label] = (tuner_for(host.machine, self.options.tune, folder), {})
             hosts[dut.address.label][1][dut_id] = identities[dut_id]
-        self.host_tuners = [tuner for tuner, _ in hosts.values()]
-        local = present(self.tuner, "the tuner")
+        local = present(self.machine_tuners[0] if self.machine_tuners else None, "the tuner")
+        self.machine_tuners = [local, *(tuner for tuner, _ in hosts.values())]
         # a run only on test hosts measures nothing under this machine's settings
-        mine = local.start(here) if here or not hosts else HostRecord((), local.log)
-        theirs = tune_hosts(list(hosts.values()), self.warnings)
-        return HostRecord((*mine.readings, *theirs), combined(mine.tune, self.host_tuners))
+        mine = local.start(here, self.warnings) if here or not hosts else []
+        theirs = [r for t, devices in hosts.values() for r in t.start(devices, self.warnings)]
+        return HostRecord((*mine, *theirs), combined(self.machine_tuners))
 
     def _resolve_all(self) -> None:
         """Resolve, lock and guard every device (all at once): the named ones before scratch."""
@@ -806,9 +805,9 @@ class SsdSession:
             sys.stderr.write(f"pytest-ssd: stopped {name} (pid {pid}), left running by the run\n")
         atexit.unregister(self.close)
 
-    def tuners(self) -> list[Tuner | HostTuner]:
+    def tuners(self) -> list[MachineTuner]:
         """This machine's tuner and each test host's (the controller's; none on workers)."""
-        return [*([self.tuner] if self.tuner else []), *self.host_tuners]
+        return list(self.machine_tuners)
 
     def close_hosts(self) -> None:
         """Stop this process's fio servers on test hosts, unlock, disconnect; say what was left."""
