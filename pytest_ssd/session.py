@@ -59,7 +59,6 @@ from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import which
 from pytest_ssd.proc.sweep import SessionMark
 from pytest_ssd.purge import PurgeMethod
-from pytest_ssd.purge import choose as choose_purge
 from pytest_ssd.purge.extra import pick as pick_purge
 from pytest_ssd.results import runinfo
 from pytest_ssd.results.files import storage_error
@@ -501,9 +500,8 @@ class SsdSession:
             names = ", ".join((*PURGE_NAMES, *self.extensions.purge_names))
             raise ConfigError(f"--ssd-purge={forced}: no such purge method (one of {names})")
         if forced and not self.options.readonly:  # the plan must not promise what cannot run
-            for dut in self.duts.values():
-                if pick_purge(dut.identity, added, forced, self.machine(dut)) is None:
-                    choose_purge(dut.identity, PurgeMethod(forced))
+            for dut in self.duts.values():  # one line when it cannot purge a device there
+                pick_purge(dut.identity, added, forced, self.machine(dut))
 
     def _lock(self, node: Path) -> DeviceLock:
         lock = DeviceLock(node)

@@ -314,3 +314,69 @@ def test_a_long_run_on_a_host_shows_its_progress_from_the_hosts_counters(
     assert commands and not any("--status-interval" in c for c in commands)
     # the drive's label names the backing file and the host: the report's graph still lays out
     assert "constrained_layout not applied" not in out
+
+
+DECLARED = """
+from pytest_ssd import PurgeCapabilities
+
+pytest_ssd_suite = True
+
+
+class HereDeclared:
+    # its purge takes a machine, yet it declares that it runs here only (a tool of ours)
+    name = "declared-here"
+    capabilities = PurgeCapabilities(local=True, hosts=False)
+
+    def unsupported(self, identity):
+        return None
+
+    def purge(self, identity, artifacts, machine):
+        raise AssertionError("declared for this machine only: never given a host's device")
+
+
+class HostDeclared:
+    name = "declared-host"
+    capabilities = PurgeCapabilities(local=False, hosts=True, tools=("blkdiscard",))
+
+    def unsupported(self, identity):
+        return None
+
+    def purge(self, identity, artifacts, machine):
+        argv = [machine.which("blkdiscard", "util-linux"), "--force", identity.path]
+        done = machine.run(argv, timeout=60, artifacts=artifacts, name="declared-blkdiscard")
+        assert done.returncode == 0, done.stderr
+        return f"blkdiscard on {machine.where}"
+
+
+def pytest_ssd_purge_methods():
+    return [HereDeclared(), HostDeclared()]
+"""
+
+
+def test_purge_methods_run_where_their_declared_capabilities_reach(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(64)
+    suite = tmp_path / "declared"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(DECLARED)
+    (suite / "test_fob.py").write_text(FOB)
+    where = f"ssh root@127.0.0.1 port {server.port}"
+    args = (f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}")
+    config = f"--ssd-ssh-config={server.config}"
+    run = run_ssd(*args, config, suite=suite, rootdir=None)
+    assert run.result.ret == 0, run.result.stdout.str()
+    (transition,) = run.results()["transitions"]
+    (purge,) = [s for s in transition["steps"] if s["kind"] == "purge"]
+    assert purge["detail"] == f"declared-host (added by a plugin): blkdiscard on {where}"
+    # naming a method whose capabilities do not reach the device: one line at configure
+    for name, device, why in (
+        ("declared-here", [*args, config], f"{dev} on {where}: it runs its programs on this"),
+        ("declared-host", [f"--dut={dev}", f"--ssd-confirm={dev}"], f"{dev}: it purges devices"),
+    ):
+        refused = run_ssd(*device, f"--ssd-purge={name}", suite=suite, rootdir=None)
+        err = refused.result.stderr.str()
+        lines = [line for line in err.splitlines() if f"--ssd-purge={name} cannot purge" in line]
+        assert refused.result.ret == 4 and len(lines) == 1, err
+        assert f"--ssd-purge={name} cannot purge {why}" in lines[0]
+        assert "Traceback" not in err and "INTERNALERROR" not in err
