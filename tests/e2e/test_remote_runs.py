@@ -251,6 +251,27 @@ def test_after_the_erase(ssd):
 """
 
 
+class PurgeOnHost:
+    """A suite of one fob test and the purge methods of *conftest*, run on *dev* of a host."""
+
+    def __init__(self, run_ssd: Any, server: Sshd, dev: Path, tmp_path: Path, conftest: str):
+        self.suite = tmp_path / "purges"
+        self.suite.mkdir()
+        (self.suite / "conftest.py").write_text(conftest)
+        (self.suite / "test_fob.py").write_text(FOB)
+        self.where = f"ssh root@127.0.0.1 port {server.port}"
+        self.args = (f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}")
+        self.config = f"--ssd-ssh-config={server.config}"
+        self.run = run_ssd(*self.args, self.config, suite=self.suite, rootdir=None)
+        assert self.run.result.ret == 0, self.run.result.stdout.str()
+
+    def purge_detail(self) -> str:
+        """What the run's one purge step says it did."""
+        (transition,) = self.run.results()["transitions"]
+        (purge,) = [s for s in transition["steps"] if s["kind"] == "purge"]
+        return str(purge["detail"])
+
+
 def test_an_added_purge_method_that_takes_a_machine_purges_on_the_host(
     server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
 ) -> None:
@@ -261,18 +282,9 @@ def test_an_added_purge_method_that_takes_a_machine_purges_on_the_host(
         capture_output=True,
         timeout=60,
     )
-    suite = tmp_path / "erases"
-    suite.mkdir()
-    (suite / "conftest.py").write_text(ERASES)
-    (suite / "test_fob.py").write_text(FOB)
-    where = f"ssh root@127.0.0.1 port {server.port}"
-    args = (f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}")
-    config = f"--ssd-ssh-config={server.config}"
-    run = run_ssd(*args, config, suite=suite, rootdir=None)
-    assert run.result.ret == 0, run.result.stdout.str()
-    (transition,) = run.results()["transitions"]
-    (purge,) = [s for s in transition["steps"] if s["kind"] == "purge"]
-    assert purge["detail"] == f"vendor-erase (added by a plugin): blkdiscard on {where}"
+    host = PurgeOnHost(run_ssd, server, dev, tmp_path, ERASES)
+    run, where, args, config, suite = host.run, host.where, host.args, host.config, host.suite
+    assert host.purge_detail() == f"vendor-erase (added by a plugin): blkdiscard on {where}"
     assert list(run.run_dir.rglob("vendor-blkdiscard.cmd")), "run through the host's machine"
     assert digest(dev) == digest_of_zeroes(64), "the whole device erased"
     refused = run_ssd(*args, config, "--ssd-purge=here-only", suite=suite, rootdir=None)
@@ -357,18 +369,9 @@ def test_purge_methods_run_where_their_declared_capabilities_reach(
     server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
 ) -> None:
     dev = loop_device(64)
-    suite = tmp_path / "declared"
-    suite.mkdir()
-    (suite / "conftest.py").write_text(DECLARED)
-    (suite / "test_fob.py").write_text(FOB)
-    where = f"ssh root@127.0.0.1 port {server.port}"
-    args = (f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}")
-    config = f"--ssd-ssh-config={server.config}"
-    run = run_ssd(*args, config, suite=suite, rootdir=None)
-    assert run.result.ret == 0, run.result.stdout.str()
-    (transition,) = run.results()["transitions"]
-    (purge,) = [s for s in transition["steps"] if s["kind"] == "purge"]
-    assert purge["detail"] == f"declared-host (added by a plugin): blkdiscard on {where}"
+    host = PurgeOnHost(run_ssd, server, dev, tmp_path, DECLARED)
+    where, args, config, suite = host.where, host.args, host.config, host.suite
+    assert host.purge_detail() == f"declared-host (added by a plugin): blkdiscard on {where}"
     # naming a method whose capabilities do not reach the device: one line at configure
     for name, device, why in (
         ("declared-here", [*args, config], f"{dev} on {where}: it runs its programs on this"),
