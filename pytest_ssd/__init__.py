@@ -21,6 +21,7 @@ from pytest_ssd.fixture import SsdBench
 from pytest_ssd.health.sources import HealthSample
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.extra import PurgeProvider
+from pytest_ssd.purge.methods import Capabilities as PurgeCapabilities
 from pytest_ssd.results.record import Derived
 from pytest_ssd.specs import SpecLine, Verdict
 from pytest_ssd.specs import plan as spec_plan
@@ -64,6 +65,7 @@ __all__ = [
     "Machine",
     "ParseError",
     "Pattern",
+    "PurgeCapabilities",
     "PurgeProvider",
     "Quantity",
     "Region",

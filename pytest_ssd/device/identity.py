@@ -20,12 +20,31 @@ from pathlib import Path
 from pytest_ssd.device import nvme
 from pytest_ssd.device.nvme import NvmeInfo
 from pytest_ssd.errors import DeviceError, ToolError
+from pytest_ssd.machine.snapshot import Reads
 
 SYSFS = Path("/sys")
 SECTOR = 512
 NvmeQuery = Callable[[Path], NvmeInfo]
 _SCSI_HOST = re.compile(r"^host\d+$")
 _TRANSPORT_PREFIXES = (("nvme", "nvme"), ("loop", "loop"), ("mmcblk", "mmc"), ("vd", "virtio"))
+#: what :func:`identify_block` reads of a device's sysfs (a test host's is copied from it)
+READS = Reads(
+    node=("size", "partition"),
+    disk=(
+        "queue/logical_block_size",
+        "queue/physical_block_size",
+        "queue/rotational",
+        "queue/discard_max_bytes",
+        "queue/scheduler",
+        "device/model",
+        "device/serial",
+        "device/firmware_rev",
+        "device/rev",
+        "serial",
+        "loop/backing_file",
+        "loop/dio",
+    ),
+)
 
 
 @dataclass(frozen=True)

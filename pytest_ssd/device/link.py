@@ -19,9 +19,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_ssd.machine.snapshot import Reads
+
 _PCI_FUNCTION = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _NVME_CONTROLLER = re.compile(r"^nvme\d+$")
 _ATA_PORT = re.compile(r"^ata(\d+)$")
+#: what :func:`pcie_link` and :func:`sata_link` read above a disk's device
+READS = Reads(
+    above=(
+        "current_link_speed",
+        "current_link_width",
+        "max_link_speed",
+        "max_link_width",
+        "link*/ata_link/link*/sata_spd",
+        "link*/ata_link/link*/hw_sata_spd_limit",
+    )
+)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ is locked in that one process on that one channel, however many there are
 (``pytest-ssd lock /dev/sdb /dev/sdc``) and its pid tells the guard it is ours.
 It reads the channel, so locks and claims last until this process closes it,
 ends, or loses the connection: perl sees the end of its input and exits.
-Without perl, each lock runs util-linux ``flock -o NODE cat`` on a channel of
-its own: the lock holds, and a claim (a session that writes) is refused in one
-line.
+Without perl, each lock is a :class:`~pytest_ssd.machine.flock.HostFlock` on a
+channel of its own (util-linux ``flock -o NODE cat``, the protocol the host's tune
+lock uses too): the lock holds, and a claim (a session that writes) is refused in
+one line.
 """
 
 from __future__ import annotations
@@ -31,17 +32,15 @@ from pytest_ssd.device.node import flock_holders, in_use, locked
 from pytest_ssd.device.openers import describe
 from pytest_ssd.device.remote import COMMANDS, sections
 from pytest_ssd.errors import DeviceError, SafetyError, SsdError
+from pytest_ssd.machine.flock import CONFLICT, RELEASE_TIMEOUT_S, HostFlock, hold_script
 from pytest_ssd.machine.ssh import MARK, Held, Mark, Ssh, check_missing, need
 from pytest_ssd.proc.runner import Completed
 
-#: flock's exit code when the lock is held elsewhere (``-E``)
-CONFLICT = 75
 #: the node is not a block device or a file (flock would create a file there)
 NOT_A_TARGET = 3
 #: :data:`HOLD`'s exit code on a host without perl
 NO_PERL = 4
 ACQUIRE_TIMEOUT_S = 30.0
-RELEASE_TIMEOUT_S = 5.0
 #: how long asking who holds the lock may take (after a timed-out acquisition: a slow host)
 WHO_TIMEOUT_S = 10.0
 
@@ -96,9 +95,7 @@ exec perl -e "$1"
 FLOCK = f"""
 {need("flock", "cat")}
 [ -b "$1" ] || [ -f "$1" ] || exit {NOT_A_TARGET}
-echo "{MARK}pid $$"
-exec flock -n -o -E {CONFLICT} "$1" sh -c 'echo "{MARK}locked"; exec cat'
-"""
+{hold_script('"$1"')}"""
 
 #: ``sh -c WHO sh NODE``: the node's inode and the host's locks
 WHO = f"""
@@ -170,7 +167,7 @@ class RemoteLock:
     pid: int | None = None
     _own: bool = field(default=False, repr=False)
     #: without perl: ``flock(1)`` on a channel of its own
-    _flock: Held | None = field(default=None, repr=False)
+    _flock: HostFlock | None = field(default=None, repr=False)
     _claimed: bool = field(default=False, repr=False)
 
     def _host(self) -> HostLocks:
@@ -201,17 +198,14 @@ class RemoteLock:
         self.pid = host.pid
 
     def _acquire_flock(self, start: float) -> None:
-        held = self.ssh.hold(
-            ["sh", "-c", FLOCK, "sh", self.node],
-            artifacts=self.artifacts,
-            name=f"flock-{Path(self.node).name}",
-            ready="locked",
-            timeout=ACQUIRE_TIMEOUT_S,
+        lock = HostFlock(
+            self.ssh, FLOCK, (self.node,), self.artifacts, f"flock-{Path(self.node).name}"
         )
-        if not isinstance(held, Held):
-            self._failed(held, start)
-        self._flock = held
-        self.pid = int(held.marks["pid"])
+        failed = lock.acquire(ACQUIRE_TIMEOUT_S)
+        if failed is not None:
+            self._failed(failed, start)
+        self._flock = lock
+        self.pid = int(lock.marks["pid"])
 
     def _failed(self, done: Completed, start: float) -> NoReturn:
         check_missing(done, self.ssh.where)
@@ -273,8 +267,8 @@ class RemoteLock:
     def release(self) -> None:
         """Let the lock and claim go (a lock of its own: close its channel)."""
         if self._flock is not None:
-            held, self._flock = self._flock, None
-            held.close(RELEASE_TIMEOUT_S)
+            lock, self._flock = self._flock, None
+            lock.release()
         elif self.host is not None and self.pid is not None:
             self.host.ask("release", self.node, ("released",), RELEASE_TIMEOUT_S)
         self.pid, self._claimed = None, False

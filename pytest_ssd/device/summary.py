@@ -19,17 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.identity import SYSFS, DeviceIdentity, decimal_size
+from pytest_ssd.device.link import READS as LINK_READS
 from pytest_ssd.device.link import PcieLink, SataLink, pcie_link, read_attr, sata_link
 from pytest_ssd.device.nvme import LbaFormat, NvmeInfo, PowerState
+from pytest_ssd.machine.snapshot import Reads
 
 NOT_EXPOSED = "not exposed"
 #: sysfs has the attribute, but the device or bus gave no value (a link speed "Unknown",
 #: a width of 0 or 255 on a controller on the root bus, as QEMU's microvm shows)
 NOT_REPORTED = "not reported"
 _NO_WIDTH = ("0", "255")
-NOT_REPORTED = "not reported"
 KELVIN_AT_0_C = 273.15
 LBA_FORMAT_COLUMNS = ("Format", "Data size", "Metadata size", "Relative performance", "In use")
+#: what :func:`summarize` reads of a device's sysfs (its links, a SCSI disk's attributes)
+READS = LINK_READS | Reads(
+    node=("partition",), device=("vendor", "model", "rev", "scsi_disk/*/cache_type")
+)
 POWER_STATE_COLUMNS = (
     "State",
     "Max power",

@@ -11,12 +11,23 @@ from pathlib import Path
 from pytest_ssd.device.identity import binary_size
 from pytest_ssd.host.io import Roots, read_attribute
 from pytest_ssd.host.settings import Reading
+from pytest_ssd.machine.snapshot import Reads
 
 #: a process using at least this share of one CPU while sampled counts as busy
 BUSY_SHARE = 0.10
 BUSY_SAMPLE_S = 0.5
 BUSY_TITLE = "Other busy processes"
 TICKS = os.sysconf("SC_CLK_TCK")
+#: what the facts read: cpu0's clock, memory, and every process twice (busy ones)
+READS = Reads(
+    files=(
+        "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq",
+        "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver",
+        "/proc/cpuinfo",
+        "/proc/meminfo",
+    ),
+    sampled=("/proc/[0-9]*/stat",),
+)
 
 
 def cpu_frequency(roots: Roots) -> Reading:

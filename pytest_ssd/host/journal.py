@@ -26,6 +26,7 @@ from pytest_ssd.host.changes import Change, FeatureWrite, FileWrite, change_from
 from pytest_ssd.host.io import Roots, TuneError, read_attribute
 from pytest_ssd.host.nvme_features import APST
 from pytest_ssd.host.settings import FileSetting
+from pytest_ssd.machine.snapshot import Reads
 from pytest_ssd.statedir import read_private, write_private
 
 #: a value a kernel attribute takes: one word (and one of those it lists, where it lists them)
@@ -36,6 +37,11 @@ _VALUES = {"aslr": ("0", "1", "2")}
 _NVME_NAME = re.compile(r"^nvme\d+(n\d+(p\d+)?)?$")
 #: APST's data buffer: 32 transition entries of 8 bytes (or none, as nvme-cli read it)
 _APST_TABLE = 256
+#: what :func:`checked` reads: the settings' files, and the NVMe nodes with their numbers
+READS = settings.READS | Reads(
+    files=("/sys/block/nvme*/dev", "/sys/block/nvme*/nvme*/dev", "/sys/class/nvme/nvme*/dev"),
+    nodes=("/dev/nvme*",),
+)
 
 
 def start_time(procfs: Path, pid: int) -> str | None:

@@ -15,6 +15,10 @@ from pytest_ssd.host import facts, settings
 from pytest_ssd.host.io import Io, Roots
 from pytest_ssd.host.nvme_features import ApstSetting, power_state
 from pytest_ssd.host.settings import Reading, Setting, Unavailable
+from pytest_ssd.machine.snapshot import Reads
+
+#: what :meth:`HostRecord.read` reads: the settings (every device's scheduler) and the facts
+READS: Reads = settings.READS | facts.READS
 
 
 @dataclass

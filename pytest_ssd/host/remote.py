@@ -2,76 +2,39 @@
 
 A device on a test host is measured under that host's CPU governor, boost,
 transparent huge pages, ASLR, I/O scheduler and NVMe power settings, not under
-the controller's.  One shell command on the host prints every file the record
-reads (:mod:`.settings`, :mod:`.facts`) and two samples of ``/proc/*/stat``
-half a second apart; :func:`copy_tree` writes them into a small copy of the
-host's ``/sys`` and ``/proc``, so :meth:`HostRecord.read` reads it exactly as
-it reads this machine.  ``nvme get-feature`` (APST, power state) runs on the
-host.  Each reading names the host, and its source names the host's path, not
-the copy's.  Nothing is written on the host: ``--ssd-tune`` stays this
-machine's.
+the controller's.  One shell command on the host prints every file the readers
+declare (:data:`.settings.READS`, :data:`.facts.READS`, :data:`.journal.READS`;
+:mod:`pytest_ssd.machine.snapshot`), with two samples of ``/proc/*/stat`` half a
+second apart; they are written into a small copy of the host's ``/sys`` and
+``/proc``, so :meth:`HostRecord.read` reads it exactly as it reads this machine.
+``nvme get-feature`` (APST, power state) runs on the host.  Each reading names
+the host, and its source names the host's path, not the copy's.  Reading writes
+nothing on the host; :class:`HostIo` refuses writes.  ``--ssd-tune`` on a host
+(:mod:`.remote_tune`) writes there: its journal and lock in the host's private
+state folder, the settings to the host's own ``/sys`` and ``/proc`` files, APST
+with ``nvme set-feature`` (its data buffer in a temporary file, removed after).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import INSTALL_HINT, NVME_TIMEOUT_S
-from pytest_ssd.host import facts
+from pytest_ssd.host import facts, journal, record
 from pytest_ssd.host.io import Roots, TuneError
 from pytest_ssd.host.record import HostRecord, TuneLog, device_settings
 from pytest_ssd.host.settings import Reading, host_settings
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.ssh import MARK
+from pytest_ssd.machine.snapshot import Reads, Snapshot, SnapshotError, parse, take
 from pytest_ssd.proc import Completed
 
-READ_TIMEOUT_S = 60.0
-#: the machine-wide files the record reads (settings.py, facts.py), globs allowed
-FILES = (
-    "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor",
-    "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_available_governors",
-    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq",
-    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver",
-    "/sys/devices/system/cpu/cpufreq/boost",
-    "/sys/devices/system/cpu/intel_pstate/no_turbo",
-    "/sys/devices/system/cpu/cpufreq/policy[0-9]*/boost",
-    "/sys/kernel/mm/transparent_hugepage/enabled",
-    "/proc/sys/kernel/randomize_va_space",
-    "/proc/cpuinfo",
-    "/proc/meminfo",
-)
-#: ``sh -c SCRIPT sh SECONDS``: every file as ``path:line``, every disk's scheduler and
-#: partition, then /proc/*/stat twice, *SECONDS* apart (``lines``: a shell function, so a
-#: glob of every process is no program's argument list, and ``xargs`` splits it)
-SCRIPT = f"""
-lines() {{
-  for f; do [ -e "$f" ] && printf '%s\\0' "$f"; done | xargs -0 -r grep -H '' 2>/dev/null
-}}
-echo "{MARK}pid $$"
-echo "{MARK}ticks $(getconf CLK_TCK)"
-lines {" ".join(FILES)} /sys/block/*/queue/scheduler
-lines /sys/block/nvme*/dev /sys/block/nvme*/nvme*/dev /sys/class/nvme/nvme*/dev
-for n in /dev/nvme*; do
-  [ -e "$n" ] && echo "{MARK}node $(stat -c '%n %f %t %T' "$n")"
-done
-for p in /sys/block/*/*/partition; do
-  [ -e "$p" ] || continue
-  p=${{p%/partition}}; echo "{MARK}part ${{p##*/}} $(basename "${{p%/*}}")"
-done
-echo "{MARK}sample 1"
-[ "$1" = 0 ] || lines /proc/[0-9]*/stat
-sleep "$1"
-echo "{MARK}sample 2"
-lines /proc/[0-9]*/stat
-exit 0
-"""
+#: every file the record, the tuning and a journal's checks read on a host
+READS: Reads = record.READS | journal.READS
 DATA = "--data="
 #: ``sh -c UPLOAD sh OCTAL NVME ARGS...``: the buffer (every byte ``\\ooo``) to a private
 #: temporary file on the host, given to nvme-cli as ``--data``, removed afterwards
@@ -83,112 +46,41 @@ shift
 rm -f "$t"
 exit $r
 """
-_PATH = re.compile(r"^(/(?:sys|proc)/[^:]*):(.*)$")
-_NAME = re.compile(r"[A-Za-z0-9._-]+")
-_STAT = re.compile(r"/proc/[0-9]+/stat")
-
-
-def _target(root: Path, path: str) -> Path:
-    if "/../" in path or path.endswith("/.."):
-        raise TuneError(f"the host printed an odd path: {path[:200]!r}")
-    return root / path.lstrip("/")
 
 
 @dataclass(frozen=True)
-class Tree:
-    """A copy of a host's files: *now*, the first process sample, and the marks printed."""
+class Tree(Snapshot):
+    """A copy of a host's files: *now* (the second process sample), and the first."""
 
-    root: Path
-    now: Roots
-    sample: Roots
-    marks: dict[str, str]
-    #: the host's NVMe device nodes: path -> (st_mode, st_rdev)
-    nodes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    @property
+    def now(self) -> Roots:
+        return Roots(sysfs=self.root / "sys", procfs=self.root / "proc", dev=Path("/dev"))
 
-    def node_of(self, path: Path) -> tuple[int, int] | None:
-        """A host device node's type and number (:data:`~pytest_ssd.host.journal.NodeOf`)."""
-        return self.nodes.get(str(path))
+    @property
+    def sample(self) -> Roots:
+        return Roots(
+            sysfs=self.root / "sys", procfs=self.root / "sample" / "proc", dev=Path("/dev")
+        )
 
-    def host_path(self, path: Path) -> Path:
-        """The host's path of a file of the copy."""
-        for top in (self.root / "sample", self.root):
-            if path.is_relative_to(top):
-                return Path("/") / path.relative_to(top)
-        return path
 
-    def copy_path(self, path: Path) -> Path:
-        """The copy's file for a host path."""
-        return _target(self.root, str(path))
+def _tree(copy: Snapshot) -> Tree:
+    return Tree(copy.root, copy.marks, copy.places, copy.nodes)
 
 
 def copy_tree(text: str, root: Path) -> Tree:
-    """Write the script's output under *root*, as the host's ``/sys`` and ``/proc``.
-
-    The first sample's ``/proc`` is under ``root/sample``; the second (and every other
-    file) under ``root``.  ``sys/class/block/NAME`` links to ``sys/block/DISK`` (a
-    partition: ``sys/block/DISK/NAME`` with its ``partition`` file), as on the host.
-    """
-    lines: dict[Path, list[str]] = {}
-    base = root / "sample"
-    found: dict[str, str] = {}
-    parts: list[tuple[str, str]] = []
-    nodes: dict[str, tuple[int, int]] = {}
-    for line in text.splitlines():
-        if line.startswith(MARK):
-            word, _, rest = line[len(MARK) :].partition(" ")
-            found[word] = rest
-            if word == "sample" and rest == "2":
-                base = root
-            elif word == "node" and len(fields := rest.split()) == 4:
-                try:
-                    major, minor = int(fields[2], 16), int(fields[3], 16)
-                    nodes[fields[0]] = (int(fields[1], 16), os.makedev(major, minor))
-                except ValueError:
-                    pass  # not a node the host described: unknown, so refused
-            elif word == "part":
-                name, _, disk = rest.partition(" ")
-                if _NAME.fullmatch(name) and _NAME.fullmatch(disk):
-                    parts.append((name, disk))
-            continue
-        match = _PATH.match(line)
-        if match is None:
-            continue
-        path = match.group(1)
-        where = base if _STAT.fullmatch(path) else root
-        lines.setdefault(_target(where, path), []).append(match.group(2))
-    for file, content in lines.items():
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text("\n".join(content) + "\n")
-    _block_links(root / "sys", parts)
-    return Tree(
-        root,
-        Roots(sysfs=root / "sys", procfs=root / "proc", dev=Path("/dev")),
-        Roots(sysfs=root / "sys", procfs=root / "sample" / "proc", dev=Path("/dev")),
-        found,
-        nodes,
-    )
-
-
-def _block_links(sysfs: Path, parts: list[tuple[str, str]]) -> None:
-    block, links = sysfs / "block", sysfs / "class" / "block"
-    links.mkdir(parents=True, exist_ok=True)
-    for entry in sorted(block.iterdir()) if block.is_dir() else []:
-        (links / entry.name).symlink_to(Path("../../block") / entry.name)
-    for name, disk in parts:
-        folder = block / disk / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "partition").write_text("1\n")
-        (links / name).symlink_to(Path("../../block") / disk / name)
+    """Write the snapshot's output under *root*, as the host's ``/sys`` and ``/proc``."""
+    try:
+        return _tree(parse(text, READS, root))
+    except SnapshotError as exc:
+        raise TuneError(str(exc)) from None
 
 
 def read_tree(machine: Machine, root: Path, busy_sample_s: float = 0.0) -> Tree:
     """Copy the host's files the record and the tuning read, under *root*."""
-    argv = ["sh", "-c", SCRIPT, "sh", f"{busy_sample_s:g}"]
-    done = machine.run(argv, timeout=READ_TIMEOUT_S + busy_sample_s, name="host-settings")
-    if done.returncode != 0:
-        why = done.last_error_line()
-        raise TuneError(f"{machine.where}: its settings could not be read: {why}")
-    return copy_tree(done.stdout, root)
+    try:
+        return _tree(take(machine, READS, root, seconds=busy_sample_s, what="settings"))
+    except SnapshotError as exc:
+        raise TuneError(str(exc)) from None
 
 
 class HostIo:

@@ -4,8 +4,9 @@ Everything --ssd-tune relies on here lives on the host, so that the host alone
 decides, whoever tunes it (a session on the host itself, or controllers over SSH):
 
 * **the lock**: ``flock`` on the host's ``<state>/tune/tune.lock`` (``/var/lib/pytest-ssd``
-  for root, as here), held by ``flock -n -o … cat`` on an SSH channel for the session:
-  it ends with the session, a ``kill -9`` or a lost connection;
+  for root, as here), a :class:`~pytest_ssd.machine.flock.HostFlock` held on an SSH
+  channel for the session (the device locks' protocol): it ends with the session, a
+  ``kill -9`` or a lost connection;
 * **the journal**: ``<state>/tune/restore.json`` on the host, written (0600, ``sync``\\ ed,
   renamed into place) before the first change, in the format a session on the host
   reads: its pid and start time are the lock holder's on the host;
@@ -39,14 +40,18 @@ from pytest_ssd.host.journal import Journal, checked
 from pytest_ssd.host.record import TuneLog, device_settings
 from pytest_ssd.host.remote import HostIo, Tree, host_readings, read_tree
 from pytest_ssd.host.settings import Reading, host_settings
-from pytest_ssd.host.tune import apply_all, put_back, restore_all, tune_lines
-from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.ssh import MARK, Held, Ssh
+from pytest_ssd.host.tune import (
+    MachineTuner,
+    apply_all,
+    put_back,
+    restore_all,
+    tune_lines,
+)
+from pytest_ssd.machine.flock import CONFLICT, HostFlock, hold_script
+from pytest_ssd.machine.machine import Machine, SshMachine
+from pytest_ssd.machine.ssh import MARK
 
 TIMEOUT_S = 60.0
-RELEASE_TIMEOUT_S = 5.0
-#: flock's exit code when the lock is held elsewhere (``-E``)
-CONFLICT = 75
 #: the host's state folder ``$d`` made and checked: a real folder of the user, private
 PRIVATE = """
 d=/var/lib/pytest-ssd
@@ -61,10 +66,7 @@ case $2 in *[2367]?|*[2367]) echo "$d is writable by others (mode $2)" >&2; exit
 #: ``sh -c HOLD``: the lock, its holder's pid and start time on the host
 HOLD = f"""{PRIVATE}
 echo "{MARK}dir $d"
-exec flock -n -o -E {CONFLICT} "$d/tune.lock" sh -c '
-set -- $(cut -d")" -f2- /proc/$$/stat)
-echo "{MARK}started ${{20}}"; echo "{MARK}pid $$"; echo "{MARK}locked"; exec cat'
-"""
+{hold_script('"$d/tune.lock"')}"""
 #: ``sh -c READ``: the journal, if there is one (a regular file of the user, private)
 READ = f"""{PRIVATE}
 f="$d/restore.json"
@@ -90,118 +92,129 @@ printf %s "$2" > "$r"
 """
 
 
-def _run(ssh: Ssh, script: str, *args: str, stdin: str | None = None, what: str) -> str:
-    done = ssh.run(["sh", "-c", script, "sh", *args], timeout=TIMEOUT_S, stdin=stdin, name="tune")
+def _run(machine: Machine, script: str, *args: str, stdin: str | None = None, what: str) -> str:
+    argv = ["sh", "-c", script, "sh", *args]
+    done = machine.run(argv, timeout=TIMEOUT_S, stdin=stdin, name="tune")
     if done.returncode != 0:
-        raise TuneError(f"{ssh.where}: cannot {what}: {done.last_error_line()}")
+        raise TuneError(f"{machine.where}: cannot {what}: {done.last_error_line()}")
     return done.stdout
 
 
 class HostWrites(HostIo):
     """nvme-cli and kernel attributes of a host: every write resolved and checked there."""
 
-    def __init__(self, machine: Machine, ssh: Ssh) -> None:
-        super().__init__(machine)
-        self.ssh = ssh
-
     def write(self, path: Path, value: str) -> None:
-        _run(self.ssh, SET, str(path), value, what=f"write {value!r} to {path}")
+        _run(self.machine, SET, str(path), value, what=f"write {value!r} to {path}")
 
 
 @dataclass
-class HostTuner:
+class HostTuner(MachineTuner):
     """The settings of one test host for one session (controller only)."""
 
-    ssh: Ssh
-    machine: Machine
+    machine: SshMachine
     requested: bool
     #: where the held lock's channel keeps its output
     artifacts: Path
+    busy_sample_s: float = facts.BUSY_SAMPLE_S
     log: TuneLog = field(default_factory=TuneLog)
     journal: str = ""
-    _lock: Held | None = None
+    _lock: HostFlock | None = None
     _holder: dict[str, str] = field(default_factory=dict)
     _planned: list[Change] = field(default_factory=list)
     _touched: list[Change] = field(default_factory=list)
     _restored: bool = False
+    #: recovery ran (None), or why the journal was not checked
+    _recovered: str | None = "not yet"
 
     def __post_init__(self) -> None:
         self.log.requested = self.requested
-        self.io = HostWrites(self.machine, self.ssh)
+        self.io = HostWrites(self.machine)
 
     @property
     def label(self) -> str:
-        return self.machine.host or self.ssh.where
+        return self.machine.host or self.machine.where
 
     # --- the lock and the journal -------------------------------------------------------
 
     def _acquire(self) -> bool:
         """Take the host's tune lock (False: a live session holds it)."""
-        self.artifacts.mkdir(parents=True, exist_ok=True)
-        held = self.ssh.hold(
-            ["sh", "-c", HOLD],
-            artifacts=self.artifacts,
-            name="tune-lock",
-            ready="locked",
-            timeout=TIMEOUT_S,
-        )
-        if isinstance(held, Held):
-            self._lock, self._holder = held, held.marks
-            self.journal = f"{self.label}:{held.marks['dir']}/restore.json"
+        lock = HostFlock(self.machine.ssh, HOLD, (), self.artifacts, "tune-lock")
+        failed = lock.acquire(TIMEOUT_S)
+        if failed is None:
+            self._lock, self._holder = lock, lock.marks
+            self.journal = f"{self.label}:{lock.marks['dir']}/restore.json"
             return True
-        if held.returncode == CONFLICT:
+        if failed.returncode == CONFLICT:
             return False
-        raise TuneError(f"{self.ssh.where}: cannot take the tune lock: {held.last_error_line()}")
+        why = failed.last_error_line()
+        raise TuneError(f"{self.machine.where}: cannot take the tune lock: {why}")
 
     def _release(self) -> None:
         if self._lock is not None:
             lock, self._lock = self._lock, None
-            lock.close(RELEASE_TIMEOUT_S)
+            lock.release()
 
     def _journal(self) -> tuple[Journal, list[dict[str, Any]]] | None:
         """The host's journal and its raw entries, if there is one (read under the lock)."""
-        text = _run(self.ssh, READ, what="read its tune journal")
+        text = _run(self.machine, READ, what="read its tune journal")
         if f"{MARK}journal" not in text:
             return None
         return Journal.parse(text.split(f"{MARK}journal", 1)[1], Path(self.journal))
 
     # --- the session ----------------------------------------------------------------------
 
-    def start(
-        self, devices: Mapping[str, DeviceIdentity], busy_sample_s: float, warnings: list[str]
-    ) -> list[Reading]:
-        """Put back what a dead session left, tune if asked, and read the host's settings.
+    def recover(self) -> None:
+        """Take the host's lock, put back what a dead session left; refuse beside a live one.
+
+        A session that does not tune and cannot reach the journal goes on (a warning at
+        :meth:`start`); the lock is kept only by a session that tunes.
+        """
+        if self._recovered != "not yet":
+            return
+        self._recovered = None
+        try:
+            mine = self._acquire()
+        except SsdError as exc:
+            if self.requested:
+                raise
+            self._recovered = f"{self.label}: its tune journal was not checked: {exc}"
+            return
+        if not mine:
+            if self.requested:
+                raise TuneError(
+                    f"{self.machine.where}: another pytest-ssd session has tuned this host and"
+                    " is still running: let it finish before --ssd-tune"
+                )
+            return
+        try:
+            left = self._journal()
+            if left is not None:
+                with tempfile.TemporaryDirectory(prefix="ssd-host-") as tmp:
+                    self._recover(left, read_tree(self.machine, Path(tmp)))
+        finally:
+            if not self.requested:
+                self._release()  # only a session that tunes holds the host
+
+    def start(self, devices: Mapping[str, DeviceIdentity], warnings: list[str]) -> list[Reading]:
+        """Recover (once), tune if asked, and read the host's settings.
 
         Raises :class:`TuneError` when tuning was asked for and cannot be done, or a dead
         session's settings cannot be put back (as here); a host whose settings cannot be
         read otherwise is a warning.
         """
+        self.recover()
+        if self._recovered is not None:
+            warnings.append(self._recovered)
         with tempfile.TemporaryDirectory(prefix="ssd-host-") as tmp:
-            try:
-                mine = self._acquire()
-            except SsdError as exc:
-                if self.requested:
-                    raise
-                warnings.append(f"{self.label}: its tune journal was not checked: {exc}")
-                mine = False
-            if mine:
+            if self.requested:
                 try:
-                    left = self._journal()
-                    if left is not None:
-                        self._recover(left, read_tree(self.machine, Path(tmp) / "before"))
-                    if self.requested:
-                        self._apply(read_tree(self.machine, Path(tmp) / "now"), devices)
+                    self._apply(read_tree(self.machine, Path(tmp) / "now"), devices)
                 finally:
                     if not self._planned:
-                        self._release()  # only a session that tuned holds the host
-            elif self.requested:
-                raise TuneError(
-                    f"{self.ssh.where}: another pytest-ssd session has tuned this host and"
-                    " is still running: let it finish before --ssd-tune"
-                )
+                        self._release()
             try:
-                tree = read_tree(self.machine, Path(tmp) / "record", busy_sample_s)
-                return host_readings(tree, self.machine, devices, busy_sample_s)
+                tree = read_tree(self.machine, Path(tmp) / "record", self.busy_sample_s)
+                return host_readings(tree, self.machine, devices, self.busy_sample_s)
             except SsdError as exc:
                 warnings.append(f"{self.label}: host settings not recorded: {exc}")
                 return []
@@ -218,7 +231,7 @@ class HostTuner:
         copy = f"{tree.root}/"  # the host's paths, not the copy's, in what is said
         said = [line.replace(copy, "/") for line in refused]
         put_back(back, said, self.io, self.log, f"pid {journal.pid} on {self.label}")
-        _run(self.ssh, DROP, what="remove its tune journal")
+        _run(self.machine, DROP, what="remove its tune journal")
 
     def _apply(self, tree: Tree, devices: Mapping[str, DeviceIdentity]) -> None:
         tunables = [*host_settings(tree.now), *device_settings(tree.now, self.io, devices)]
@@ -231,7 +244,7 @@ class HostTuner:
             return
         pid, started = int(self._holder.get("pid") or 0), self._holder.get("started")
         text = Journal(Path(self.journal), pid, started, self._planned).text()
-        _run(self.ssh, WRITE, stdin=text, what="write its tune journal")
+        _run(self.machine, WRITE, stdin=text, what="write its tune journal")
         apply_all(self._planned, self.io, self.log, self._touched, self.restore)
 
     def restore(self) -> None:
@@ -241,7 +254,7 @@ class HostTuner:
             self.log.restored, self.log.failed = restore_all(self._touched, self.io)
             if not self.log.failed:
                 try:
-                    _run(self.ssh, DROP, what="remove its tune journal")
+                    _run(self.machine, DROP, what="remove its tune journal")
                 except SsdError as exc:
                     self.log.failed.append(str(exc))
         self._release()  # a journal left (a setting not back) is the next session's
@@ -257,20 +270,12 @@ def _to_host(change: Change, tree: Tree) -> Change:
     return change
 
 
-def tune_hosts(
-    tuners: Sequence[tuple[HostTuner, Mapping[str, DeviceIdentity]]],
-    warnings: list[str],
-    busy_sample_s: float = facts.BUSY_SAMPLE_S,
-) -> list[Reading]:
-    """Every test host recovered, tuned if asked, and read (see :meth:`HostTuner.start`)."""
-    return [r for t, devices in tuners for r in t.start(devices, busy_sample_s, warnings)]
-
-
-def combined(log: TuneLog, tuners: Sequence[HostTuner]) -> TuneLog:
-    """This machine's tune log and every host's, a host's lines named by it (the record's)."""
-    both = replace(log)
+def combined(tuners: Sequence[MachineTuner]) -> TuneLog:
+    """Every machine's tune log in one, a host's lines named by it (the record's)."""
+    both = TuneLog(requested=any(t.log.requested for t in tuners))
     for tuner in tuners:
         for name in ("recovered", "refused", "changed", "skipped"):
-            lines = [f"{tuner.label}: {line}" for line in getattr(tuner.log, name)]
+            prefix = f"{tuner.label}: " if tuner.label else ""
+            lines = [f"{prefix}{line}" for line in getattr(tuner.log, name)]
             setattr(both, name, [*getattr(both, name), *lines])
     return both

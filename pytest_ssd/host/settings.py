@@ -16,9 +16,25 @@ from typing import Any, Protocol
 from pytest_ssd.device.identity import DeviceIdentity, selected_scheduler
 from pytest_ssd.host.changes import Change, FileWrite
 from pytest_ssd.host.io import Roots, TuneError, read_attribute
+from pytest_ssd.machine.snapshot import Reads
 
 NOT_AVAILABLE = "not available here"
 _CPU_NUMBER = re.compile(r"(\d+)$")
+_CPU = "/sys/devices/system/cpu"
+#: what the settings read (:func:`host_settings`, :func:`scheduler` of any block device)
+READS = Reads(
+    files=(
+        f"{_CPU}/cpu[0-9]*/cpufreq/scaling_governor",
+        f"{_CPU}/cpu[0-9]*/cpufreq/scaling_available_governors",
+        f"{_CPU}/cpufreq/boost",
+        f"{_CPU}/intel_pstate/no_turbo",
+        f"{_CPU}/cpufreq/policy[0-9]*/boost",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+        "/proc/sys/kernel/randomize_va_space",
+        "/sys/block/*/queue/scheduler",
+        "/sys/block/*/*/partition",
+    )
+)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ tunes; xdist workers never touch a setting.
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from pytest_ssd.host.facts import BUSY_SAMPLE_S
 from pytest_ssd.host.io import Io, Roots, SystemIo, TuneError
 from pytest_ssd.host.journal import Journal, checked, start_time
 from pytest_ssd.host.record import HostRecord, TuneLog, device_settings
-from pytest_ssd.host.settings import Setting
+from pytest_ssd.host.settings import Reading, Setting
 from pytest_ssd.statedir import FileLock, state_dir
 
 RESTORE_FILE = "restore.json"
@@ -88,8 +89,43 @@ def apply_all(
         raise
 
 
-class Tuner:
-    """The machine's settings for one session (controller only)."""
+class MachineTuner(ABC):
+    """--ssd-tune on one machine, this one or a test host: one interface for both.
+
+    The session holds one per machine a device is on; each keeps its lock, its journal
+    and its settings on its machine (the device's site makes it).
+    """
+
+    log: TuneLog
+
+    @property
+    @abstractmethod
+    def label(self) -> str | None:
+        """The machine in the record and the summary; None: this machine."""
+
+    @abstractmethod
+    def recover(self) -> None:
+        """Put back what a session that died left changed; refuse to tune beside a live one."""
+
+    @abstractmethod
+    def start(self, devices: Mapping[str, DeviceIdentity], warnings: list[str]) -> list[Reading]:
+        """Tune (if asked) and read what the run will run under there, for its *devices*.
+
+        Raises :class:`TuneError` when tuning was asked for and cannot be done; what
+        only weakens the record goes to *warnings*.
+        """
+
+    @abstractmethod
+    def restore(self) -> None:
+        """Put back everything this session changed there; idempotent."""
+
+    @abstractmethod
+    def summary_lines(self) -> list[str]:
+        """What tuning did, for the terminal summary."""
+
+
+class Tuner(MachineTuner):
+    """This machine's settings for one session (controller only)."""
 
     def __init__(
         self,
@@ -116,6 +152,10 @@ class Tuner:
     @property
     def requested(self) -> bool:
         return self.log.requested
+
+    @property
+    def label(self) -> str | None:
+        return None
 
     def _locate(self) -> Path:
         """The journal's path in the private folder (made and checked), and its lock."""
@@ -173,8 +213,11 @@ class Tuner:
     def settings(self, devices: Mapping[str, DeviceIdentity]) -> list[Setting]:
         return [*settings.host_settings(self.roots), *device_settings(self.roots, self.io, devices)]
 
-    def start(self, devices: Mapping[str, DeviceIdentity]) -> HostRecord:
-        """Tune (if asked) and read what the run will run under."""
+    def start(self, devices: Mapping[str, DeviceIdentity], warnings: list[str]) -> list[Reading]:
+        return list(self.record(devices).readings)
+
+    def record(self, devices: Mapping[str, DeviceIdentity]) -> HostRecord:
+        """Tune (if asked) and read what the run will run under, with what tuning did."""
         tunables = self.settings(devices)
         if self.requested:
             self._apply(tunables)

@@ -9,15 +9,18 @@ measures a local drive and a drive in a test host alike.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.errors import ToolError
+from pytest_ssd.errors import DeviceError, ToolError
+from pytest_ssd.machine import blocks
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc.runner import Completed, run, which
 
 READ_TIMEOUT_S = 60.0
+#: ``sh -c GLOB sh PATTERN``: the paths a glob names there, one a line
+GLOB = 'for f in $1; do [ -e "$f" ] && echo "$f"; done; exit 0'
 
 
 class Machine(ABC):
@@ -53,6 +56,22 @@ class Machine(ABC):
     def read(self, path: str) -> str | None:
         """A small file's text there (a sysfs attribute); None when it cannot be read."""
 
+    def glob(self, pattern: str) -> list[str]:
+        """The paths shell glob *pattern* names there (``/sys/block/nvme*``), sorted."""
+        done = self.run(["sh", "-c", GLOB, "sh", pattern], timeout=READ_TIMEOUT_S, name="glob")
+        return sorted(done.stdout.splitlines()) if done.returncode == 0 else []
+
+    def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
+        """(block, data) of each block *numbers* of *unit* bytes of *path* there, direct I/O.
+
+        Raises :class:`DeviceError` when they cannot be read.
+        """
+        argv = ["sh", "-c", blocks.READ_THERE, "sh", path, str(unit), *map(str, numbers)]
+        done = self.run(argv, timeout=blocks.READ_TIMEOUT_S, name="dd-read-back")
+        if done.returncode != 0:
+            raise DeviceError(f"{self.where}: {done.last_error_line()}")
+        return blocks.parse_blocks(done.stdout, numbers)
+
 
 class LocalMachine(Machine):
     """This machine."""
@@ -84,6 +103,12 @@ class LocalMachine(Machine):
             return Path(path).read_text(errors="replace")
         except OSError:
             return None
+
+    def glob(self, pattern: str) -> list[str]:
+        return sorted(str(p) for p in Path("/").glob(pattern.lstrip("/")))
+
+    def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
+        return blocks.read_here(path, unit, numbers)
 
 
 #: this machine

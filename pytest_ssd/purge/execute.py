@@ -8,7 +8,7 @@ tool's own last error line (``NVMe status: Invalid Command Opcode: ...``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,16 +195,14 @@ def _security(job: _Job) -> AtaSecurity | None:
         raise PurgeError(f"{job.method} of {job.identity.path}: {exc}") from None
 
 
-def sibling_namespaces(identity: DeviceIdentity, names: Iterable[str] | None = None) -> list[str]:
-    """The other namespaces (``/dev/nvme0n2`` ...) of an NVMe namespace's controller.
-
-    *names* are the machine's block devices (default: this machine's ``/sys/block``).
-    """
+def sibling_namespaces(identity: DeviceIdentity, machine: Machine = LOCAL) -> list[str]:
+    """The other namespaces (``/dev/nvme0n2`` ...) of an NVMe namespace's controller, as
+    *machine*'s ``/sys/block`` lists them."""
     controller = nvme_controller(identity)
     if controller is None:
         return []
     name = re.compile(rf"{Path(controller).name}n\d+")
-    found = names if names is not None else (p.name for p in SYS_BLOCK.glob("nvme*"))
+    found = (Path(p).name for p in machine.glob(f"{SYS_BLOCK}/nvme*"))
     return sorted(f"/dev/{n}" for n in found if name.fullmatch(n) and n != identity.kernel_name)
 
 
@@ -213,11 +211,7 @@ def _check_siblings(job: _Job) -> None:
     nvme = job.identity.nvme
     if job.method in FORMAT and not (nvme and nvme.controller.fna & _FNA_ALL_NAMESPACES):
         return
-    names = None
-    if job.machine is not LOCAL:
-        view = job.view(job.identity.path)
-        names = list(view.blocks()) if view is not None else []
-    for sibling in sibling_namespaces(job.identity, names):
+    for sibling in sibling_namespaces(job.identity, job.machine):
         try:
             guard.check_writable(sibling, job.view(sibling))
         except SafetyError as exc:

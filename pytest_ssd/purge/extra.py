@@ -6,11 +6,16 @@ added method that supports the device purges it, unless ``--ssd-purge`` names
 another.  The safety guard runs before it, as before every built-in method (on a
 test host, with the host's facts).
 
-A method whose ``purge`` takes a ``machine`` argument runs its programs with
-``machine.run(argv, timeout=...)`` and so purges a device on a test host too (the
-machine is the host's; this machine's for a local device).  One without it runs
-programs here, so it is offered for local devices only: a host's device gets
-pytest-ssd's own methods, and ``--ssd-purge`` naming it is refused for that device.
+pytest-ssd's own methods are registered the same way (:mod:`.builtin`), after the
+added ones.  A method declares where it runs as ``capabilities``
+(:class:`~.methods.Capabilities`: this machine, test hosts, the programs it needs);
+one that purges a host's device is given the device's machine,
+``purge(identity, artifacts, machine)``, and runs its programs with
+``machine.run(argv, timeout=...)``.  A method that declares nothing follows the
+older convention: a ``purge`` that takes a ``machine`` argument reaches hosts, one
+without it runs programs here and is offered for local devices only.  On a host's
+device a method that cannot run there is passed over, and ``--ssd-purge`` naming it
+is refused in one line.
 """
 
 from __future__ import annotations
@@ -25,13 +30,18 @@ from pytest_ssd.device import guard
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ExtensionError, PurgeError, SsdError, call_extension, kind_of
 from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.purge.builtin import BUILTIN, BuiltinPurge, builtin
 from pytest_ssd.purge.execute import ViewOf
+from pytest_ssd.purge.methods import Capabilities, choose
 
 
 class PurgeProvider(Protocol):
     """A purge method: its name (what ``--ssd-purge`` takes), whether it applies, the erase."""
 
-    name: str
+    #: what ``--ssd-purge`` takes; declare ``capabilities`` (:class:`~.methods.Capabilities`)
+    #: beside it: where it runs and what it needs (without it, the older convention holds)
+    @property
+    def name(self) -> str: ...
 
     def unsupported(self, identity: DeviceIdentity) -> str | None:
         """None when this method can purge *identity*, else why it cannot (one line)."""
@@ -40,9 +50,10 @@ class PurgeProvider(Protocol):
     def purge(self, identity: DeviceIdentity, artifacts: Path) -> str:
         """Erase the whole device (commands' output under *artifacts*); one line on what ran.
 
-        Raise :class:`~pytest_ssd.errors.PurgeError` when it fails.  Declared as
-        ``purge(self, identity, artifacts, machine)``, it is also given devices on
-        test hosts, with the :class:`~pytest_ssd.machine.machine.Machine` to run on.
+        Raise :class:`~pytest_ssd.errors.PurgeError` when it fails.  A method that
+        declares ``capabilities`` takes ``machine`` too
+        (``purge(self, identity, artifacts, machine)``): the
+        :class:`~pytest_ssd.machine.machine.Machine` the device is on.
         """
         ...
 
@@ -83,12 +94,27 @@ def _unsupported(provider: PurgeProvider, identity: DeviceIdentity) -> str | Non
     return why
 
 
-def reaches_hosts(provider: PurgeProvider) -> bool:
-    """*provider*'s purge takes a ``machine`` (it runs its programs where the device is)."""
+def _takes_machine(provider: PurgeProvider) -> bool:
     try:
         return "machine" in inspect.signature(provider.purge).parameters
     except (TypeError, ValueError):
         return False
+
+
+def capabilities_of(provider: PurgeProvider) -> Capabilities:
+    """What *provider* declares (``capabilities``); one that declares nothing follows the
+    older convention: its purge reaches test hosts when it takes a ``machine``."""
+    declared = getattr(provider, "capabilities", None)
+    if isinstance(declared, Capabilities):
+        return declared
+    return Capabilities(hosts=_takes_machine(provider))
+
+
+def _refused(provider: PurgeProvider, identity: DeviceIdentity, machine: Machine) -> str | None:
+    """Why *provider* cannot purge *identity* on *machine* (its capabilities, then its own
+    ``unsupported``), or None."""
+    refused = capabilities_of(provider).refusal(machine)
+    return refused if refused is not None else _unsupported(provider, identity)
 
 
 def pick(
@@ -96,25 +122,21 @@ def pick(
     providers: tuple[PurgeProvider, ...],
     forced: str | None,
     machine: Machine = LOCAL,
-) -> PurgeProvider | None:
-    """The added method that purges *identity*: the one *forced* names, else the first that can.
-
-    None: a built-in method purges it (*forced* names one of those, or no added method can).
-    On a test host only methods that take a ``machine`` are offered.
+) -> PurgeProvider:
+    """The method that purges *identity*: the one *forced* names, else the first added one
+    that can, else the strongest built-in one; :class:`PurgeError` (one line) when none can.
     """
-    remote = machine is not LOCAL
     if forced is not None:
-        chosen = next((p for p in providers if p.name == forced), None)
-        if chosen is not None and remote and not reaches_hosts(chosen):
-            raise PurgeError(
-                f"--ssd-purge={forced} cannot purge {identity.path} on {machine.where}: it runs"
-                " its programs on this machine (its purge takes no machine argument)"
-            )
-        if chosen is not None and (why := _unsupported(chosen, identity)) is not None:
-            raise PurgeError(f"--ssd-purge={forced} cannot purge {identity.path}: {why}")
+        chosen = next((p for p in (*providers, *BUILTIN) if p.name == forced), None)
+        if chosen is None:
+            raise PurgeError(f"--ssd-purge={forced}: no such purge method")
+        why = _refused(chosen, identity, machine)
+        if why is not None:
+            on = f" on {machine.where}" if machine.where else ""
+            raise PurgeError(f"--ssd-purge={forced} cannot purge {identity.path}{on}: {why}")
         return chosen
-    offered = (p for p in providers if not remote or reaches_hosts(p))
-    return next((p for p in offered if _unsupported(p, identity) is None), None)
+    found = next((p for p in providers if _refused(p, identity, machine) is None), None)
+    return found if found is not None else builtin(choose(identity, machine=machine))
 
 
 def run(
@@ -125,13 +147,15 @@ def run(
     view: ViewOf = lambda path: None,
 ) -> str:
     """The guard first (with the host's facts on a host), then *provider*'s erase: one line."""
+    if isinstance(provider, BuiltinPurge):  # its guard covers the namespaces it erases too
+        return provider.purge(identity, artifacts, machine, view)
     guard.check_writable(identity.path, view(identity.path))
     artifacts.mkdir(parents=True, exist_ok=True)
-    erase = (
-        functools.partial(provider.purge, machine=machine)  # type: ignore[call-arg]
-        if reaches_hosts(provider)
-        else provider.purge
-    )
+    erase = provider.purge
+    if isinstance(getattr(provider, "capabilities", None), Capabilities) or _takes_machine(
+        provider
+    ):
+        erase = functools.partial(provider.purge, machine=machine)  # type: ignore[call-arg]
     where = _where(provider, "purge()")
     # a PurgeError (its documented failure) says itself what failed
     done = call_extension(where, erase, identity, artifacts, keep=(SsdError,))

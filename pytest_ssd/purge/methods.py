@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import PurgeError
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge.ata import AtaSecurity
 
 _NAMESPACE = re.compile(r"nvme(\d+)n\d+")
@@ -41,6 +42,36 @@ SANITIZE = frozenset(
 )
 FORMAT = frozenset({PurgeMethod.FORMAT_SES1, PurgeMethod.FORMAT_SES2})
 ATA = frozenset({PurgeMethod.ATA_SECURE_ERASE_ENHANCED, PurgeMethod.ATA_SECURE_ERASE})
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Where a purge method runs and what it needs there, as its provider declares it."""
+
+    #: it purges a device of this machine
+    local: bool = True
+    #: it purges a device of a test host (its programs run through the host's machine)
+    hosts: bool = False
+    #: the programs it runs on the device's machine (``nvme``, ``hdparm``, ...)
+    tools: tuple[str, ...] = ()
+
+    def refusal(self, machine: Machine) -> str | None:
+        """Why it cannot purge a device of *machine* (a few words), or None."""
+        if machine.host is not None and not self.hosts:
+            return "it runs its programs on this machine only"
+        if machine.host is None and not self.local:
+            return "it purges devices of test hosts only"
+        return None
+
+
+#: the built-in methods' capabilities (a regular file's holes are punched and its size
+#: read by this process: a file here only)
+CAPABILITIES: dict[PurgeMethod, Capabilities] = {
+    **dict.fromkeys((*SANITIZE, *FORMAT), Capabilities(hosts=True, tools=("nvme",))),
+    **dict.fromkeys(ATA, Capabilities(hosts=True, tools=("hdparm",))),
+    PurgeMethod.DISCARD: Capabilities(hosts=True, tools=("blkdiscard",)),
+    PurgeMethod.PUNCH_HOLE: Capabilities(tools=("fallocate",)),
+}
 
 
 @dataclass(frozen=True)
@@ -132,23 +163,38 @@ def _support(
     return False, "not a regular file"
 
 
-def options(identity: DeviceIdentity, ata: AtaSecurity | None = None) -> list[PurgeOption]:
+def _option(
+    identity: DeviceIdentity, method: PurgeMethod, ata: AtaSecurity | None, machine: Machine
+) -> PurgeOption:
+    refused = CAPABILITIES[method].refusal(machine)
+    if refused is not None:
+        return PurgeOption(method, False, refused)
+    return PurgeOption(method, *_support(identity, method, ata))
+
+
+def options(
+    identity: DeviceIdentity, ata: AtaSecurity | None = None, machine: Machine = LOCAL
+) -> list[PurgeOption]:
     """Every method, strongest first, with whether it can purge *identity* and why.
 
     *ata* is the SATA drive's security state (:func:`~pytest_ssd.purge.ata.query_ata`);
-    without it the ATA methods count as unsupported.
+    without it the ATA methods count as unsupported.  *machine*: the device's (a method
+    whose :data:`CAPABILITIES` do not reach it is not supported there).
     """
-    return [PurgeOption(m, *_support(identity, m, ata)) for m in ORDER]
+    return [_option(identity, m, ata, machine) for m in ORDER]
 
 
 def choose(
-    identity: DeviceIdentity, forced: PurgeMethod | None = None, ata: AtaSecurity | None = None
+    identity: DeviceIdentity,
+    forced: PurgeMethod | None = None,
+    ata: AtaSecurity | None = None,
+    machine: Machine = LOCAL,
 ) -> PurgeMethod:
     """The strongest supported method, or *forced*; :class:`PurgeError` when it cannot run.
 
     The error is one line naming the device and why each candidate failed.
     """
-    found = options(identity, ata)
+    found = options(identity, ata, machine)
     if forced is not None:
         option = next(o for o in found if o.method is forced)
         if option.supported:

@@ -10,18 +10,14 @@ cache cannot answer for the device.
 
 from __future__ import annotations
 
-import errno
-import mmap
-import os
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.errors import PurgeError
+from pytest_ssd.errors import DeviceError, PurgeError
 from pytest_ssd.machine.machine import LOCAL, Machine
-from pytest_ssd.machine.ssh import MARK
 from pytest_ssd.purge.methods import FORMAT, SANITIZE, PurgeMethod
 
 DEFAULT_SAMPLES = 64
@@ -94,71 +90,13 @@ def sample_blocks(count: int, samples: int, rng: random.Random) -> list[int]:
     return sorted(picked)
 
 
-def _open(path: str) -> tuple[int, bool]:
-    """(fd, direct): O_DIRECT where the file system allows it (tmpfs does not)."""
-    try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECT), True
-    except OSError as exc:
-        if exc.errno != errno.EINVAL:
-            raise
-    return os.open(path, os.O_RDONLY), False
-
-
-def read_blocks(path: str, unit: int, blocks: list[int]) -> Iterator[tuple[int, bytes]]:
-    """(block, data) for each block, read with O_DIRECT; buffered where O_DIRECT is refused."""
-    buf = mmap.mmap(-1, unit)  # page-aligned, as O_DIRECT needs
-    fd, direct = _open(path)
-    try:
-        for block in blocks:
-            try:
-                got = os.preadv(fd, [buf], block * unit)
-            except OSError as exc:
-                # some file systems accept O_DIRECT at open and refuse it at read (EINVAL)
-                if exc.errno != errno.EINVAL or not direct:
-                    raise
-                os.close(fd)
-                fd, direct = os.open(path, os.O_RDONLY), False
-                got = os.preadv(fd, [buf], block * unit)
-            yield block, buf[:got]
-    finally:
-        os.close(fd)
-        buf.close()
-
-
 #: ``read(path, unit, blocks)``: (block, data) of each block, read with direct I/O
 BlockReader = Callable[[str, int, list[int]], Iterable[tuple[int, bytes]]]
 
-#: ``sh -c READ sh PATH UNIT BLOCK...``: each block as hex, after a mark
-_READ_THERE = f"""p=$1 u=$2; shift 2
-for b; do echo "{MARK}block $b"; dd if="$p" bs="$u" skip="$b" count=1 iflag=direct 2>/dev/null |
-  od -An -v -tx1; done
-"""
-READ_TIMEOUT_S = 600.0
-
 
 def reader_on(machine: Machine) -> BlockReader:
-    """:func:`read_blocks` on *machine* (``dd`` with direct I/O there, sent back as hex)."""
-    if machine is LOCAL:
-        return read_blocks
-
-    def read(path: str, unit: int, blocks: list[int]) -> Iterator[tuple[int, bytes]]:
-        argv = ["sh", "-c", _READ_THERE, "sh", path, str(unit), *map(str, blocks)]
-        done = machine.run(argv, timeout=READ_TIMEOUT_S, name="dd-read-back")
-        if done.returncode != 0:
-            raise PurgeError(
-                f"read-back check of {path} on {machine.where}: {done.last_error_line()}"
-            )
-        found: dict[int, list[str]] = {}
-        current: list[str] = []
-        for line in done.stdout.splitlines():
-            if line.startswith(f"{MARK}block "):
-                current = found.setdefault(int(line.split()[-1]), [])
-            else:
-                current.append(line)
-        for block in blocks:
-            yield block, bytes.fromhex("".join(found.get(block, [])))
-
-    return read
+    """The blocks of a path on *machine*, read there with direct I/O."""
+    return machine.read_blocks
 
 
 def verify(
@@ -167,7 +105,7 @@ def verify(
     *,
     samples: int = DEFAULT_SAMPLES,
     seed: int | None = None,
-    read: BlockReader = read_blocks,
+    read: BlockReader = LOCAL.read_blocks,
 ) -> Verification:
     """Read the first, last and *samples* random blocks and compare them with the promise."""
     expected = promise(identity, method)
@@ -186,6 +124,8 @@ def verify(
         ]
     except OSError as exc:
         raise PurgeError(f"read-back check of {identity.path}: {exc.strerror}") from None
+    except DeviceError as exc:
+        raise PurgeError(f"read-back check of {identity.path}: {exc}") from None
     matching = len(blocks) - len(bad)
     if not bad:
         detail = (

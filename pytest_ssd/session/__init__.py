@@ -29,8 +29,8 @@ from pytest_ssd.db.export import ResultsExport
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.fio.watch import stall_override
-from pytest_ssd.host import HostRecord, Tuner
-from pytest_ssd.host.remote_tune import HostTuner
+from pytest_ssd.host import HostRecord
+from pytest_ssd.host.tune import MachineTuner
 from pytest_ssd.proc import which
 from pytest_ssd.proc.sweep import SessionMark
 from pytest_ssd.results import runinfo
@@ -249,7 +249,7 @@ class SsdSession:
         for pid, name in self.mark.close():
             sys.stderr.write(f"pytest-ssd: stopped {name} (pid {pid}), left running by the run\n")
 
-    def tuners(self) -> list[Tuner | HostTuner]:
+    def tuners(self) -> list[MachineTuner]:
         """This machine's tuner and each test host's (the controller's; none on workers)."""
         return self.environment.tuners()
 

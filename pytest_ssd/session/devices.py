@@ -26,7 +26,6 @@ from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.purge import PurgeMethod
-from pytest_ssd.purge import choose as choose_purge
 from pytest_ssd.purge.extra import pick as pick_purge
 from pytest_ssd.session.options import Options
 from pytest_ssd.site import DeviceSite, Dut, Site, SiteLock, Sites, Tuning
@@ -237,8 +236,7 @@ class Devices:
         if forced and not self.options.readonly:
             for dut_id, dut in self.duts.items():
                 machine = self.services[dut_id].machine
-                if pick_purge(dut.identity, added, forced, machine) is None:
-                    choose_purge(dut.identity, PurgeMethod(forced))
+                pick_purge(dut.identity, added, forced, machine)  # one line when it cannot
 
     def check_health(self) -> None:
         """Ask every device for its health source: a plugin's at fault refuses here."""

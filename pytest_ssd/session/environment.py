@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from pytest_ssd.errors import present
 from pytest_ssd.host import HostRecord, Tuner
-from pytest_ssd.host.remote_tune import HostTuner, combined, tune_hosts
+from pytest_ssd.host.remote_tune import combined
+from pytest_ssd.host.tune import MachineTuner
 from pytest_ssd.site import Tuning
 
 
@@ -22,7 +23,7 @@ class HostEnvironment:
     #: --ssd-tune
     tune: bool = False
     tuner: Tuner | None = None
-    host_tuners: list[HostTuner] = field(default_factory=list)
+    host_tuners: list[MachineTuner] = field(default_factory=list)
     #: what the run measures under (made by :meth:`record`)
     record: HostRecord | None = None
 
@@ -38,12 +39,12 @@ class HostEnvironment:
         local = present(self.tuner, "the tuner")
         # a run only on test hosts measures nothing under this machine's settings
         here = tuning.here
-        mine = local.start(here) if here or not hosts else HostRecord((), local.log)
-        theirs = tune_hosts(hosts, warnings)
-        self.record = HostRecord((*mine.readings, *theirs), combined(mine.tune, self.host_tuners))
+        mine = local.start(here, warnings) if here or not hosts else []
+        theirs = [reading for tuner, devices in hosts for reading in tuner.start(devices, warnings)]
+        self.record = HostRecord((*mine, *theirs), combined(self.tuners()))
         return self.record
 
-    def tuners(self) -> list[Tuner | HostTuner]:
+    def tuners(self) -> list[MachineTuner]:
         """This machine's tuner and each test host's."""
         return [*([self.tuner] if self.tuner else []), *self.host_tuners]
 

@@ -16,7 +16,7 @@ from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.fio.runners import FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source
-from pytest_ssd.host.remote_tune import HostTuner
+from pytest_ssd.host.tune import MachineTuner
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.state.accounting import Counters
@@ -48,7 +48,7 @@ class Tuning:
     #: this machine's devices
     here: dict[str, DeviceIdentity] = field(default_factory=dict)
     #: each test host's tuner and devices, by the host's label
-    hosts: dict[str, tuple[HostTuner, dict[str, DeviceIdentity]]] = field(default_factory=dict)
+    hosts: dict[str, tuple[MachineTuner, dict[str, DeviceIdentity]]] = field(default_factory=dict)
 
 
 class Site(ABC):

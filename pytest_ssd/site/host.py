@@ -145,6 +145,6 @@ class HostSite(Site):
         label = self.address.label
         if label not in tuning.hosts:
             host = self.host
-            tuner = HostTuner(host.ssh, host.machine, tune, host.ssh.control_dir / "tune")
+            tuner = HostTuner(host.machine, tune, host.ssh.control_dir / "tune")
             tuning.hosts[label] = (tuner, {})
         tuning.hosts[label][1][dut_id] = identity

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_ssd import purge as purging
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import SsdError, ToolError, present
 from pytest_ssd.fio.engine import run_jobs
@@ -36,8 +35,7 @@ def purge_name(
 ) -> str:
     """The purge method that would run, for plans; says so when none can."""
     try:
-        chosen = extra.pick(identity, added, None, machine)
-        return chosen.name if chosen is not None else str(purging.choose(identity))
+        return extra.pick(identity, added, None, machine).name
     except SsdError as exc:
         return f"none possible: {exc}"
 
@@ -54,17 +52,10 @@ def purge(
     """Purge the whole device with the strongest method (or *forced*); one line on what ran.
 
     A method a plugin added (:mod:`pytest_ssd.purge.extra`) comes first when it applies
-    (on a test host: one whose purge takes the ``machine`` it runs its programs on).
+    (on a test host: one whose capabilities reach hosts), then pytest-ssd's own.
     """
     chosen = extra.pick(identity, added, forced, machine)
-    if chosen is not None:
-        return extra.run(chosen, identity, artifacts, machine, view)
-    method = purging.choose(identity, purging.PurgeMethod(forced) if forced else None)
-    result = purging.purge(identity, method, artifacts=artifacts, machine=machine, view=view)
-    text = f"{result.method} in {result.seconds:.1f} s"
-    if result.weaker:
-        text += f" ({result.weaker})"
-    return f"{text}; {result.verification.detail}"
+    return extra.run(chosen, identity, artifacts, machine, view)
 
 
 def discard(

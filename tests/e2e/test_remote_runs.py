@@ -251,6 +251,27 @@ def test_after_the_erase(ssd):
 """
 
 
+class PurgeOnHost:
+    """A suite of one fob test and the purge methods of *conftest*, run on *dev* of a host."""
+
+    def __init__(self, run_ssd: Any, server: Sshd, dev: Path, tmp_path: Path, conftest: str):
+        self.suite = tmp_path / "purges"
+        self.suite.mkdir()
+        (self.suite / "conftest.py").write_text(conftest)
+        (self.suite / "test_fob.py").write_text(FOB)
+        self.where = f"ssh root@127.0.0.1 port {server.port}"
+        self.args = (f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}")
+        self.config = f"--ssd-ssh-config={server.config}"
+        self.run = run_ssd(*self.args, self.config, suite=self.suite, rootdir=None)
+        assert self.run.result.ret == 0, self.run.result.stdout.str()
+
+    def purge_detail(self) -> str:
+        """What the run's one purge step says it did."""
+        (transition,) = self.run.results()["transitions"]
+        (purge,) = [s for s in transition["steps"] if s["kind"] == "purge"]
+        return str(purge["detail"])
+
+
 def test_an_added_purge_method_that_takes_a_machine_purges_on_the_host(
     server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
 ) -> None:
@@ -261,18 +282,9 @@ def test_an_added_purge_method_that_takes_a_machine_purges_on_the_host(
         capture_output=True,
         timeout=60,
     )
-    suite = tmp_path / "erases"
-    suite.mkdir()
-    (suite / "conftest.py").write_text(ERASES)
-    (suite / "test_fob.py").write_text(FOB)
-    where = f"ssh root@127.0.0.1 port {server.port}"
-    args = (f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}")
-    config = f"--ssd-ssh-config={server.config}"
-    run = run_ssd(*args, config, suite=suite, rootdir=None)
-    assert run.result.ret == 0, run.result.stdout.str()
-    (transition,) = run.results()["transitions"]
-    (purge,) = [s for s in transition["steps"] if s["kind"] == "purge"]
-    assert purge["detail"] == f"vendor-erase (added by a plugin): blkdiscard on {where}"
+    host = PurgeOnHost(run_ssd, server, dev, tmp_path, ERASES)
+    run, where, args, config, suite = host.run, host.where, host.args, host.config, host.suite
+    assert host.purge_detail() == f"vendor-erase (added by a plugin): blkdiscard on {where}"
     assert list(run.run_dir.rglob("vendor-blkdiscard.cmd")), "run through the host's machine"
     assert digest(dev) == digest_of_zeroes(64), "the whole device erased"
     refused = run_ssd(*args, config, "--ssd-purge=here-only", suite=suite, rootdir=None)
@@ -314,3 +326,60 @@ def test_a_long_run_on_a_host_shows_its_progress_from_the_hosts_counters(
     assert commands and not any("--status-interval" in c for c in commands)
     # the drive's label names the backing file and the host: the report's graph still lays out
     assert "constrained_layout not applied" not in out
+
+
+DECLARED = """
+from pytest_ssd import PurgeCapabilities
+
+pytest_ssd_suite = True
+
+
+class HereDeclared:
+    # its purge takes a machine, yet it declares that it runs here only (a tool of ours)
+    name = "declared-here"
+    capabilities = PurgeCapabilities(local=True, hosts=False)
+
+    def unsupported(self, identity):
+        return None
+
+    def purge(self, identity, artifacts, machine):
+        raise AssertionError("declared for this machine only: never given a host's device")
+
+
+class HostDeclared:
+    name = "declared-host"
+    capabilities = PurgeCapabilities(local=False, hosts=True, tools=("blkdiscard",))
+
+    def unsupported(self, identity):
+        return None
+
+    def purge(self, identity, artifacts, machine):
+        argv = [machine.which("blkdiscard", "util-linux"), "--force", identity.path]
+        done = machine.run(argv, timeout=60, artifacts=artifacts, name="declared-blkdiscard")
+        assert done.returncode == 0, done.stderr
+        return f"blkdiscard on {machine.where}"
+
+
+def pytest_ssd_purge_methods():
+    return [HereDeclared(), HostDeclared()]
+"""
+
+
+def test_purge_methods_run_where_their_declared_capabilities_reach(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(64)
+    host = PurgeOnHost(run_ssd, server, dev, tmp_path, DECLARED)
+    where, args, config, suite = host.where, host.args, host.config, host.suite
+    assert host.purge_detail() == f"declared-host (added by a plugin): blkdiscard on {where}"
+    # naming a method whose capabilities do not reach the device: one line at configure
+    for name, device, why in (
+        ("declared-here", [*args, config], f"{dev} on {where}: it runs its programs on this"),
+        ("declared-host", [f"--dut={dev}", f"--ssd-confirm={dev}"], f"{dev}: it purges devices"),
+    ):
+        refused = run_ssd(*device, f"--ssd-purge={name}", suite=suite, rootdir=None)
+        err = refused.result.stderr.str()
+        lines = [line for line in err.splitlines() if f"--ssd-purge={name} cannot purge" in line]
+        assert refused.result.ret == 4 and len(lines) == 1, err
+        assert f"--ssd-purge={name} cannot purge {why}" in lines[0]
+        assert "Traceback" not in err and "INTERNALERROR" not in err

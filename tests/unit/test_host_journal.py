@@ -71,7 +71,7 @@ def test_every_change_a_killed_session_made_is_accepted_back(
     by_id = dataclasses.replace(NVME, path="/dev/disk/by-id/nvme-M_S")
     killed = Tuner(state, True, roots, io, FAST)
     killed.recover()
-    killed.start({"loop3": LOOP, "nvme0n1": by_id})
+    killed.record({"loop3": LOOP, "nvme0n1": by_id})
     assert len(killed.log.changed) == 7 and io.features[APST] == "get-feature-apst-off.txt"
     journal = json.loads((state / RESTORE_FILE).read_text())
     apst = next(c for c in journal["changes"] if c["setting"] == "apst")

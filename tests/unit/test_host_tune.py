@@ -50,7 +50,7 @@ def test_tune_then_restore_leaves_everything_as_found(host: tuple[Roots, KernelI
     roots, io, state = host
     before = snapshot(roots.sysfs, roots.procfs)
     tuner = Tuner(state, True, roots, io, FAST)
-    record = tuner.start({"loop3": LOOP, "nvme0n1": NVME})
+    record = tuner.record({"loop3": LOOP, "nvme0n1": NVME})
     shown = {(r.key, r.device): r.value for r in record.readings}
     assert shown[("governor", None)] == "performance" and shown[("boost", None)] == "off"
     assert shown[("thp", None)] == "never" and shown[("aslr", None)] == "0"
@@ -79,7 +79,7 @@ def test_the_restore_file_is_written_before_the_first_change(
         write(path, value)
 
     io.write = spy  # type: ignore[method-assign]
-    Tuner(state, True, roots, io, FAST).start({"loop3": LOOP})
+    Tuner(state, True, roots, io, FAST).record({"loop3": LOOP})
     journal = seen[0]
     assert journal["pid"] == os.getpid()
     changes = journal["changes"]
@@ -94,7 +94,7 @@ def test_a_failing_change_restores_what_was_changed(host: tuple[Roots, KernelIo,
     before = snapshot(roots.sysfs, roots.procfs)
     io.refuse.add(roots.procfs / "sys/kernel/randomize_va_space")
     with pytest.raises(TuneError, match=r"randomize_va_space.*every setting changed is back"):
-        Tuner(state, True, roots, io, FAST).start({"loop3": LOOP})
+        Tuner(state, True, roots, io, FAST).record({"loop3": LOOP})
     assert len(io.writes) > 4, "governors, boost and THP were changed first"
     assert snapshot(roots.sysfs, roots.procfs) == before
     assert not (state / RESTORE_FILE).exists()
@@ -114,13 +114,13 @@ def test_ctrl_c_while_tuning_restores_and_propagates(host: tuple[Roots, KernelIo
 
     io.write = interrupted  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        Tuner(state, True, roots, io, FAST).start({})
+        Tuner(state, True, roots, io, FAST).record({})
     assert snapshot(roots.sysfs, roots.procfs) == before
 
 
 def test_without_the_option_nothing_is_touched(host: tuple[Roots, KernelIo, Path]) -> None:
     roots, io, state = host
-    record = Tuner(state, False, roots, io, FAST).start({"loop3": LOOP})
+    record = Tuner(state, False, roots, io, FAST).record({"loop3": LOOP})
     assert io.writes == [] and not [c for c in io.nvme_calls if c[0] == "set-feature"]
     assert not (state / RESTORE_FILE).exists()
     assert "Transparent huge pages is madvise, the method recommends never" in record.warnings()
@@ -131,7 +131,7 @@ def test_a_setting_that_cannot_be_restored_keeps_the_file(
 ) -> None:
     roots, io, state = host
     tuner = Tuner(state, True, roots, io, FAST)
-    tuner.start({})
+    tuner.record({})
     io.refuse.add(roots.sysfs / THP)
     tuner.restore()
     assert [line for line in tuner.log.failed if "transparent_hugepage" in line]

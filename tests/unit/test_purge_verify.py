@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.purge import PurgeMethod, promise, verify
 from pytest_ssd.purge.verify import sample_blocks
 from tests.unit.purge_fakes import nvme_identity, nvme_info, sata_identity, sparse_target
+from tests.unit.test_remote_host import Named
 
 
 @pytest.mark.parametrize(
@@ -47,3 +49,20 @@ def test_empty_target_is_not_checked(tmp_path: Path) -> None:
     )
     check = verify(identity, PurgeMethod.PUNCH_HOLE)
     assert (check.ok, check.sampled, check.detail) == (None, 0, "not checked: the target is empty")
+
+
+def test_blocks_and_globs_read_the_same_through_any_machine(tmp_path: Path) -> None:
+    # the read-back and the sibling namespaces go through the device's machine: this one
+    # reads in-process, another runs dd and a shell glob there (here: the same host)
+    target = tmp_path / "target.img"
+    target.write_bytes(b"".join(bytes([n]) * 4096 for n in range(8)))
+    host = Named("lab7")
+    here = list(LOCAL.read_blocks(str(target), 4096, [0, 3, 7]))
+    there = list(host.read_blocks(str(target), 4096, [0, 3, 7]))
+    assert here == there == [(b, bytes([b]) * 4096) for b in (0, 3, 7)]
+    (tmp_path / "nvme0n1").mkdir()
+    (tmp_path / "nvme0n2").mkdir()
+    pattern = f"{tmp_path}/nvme*"
+    assert (
+        LOCAL.glob(pattern) == host.glob(pattern) == [f"{tmp_path}/nvme0n1", f"{tmp_path}/nvme0n2"]
+    )

@@ -8,14 +8,15 @@ import pytest
 
 from pytest_ssd.device.identity import identify
 from pytest_ssd.device.link import pcie_link, sata_link
-from pytest_ssd.device.remote_links import mirror, sysfs_copy
-from pytest_ssd.device.summary import summarize
-from pytest_ssd.errors import DeviceError
+from pytest_ssd.device.remote_links import sysfs_copy
+from pytest_ssd.device.summary import READS, summarize
 from pytest_ssd.machine.machine import LOCAL
+from pytest_ssd.machine.snapshot import SnapshotError, parse
 
 PCI = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
 # what the script prints for an NVMe namespace behind a PCIe x4 link (a host's real layout)
-NVME = f"""@@ssd:disk {PCI}/nvme/nvme0/nvme0n1
+NVME = f"""@@ssd:node {PCI}/nvme/nvme0/nvme0n1
+@@ssd:disk {PCI}/nvme/nvme0/nvme0n1
 @@ssd:device {PCI}/nvme/nvme0
 {PCI}/current_link_speed:8.0 GT/s PCIe
 {PCI}/current_link_width:4
@@ -24,13 +25,18 @@ NVME = f"""@@ssd:disk {PCI}/nvme/nvme0/nvme0n1
 /sys/devices/pci0000:00/0000:00:01.0/current_link_speed:16.0 GT/s PCIe
 """
 ATA = "/sys/devices/pci0000:00/0000:00:17.0/ata3"
-SATA = f"""@@ssd:disk {ATA}/host2/target2:0:0/2:0:0:0/block/sda
+SATA = f"""@@ssd:node {ATA}/host2/target2:0:0/2:0:0:0/block/sda
+@@ssd:disk {ATA}/host2/target2:0:0/2:0:0:0/block/sda
 @@ssd:device {ATA}/host2/target2:0:0/2:0:0:0
 {ATA}/link3/ata_link/link3/sata_spd:6.0 Gbps
 {ATA}/link3/ata_link/link3/hw_sata_spd_limit:6.0 Gbps
 {ATA}/host2/target2:0:0/2:0:0:0/vendor:ATA
 {ATA}/host2/target2:0:0/2:0:0:0/scsi_disk/2:0:0:0/cache_type:write back
 """
+
+
+def mirror(text: str, root: Path, name: str) -> Path:
+    return parse(text, READS, root, name).sysfs
 
 
 def test_an_nvme_namespace_keeps_its_pcie_link(tmp_path: Path) -> None:
@@ -53,8 +59,8 @@ def test_a_sata_disk_keeps_its_port_link_and_cache(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "/sys/../etc"])
 def test_a_path_outside_sys_is_refused(tmp_path: Path, path: str) -> None:
-    with pytest.raises(DeviceError, match="the host printed no sysfs path"):
-        mirror(f"@@ssd:disk {path}/x\n", tmp_path, "x")
+    with pytest.raises(SnapshotError, match="the host printed an odd path"):
+        mirror(f"@@ssd:node {path}/x\n", tmp_path, "x")
 
 
 def test_this_machines_disk_summarizes_the_same_from_the_copy(tmp_path: Path) -> None:
