@@ -12,18 +12,18 @@ import atexit
 import contextlib
 import dataclasses
 import os
-import re
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_ssd.db import DriveRef, ResultsDb, RunWriter
+from pytest_ssd.db import DriveRef, ResultsDb
 from pytest_ssd.db.export import ResultsExport
+from pytest_ssd.db.lab import RUN_ID, RunRecords, new_run_id, open_run
+from pytest_ssd.db.url import DbUrl, db_url, session_db
 from pytest_ssd.device import guard
 from pytest_ssd.device.drive_class import (
     DriveClass,
@@ -62,7 +62,7 @@ from pytest_ssd.purge import choose as choose_purge
 from pytest_ssd.purge.extra import pick as pick_purge
 from pytest_ssd.results import runinfo
 from pytest_ssd.results.files import storage_error
-from pytest_ssd.results.location import DB_FILE, INI_OPTION
+from pytest_ssd.results.location import DB_FILE, DB_OPTION, INI_OPTION
 from pytest_ssd.results.location import report_dir as report_dir_of
 from pytest_ssd.specs.load import load_datasheet
 from pytest_ssd.specs.model import Datasheet
@@ -81,7 +81,6 @@ WORKERINPUT_KEY = "pytest_ssd"
 PURGE_NAMES = tuple(m.value for m in PurgeMethod)
 SCRATCH_DIR = ".scratch"
 LATEST = "latest"
-_RUN_ID = re.compile(r"^\d{8}-\d{6}-\d+$")
 SPEEDS_FILE = ".ssd-speeds.json"
 
 
@@ -171,7 +170,7 @@ class Options:
     health_interval: float = 1.0
     repeat: int = 1
     cv_max: float = 0.05
-    db: Path = Path("reports/results.sqlite")
+    db: DbUrl = field(default_factory=lambda: db_url(Path("reports") / DB_FILE))
     labels: tuple[str, ...] = ()
     compare: tuple[str, ...] = ()
     #: --dut-class, one per --dut in order (the rest guessed)
@@ -193,7 +192,15 @@ class Options:
             else report_dir_of(config.inipath, config.getini(INI_OPTION) or None, Path.cwd())
         )
         _fio_safe("--ssd-report-dir" if given else INI_OPTION, given, report_dir)
-        db = config.getoption("ssd_db")
+        try:
+            db = session_db(
+                config.getoption("ssd_db"),
+                config.getini(DB_OPTION) or None,
+                config.inipath,
+                report_dir / DB_FILE,
+            )
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
         labels = tuple(config.getoption("ssd_label") or ())
         if len(labels) > len(duts):
             raise pytest.UsageError(
@@ -220,7 +227,7 @@ class Options:
                 dirs=tuple(Path(p) for p in config.getoption("ssd_datasheet_dir") or ()),
                 force=bool(config.getoption("ssd_datasheet_force")),
             ),
-            db=Path(db).absolute() if db else report_dir / DB_FILE,
+            db=db,
             labels=labels,
             compare=tuple(config.getoption("ssd_compare") or ()),
             classes=classes,
@@ -299,7 +306,7 @@ class SsdSession:
     scratch: list[ScratchDevice] = field(default_factory=list)
     #: results.json, exported from the database
     store: ResultsExport | None = None
-    db: RunWriter | None = None
+    db: RunRecords | None = None
     #: earlier drives from the database drawn on comparison graphs (--ssd-compare)
     compared: list[DriveRef] = field(default_factory=list)
     keepers: dict[str, StateKeeper] = field(default_factory=dict)
@@ -333,7 +340,7 @@ class SsdSession:
     @classmethod
     def for_controller(cls, config: pytest.Config, extensions: Extensions) -> SsdSession:
         options = Options.from_config(config)
-        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        run_id = new_run_id()
         return cls(
             options, run_id, options.report_dir / run_id, worker=False, extensions=extensions
         )
@@ -445,7 +452,7 @@ class SsdSession:
         here = {k: v for k, v in identities.items() if self.duts[k].address is None}
         self.host = self._host_record(here, identities)
         environment = runinfo.collect(args, self.host)
-        self.db = RunWriter(self.options.db, self.run_id, self.run_dir, environment)
+        self.db = open_run(self.options.db, self.run_id, self.run_dir, environment)
         for dut_id, dut in self.duts.items():
             sheet = self.datasheets.get(dut_id)
             health = self.sampler(dut)
@@ -455,7 +462,7 @@ class SsdSession:
                 "health": health.source.name if health.source else health.reason,
             }
             self.db.add_device(dut_id, description, dut.label)
-        self.store = ResultsExport(self.run_dir, self.options.db, self.run_id)
+        self.store = ResultsExport(self.run_dir, self.db.local, self.run_id)
         self.store.write()
 
     def _host_record(
@@ -776,7 +783,7 @@ class SsdSession:
     def _link_latest(self) -> None:
         """Point ``<report dir>/latest`` at this run, unless it is something not ours."""
         latest = self.options.report_dir / LATEST
-        if latest.is_symlink() and not _RUN_ID.match(str(latest.readlink())):
+        if latest.is_symlink() and not RUN_ID.match(str(latest.readlink())):
             self.warnings.append(f"{latest} is a link pytest-ssd did not make: left as it is")
             return
         if latest.exists() and not latest.is_symlink():

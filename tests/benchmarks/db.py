@@ -1,0 +1,103 @@
+"""A lab's database: recording into PostgreSQL against SQLite, and 16 writers at once.
+
+1. 1,000 measurements (a test each: its records, then its outcome, two
+   transactions) recorded by the run writer into SQLite (the default) and into
+   PostgreSQL (a server of its own, unix socket, fsync on).  Target: PostgreSQL
+   at most 1.5x SQLite's time.  Also shown: a session's whole cost with a lab's
+   server, which records each test into the run folder's spool as well.
+2. 16 writers (processes, as 16 sessions) recording 100 measurements each
+   into one PostgreSQL at once.  Target: rows lost 0; the slowest commit shown.
+
+Run: ``python -m tests.benchmarks.db`` (as root: the server runs as postgres).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pytest_ssd.db import RunWriter, TestRecords
+from pytest_ssd.db.lab import LabWriter
+from pytest_ssd.db.opening import open_reader
+from pytest_ssd.db.sync import count_rows
+from pytest_ssd.db.url import db_url
+from tests.pgserver import available, local_postgres
+from tests.unit.db_fixtures import CORNERS, corner, description
+
+MEASUREMENTS = 1000
+TARGET_RATIO = 1.5
+WRITERS = 16
+EACH = 100
+
+
+def record(writer: RunWriter | LabWriter, count: int) -> list[float]:
+    """*count* tests of one measurement each; each test's seconds in the writer."""
+    writer.add_device("d0", description("d0", "drive"), "drive")
+    times = []
+    for n in range(count):
+        m = corner("d0", CORNERS[n % 4], 1000.0 + n)
+        m = type(m)(**{**m.as_dict(), "test": f"{m.test}-{n}"})
+        started = time.perf_counter()
+        writer.add(TestRecords(m.test, measurements=[m]))
+        writer.test_done(m.test, "passed", 0.02, None)
+        times.append(time.perf_counter() - started)
+    writer.finish({"passed": count}, complete=True)
+    return times
+
+
+def timed(writer: RunWriter | LabWriter) -> float:
+    started = time.perf_counter()
+    record(writer, MEASUREMENTS)
+    return time.perf_counter() - started
+
+
+def one_writer(args: tuple[str, str, str]) -> float:
+    """A session of EACH measurements into *url*; its slowest test's commit (seconds)."""
+    url, run_id, folder = args
+    return max(record(RunWriter(url, run_id, Path(folder), {"host": run_id}), EACH))
+
+
+def main() -> int:
+    reason = available()
+    if reason is not None:
+        print(f"skipped: {reason}")
+        return 0
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp, local_postgres() as pg:
+        folder = Path(tmp)
+        sqlite_s = timed(RunWriter(folder / "results.sqlite", "run-1", folder, {}))
+        pg_s = timed(RunWriter(pg.create_database("alone"), "run-1", folder, {}))
+        lab = db_url(pg.create_database("lab"))
+        lab_s = timed(LabWriter(lab, "run-1", folder / "run", {}))
+        ratio = pg_s / sqlite_s
+        ok &= ratio <= TARGET_RATIO
+        print(f"{MEASUREMENTS} measurements: SQLite {sqlite_s:.2f} s, PostgreSQL {pg_s:.2f} s")
+        print(f"PostgreSQL / SQLite: {ratio:.2f}x (target <= {TARGET_RATIO}x)")
+        print(f"a session with a lab's server (server + spool in the run folder): {lab_s:.2f} s")
+
+        url = pg.create_database("many")
+        jobs = [(url, f"run-{n}", str(folder)) for n in range(WRITERS)]
+        started = time.perf_counter()
+        with multiprocessing.get_context("spawn").Pool(WRITERS) as pool:
+            slowest = max(pool.map(one_writer, jobs))
+        wall = time.perf_counter() - started
+        conn = open_reader(url)
+        try:
+            per_run = count_rows(conn, "run-0")
+            lost = sum(per_run - count_rows(conn, f"run-{n}") for n in range(WRITERS))
+            expected = per_run * WRITERS
+        finally:
+            conn.close()
+        ok &= lost == 0 and per_run > EACH
+        print(
+            f"{WRITERS} writers x {EACH} measurements at once: {wall:.1f} s, {expected} rows,"
+            f" rows lost {lost} (target 0), slowest commit {slowest * 1000:.0f} ms"
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
