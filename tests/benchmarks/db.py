@@ -1,7 +1,7 @@
 """A lab's database: recording into PostgreSQL against SQLite, and 16 writers at once.
 
 1. 1,000 measurements (a test each: its records, then its outcome, two
-   transactions) recorded by the run writer into SQLite (the default) and into
+   transactions; the best of three) recorded by the run writer into SQLite (the default) and into
    PostgreSQL (a server of its own, unix socket, fsync on).  Target: PostgreSQL
    at most 1.5x SQLite's time.  Also shown: a session's whole cost with a lab's
    server, which records each test into the run folder's spool as well.
@@ -17,6 +17,7 @@ import multiprocessing
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pytest_ssd.db import RunWriter, TestRecords
@@ -28,6 +29,7 @@ from tests.pgserver import available, local_postgres
 from tests.unit.db_fixtures import CORNERS, corner, description
 
 MEASUREMENTS = 1000
+REPEATS = 3
 TARGET_RATIO = 1.5
 WRITERS = 16
 EACH = 100
@@ -48,10 +50,15 @@ def record(writer: RunWriter | LabWriter, count: int) -> list[float]:
     return times
 
 
-def timed(writer: RunWriter | LabWriter) -> float:
-    started = time.perf_counter()
-    record(writer, MEASUREMENTS)
-    return time.perf_counter() - started
+def timed(make: Callable[[int], RunWriter | LabWriter]) -> float:
+    """The best of REPEATS recordings (other work on the machine only ever adds time)."""
+    best = float("inf")
+    for n in range(REPEATS):
+        writer = make(n)
+        started = time.perf_counter()
+        record(writer, MEASUREMENTS)
+        best = min(best, time.perf_counter() - started)
+    return best
 
 
 def one_writer(args: tuple[str, str, str]) -> float:
@@ -68,10 +75,11 @@ def main() -> int:
     ok = True
     with tempfile.TemporaryDirectory() as tmp, local_postgres() as pg:
         folder = Path(tmp)
-        sqlite_s = timed(RunWriter(folder / "results.sqlite", "run-1", folder, {}))
-        pg_s = timed(RunWriter(pg.create_database("alone"), "run-1", folder, {}))
+        sqlite_s = timed(lambda n: RunWriter(folder / f"{n}.sqlite", "run-1", folder, {}))
+        alone = pg.create_database("alone")
+        pg_s = timed(lambda n: RunWriter(alone, f"run-{n}", folder, {}))
         lab = db_url(pg.create_database("lab"))
-        lab_s = timed(LabWriter(lab, "run-1", folder / "run", {}))
+        lab_s = timed(lambda n: LabWriter(lab, f"run-{n}", folder / f"run-{n}", {}))
         ratio = pg_s / sqlite_s
         ok &= ratio <= TARGET_RATIO
         print(f"{MEASUREMENTS} measurements: SQLite {sqlite_s:.2f} s, PostgreSQL {pg_s:.2f} s")
