@@ -96,6 +96,10 @@ class Conn:
             raise
 
 
+#: transactions a server's connection sends before it reads their answers
+SYNC_EVERY = 32
+
+
 class PgRow(tuple[Any, ...]):
     """A PostgreSQL row read by position or column name, like ``sqlite3.Row``."""
 
@@ -138,6 +142,11 @@ class PgConn(Conn):
         self.pg = raw
         self.where = where
         self._sql: dict[str, str] = {}
+        #: the pipeline transactions go through, open from the first to close()
+        self._pipe: Any = None
+        self._open = contextlib.ExitStack()
+        self._unsynced = 0
+        self._wait = False
 
     def _spelled(self, sql: str) -> str:
         spelled = self._sql.get(sql)
@@ -164,6 +173,8 @@ class PgConn(Conn):
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
+            self._open.close()  # the pipeline: what was sent is answered first
+        with contextlib.suppress(Exception):
             self.pg.close()
 
     def durable(self) -> None:
@@ -173,20 +184,33 @@ class PgConn(Conn):
         the WAL is written in order, so the run's last commit makes all of it durable.
         """
         self.execute("SET LOCAL synchronous_commit = on")
+        self._wait = True
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN ... COMMIT in one pipeline: a round trip to the server for the whole of it."""
+        """BEGIN ... COMMIT sent without waiting for the server's answer.
+
+        Transactions go through one pipeline: the server runs each as it comes
+        (each commits or not as a whole), the answers are read every
+        :data:`SYNC_EVERY` transactions and after :meth:`durable` (the run's end),
+        so a test costs no round trip.  A failure, also one of a transaction sent
+        before, raises at latest then; the run's spool has every row anyway.
+        """
         with self.errors():
+            if self._pipe is None:
+                self._pipe = self._open.enter_context(self.pg.pipeline())
             try:
-                with self.pg.pipeline():
-                    self.pg.execute("BEGIN")
-                    yield
-                    self.pg.execute("COMMIT")
+                self.pg.execute("BEGIN")
+                yield
+                self.pg.execute("COMMIT")
+                self._unsynced += 1
+                if self._wait or self._unsynced >= SYNC_EVERY:
+                    self._pipe.sync()
+                    self._unsynced, self._wait = 0, False
             except BaseException:
-                if self.in_transaction:
-                    with contextlib.suppress(Exception):
-                        self.pg.execute("ROLLBACK")
+                with contextlib.suppress(Exception):
+                    self.pg.execute("ROLLBACK")
+                    self._pipe.sync()
                 raise
 
     @contextmanager
