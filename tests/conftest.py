@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from pytest_ssd.statedir import STATE_DIR_ENV
+from tests.pgserver import Postgres, local_postgres
 
 pytest_plugins = ["pytester"]
 
@@ -24,7 +26,7 @@ def _losetup(*args: str) -> str:
 
 
 #: fixtures that need root and a block device
-DEVICE_FIXTURES = frozenset({"loop_device"})
+DEVICE_FIXTURES = frozenset({"loop_device", "postgres"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -80,3 +82,19 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         os.environ.pop(STATE_DIR_ENV, None)
     else:
         os.environ[STATE_DIR_ENV] = saved
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """A real PostgreSQL server (as the postgres user, socket only), one per test process."""
+    with local_postgres() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.device)])
+def db_target(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """A new, empty results database on each backend: a file, or a database on the server."""
+    if request.param == "sqlite":
+        return tmp_path / "results.sqlite"
+    server: Postgres = request.getfixturevalue("postgres")
+    return server.create_database(f"t_{uuid.uuid4().hex[:16]}")

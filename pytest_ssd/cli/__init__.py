@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pytest_ssd.cli import commands
 from pytest_ssd.db.faults import database_error
+from pytest_ssd.db.url import ENV, db_url
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.results.files import StorageError
 from pytest_ssd.results.location import default_db
@@ -31,13 +32,15 @@ def parser() -> argparse.ArgumentParser:
         " 4 cannot write the output (or it is the database).",
     )
     db_help = (
-        "the results database (default: as the plugin finds it: <ssd_report_dir>/results.sqlite"
-        " from pytest's configuration file, else reports/results.sqlite beside it)"
+        "the results database: a file, sqlite:///FILE or postgresql://USER@HOST/DATABASE"
+        f" (default: as the plugin finds it: ${ENV}, the ini option ssd_db, else"
+        " <ssd_report_dir>/results.sqlite from pytest's configuration file, else"
+        " reports/results.sqlite beside it)"
     )
-    top.add_argument("--db", type=Path, default=None, help=db_help)
+    top.add_argument("--db", default=None, metavar="URL", help=db_help)
     # --db after the command too: the subcommand's value wins, absent it leaves the top's
     after = argparse.ArgumentParser(add_help=False)
-    after.add_argument("--db", type=Path, default=argparse.SUPPRESS, help=db_help)
+    after.add_argument("--db", default=argparse.SUPPRESS, metavar="URL", help=db_help)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("list", parents=[after], help="runs and device labels in the database")
@@ -80,16 +83,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--run", action="append", default=[], metavar="RUN-ID", help="only these runs")
     p.add_argument("-o", "--output", type=Path, help="the file (default: standard output)")
     p.set_defaults(func=commands.export)
+
+    p = sub.add_parser(
+        "sync",
+        parents=[after],
+        help="upload a run recorded while the lab's database was away (its folder's spool)",
+    )
+    p.add_argument("run", metavar="RUN", help="the run's folder, or its id in the report folder")
+    p.set_defaults(func=commands.sync)
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.db is None:
-        args.db = default_db(Path.cwd())
     try:
-        if getattr(args, "output", None) is not None:  # before anything is read or written
-            commands.refuse_inputs(args.output, args.db)
+        args.db = db_url(args.db or os.environ.get(ENV) or default_db(Path.cwd()))
+        if getattr(args, "output", None) is not None and args.db.path is not None:
+            commands.refuse_inputs(args.output, args.db.path)  # before anything is read or written
         args.func(args)
     except BrokenPipeError:  # `pytest-ssd list | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -98,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pytest-ssd: {exc}", file=sys.stderr)
         return EXIT_DB
     except sqlite3.Error as exc:  # a damaged page found outside a ResultsDb block
-        print(f"pytest-ssd: {database_error(args.db, exc)}", file=sys.stderr)
+        print(f"pytest-ssd: {database_error(args.db.file, exc)}", file=sys.stderr)
         return EXIT_DB
     except (commands.OutputError, StorageError) as exc:
         print(f"pytest-ssd: {exc}", file=sys.stderr)

@@ -17,11 +17,15 @@ from pytest_ssd.cli.export import TABLES, as_csv, as_json, rows
 from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.export import results_json
+from pytest_ssd.db.lab import SPOOL_FILE
+from pytest_ssd.db.sync import sync_run
+from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.report.build import Rendered, report_page
 from pytest_ssd.results.files import storage_error, write_atomic
+from pytest_ssd.results.location import find_config, report_dir
 
-__all__ = ["TABLES", "OutputError", "compare", "export", "list_runs", "report"]
+__all__ = ["TABLES", "OutputError", "compare", "export", "list_runs", "report", "sync"]
 
 #: files SQLite keeps beside a database, which a reader reads too
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -54,15 +58,37 @@ def refuse_inputs(output: Path, db: Path) -> None:
 def list_runs(args: argparse.Namespace) -> None:
     with ResultsDb(args.db) as db:
         runs = db.runs()
-        print(f"{'run':<24} {'start':<20} {'complete':<8}  outcome / devices")
+        print(f"{'run':<29} {'start':<20} {'complete':<8}  outcome / devices")
         for run in runs:
             outcome = ", ".join(f"{n} {k}" for k, n in sorted(run.outcome.items())) or "—"
             labels = "; ".join(f"{d.dut_id}: {d.label}" for d in run.drives)
             done = "yes" if run.complete else "NO"
-            print(f"{run.id:<24} {run.start[:19]:<20} {done:<8}  {outcome} | {labels}")
+            print(f"{run.id:<29} {run.start[:19]:<20} {done:<8}  {outcome} | {labels}")
         print(f"\n{'label':<40} {'runs':>4}  newest run")
         for label, count, newest in db.labels():
             print(f"{label:<40} {count:>4}  {newest}")
+
+
+def _beside(db: DbUrl) -> Path:
+    """Where outputs go by default: beside an SQLite file; in the working folder for a server."""
+    return db.path.parent if db.path is not None else Path.cwd()
+
+
+def sync(args: argparse.Namespace) -> None:
+    """Upload a run's spool (its folder's spool.sqlite) into the database; again adds nothing."""
+    given = Path(args.run)
+    if not (given / SPOOL_FILE).exists() and not given.is_absolute():
+        inifile, configured = find_config(Path.cwd())
+        given = report_dir(inifile, configured, Path.cwd()) / args.run
+    spool = given / SPOOL_FILE
+    if not spool.is_file():
+        raise DatabaseError(
+            f"{spool}: no spool here: give the run's folder (it holds {SPOOL_FILE} when the run"
+            " recorded into a lab's database server)"
+        )
+    run_id, added = sync_run(spool, args.db)
+    done = f"{added} rows added" if added else "nothing to add: it was there already"
+    print(f"run {run_id} into {args.db}: {done}")
 
 
 def _write(path: Path, text: str) -> None:
@@ -92,7 +118,7 @@ def report(args: argparse.Namespace) -> None:
         compared = db.resolve(args.compare, exclude_run=run.id)
         folder = Path(run.run_dir)
         if not folder.is_dir():
-            folder = args.db.parent / run.id
+            folder = _beside(args.db) / run.id
         output = args.output or folder / "report-from-db.html"
         figures = output.parent / "figures-from-db"
         rendered = report_page(db, run, compared, figures, declared=declared_sections())
@@ -108,7 +134,7 @@ def compare(args: argparse.Namespace) -> None:
         first = [d for d in drives if d.run_id == base.id]
         others = [d for d in drives if d.run_id != base.id]
         stem = "-".join("".join(c if c.isalnum() else "_" for c in x) for x in args.labels)[:80]
-        output = args.output or args.db.parent / f"compare-{stem}.html"
+        output = args.output or _beside(args.db) / f"compare-{stem}.html"
         figures = output.parent / f"figures-compare-{stem}"
         page = report_page(db, base, others, figures, first, declared=declared_sections())
         _write_report(output, page)

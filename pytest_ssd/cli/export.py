@@ -20,7 +20,7 @@ PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 _MEASUREMENTS = """
 SELECT m.run_id, d.label, m.dut_id AS device, m.test, m.name, m.pattern, m.block_size, m.iodepth,
        m.numjobs, m.read_pct, x.direction, x.iops, x.bw_mib_s, x.bw_mb_s, x.io_bytes, x.runtime_s,
-       x.lat_mean_us, x.clat_min_us, x.clat_max_us, x.clat_samples, {percentiles}, m.start, m.end
+       x.lat_mean_us, x.clat_min_us, x.clat_max_us, x.clat_samples, {percentiles}, m.start, m."end"
 FROM measurements m
 JOIN metrics x ON x.measurement_id = m.id
 JOIN run_devices d ON d.run_id = m.run_id AND d.dut_id = m.dut_id
@@ -39,8 +39,8 @@ TABLES = {
         ),
         where="{where}",
     ),
-    "runs": "SELECT r.id AS run_id, r.start, r.end, r.complete, r.outcome, h.hostname, h.kernel,"
-    " h.cpu FROM runs r LEFT JOIN hosts h ON h.id = r.host_id {where} ORDER BY r.start",
+    "runs": 'SELECT r.id AS run_id, r.start, r."end", r.complete, r.outcome, h.hostname,'
+    " h.kernel, h.cpu FROM runs r LEFT JOIN hosts h ON h.id = r.host_id {where} ORDER BY r.start",
     "devices": "SELECT d.run_id, d.label, d.dut_id AS device, v.model, v.serial, v.firmware,"
     " v.size_bytes, v.transport, d.scratch, d.datasheet FROM run_devices d"
     " JOIN devices v ON v.id = d.device_id {where} ORDER BY d.run_id",
@@ -48,7 +48,7 @@ TABLES = {
     " ORDER BY id",
     "verdicts": "SELECT run_id, dut_id AS device, test, datasheet, line, verdict, ratio"
     " FROM verdicts {where} ORDER BY id",
-    "transitions": "SELECT run_id, dut_id AS device, test, target, start, end, seconds,"
+    "transitions": 'SELECT run_id, dut_id AS device, test, target, start, "end", seconds,'
     " bytes_written, bytes_read, bytes_discarded, fio_written FROM transitions {where} ORDER BY id",
     "tests": "SELECT run_id, nodeid, outcome, duration_s, message FROM tests {where} ORDER BY id",
 }

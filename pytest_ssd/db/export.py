@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.db.reader import ResultsDb, measurement_of
+from pytest_ssd.db.url import DbUrl
 from pytest_ssd.documents import loads_json
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.record import verdict_order
@@ -40,11 +41,11 @@ def results_json(db: ResultsDb, run_id: str, *, measurements: bool = True) -> di
     where, key = "WHERE run_id = ? ORDER BY id", (run_id,)
     conn = db.conn
     devices = conn.execute(
-        "SELECT dut_id, description FROM run_devices WHERE run_id = ? ORDER BY rowid", key
+        f"SELECT dut_id, description FROM run_devices WHERE run_id = ? ORDER BY {conn.order}", key
     )
     derived = conn.execute(f'SELECT dut_id, test, name, "values" FROM derived {where}', key)
     verdicts = [
-        loads_json(r["row"]) for r in conn.execute(f"SELECT row FROM verdicts {where}", key)
+        loads_json(r["row"]) for r in conn.execute(f'SELECT "row" FROM verdicts {where}', key)
     ]
     return {
         "schema": RESULTS_SCHEMA,
@@ -87,7 +88,7 @@ _PLACE = json.dumps(["\0measurements"], indent=1).replace("\n", "\n ")
 class ResultsExport:
     """The run's ``results.json``, exported from the database as the run goes."""
 
-    def __init__(self, run_dir: Path, db_path: Path, run_id: str) -> None:
+    def __init__(self, run_dir: Path, db_path: Path | str | DbUrl, run_id: str) -> None:
         self.path = run_dir / "results.json"
         self.db_path = db_path
         self.run_id = run_id

@@ -10,9 +10,11 @@ from types import TracebackType
 from typing import Any
 
 from pytest_ssd.db.arrays import unpack
+from pytest_ssd.db.conn import Row
 from pytest_ssd.db.faults import database_error
 from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series
-from pytest_ssd.db.schema import connect_reader
+from pytest_ssd.db.opening import open_reader
+from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import DatabaseError
 from pytest_ssd.results.record import Derived, Measurement
@@ -22,20 +24,21 @@ ALL = "all"
 
 
 class ResultsDb:
-    """Read access to ``results.sqlite`` (readers never block the writing controller).
+    """Read access to the results database (readers never block the writing controller).
 
-    The connection is read-only (:func:`~pytest_ssd.db.schema.connect_reader`): a
+    The connection is read-only (:func:`~pytest_ssd.db.opening.open_reader`): a
     reader never migrates or writes the database, whatever its schema.
 
     Used as a context manager, an SQLite error inside the ``with`` block (a
     damaged page, a failing disk) or a record whose JSON cannot be read back
-    leaves it as a one-line :class:`DatabaseError` naming the file.
+    leaves it as a one-line :class:`DatabaseError` naming the database.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.conn = connect_reader(path)
-        self.conn.row_factory = sqlite3.Row
+    def __init__(self, target: Path | str | DbUrl) -> None:
+        self.url = db_url(target)
+        #: the database as messages name it (a path, or a URL without its password)
+        self.path = str(self.url)
+        self.conn = open_reader(self.url)
 
     def close(self) -> None:
         self.conn.close()
@@ -48,7 +51,7 @@ class ResultsDb:
     ) -> None:
         self.close()
         if isinstance(exc, sqlite3.Error):
-            raise database_error(self.path, exc) from None
+            raise database_error(self.url.file, exc) from None
         if isinstance(exc, json.JSONDecodeError):  # a record's JSON damaged (or absurdly nested)
             raise DatabaseError(
                 f"{self.path}: a stored record is not readable JSON ({exc.msg}):"
@@ -70,9 +73,9 @@ class ResultsDb:
             raise DatabaseError(f"{self.path}: no run {run_id!r} (pytest-ssd list shows the runs)")
         return self._run(row)
 
-    def _run(self, row: sqlite3.Row) -> RunInfo:
+    def _run(self, row: Row) -> RunInfo:
         drives = self.conn.execute(
-            "SELECT * FROM run_devices WHERE run_id = ? ORDER BY rowid", (row["id"],)
+            f"SELECT * FROM run_devices WHERE run_id = ? ORDER BY {self.conn.order}", (row["id"],)
         ).fetchall()
         return RunInfo(
             id=row["id"],
@@ -107,7 +110,7 @@ class ResultsDb:
             found.derived.append(
                 Derived(test=row["test"], device=drive.dut_id, name=row["name"], values=values)
             )
-        for row in self.conn.execute(f"SELECT row FROM verdicts {where}", key):
+        for row in self.conn.execute(f'SELECT "row" FROM verdicts {where}', key):
             found.verdicts.append(loads_json(row["row"]))
         for row in self.conn.execute(f"SELECT data FROM transitions {where}", key):
             found.transitions.append(loads_json(row["data"]))
@@ -118,7 +121,8 @@ class ResultsDb:
                 meta = loads_json(row["meta"])
                 found.series.append(Series(row["test"], row["name"], meta, unpack(row["arrays"])))
         tests = self.conn.execute(
-            "SELECT nodeid, outcome, suite FROM tests WHERE run_id = ?", (drive.run_id,)
+            "SELECT nodeid, outcome, suite FROM tests WHERE run_id = ? ORDER BY id",
+            (drive.run_id,),
         ).fetchall()
         found.tests = {r["nodeid"]: r["outcome"] for r in tests}
         found.suites = {r["nodeid"]: r["suite"] for r in tests if r["suite"]}
@@ -155,7 +159,8 @@ class ResultsDb:
         """The newest run's drive labelled *label* that measured something."""
         row = self.conn.execute(
             "SELECT d.* FROM run_devices d JOIN runs r ON r.id = d.run_id"
-            " WHERE d.label = ? AND d.run_id IS NOT ? AND EXISTS (SELECT 1 FROM measurements m"
+            " WHERE d.label = ? AND d.run_id <> coalesce(?, '')"
+            " AND EXISTS (SELECT 1 FROM measurements m"
             "  WHERE m.run_id = d.run_id AND m.dut_id = d.dut_id)"
             " ORDER BY r.start DESC LIMIT 1",
             (label, exclude_run),
@@ -170,7 +175,7 @@ class ResultsDb:
         return [c[0] for c in cur.description], [tuple(r) for r in cur.fetchall()]
 
 
-def _drive(row: sqlite3.Row) -> DriveRef:
+def _drive(row: Row) -> DriveRef:
     return DriveRef(
         row["run_id"],
         row["dut_id"],
@@ -180,7 +185,7 @@ def _drive(row: sqlite3.Row) -> DriveRef:
     )
 
 
-def measurement_of(row: sqlite3.Row) -> Measurement:
+def measurement_of(row: Row) -> Measurement:
     """A ``measurements`` row as the record it was written from."""
     return Measurement(
         test=row["test"],

@@ -38,7 +38,7 @@ CREATE TABLE devices (
 CREATE TABLE runs (
     id TEXT PRIMARY KEY,
     host_id INTEGER REFERENCES hosts(id),
-    start TEXT NOT NULL, end TEXT,
+    start TEXT NOT NULL, "end" TEXT,
     complete INTEGER NOT NULL DEFAULT 0, -- 1 once pytest finished the session
     outcome TEXT,                      -- JSON: {"passed": n, ...}
     run_dir TEXT NOT NULL,
@@ -65,7 +65,7 @@ CREATE TABLE transitions (
     id INTEGER PRIMARY KEY,
     run_id TEXT NOT NULL REFERENCES runs(id),
     dut_id TEXT NOT NULL, test TEXT NOT NULL, target TEXT NOT NULL,
-    start TEXT, end TEXT, seconds REAL,
+    start TEXT, "end" TEXT, seconds REAL,
     bytes_written INTEGER, bytes_read INTEGER, bytes_discarded INTEGER, fio_written INTEGER,
     data TEXT NOT NULL                 -- JSON: the whole transition, steps and verdicts
 );
@@ -74,7 +74,7 @@ CREATE TABLE measurements (
     run_id TEXT NOT NULL REFERENCES runs(id),
     dut_id TEXT NOT NULL, test TEXT NOT NULL, name TEXT NOT NULL,
     pattern TEXT, block_size INTEGER, iodepth INTEGER, numjobs INTEGER, read_pct INTEGER,
-    start TEXT, end TEXT, artifacts TEXT,
+    start TEXT, "end" TEXT, artifacts TEXT,
     workload TEXT NOT NULL,            -- JSON: the fio job as data
     metrics TEXT NOT NULL              -- JSON: per direction, as results.json
 );
@@ -121,8 +121,17 @@ _V2 = "ALTER TABLE tests ADD COLUMN suite TEXT;"
 #: 3: the test host a device was in (``host:port`` of ``--dut=ssh://``; NULL: the controller)
 _V3 = "ALTER TABLE run_devices ADD COLUMN host TEXT;"
 
+#: 4: many writers, loads that can be repeated: each row of a run carries the writer's
+#: number for it (``seq``), unique in its run, so loading a run again (a retry, ``pytest-ssd
+#: sync``) adds nothing; the order of a run's devices without SQLite's rowid
+SEQ_TABLES = ("run_devices", "measurements", "derived", "verdicts", "transitions", "series")
+_V4 = "".join(
+    f"ALTER TABLE {t} ADD COLUMN seq INTEGER; CREATE UNIQUE INDEX {t}_seq ON {t}(run_id, seq);"
+    for t in SEQ_TABLES
+)
+
 #: (version, SQL) in order; a database at version N gets every later script
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 #: how a reader sees a database without migration N as if it had it: TEMP views (in the
 #: reader's connection, not in the file) shadowing the tables the migration changed.  A
@@ -133,6 +142,7 @@ READ_AS: dict[int, tuple[str, ...]] = {
         "CREATE TEMP VIEW run_devices AS SELECT *, NULL AS host, rowid AS rowid"
         " FROM main.run_devices",
     ),
+    4: (),  # its column only orders and keys new rows: older ones read as they are
 }
 #: SQLite's ``PRAGMA application_id`` of a pytest-ssd database: "pSSD"
 APPLICATION_ID = int.from_bytes(b"pSSD", "big")
@@ -302,36 +312,33 @@ def version(conn: sqlite3.Connection) -> int:
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring the schema to :data:`SCHEMA_VERSION`, one migration per transaction.
+    """Bring the schema to :data:`SCHEMA_VERSION`: every migration in one transaction.
 
-    Each transaction looks again at what the file holds (another process may
+    The transaction looks again at what the file holds (another process may
     have created or migrated it meanwhile) and sets the application id with the
     schema, so a file is never half ours.
     """
     found = _look(conn)
     if found.application_id == APPLICATION_ID and found.version == SCHEMA_VERSION:
         return
-    for number, script in MIGRATIONS:
-        if number <= found.version and found.application_id == APPLICATION_ID:
-            continue
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            found = _look(conn)
-            _accept(path, found, empty=True)
-            if found.version < number:
-                for statement in _statements(script):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number}")
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+    conn.execute("BEGIN IMMEDIATE")
+    try:
         found = _look(conn)
+        _accept(path, found, empty=True)
+        for number, script in MIGRATIONS:
+            if found.version < number:
+                for statement in statements(script):
+                    conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
-def _statements(script: str) -> list[str]:
+def statements(script: str) -> list[str]:
     """The statements of *script*, comments removed (they may hold a ';')."""
     code = "\n".join(line.split("--", 1)[0] for line in script.splitlines())
     return [s.strip() for s in code.split(";") if s.strip()]

@@ -7,7 +7,6 @@ committed before stays readable.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import time
@@ -17,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.db.conn import Conn
 from pytest_ssd.db.faults import damaged, database_error
-from pytest_ssd.db.schema import connect
+from pytest_ssd.db.opening import open_writer
+from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.results.record import Derived, Measurement, SeriesRecord, iso
 from pytest_ssd.results.transition import Transition
 
@@ -27,6 +28,8 @@ WORKLOAD_COLUMNS = ("pattern", "block_size", "iodepth", "numjobs", "read_pct")
 #: per-direction figures kept as columns of ``metrics``
 METRIC_COLUMNS = ("iops", "bw_mib_s", "bw_mb_s", "io_bytes", "runtime_s", "lat_mean_us")
 _KEEP = "ON CONFLICT (key) DO NOTHING"
+#: a row of a run already there (loaded before: a retry, a sync) is left as it is
+_ONCE = "ON CONFLICT (run_id, seq) DO NOTHING"
 
 
 @dataclass
@@ -52,72 +55,112 @@ def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _insert(cur: sqlite3.Cursor, table: str, row: dict[str, Any], tail: str = "") -> int:
-    """INSERT *row* (column -> value) into *table*; the new row's id."""
+def insert(conn: Conn, table: str, row: dict[str, Any], tail: str = "") -> int | None:
+    """INSERT *row* (column -> value) into *table*; the new row's id (None: none was added).
+
+    *tail* (ON CONFLICT ...) ends with ``RETURNING id`` where the id is wanted.
+    """
     names = ", ".join(f'"{name}"' for name in row)
     marks = ", ".join("?" for _ in row)
-    cur.execute(f"INSERT INTO {table} ({names}) VALUES ({marks}) {tail}", tuple(row.values()))
-    return cur.lastrowid or 0
+    found = conn.execute(
+        f"INSERT INTO {table} ({names}) VALUES ({marks}) {tail}", tuple(row.values())
+    )
+    if "RETURNING" not in tail:
+        return None
+    added = found.fetchall()  # all: SQLite finishes the statement only then
+    return int(added[0][0]) if added else None
+
+
+def _of_measurement(table: str, columns: list[str]) -> str:
+    """INSERT of a row of *table* that belongs to the measurement (run_id, seq) given last."""
+    names = ", ".join(f'"{c}"' for c in columns)
+    marks = ", ".join("?" for _ in columns)
+    return (
+        f"INSERT INTO {table} (measurement_id, {names}) SELECT id, {marks} FROM measurements"
+        " WHERE run_id = ? AND seq = ? ON CONFLICT DO NOTHING"
+    )
 
 
 class RunWriter:
-    """Writes one run; every method commits, so a killed run keeps what was written."""
+    """Writes one run; every method commits, so a killed run keeps what was written.
 
-    def __init__(self, path: Path, run_id: str, run_dir: Path, environment: dict[str, Any]):
-        self.path = path
+    Each row of the run gets the writer's number for it (``seq``): the same
+    record written again (a retried transaction, ``pytest-ssd sync``) adds nothing.
+    """
+
+    def __init__(
+        self,
+        target: Path | str | DbUrl,
+        run_id: str,
+        run_dir: Path,
+        environment: dict[str, Any],
+        start: str | None = None,
+    ):
+        self.url = db_url(target)
+        self.path = str(self.url)
         self.run_id = run_id
-        self.conn = connect(path)
+        self._seq = 0
+        self.conn = open_writer(self.url)
         try:
             self._check_intact()
+            with self._transaction() as conn:
+                host_id = self._host(conn, environment)
+                row = {
+                    "id": run_id,
+                    "host_id": host_id,
+                    "start": start or iso(time.time()),
+                    "run_dir": str(run_dir),
+                    "environment": _json(environment),
+                }
+                insert(conn, "runs", row, "ON CONFLICT (id) DO NOTHING")
         except BaseException:
             self.conn.close()
             raise
-        with self._transaction() as cur:
-            host_id = self._host(cur, environment)
-            _insert(
-                cur,
-                "runs",
-                {
-                    "id": run_id,
-                    "host_id": host_id,
-                    "start": iso(time.time()),
-                    "run_dir": str(run_dir),
-                    "environment": _json(environment),
-                },
-            )
+
+    #: what the user should know about where the run was recorded (nothing: it is all here)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def local(self) -> DbUrl:
+        """The database results.json is exported from: this one."""
+        return self.url
+
+    @property
+    def source(self) -> DbUrl:
+        """The database the run's report reads: this one."""
+        return self.url
 
     def _check_intact(self) -> None:
-        """Refuse to add a run to a damaged database: writing into it could spread the damage."""
+        """Refuse to add a run to a damaged file: writing into it could spread the damage."""
+        if self.url.path is None:  # a server keeps its own pages
+            return
         try:
             problem = self.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
         except sqlite3.Error as exc:
-            raise database_error(self.path, exc) from None
+            raise database_error(self.url.path, exc) from None
         if problem != "ok":
-            raise damaged(self.path, "quick_check: " + " ".join(str(problem).split()))
+            raise damaged(self.url.path, "quick_check: " + " ".join(str(problem).split()))
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+    def _transaction(self) -> Iterator[Conn]:
         """One transaction; a failure rolls back this one only and becomes a DatabaseError."""
-        cur = self.conn.cursor()
         try:
-            cur.execute("BEGIN IMMEDIATE")
-            yield cur
-            cur.execute("COMMIT")
-        except BaseException as exc:
-            if self.conn.in_transaction:  # SQLite may have rolled back already (disk full)
-                with contextlib.suppress(sqlite3.Error):
-                    self.conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise database_error(self.path, exc) from None
-            raise
+            with self.conn.transaction():
+                yield self.conn
+        except sqlite3.Error as exc:
+            raise database_error(self.url.file, exc) from None
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
 
     @staticmethod
-    def _host(cur: sqlite3.Cursor, env: dict[str, Any]) -> int:
+    def _host(conn: Conn, env: dict[str, Any]) -> int:
         values = [env.get(k) for k in ("host", "kernel", "machine", "cpu", "cpus")]
         key = "|".join(str(v) for v in values)
         columns = ("hostname", "kernel", "machine", "cpu", "cpus")
-        _insert(cur, "hosts", {"key": key, **dict(zip(columns, values, strict=True))}, _KEEP)
-        return int(cur.execute("SELECT id FROM hosts WHERE key = ?", (key,)).fetchone()[0])
+        insert(conn, "hosts", {"key": key, **dict(zip(columns, values, strict=True))}, _KEEP)
+        return int(conn.execute("SELECT id FROM hosts WHERE key = ?", (key,)).fetchone()[0])
 
     def add_device(self, dut_id: str, description: dict[str, Any], label: str) -> None:
         """A device of this run: its identity (shared across runs) and its label here."""
@@ -126,16 +169,17 @@ class RunWriter:
             key = f"{ident.get('model')}|{ident['serial']}|{ident.get('firmware')}"
         else:  # scratch files and loop devices: one device per run
             key = f"{self.run_id}|{dut_id}|{ident.get('path')}|{ident.get('size_bytes')}"
-        with self._transaction() as cur:
+        with self._transaction() as conn:
             columns = ("model", "serial", "firmware", "size_bytes", "transport")
             row = {"key": key, **{c: ident.get(c) for c in columns}, "identity": _json(ident)}
-            _insert(cur, "devices", row, _KEEP)
-            device_id = cur.execute("SELECT id FROM devices WHERE key = ?", (key,)).fetchone()[0]
-            _insert(
-                cur,
+            insert(conn, "devices", row, _KEEP)
+            device_id = conn.execute("SELECT id FROM devices WHERE key = ?", (key,)).fetchone()[0]
+            insert(
+                conn,
                 "run_devices",
                 {
                     "run_id": self.run_id,
+                    "seq": self._next(),
                     "dut_id": dut_id,
                     "device_id": device_id,
                     "label": label,
@@ -145,23 +189,24 @@ class RunWriter:
                     "description": _json(description),
                     "host": description.get("host"),
                 },
+                "ON CONFLICT (run_id, dut_id) DO NOTHING",
             )
 
     def add(self, records: TestRecords) -> None:
         """Everything one test report brought, in one transaction."""
         if not records:
             return
-        with self._transaction() as cur:
+        with self._transaction() as conn:
             for m in records.measurements:
-                self._measurement(cur, m)
+                self._measurement(conn, m)
             for t in records.transitions:
-                self._transition(cur, t)
+                self._transition(conn, t)
             for d in records.derived:
                 row = {**self._of(d.device, d.test), "name": d.name, "values": _json(d.values)}
-                _insert(cur, "derived", row)
+                insert(conn, "derived", row, _ONCE)
             for v in records.verdicts:
-                _insert(
-                    cur,
+                insert(
+                    conn,
                     "verdicts",
                     {
                         **self._of(v["device"], v["test"]),
@@ -171,55 +216,61 @@ class RunWriter:
                         "ratio": v.get("ratio"),
                         "row": _json(v),
                     },
+                    _ONCE,
                 )
             for s, blob in records.series:
                 row = {**self._of(s.device, records.nodeid), "name": s.name, "meta": _json(s.meta)}
-                _insert(cur, "series", {**row, "arrays": blob})
+                insert(conn, "series", {**row, "arrays": blob}, _ONCE)
 
     def _of(self, dut_id: str, test: str) -> dict[str, Any]:
-        return {"run_id": self.run_id, "dut_id": dut_id, "test": test}
+        """The columns that say whose a row is, and its number in the run."""
+        return {"run_id": self.run_id, "seq": self._next(), "dut_id": dut_id, "test": test}
 
-    def _measurement(self, cur: sqlite3.Cursor, m: Measurement) -> None:
+    def _measurement(self, conn: Conn, m: Measurement) -> None:
+        """A measurement, its metrics and percentiles: they find its row by (run, seq).
+
+        No id is read back, so a server gets the whole test in one round trip (a pipeline);
+        a measurement loaded before keeps its rows (each table's key leaves them as they are).
+        """
         shape = {key: m.workload.get(key) for key in WORKLOAD_COLUMNS}
-        mid = _insert(
-            cur,
-            "measurements",
-            {
-                **self._of(m.device, m.test),
-                "name": m.name,
-                **shape,
-                "start": m.start,
-                "end": m.end,
-                "artifacts": m.artifacts,
-                "workload": _json(m.workload),
-                "metrics": _json(m.metrics),
-            },
-        )
+        row = {
+            **self._of(m.device, m.test),
+            "name": m.name,
+            **shape,
+            "start": m.start,
+            "end": m.end,
+            "artifacts": m.artifacts,
+            "workload": _json(m.workload),
+            "metrics": _json(m.metrics),
+        }
+        insert(conn, "measurements", row, _ONCE)
+        mine = (self.run_id, row["seq"])
         for direction, data in m.metrics.items():
             clat = data.get("clat") or {}
-            _insert(
-                cur,
-                "metrics",
-                {
-                    "measurement_id": mid,
-                    "direction": direction,
-                    **{key: data.get(key) for key in METRIC_COLUMNS},
-                    **{f"clat_{key}": clat.get(key) for key in ("min_us", "max_us", "samples")},
-                },
-            )
-            cur.executemany(
-                "INSERT INTO percentiles (measurement_id, direction, p, us, resolved)"
-                " VALUES (?, ?, ?, ?, ?)",
+            figures = {
+                "direction": direction,
+                **{key: data.get(key) for key in METRIC_COLUMNS},
+                **{f"clat_{key}": clat.get(key) for key in ("min_us", "max_us", "samples")},
+            }
+            conn.execute(_of_measurement("metrics", list(figures)), (*figures.values(), *mine))
+            conn.executemany(
+                _of_measurement("percentiles", ["direction", "p", "us", "resolved"]),
                 [
-                    (mid, direction, q["p"], q["us"] if q["resolved"] else None, int(q["resolved"]))
+                    (
+                        direction,
+                        q["p"],
+                        q["us"] if q["resolved"] else None,
+                        int(q["resolved"]),
+                        *mine,
+                    )
                     for q in clat.get("percentiles", [])
                 ],
             )
 
-    def _transition(self, cur: sqlite3.Cursor, t: Transition) -> None:
+    def _transition(self, conn: Conn, t: Transition) -> None:
         totals = t.totals()
-        _insert(
-            cur,
+        insert(
+            conn,
             "transitions",
             {
                 **self._of(t.device, t.test),
@@ -231,6 +282,7 @@ class RunWriter:
                 "fio_written": totals.get("fio_written"),
                 "data": _json(t.as_dict()),
             },
+            _ONCE,
         )
 
     def test_done(
@@ -242,8 +294,8 @@ class RunWriter:
         suite: str | None = None,
     ) -> None:
         """A test's outcome (its phases' durations add up) and the suite it belongs to."""
-        with self._transaction() as cur:
-            cur.execute(
+        with self._transaction() as conn:
+            conn.execute(
                 "INSERT INTO tests (run_id, nodeid, outcome, duration_s, message, suite)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, nodeid) DO UPDATE SET"
                 " outcome = excluded.outcome, duration_s = tests.duration_s + excluded.duration_s,"
@@ -252,18 +304,18 @@ class RunWriter:
                 (self.run_id, nodeid, outcome, duration_s, message, suite),
             )
 
-    def finish(self, outcome: dict[str, int], complete: bool) -> None:
+    def finish(self, outcome: dict[str, int], complete: bool, end: str | None = None) -> None:
         """Mark the run finished and close the database (also when the mark fails)."""
         try:
-            with self._transaction() as cur:
-                cur.execute(
-                    "UPDATE runs SET end = ?, complete = ?, outcome = ? WHERE id = ?",
-                    (iso(time.time()), int(complete), _json(outcome), self.run_id),
+            with self._transaction() as conn:
+                conn.durable()  # every commit of the run before it is kept with this one
+                conn.execute(
+                    'UPDATE runs SET "end" = ?, complete = ?, outcome = ? WHERE id = ?',
+                    (end or iso(time.time()), int(complete), _json(outcome), self.run_id),
                 )
         finally:
             self.close()
 
     def close(self) -> None:
         """Close the connection; what was committed stays (in the WAL when it cannot be merged)."""
-        with contextlib.suppress(sqlite3.Error):
-            self.conn.close()
+        self.conn.close()

@@ -51,7 +51,7 @@ from pytest_ssd.plugin.skips import BLOCK_HELP, skip_before_state
 from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
-from pytest_ssd.results.location import INI_OPTION
+from pytest_ssd.results.location import DB_OPTION, INI_OPTION
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
@@ -92,6 +92,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "pytest-ssd's report folder, relative to this file (default: reports);"
         " pytest-ssd (the command) finds the database the same way",
     )
+    parser.addini(
+        DB_OPTION,
+        "pytest-ssd's results database: a file (relative to this file), sqlite:///FILE or"
+        " postgresql://USER@HOST/DATABASE (default: results.sqlite in the report folder)",
+    )
     group = parser.getgroup("ssd", "pytest-ssd: SSD benchmarks with fio")
     group.addoption(
         "--dut",
@@ -128,8 +133,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--ssd-db",
         dest="ssd_db",
         default=None,
-        metavar="PATH",
-        help="the results database every run is added to (default: <report dir>/results.sqlite)",
+        metavar="URL",
+        help="the results database every run is added to: a file, sqlite:///FILE or"
+        " postgresql://USER@HOST/DATABASE (a lab's server; the run keeps a spool in its folder)"
+        " (default: $PYTEST_SSD_DB, the ini option ssd_db, else <report dir>/results.sqlite)",
     )
     group.addoption(
         "--ssd-no-batch",

@@ -208,6 +208,8 @@ class RunRecorder:
             terminalreporter.write_line(line)
         for line in self.late:
             terminalreporter.write_line(f"ERROR: pytest-ssd: {line}", red=True)
+        for line in self.db.notes:  # the lab's database was away: where the run is instead
+            terminalreporter.write_line(f"WARNING: pytest-ssd: {line}", yellow=True)
         for line in skip_lines(terminalreporter):
             terminalreporter.write_line(line, yellow=True)
 

@@ -101,9 +101,12 @@ class HtmlReport:
     ) -> None:
         ssd = self.session
         declared = declared_sections(session.config.hook.pytest_ssd_report_sections)
-        rendered = sections_html(
-            ssd.options.db, ssd.run_id, ssd.compared, ssd.run_dir / "figures", declared
-        )
+        # the lab's server while it holds the whole run; else the run's spool (nothing to compare)
+        source = ssd.db.source if ssd.db is not None else ssd.options.db
+        compared = ssd.compared if source == ssd.options.db else []
+        rendered = sections_html(source, ssd.run_id, compared, ssd.run_dir / "figures", declared)
+        notes = ssd.db.notes if ssd.db is not None else ()
+        prefix.extend(f'<p class="ssd-db-note"><b>{html.escape(n)}</b></p>' for n in notes)
         prefix.append(rendered.html)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for line in rendered.problems:  # the report has a box in the section's place

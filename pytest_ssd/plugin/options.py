@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ssd.db.url import session_db
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import fio_path
-from pytest_ssd.results.location import DB_FILE, INI_OPTION
+from pytest_ssd.results.location import DB_FILE, DB_OPTION, INI_OPTION
 from pytest_ssd.results.location import report_dir as report_dir_of
 from pytest_ssd.session.options import Options
 from pytest_ssd.specs.selection import DatasheetOptions
@@ -59,7 +60,15 @@ def from_config(config: pytest.Config) -> Options:
         else report_dir_of(config.inipath, config.getini(INI_OPTION) or None, Path.cwd())
     )
     _fio_safe("--ssd-report-dir" if given else INI_OPTION, given, report_dir)
-    db = config.getoption("ssd_db")
+    try:
+        db = session_db(
+            config.getoption("ssd_db"),
+            config.getini(DB_OPTION) or None,
+            config.inipath,
+            report_dir / DB_FILE,
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
     labels = tuple(config.getoption("ssd_label") or ())
     _one_per_dut("--dut-label", labels, len(duts))
     classes = tuple(config.getoption("ssd_class") or ())
@@ -80,7 +89,7 @@ def from_config(config: pytest.Config) -> Options:
             dirs=tuple(Path(p) for p in config.getoption("ssd_datasheet_dir") or ()),
             force=bool(config.getoption("ssd_datasheet_force")),
         ),
-        db=Path(db).absolute() if db else report_dir / DB_FILE,
+        db=db,
         labels=labels,
         compare=tuple(config.getoption("ssd_compare") or ()),
         classes=classes,

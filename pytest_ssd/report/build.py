@@ -14,6 +14,7 @@ from pathlib import Path
 from pluggy import HookCaller
 
 from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, RunInfo
+from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ExtensionError
 from pytest_ssd.hookcall import HookCall, calls, listed
 from pytest_ssd.report.sections import STYLE, build
@@ -86,7 +87,7 @@ def gather(
 
 
 def sections_html(
-    db_path: Path,
+    db_path: Path | DbUrl,
     run_id: str,
     compared: Sequence[DriveRef],
     folder: Path,

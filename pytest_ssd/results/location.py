@@ -24,6 +24,8 @@ from pathlib import Path
 from pytest_ssd.documents import loads_toml
 
 INI_OPTION = "ssd_report_dir"
+#: the ini option naming the results database (a path from the file's folder, or a URL)
+DB_OPTION = "ssd_db"
 DEFAULT_REPORT_DIR = "reports"
 DB_FILE = "results.sqlite"
 
@@ -46,26 +48,33 @@ def report_dir(inifile: Path | None, configured: str | None, cwd: Path) -> Path:
     return (inifile.parent / (configured or DEFAULT_REPORT_DIR)).absolute()
 
 
-def find_config(cwd: Path) -> tuple[Path | None, str | None]:
-    """pytest's configuration file from *cwd* upwards, and its ``ssd_report_dir`` if set."""
+def find_config(cwd: Path, option: str = INI_OPTION) -> tuple[Path | None, str | None]:
+    """pytest's configuration file from *cwd* upwards, and its *option* if set."""
     for folder in (cwd.absolute(), *cwd.absolute().parents):
         for name, section in _CONFIG_FILES:
             path = folder / name
             if path.is_file():
-                found, value = _read(path, section)
+                found, value = _read(path, section, option)
                 if found:
                     return path, value
     return None, None
 
 
-def default_db(cwd: Path) -> Path:
-    """The results database ``pytest-ssd`` reads when no ``--db`` is given."""
+def default_db(cwd: Path) -> Path | str:
+    """The results database ``pytest-ssd`` reads when no ``--db`` is given.
+
+    The ini option ``ssd_db`` (a URL, or a path from the file's folder), else
+    ``results.sqlite`` in the report folder.
+    """
+    inifile, db = find_config(cwd, DB_OPTION)
+    if inifile is not None and db:
+        return db if "://" in db else inifile.parent / db
     inifile, configured = find_config(cwd)
     return report_dir(inifile, configured, cwd) / DB_FILE
 
 
-def _read(path: Path, section: tuple[str, ...]) -> tuple[bool, str | None]:
-    """(whether *path* has the pytest *section*, its ``ssd_report_dir``); unreadable: no."""
+def _read(path: Path, section: tuple[str, ...], option: str) -> tuple[bool, str | None]:
+    """(whether *path* has the pytest *section*, its *option*); unreadable: no."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -79,7 +88,7 @@ def _read(path: Path, section: tuple[str, ...]) -> tuple[bool, str | None]:
             table = table.get(key) if isinstance(table, dict) else None
         if not isinstance(table, dict):
             return False, None
-        value = table.get(INI_OPTION)
+        value = table.get(option)
         return True, str(value) if value is not None else None
     parser = configparser.ConfigParser(interpolation=None)
     try:
@@ -89,4 +98,4 @@ def _read(path: Path, section: tuple[str, ...]) -> tuple[bool, str | None]:
     if not parser.has_section(section[0]):
         # pytest.ini is pytest's even without a [pytest] section
         return path.name in ("pytest.ini", ".pytest.ini"), None
-    return True, parser.get(section[0], INI_OPTION, fallback=None)
+    return True, parser.get(section[0], option, fallback=None)

@@ -17,15 +17,15 @@ import atexit
 import contextlib
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_ssd.db import DriveRef, RunWriter
+from pytest_ssd.db import DriveRef
 from pytest_ssd.db.export import ResultsExport
+from pytest_ssd.db.lab import RunRecords, new_run_id
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT
 from pytest_ssd.fio.watch import stall_override
@@ -97,7 +97,7 @@ class SsdSession:
 
     @classmethod
     def for_controller(cls, options: Options, extensions: Extensions) -> SsdSession:
-        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+        run_id = new_run_id()
         return cls(options, run_id, options.report_dir / run_id, False, extensions)
 
     @classmethod
@@ -134,7 +134,7 @@ class SsdSession:
         return self.devices.services[dut_id]
 
     @property
-    def db(self) -> RunWriter | None:
+    def db(self) -> RunRecords | None:
         return self.run_store.db
 
     @property

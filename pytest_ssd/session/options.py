@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.device.drive_class import DriveClassName
 from pytest_ssd.device.dut import DutSpec
+from pytest_ssd.results.location import DB_FILE
 from pytest_ssd.specs.selection import DatasheetOptions
 
 
@@ -26,7 +28,7 @@ class Options:
     health_interval: float = 1.0
     repeat: int = 1
     cv_max: float = 0.05
-    db: Path = Path("reports/results.sqlite")
+    db: DbUrl = field(default_factory=lambda: db_url(Path("reports") / DB_FILE))
     labels: tuple[str, ...] = ()
     compare: tuple[str, ...] = ()
     #: --dut-class, one per --dut in order (the rest guessed)

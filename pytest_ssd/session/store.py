@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ssd.db import DriveRef, ResultsDb, RunWriter
+from pytest_ssd.db import DriveRef, ResultsDb
 from pytest_ssd.db.export import ResultsExport
+from pytest_ssd.db.lab import RUN_ID, RunRecords, open_run
+from pytest_ssd.db.url import DbUrl
 from pytest_ssd.results.files import storage_error
 
 LATEST = "latest"
-_RUN_ID = re.compile(r"^\d{8}-\d{6}-\d+$")
 
 
 @dataclass
@@ -21,12 +21,12 @@ class RunStore:
     """Where the run's results go: its folder under the report folder, and the database."""
 
     report_dir: Path
-    db_path: Path
+    db_url: DbUrl
     run_id: str
     run_dir: Path
     #: what the user should know about the run folder (shown in the terminal header)
     warnings: list[str] = field(default_factory=list)
-    db: RunWriter | None = None
+    db: RunRecords | None = None
     #: results.json, exported from the database
     export: ResultsExport | None = None
     #: earlier drives from the database drawn on comparison graphs (--ssd-compare)
@@ -35,7 +35,7 @@ class RunStore:
     def compare(self, names: tuple[str, ...]) -> None:
         """The drives named to compare with; a name not in the database stops the run here."""
         if names:
-            with ResultsDb(self.db_path) as db:
+            with ResultsDb(self.db_url) as db:
                 self.compared = db.resolve(names)
 
     def make_folder(self) -> None:
@@ -52,16 +52,16 @@ class RunStore:
         self, environment: dict[str, Any], devices: dict[str, tuple[dict[str, Any], str]]
     ) -> None:
         """The database's run and its devices (*devices*: description and label), results.json."""
-        self.db = RunWriter(self.db_path, self.run_id, self.run_dir, environment)
+        self.db = open_run(self.db_url, self.run_id, self.run_dir, environment)
         for dut_id, (description, label) in devices.items():
             self.db.add_device(dut_id, description, label)
-        self.export = ResultsExport(self.run_dir, self.db_path, self.run_id)
+        self.export = ResultsExport(self.run_dir, self.db.local, self.run_id)
         self.export.write()
 
     def _link_latest(self) -> None:
         """Point ``<report dir>/latest`` at this run, unless it is something not ours."""
         latest = self.report_dir / LATEST
-        if latest.is_symlink() and not _RUN_ID.match(str(latest.readlink())):
+        if latest.is_symlink() and not RUN_ID.match(str(latest.readlink())):
             self.warnings.append(f"{latest} is a link pytest-ssd did not make: left as it is")
             return
         if latest.exists() and not latest.is_symlink():

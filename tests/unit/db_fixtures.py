@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd.db import RunWriter, TestRecords
+from pytest_ssd.db import RunWriter, TestRecords, schema
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.results.record import Measurement, SeriesRecord
 
@@ -104,10 +104,17 @@ def description(dut: str, label: str, serial: str | None = None) -> dict[str, An
 
 
 def write_run(
-    db: Path, run_id: str, label: str, scale: float = 1.0, *, finish: bool = True, dut: str = "d0"
+    db: Path | str,
+    run_id: str,
+    label: str,
+    scale: float = 1.0,
+    *,
+    finish: bool = True,
+    dut: str = "d0",
 ) -> RunWriter:
     """A smoke run of one drive with its four corners (IOPS x *scale*) and a series."""
-    writer = RunWriter(db, run_id, db.parent / run_id, {"host": "lab", "kernel": "Linux 6"})
+    run_dir = db.parent / run_id if isinstance(db, Path) else Path("/nonexistent") / run_id
+    writer = RunWriter(db, run_id, run_dir, {"host": "lab", "kernel": "Linux 6"})
     writer.add_device(dut, description(dut, label), label)
     for number, shape in enumerate(CORNERS):
         name = shape[0]
@@ -178,15 +185,20 @@ def _mount(*args: str) -> None:
 
 
 #: (column, table) each migration after the first added, by the version it brought
-_ADDED = {3: ("host", "run_devices"), 2: ("suite", "tests")}
+_ADDED = {
+    4: [("seq", table) for table in schema.SEQ_TABLES],
+    3: [("host", "run_devices")],
+    2: [("suite", "tests")],
+}
 
 
 def as_older(db: Path, version: int) -> None:
     """Turn the (closed) database at *db* into one of schema *version*: an older pytest-ssd's
     (the columns later migrations added dropped), or a newer one's (``user_version`` only)."""
     conn = sqlite3.connect(db)
-    for number, (column, table) in _ADDED.items():
-        if number > version:
+    for number, added in _ADDED.items():
+        for column, table in added if number > version else ():
+            conn.execute(f"DROP INDEX IF EXISTS {table}_{column}")
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     conn.execute(f"PRAGMA user_version = {version}")
     conn.commit()

@@ -40,21 +40,6 @@ from tests.unit.db_fixtures import (
 )
 
 
-def test_a_run_reads_back_as_written(tmp_path: Path) -> None:
-    db_path = tmp_path / "results.sqlite"
-    write_run(db_path, "run-1", "drive A")
-    with ResultsDb(db_path) as db:
-        run = db.run("run-1")
-        assert run.complete and run.outcome == {"passed": 4} and run.end is not None
-        assert [d.label for d in run.drives] == ["drive A"]
-        found = db.results(run.drives[0])
-    assert [m.name for m in found.measurements] == [name for name, *_ in CORNERS]
-    assert found.measurements[2].metrics["read"]["iops"] == 3000.0
-    assert found.measurements[0].workload["block_size"] == 131072
-    assert len(found.series) == 4 and found.series[0].arrays["count"].tolist() == [5, 1]
-    assert set(found.tests.values()) == {"passed"}
-
-
 def test_percentiles_the_sample_cannot_resolve_are_null(tmp_path: Path) -> None:
     db_path = tmp_path / "results.sqlite"
     write_run(db_path, "run-1", "drive A")

@@ -1,0 +1,32 @@
+"""Opening the results database wherever it is: an SQLite file or a PostgreSQL server."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from pytest_ssd.db.conn import Conn
+from pytest_ssd.db.schema import connect, connect_reader
+from pytest_ssd.db.url import DbUrl, db_url
+
+
+def open_writer(target: Path | str | DbUrl) -> Conn:
+    """A connection that writes, the schema migrated (a new database created)."""
+    url = db_url(target)
+    if url.path is not None:
+        return Conn(connect(url.path))
+    from pytest_ssd.db.pg import connect_pg  # noqa: PLC0415  # psycopg only for a server
+
+    return connect_pg(url)
+
+
+def open_reader(target: Path | str | DbUrl) -> Conn:
+    """A read-only connection; its rows are read by column name."""
+    url = db_url(target)
+    if url.path is not None:
+        raw = connect_reader(url.path)
+        raw.row_factory = sqlite3.Row
+        return Conn(raw)
+    from pytest_ssd.db.pg import connect_pg  # noqa: PLC0415
+
+    return connect_pg(url, reader=True)

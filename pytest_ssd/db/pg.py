@@ -1,0 +1,108 @@
+"""The results database on a PostgreSQL server: the same schema, versioned in a table of its own.
+
+The schema's version is the one row of ``pytest_ssd_schema``; the migrations
+(:data:`~pytest_ssd.db.schema.MIGRATIONS`, in PostgreSQL's types) are applied
+together in one transaction under an advisory lock, so sessions starting at
+once on an empty database create it once.  A database with tables but no
+version table is not ours and is refused untouched; a newer one is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_ssd.db.conn import PgConn, _pg_rows, pg_ddl, pg_error
+from pytest_ssd.db.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, statements
+from pytest_ssd.db.url import DbUrl
+from pytest_ssd.errors import DatabaseError
+
+VERSION_TABLE = "pytest_ssd_schema"
+#: seconds to wait for the server when the URL does not say (libpq waits forever)
+CONNECT_TIMEOUT_S = 10
+
+
+def connect_pg(url: DbUrl, *, reader: bool = False) -> PgConn:
+    """A connection to the server at *url*, migrated (a writer's) or checked (a reader's)."""
+    import psycopg  # noqa: PLC0415  # SQLite users never load it
+    from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
+
+    where = str(url)
+    try:
+        given = conninfo_to_dict(url.url)
+    except psycopg.Error as exc:
+        raise DatabaseError(f"{where}: not a PostgreSQL URL ({exc})") from None
+    extra: dict[str, Any] = {"application_name": "pytest-ssd"}
+    if "connect_timeout" not in given:
+        extra["connect_timeout"] = CONNECT_TIMEOUT_S
+    if reader:  # a reader never writes, whatever it runs
+        extra["options"] = "-c default_transaction_read_only=on"
+    else:
+        # a test's commit does not wait for the server's disk: the run's end does
+        # (PgConn.durable), and a server that crashes before it ends the connection, so the
+        # session goes on in its spool, which 'pytest-ssd sync' uploads whole
+        extra["options"] = "-c synchronous_commit=off"
+    try:
+        raw = psycopg.connect(url.url, autocommit=True, row_factory=_pg_rows, **extra)
+    except psycopg.Error as exc:
+        raise pg_error(where, exc) from None
+    conn = PgConn(raw, where)
+    try:
+        found = _look(conn)
+        _accept(where, found, reader=reader)
+        if found[0] < SCHEMA_VERSION:
+            _migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _look(conn: PgConn) -> tuple[int, frozenset[str]]:
+    """(schema version, 0 without the version table; the tables of the current schema)."""
+    rows = conn.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    ).fetchall()
+    tables = frozenset(str(r[0]) for r in rows)
+    if VERSION_TABLE not in tables:
+        return 0, tables
+    row = conn.execute(f"SELECT max(version) FROM {VERSION_TABLE}").fetchone()
+    return int(row[0] or 0), tables - {VERSION_TABLE}
+
+
+def _accept(where: str, found: tuple[int, frozenset[str]], *, reader: bool = False) -> None:
+    """Raise DatabaseError unless *found* is ours, not newer, and (for a *reader*) current."""
+    version, tables = found
+    if reader and version < SCHEMA_VERSION:
+        raise DatabaseError(
+            f"{where}: schema version {version} is older than this pytest-ssd's"
+            f" ({SCHEMA_VERSION}): a pytest-ssd session (a writer) migrates it, after which"
+            " older pytest-ssd versions cannot write to it: back it up first (pg_dump)"
+        )
+    if version == 0 and tables:
+        listed = ", ".join(sorted(tables)[:5])
+        raise DatabaseError(
+            f"{where}: not a pytest-ssd results database (tables: {listed}, no {VERSION_TABLE});"
+            " it was left untouched: give another database (createdb NAME)"
+        )
+    if version > SCHEMA_VERSION:
+        raise DatabaseError(
+            f"{where}: schema version {version} is newer than this pytest-ssd's"
+            f" ({SCHEMA_VERSION}): upgrade pytest-ssd"
+        )
+
+
+def _migrate(conn: PgConn) -> None:
+    """Every migration the database lacks, in one transaction (another session may be first)."""
+    with conn.transaction():
+        conn.execute(f"SELECT pg_advisory_xact_lock({APPLICATION_ID})")
+        found = _look(conn)
+        _accept(conn.where, found)
+        version = found[0]
+        if version == 0:
+            conn.execute(f"CREATE TABLE {VERSION_TABLE} (version BIGINT NOT NULL)")
+            conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (0)")
+        for number, script in MIGRATIONS:
+            if number > version:
+                for statement in statements(script):
+                    conn.execute(pg_ddl(statement))
+        conn.execute(f"UPDATE {VERSION_TABLE} SET version = ?", (SCHEMA_VERSION,))

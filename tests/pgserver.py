@@ -1,0 +1,124 @@
+"""A real PostgreSQL server for the tests: its own cluster in a temporary folder, socket only.
+
+``initdb`` refuses root, so the cluster belongs to the ``postgres`` system user
+(Debian's ``postgresql`` package makes it; ``./run tests`` installs that). The
+server listens on a unix socket in the cluster's folder, never on TCP, and is
+stopped and its folder removed when the context ends, also after a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+#: the newest PostgreSQL Debian installed (./run tests installs its postgresql package)
+BIN = max(
+    Path("/usr/lib/postgresql").glob("*/bin"),
+    key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    default=Path("/usr/lib/postgresql/15/bin"),
+)
+OWNER = "postgres"
+TIMEOUT_S = 60.0
+
+
+def available() -> str | None:
+    """None when a server can be started here, else why not (a skip reason)."""
+    if not (BIN / "initdb").exists() and shutil.which("initdb") is None:
+        return "PostgreSQL is not installed (./run tests installs Debian's postgresql package)"
+    try:
+        import pwd  # noqa: PLC0415
+
+        pwd.getpwnam(OWNER)
+    except KeyError:
+        return f"no {OWNER!r} user to run PostgreSQL as (initdb refuses root)"
+    if os.geteuid() != 0:
+        return "starting PostgreSQL as the postgres user needs root"
+    return None
+
+
+def _tool(name: str) -> str:
+    return str(BIN / name) if (BIN / name).exists() else name
+
+
+def _as_owner(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["runuser", "-u", OWNER, "--", *argv],
+        check=check,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """A running cluster: its data folder and the socket folder clients reach it through."""
+
+    folder: Path
+
+    @property
+    def data(self) -> Path:
+        return self.folder / "data"
+
+    @property
+    def socket(self) -> Path:
+        return self.folder
+
+    def url(self, database: str = "postgres") -> str:
+        """A libpq URL to *database* through the socket (no TCP, no password: trust)."""
+        return f"postgresql://{OWNER}@/{database}?host={self.socket}"
+
+    def create_database(self, name: str) -> str:
+        _as_owner([_tool("createdb"), "-h", str(self.socket), name])
+        return self.url(name)
+
+    def start(self) -> None:
+        options = f"-k {self.socket} -c listen_addresses='' -c fsync=on"
+        log = str(self.folder / "server.log")
+        _as_owner([_tool("pg_ctl"), "-D", str(self.data), "-o", options, "-l", log, "-w", "start"])
+
+    def stop(self, mode: str = "fast") -> None:
+        _as_owner([_tool("pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"], check=False)
+
+
+@contextlib.contextmanager
+def local_postgres() -> Iterator[Postgres]:
+    """A new cluster, started; stopped and removed at the end whatever happened."""
+    reason = available()
+    if reason is not None:
+        pytest.skip(reason)
+    # not under pytest's tmp_path: that is root's (0700), the server runs as postgres
+    folder = Path(tempfile.mkdtemp(prefix="ssd-pg-"))
+    try:
+        shutil.chown(folder, OWNER, OWNER)
+        server = Postgres(folder)
+        _as_owner(
+            [
+                _tool("initdb"),
+                "-D",
+                str(server.data),
+                "-A",
+                "trust",
+                "-U",
+                OWNER,
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ]
+        )
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop("immediate")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
