@@ -8,8 +8,12 @@ and writes them out.  :func:`name_problem` says why a label or name given by a p
 
 from __future__ import annotations
 
+import hashlib
 import math
 import unicodedata
+
+#: a figure file's name at most (a file system takes 255 bytes: the suffix and a prefix fit)
+MAX_STEM = 120
 
 
 def significant(value: float, digits: int = 3, *, sign: bool = False) -> str:
@@ -47,5 +51,13 @@ def name_problem(value: str) -> str | None:
 
 
 def file_stem(title: str) -> str:
-    """A figure's file name (no suffix) from its title: letters and digits, '-' between."""
-    return "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "figure"
+    """A figure's file name (no suffix) from its title: letters and digits, '-' between.
+
+    A long title (drive labels naming a loop device's backing file on a host) is cut to
+    :data:`MAX_STEM` characters, a digest of the whole title keeping two such names apart.
+    """
+    stem = "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") or "figure"
+    if len(stem) <= MAX_STEM:
+        return stem
+    digest = hashlib.sha256(title.encode()).hexdigest()[:10]
+    return f"{stem[: MAX_STEM - len(digest) - 1].rstrip('-')}-{digest}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd.text import name_problem, significant
+from pytest_ssd.text import MAX_STEM, file_stem, name_problem, significant
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,16 @@ def test_significant(value: float, digits: int, sign: bool, text: str) -> None:
 def test_name_problem_says_why_a_label_cannot_be_one(value: str, problem: str | None) -> None:
     found = name_problem(value)
     assert found == problem if problem is None else problem in (found or "")
+
+
+def test_a_long_figure_title_gets_a_file_name_a_file_system_takes() -> None:
+    # a comparison of two loop devices on a test host: each label names its backing file
+    label = (
+        "loop4 (256.0 MiB loop on /tmp/pytest-of-root/pytest-433/popen-gw1/test-two/backing.img)"
+    )
+    first = f"01 {label} on 127.0.0.1:36121 vs {label.replace('loop4', 'loop5')} throughput"
+    second = first.replace("throughput", "latency")
+    assert len(file_stem(first)) <= MAX_STEM < len(first)
+    assert file_stem(first) != file_stem(second), "cut names stay apart"
+    assert file_stem(first).startswith("01-loop4--256-0-mib-loop-on--tmp-pytest-of-root")
+    assert file_stem("short title") == "short-title"
