@@ -2,8 +2,8 @@
 
 The controller (or the only process, without xdist) creates the run folder,
 attaches scratch devices, identifies every device and runs the safety guard
-before a single test starts.  xdist workers get the resolved devices through
-``workerinput`` and only identify them again.
+before a single test starts.  xdist workers get the resolved devices (and their
+identities) through ``workerinput``, and the controller's connections to test hosts.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import dataclasses
 import os
+import pickle
 import re
 import sys
 import tempfile
@@ -349,14 +350,15 @@ class SsdSession:
             extensions=extensions,
         )
         session.hosts.config = session.options.ssh_config
-        items = data["duts"]
-        identities = each(items, session._identify_item)  # all at once: mostly a host's answers
-        for index, (item, identity) in enumerate(zip(items, identities, strict=True)):
+        session.hosts.join(data["hosts"])  # the controller's connections: no login of its own
+        # the controller's identification, not one per worker: 16 workers on a host read
+        # nothing there at start; every write still checks the node names the device pinned
+        for index, item in enumerate(data["duts"]):
             address = SshAddress(**item["address"]) if item["address"] else None
             session.duts[item["id"]] = Dut(
                 id=item["id"],
                 path=Path(item["path"]),
-                identity=identity,
+                identity=pickle.loads(item["identity"]),  # our own controller's
                 scratch=item["scratch"],
                 readonly=item["readonly"],
                 note=item["note"],
@@ -380,6 +382,7 @@ class SsdSession:
                 "address": dataclasses.asdict(d.address) if d.address else None,
                 "lock_pid": d.lock_pid,
                 "pinned": d.pinned.as_dict() if d.pinned else None,
+                "identity": pickle.dumps(d.identity),
             }
             for d in self.duts.values()
         ]
@@ -390,6 +393,7 @@ class SsdSession:
             "duts": duts,
             "datasheets": sheets,
             "controller_pid": os.getpid(),
+            "hosts": self.hosts.shared(),
         }
 
     def open(self, args: list[str]) -> None:
@@ -606,11 +610,6 @@ class SsdSession:
             self.guard_writes(dut)
             self.hosts.claim(address, str(node))
         return dut
-
-    def _identify_item(self, item: dict[str, Any]) -> DeviceIdentity:
-        """The identity of a device the controller passed on (:meth:`workerinput`)."""
-        address = SshAddress(**item["address"]) if item["address"] else None
-        return self._identify(Path(item["path"]), address)
 
     def _identify(self, path: Path, address: SshAddress | None) -> DeviceIdentity:
         """The identity of *path* on this machine, or on the test host of *address*."""
