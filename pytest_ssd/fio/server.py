@@ -1,6 +1,7 @@
 """fio's own server on a test host, for the session: jobs go there with ``fio --client``.
 
-:meth:`FioServer.start` runs, over one ssh channel, ``fio --server`` on a unix
+:meth:`FioServer.start` runs, over one ssh stream (through the host's agent, off
+sshd's session budget: :meth:`~pytest_ssd.machine.ssh.Ssh.stream`), ``fio --server`` on a unix
 socket in a fresh ``0700`` folder of the host's (``mktemp -d``): fio's protocol
 has no authentication, so it never listens on a network port.  The controller
 reaches that socket through the SSH master connection (``ssh -O forward -L``,
@@ -8,7 +9,7 @@ a socket only this user may open), and :func:`~pytest_ssd.fio.engine.run_jobs`
 runs ``fio --client=sock:fio.sock`` there: the job file and ``--readonly`` go to
 the host, fio's JSON (``client_stats``) and its per-I/O logs come back.
 
-The channel ends the server: when this process closes it (or dies, or loses the
+The stream ends the server: when this process closes it (or dies, or loses the
 connection), the script on the host terminates every fio process of that
 server, its jobs included (found by the socket in their command line), and
 removes the folder.  :meth:`FioServer.leftovers` looks for them afterwards.
@@ -120,7 +121,7 @@ class FioServer:
         A server that did not start (in time) is ended on the host and its folder removed.
         """
         timeout = start_timeout()
-        held = self.ssh.hold(
+        held = self.ssh.stream(
             ["sh", "-c", SERVE, "sh"],
             artifacts=self.artifacts,
             name="fio-server",
@@ -184,6 +185,8 @@ class FioServer:
         if self._channel is not None:
             channel, self._channel = self._channel, None
             channel.close(STOP_TIMEOUT_S)
+            if self.folder is not None:  # the master may be the controller's: it forwards no more
+                self.ssh.cancel(self.socket, f"{self.folder}/fio.sock")
         self.socket.unlink(missing_ok=True)
 
     def leftovers(self) -> list[int]:

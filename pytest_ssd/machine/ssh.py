@@ -5,6 +5,8 @@ and the user's ``~/.ssh/config`` and known_hosts (or the file given as *config*)
 :meth:`Ssh.open` starts a master connection (``-M -N``) that this process owns:
 it dies with the session, so no ssh is left behind, and every later command is
 multiplexed over it (``ControlPath``), a new channel instead of a new login.
+An xdist worker owns none: its :class:`Ssh` names the controller's master
+(*master*) and the controller's channel budget (*slots*), and never logs in.
 """
 
 from __future__ import annotations
@@ -14,9 +16,7 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ssd.errors import DeviceError, ToolError
+from pytest_ssd.errors import DeviceError, SsdError, ToolError
 from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.slots import Slots
+from pytest_ssd.machine.stream import Channel, Piped, Socketed
 from pytest_ssd.proc.runner import Background, Completed, run, spawn, which
 
 SSH_INSTALL_HINT = "install openssh-client (apt-get install openssh-client)"
@@ -39,8 +41,9 @@ SSH_FAILED = 255
 MARK = "@@ssd:"
 #: how long a held command may take to end by itself once its input is closed
 HELD_CLOSE_TIMEOUT_S = 15.0
-#: channels of short commands (:meth:`Ssh.run`) open at once on one connection: with the
-#: held ones (a host's locks, its tuning, its fio server) under sshd's default MaxSessions 10
+#: channels of short commands (:meth:`Ssh.run`) open at once on one connection, by every
+#: process of the session together: with the held ones (a host's locks, its tuning, its
+#: agent) under sshd's default MaxSessions 10
 RUN_CHANNELS = 6
 #: what ssh prints when the master refused it a channel (sshd's MaxSessions)
 REFUSED = "mux_client_request_session"
@@ -169,29 +172,22 @@ class Held:
     end of this process and a lost connection all close it.
     """
 
-    process: Background
+    #: what it runs over: a session channel (:meth:`Ssh.hold`) or the agent's (:meth:`Ssh.stream`)
+    channel: Channel
     #: the marked lines it printed up to its ready mark
     marks: dict[str, str]
     #: how much of its output :meth:`reply` has read
     _read: int = field(default=0, repr=False)
 
     def _write(self, line: str) -> bool:
-        stdin = self.process.proc.stdin
-        if stdin is None:
-            return False
-        try:
-            stdin.write(f"{line}\n".encode())
-            stdin.flush()
-        except OSError:
-            return False
-        return True
+        return self.channel.send(f"{line}\n".encode())
 
     def reply(self, line: str, key: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
         """Write *line*; its first new mark ``word key[\\trest]`` with *word* among *answers*
         (None: it ended or did not answer within *timeout*)."""
         if not self._write(line):
             return None
-        out = self.process.artifacts / f"{self.process.name}.stdout"
+        out = self.channel.out
         deadline = time.monotonic() + timeout
         while True:
             text = out.read_text()
@@ -202,23 +198,23 @@ class Held:
                 found = Mark.parse(got)
                 if found is not None and found.word in answers and found.key == key:
                     return found
-            if not self.process.alive() or time.monotonic() > deadline:
+            if not self.channel.alive() or time.monotonic() > deadline:
                 return None
             time.sleep(0.02)
 
     @property
     def alive(self) -> bool:
-        return self.process.alive()
+        return self.channel.alive()
 
     def ask(self, line: str, answers: tuple[str, ...], timeout: float) -> dict[str, str] | None:
         """Write *line* to its input; its marks once one of *answers* is among them (None: it
         ended or did not answer within *timeout*)."""
         if not self._write(line):
             return None
-        out = self.process.artifacts / f"{self.process.name}.stdout"
+        out = self.channel.out
         deadline = time.monotonic() + timeout
         while not any(word in (found := marks(out.read_text())) for word in answers):
-            if not self.process.alive() or time.monotonic() > deadline:
+            if not self.channel.alive() or time.monotonic() > deadline:
                 return None
             time.sleep(0.02)
         self.marks.update(found)
@@ -226,13 +222,9 @@ class Held:
 
     def close(self, timeout: float = HELD_CLOSE_TIMEOUT_S) -> None:
         """Close its input, give it *timeout* to end by itself, then end the ssh channel."""
-        stdin = self.process.proc.stdin
-        if stdin is not None:
-            with contextlib.suppress(OSError):
-                stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.proc.wait(timeout)
-        self.process.kill()
+        self.channel.end_input()
+        self.channel.ended(timeout)
+        self.channel.kill()
 
 
 @dataclass
@@ -245,15 +237,24 @@ class Ssh:
     control_dir: Path
     #: an ssh_config file to use instead of ``~/.ssh/config`` (``ssh -F``)
     config: Path | None = None
+    #: the socket of the master another process of the session owns (an xdist worker's
+    #: connection: the controller's); None: this one opens its own
+    master: Path | None = None
+    #: the short channels every process of the session may have open at once here
+    #: (None: this connection's own, in its folder)
+    slots: Slots | None = None
+    #: the host's agent's socket, forwarded here (:mod:`.agent`): what lasts goes through it
+    agent: Path | None = None
     _master: Background | None = field(default=None, repr=False)
-    _channels: threading.BoundedSemaphore = field(
-        default_factory=lambda: threading.BoundedSemaphore(RUN_CHANNELS), repr=False
-    )
+
+    @property
+    def budget(self) -> Slots:
+        return self.slots or Slots(self.control_dir / "slots", RUN_CHANNELS)
 
     @property
     def control_path(self) -> Path:
         """The master's socket: one per connection folder, so a short fixed name."""
-        return self.control_dir / "master.sock"
+        return self.master or self.control_dir / "master.sock"
 
     def _base(self, *extra: str) -> list[str]:
         argv = [which("ssh", SSH_INSTALL_HINT)]
@@ -270,10 +271,19 @@ class Ssh:
         return [*argv, "--", self.address.destination]
 
     def open(self) -> None:
-        """Log in once (the master connection) or raise a one-line :class:`DeviceError`."""
+        """Log in once (the master connection) or raise a one-line :class:`DeviceError`.
+
+        A connection over another process's master (*master*) logs in never: its
+        master must be there.
+        """
         if self.alive:
             return
         self.control_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.master is not None:
+            if not self.master.is_socket():
+                raise DeviceError(f"{self.where}: the session's master connection is gone")
+            return
+        self.budget.prepare()
         self.control_path.unlink(missing_ok=True)
         argv = self._base(
             "-M",
@@ -303,8 +313,12 @@ class Ssh:
 
     @property
     def alive(self) -> bool:
-        """True while the master connection runs."""
+        """True while the master connection this process owns runs."""
         return self._master is not None and self._master.alive()
+
+    def _mux(self, *extra: str) -> list[str]:
+        """ssh's argv for a channel of the master, never a login of its own (:meth:`command`)."""
+        return self._base("-o", "ControlMaster=no", "-o", NO_SECOND_LOGIN, *extra)
 
     def command(self, argv: Sequence[str]) -> list[str]:
         """The local argv that runs *argv* on the host (quoted for its shell).
@@ -313,7 +327,7 @@ class Ssh:
         channel (sshd's ``MaxSessions``), ssh would silently log in once more; its
         ``ProxyCommand`` then fails instead (:meth:`refused` tells it).
         """
-        return [*self._base("-o", "ControlMaster=no", "-o", NO_SECOND_LOGIN), shlex.join(argv)]
+        return [*self._mux(), shlex.join(argv)]
 
     def refused(self, stderr: str, what: str) -> str:
         """One line: why ssh ran no *what* (exit 255), naming a channel the master refused."""
@@ -337,9 +351,10 @@ class Ssh:
     ) -> Completed:
         """Run *argv* on the host; :class:`DeviceError` when ssh itself failed (exit 255).
 
-        At most :data:`RUN_CHANNELS` of them at once on this connection (threads wait).
+        At most :data:`RUN_CHANNELS` of them at once on this connection, all processes
+        of the session together (:class:`~.slots.Slots`: the others wait their turn).
         """
-        with self._channels:
+        with self.budget.take():
             done = run(
                 self.command(argv),
                 timeout=timeout,
@@ -357,13 +372,31 @@ class Ssh:
     ) -> Held | Completed:
         """Start *argv* on the host and wait for its mark *ready*: held, or how it ended."""
         process = _spawn_lasting(self.command(argv), artifacts=artifacts, name=name, stdin=True)
-        out = artifacts / f"{name}.stdout"
-        deadline = time.monotonic() + timeout
-        while ready not in (found := marks(out.read_text())):
-            if not process.alive() or time.monotonic() > deadline:
-                return process.kill()
-            time.sleep(0.02)
-        return Held(process, found)
+        return _ready(Piped(process), ready, timeout)
+
+    def stream(
+        self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+    ) -> Held | Completed:
+        """:meth:`hold` through the host's agent: a forwarded socket, no session channel.
+
+        sshd counts no forwarded channel against ``MaxSessions``: what lasts the session
+        in every process (a fio server each) goes this way.  Without an agent (a host
+        without perl) it is :meth:`hold`.
+        """
+        if self.agent is None:
+            return self.hold(argv, artifacts=artifacts, name=name, ready=ready, timeout=timeout)
+        try:
+            channel = Socketed.connect(self.agent, tuple(argv), artifacts=artifacts, name=name)
+        except OSError as exc:
+            raise DeviceError(f"{self.where}: its agent cannot be reached: {exc}") from None
+        return _ready(channel, ready, timeout)
+
+    def cancel(self, local: Path, remote: str) -> None:
+        """Stop forwarding *local* (:meth:`forward`): the master holds no socket of a gone user."""
+        forward = f"{ssh_path(local)}:{remote}"
+        with contextlib.suppress(SsdError):
+            run(self._base("-O", "cancel", "-L", forward), timeout=OPEN_TIMEOUT_S)
+        local.unlink(missing_ok=True)
 
     def forward(self, local: Path, remote: str) -> None:
         """Make unix socket *local* here reach socket *remote* on the host (the master forwards)."""
@@ -373,9 +406,21 @@ class Ssh:
             raise DeviceError(f"{self.where}: cannot forward {local}: {done.last_error_line()}")
 
     def close(self) -> None:
-        """End the master connection (and with it every channel still open)."""
+        """End the master connection this process owns (and with it every channel still open);
+        a worker's connection leaves the controller's master as it is."""
         if self._master is not None:
             self._master.kill()
             self._master = None
         # this connection's folder: its socket, forwarded sockets and the master's output
         shutil.rmtree(self.control_dir, ignore_errors=True)
+
+
+def _ready(channel: Channel, ready: str, timeout: float) -> Held | Completed:
+    """*channel*'s command held once it printed the mark *ready*, or how it ended (ended at
+    *timeout*)."""
+    deadline = time.monotonic() + timeout
+    while ready not in (found := marks(channel.out.read_text())):
+        if not channel.alive() or time.monotonic() > deadline:
+            return channel.kill()
+        time.sleep(0.02)
+    return Held(channel, found)

@@ -106,7 +106,7 @@ class SsdSession:
     ) -> SsdSession:
         """A worker's session: the devices the controller resolved (:meth:`workerinput`)."""
         session = cls(options, data["run_id"], Path(data["run_dir"]), True, extensions)
-        session.devices.adopt(data["duts"])  # all at once: mostly a host's answers
+        session.devices.adopt(data["duts"], data["hosts"])  # all at once: mostly a host's answers
         for dut_id, sheet in data.get("datasheets", {}).items():
             session.datasheets[dut_id] = load_datasheet(sheet)
         return session
@@ -119,6 +119,7 @@ class SsdSession:
             "duts": self.devices.workerinput(),
             "datasheets": sheets,
             "controller_pid": os.getpid(),
+            "hosts": self.devices.sites.hosts.shared(),
         }
 
     @property

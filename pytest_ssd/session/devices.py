@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,12 +72,6 @@ def default_label(dut: Dut, site: Site, labels: tuple[str, ...], index: int) -> 
     if dut.scratch:
         return f"scratch {binary_size(dut.identity.size_bytes)}"
     return site.labelled(dut.identity.label)
-
-
-def _identify(pair: tuple[dict[str, Any], Site]) -> DeviceIdentity:
-    """The identity of a device the controller passed on, read again on its site."""
-    item, site = pair
-    return site.read(Path(item["path"]))[1]
 
 
 @dataclass
@@ -255,18 +250,23 @@ class Devices:
                 "address": dataclasses.asdict(d.address) if d.address else None,
                 "lock_pid": d.lock_pid,
                 "pinned": d.pinned.as_dict() if d.pinned else None,
+                "identity": pickle.dumps(d.identity),  # the controller's own reading
             }
             for d in self.duts.values()
         ]
 
-    def adopt(self, items: list[dict[str, Any]]) -> None:
-        """A worker's devices, as the controller resolved them, identified again here."""
+    def adopt(self, items: list[dict[str, Any]], hosts: dict[str, Any]) -> None:
+        """A worker's devices, as the controller resolved and identified them.
+
+        The worker joins the controller's connections to test hosts (*hosts*: no login
+        of its own) and takes its identification: 16 workers on a host read nothing
+        there at start; every write still checks that the node names the device pinned.
+        """
+        self.sites.hosts.join(hosts)
         places = [SshAddress(**i["address"]) if i["address"] else None for i in items]
         sites = [self.sites.of(address) for address in places]
-        found = each(list(zip(items, sites, strict=True)), _identify)
-        for index, (item, address, site, identity) in enumerate(
-            zip(items, places, sites, found, strict=True)
-        ):
+        for index, (item, address, site) in enumerate(zip(items, places, sites, strict=True)):
+            identity = pickle.loads(item["identity"])  # our own controller's
             dut = Dut(
                 id=item["id"],
                 path=Path(item["path"]),

@@ -7,13 +7,13 @@ reached as ``--dut=ssh://root@127.0.0.1:PORT/dev/loopX`` through a real sshd
 one process (no ``-n``).  Printed for each:
 
 * logins: the ``Accepted publickey`` lines of the sshd's log (one per SSH login),
-  target one per host at N = 16;
+  target one per host at N = 16; channels sshd refused (``no more sessions``);
 * start-up: from pytest's start to the first test's start (the test notes the
   time it starts), target: 16 drives at most twice one drive's;
 * memory: the largest sum, sampled every 0.2 s, of the PSS
   (``/proc/PID/smaps_rollup``) of pytest and every process under it (xdist
-  workers, ssh), target 45 MiB per drive (printed; the workers' cost is another
-  part of the issue).
+  workers, ssh, fio), target 45 MiB per drive;
+* the load average when the run started (the machine is shared: its figures move with it).
 
 Run: ``python -m tests.benchmarks.labscale [--report-only]``.
 """
@@ -21,6 +21,7 @@ Run: ``python -m tests.benchmarks.labscale [--report-only]``.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,8 @@ class Figures:
     drives: int
     workers: bool
     logins: int
+    refused: int
+    load: float
     startup_s: float
     pss_mib: float
     wall_s: float
@@ -116,7 +119,8 @@ def measure(work: Path, server: Sshd, devs: list[Path], workers: bool) -> Figure
     argv += [f"--ssd-ssh-config={server.config}", "--ssd-profile=quick"]
     argv += [f"--dut={server.url(str(d))}" for d in devs] + [f"--ssd-confirm={d}" for d in devs]
     argv += [f"-n{len(devs)}"] if workers else ["-p", "no:xdist"]
-    logins_before = server.logins()
+    logins_before, refused_before = server.logins(), _refused(server)
+    load = os.getloadavg()[0]
     out = work / f"out-{name}.txt"
     begun = time.time()
     with out.open("w") as fh:
@@ -136,9 +140,13 @@ def measure(work: Path, server: Sshd, devs: list[Path], workers: bool) -> Figure
     if proc.returncode != 0:
         raise SystemExit(f"pytest failed (exit {proc.returncode}):\n{out.read_text()[-3000:]}")
     first = min(float(line) for line in starts.read_text().split())
-    return Figures(
-        len(devs), workers, server.logins() - logins_before, first - begun, peak / 1024, wall
-    )
+    logins, refused = server.logins() - logins_before, _refused(server) - refused_before
+    return Figures(len(devs), workers, logins, refused, load, first - begun, peak / 1024, wall)
+
+
+def _refused(server: Sshd) -> int:
+    """Channels sshd refused so far (MaxSessions)."""
+    return (server.folder / "sshd.log").read_text().count("no more sessions")
 
 
 def main() -> int:
@@ -191,9 +199,10 @@ def main() -> int:
 def _line(f: Figures) -> str:
     how = f"-n {f.drives}" if f.workers else "one process"
     return (
-        f"N={f.drives:2d} ({how}): logins {f.logins}, start-up {f.startup_s:.1f} s,"
+        f"N={f.drives:2d} ({how}): logins {f.logins}, refused {f.refused},"
+        f" start-up {f.startup_s:.1f} s,"
         f" PSS {f.pss_mib:.0f} MiB ({f.pss_mib / f.drives:.0f} MiB per drive),"
-        f" wall {f.wall_s:.0f} s"
+        f" wall {f.wall_s:.0f} s, load {f.load:.1f}"
     )
 
 

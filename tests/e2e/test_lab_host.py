@@ -36,6 +36,22 @@ def test_a_short_read(ssd):
     assert ssd.run(job).directions["read"].io_bytes > 0
 """
 
+#: every worker reads its drive, then asks the host for many short commands at once
+BUSY_WORKERS = (
+    SHORT_READ
+    + """
+
+from concurrent.futures import ThreadPoolExecutor
+
+
+def test_many_short_commands_at_once(ssd):
+    def short(_):
+        return ssd.machine.run(["sleep", "0.3"], timeout=120).returncode
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(short, range(16))) == [0] * 16
+"""
+)
+
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Sshd]:
@@ -43,10 +59,10 @@ def lab(tmp_path: Path) -> Iterator[Sshd]:
         yield server
 
 
-def _suite(folder: Path) -> Path:
+def _suite(folder: Path, tests: str = SHORT_READ) -> Path:
     folder.mkdir()
     (folder / "conftest.py").write_text("pytest_ssd_suite = True\n")
-    (folder / "test_read.py").write_text(SHORT_READ)
+    (folder / "test_read.py").write_text(tests)
     return folder
 
 
@@ -164,3 +180,25 @@ def test_of_drives_refused_at_once_the_first_named_is_told(
         f"ERROR: refusing --dut={urls[1]}: it is the same device as --dut={urls[0]}"
         f" ({dev} on ssh root@127.0.0.1 port {server.port}); name each device once"
     ], out
+
+
+WORKERS = 4
+
+
+def test_workers_share_the_controllers_one_login(
+    lab: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    """-n 4: every worker multiplexes over the controller's master (one login), its fio server
+    on the host's agent, and all of them together keep the channel budget (none refused)."""
+    devs = [loop_device(64) for _ in range(WORKERS)]
+    args = [f"--dut={lab.url(str(d))}" for d in devs] + [f"--ssd-confirm={d}" for d in devs]
+    suite = _suite(tmp_path / "suite", BUSY_WORKERS)
+    run = run_ssd(*args, f"--ssd-ssh-config={lab.config}", f"-n{WORKERS}", suite=suite)
+    out = run.result.stdout.str()
+    _clean(out)
+    assert run.result.ret == 0, out
+    run.result.assert_outcomes(passed=2 * WORKERS)
+    assert len(run.results()["measurements"]) == WORKERS
+    log = (lab.folder / "sshd.log").read_text()
+    assert lab.logins() == 1, "the workers logged in on their own"
+    assert "no more sessions" not in log, "sshd refused a channel"

@@ -95,11 +95,11 @@ def test_a_worker_adopts_the_devices_the_controller_resolved(tmp_path: Path) -> 
     controller, _ = _devices(options)
     controller.resolve()
     worker, sites = _devices(options)
-    worker.adopt(controller.workerinput())
+    worker.adopt(controller.workerinput(), {})
     for dut_id, dut in controller.duts.items():
         again = worker.duts[dut_id]
         assert (again.path, again.address, again.pinned) == (dut.path, dut.address, dut.pinned)
-        assert again.identity == dut.identity, "identified again on the worker"
+        assert again.identity == dut.identity, "the controller's identification"
     assert worker.services["b.img"].site is sites.sites["h"]
     assert not any(e.startswith(("lock", "claim")) for s in sites.sites.values() for e in s.events)
 
