@@ -50,6 +50,9 @@ from pytest_ssd.proc import Completed
 
 #: how long an answer may take beyond the time asked for (a host under load)
 ANSWER_S = 60.0
+#: how long a release waits on the host for its job's end before it answers (the
+#: batch's liveness interval: the caller checks fio and the stall watch meanwhile)
+FIRST_WAIT_S = 0.5
 #: the agent's socket in the fio server's folder
 SOCKET = "batch.sock"
 #: seconds the agent waits for a word from the controller before it ends the batch there
@@ -105,8 +108,12 @@ class HostGates:
     pinned: bool = False
     #: the device's node there (pinned)
     node: str = ""
+    #: the agent starts fio under SCHED_IDLE and gives it the normal policy back
+    idle: bool = False
     _sock: socket.socket | None = field(default=None, repr=False)
     _held: set[int] = field(default_factory=set)
+    #: jobs whose end the agent said with their release
+    _ended: set[int] = field(default_factory=set)
     #: a batch started early holds its gates in a thread meanwhile
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -125,7 +132,8 @@ class HostGates:
             raise FioError(f"{self.where}: the fio batch agent cannot be reached: {exc}") from None
         self._sock = sock
         self._reader = sock.makefile("rb")
-        self.folder = self.ask("")
+        self.folder, _, policy = self.ask("").partition(" ")
+        self.idle = policy == "idle"
         self.ask(f"idle {idle_limit()}")
 
     def ask(self, request: str, data: bytes = b"", wait: float = 0.0) -> str:
@@ -214,12 +222,21 @@ class HostGates:
         return self.ask(f"tell {n} {word}") != "broken"
 
     def release(self, n: int) -> bool:
-        """Check the pinned device, then ``go`` to gate *n* (False: its job left it)."""
+        """Check the pinned device, then ``go`` to gate *n* (False: its job left it).
+
+        The agent waits up to :data:`FIRST_WAIT_S` for the job's end before it answers:
+        a short job's end costs no request of its own.
+        """
         self._held.discard(n)
-        return self.ask(f"go {n}") != "broken"
+        answer = self.ask(f"go {n} {FIRST_WAIT_S:g}", wait=FIRST_WAIT_S)
+        if answer == "done":
+            self._ended.add(n)
+        return answer != "broken"
 
     def ended(self, n: int, timeout: float) -> bool:
         """True once job *n* ended (its end FIFO), within *timeout*."""
+        if n in self._ended:
+            return True
         return self.ask(f"wait {n} {timeout:g}", wait=timeout) == "done"
 
     def skip_all(self) -> None:
@@ -260,7 +277,8 @@ class HostFio:
         return [1] if self.gates.ask(f"children {self.key}") == "yes" else []
 
     def normal_policy(self) -> None:
-        """fio on a host starts at the normal policy (the agent has no SCHED_IDLE)."""
+        """The process, its threads and what it started: the normal CPU policy."""
+        self.gates.ask(f"normal {self.key}")
 
     def _keep(self, found: tuple[int, str, str]) -> Completed:
         code, out, err = found
@@ -297,8 +315,11 @@ class HostFio:
             return self.done
 
 
-def spawn_on_host(gates: HostGates, relative: str, argv: list[str], artifacts: Path) -> HostFio:
-    """Start *argv* in the batch folder's *relative* folder on the host."""
+def spawn_on_host(
+    gates: HostGates, relative: str, argv: list[str], artifacts: Path, *, idle: bool
+) -> HostFio:
+    """Start *argv* in the batch folder's *relative* folder on the host (*idle*: under
+    ``SCHED_IDLE`` until :meth:`HostFio.normal_policy`)."""
     key = relative.replace("/", "_") or "all"
-    gates.ask(f"spawn {key} {relative or '.'} {' '.join(argv)}")
+    gates.ask(f"spawn {key} {relative or '.'} {int(idle)} {' '.join(argv)}")
     return HostFio(gates, key, tuple(argv), artifacts, time.monotonic())

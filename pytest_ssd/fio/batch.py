@@ -54,7 +54,7 @@ from pytest_ssd.fio.agent import HostFio, HostGates, spawn_on_host
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT, check_target
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
-from pytest_ssd.fio.watch import StallWatch, capacity_of, timeout_for, watch_for
+from pytest_ssd.fio.watch import HOST_EVERY_S, StallWatch, capacity_of, timeout_for, watch_for
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc import Background, Completed, spawn, which
 from pytest_ssd.proc.runner import may_raise_priority
@@ -241,8 +241,8 @@ class Batch:
             if host is not None:
                 host.put(f"{process.relative or '.'}/fio.job", text)
         self._started = True
-        # on a host fio starts at the normal policy: a release waits for the others' spin
-        self._idle = host is None and may_raise_priority()
+        # on a host its agent says whether it may (root, a known syscall number)
+        self._idle = may_raise_priority() if host is None else host.idle
         self._start_next()
 
     @property
@@ -287,7 +287,9 @@ class Batch:
         if self.readonly:
             argv.insert(1, "--readonly")
         if self.host is not None:
-            process.fio = spawn_on_host(self.host, process.relative, argv, process.folder)
+            process.fio = spawn_on_host(
+                self.host, process.relative, argv, process.folder, idle=self._idle
+            )
             return
         process.fio = spawn(argv, artifacts=process.folder, name="fio", idle=self._idle)
 
@@ -459,15 +461,19 @@ class Batch:
             raise
         if not went:
             raise self._dead(job, "left its gate: fio ended")
-        deadline = time.monotonic() + limit
+        released = time.monotonic()
+        deadline = released + limit
+        # on a host the watch's counters are an ssh command away (0.05-0.1 s): only for a
+        # job still running after the watch's first interval
+        watch_after = 0.0 if self.host is None else HOST_EVERY_S
         while not self.gates.ended(n, LIVENESS_S):
             self._hold_ready()
             if not self._alive(process):
                 raise self._dead(job, "did not finish: fio ended")
             if time.monotonic() > deadline:
                 raise self._dead(job, f"did not finish in {limit:g} s")
-            # from the job's first half second on (on a host its counters are a command away)
-            watch = watch or watch_for([job], str(self.target), self.ssh, self._where)
+            if watch is None and time.monotonic() - released >= watch_after:
+                watch = watch_for([job], str(self.target), self.ssh, self._where)
             said = watch() if watch is not None else None
             if said is not None:
                 self.abort()

@@ -9,15 +9,25 @@ $SIG{PIPE} = 'IGNORE';
 unlink $path;
 my $listen = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $path, Listen => 16)
   or die "batch agent: $!\n";
-$SIG{CHLD} = 'IGNORE';
-while (1) {
-  my $c = $listen->accept or next;
-  my $pid = fork;
-  if (defined $pid && $pid == 0) { $SIG{CHLD} = 'DEFAULT'; close $listen; serve($c); exit 0 }
-  close $c;
-}
 
 our ($folder, %pid, %status, %gate, %end, $node, @pins, $pinned);
+
+# sched_setscheduler(2) by number (perl-base has no syscall.ph): the fio processes of the
+# next points start under SCHED_IDLE and get the normal policy back at their release
+my $SETSCHED = {x86_64 => 144, aarch64 => 119}->{(POSIX::uname())[4]};
+my $IDLE = defined $SETSCHED && $> == 0;
+sub policy { my ($tid, $policy) = @_; my $param = pack('i', 0); syscall($SETSCHED, $tid + 0, $policy, $param) }
+sub normal {  # every thread of pid and of every process below it: SCHED_OTHER
+  my @todo = ($_[0]);
+  while (@todo) {
+    my $p = shift @todo;
+    for my $task (glob "/proc/$p/task/*") {
+      my ($tid) = $task =~ m{(\d+)$} or next;
+      policy($tid, 0);
+      push @todo, split ' ', (slurp("$task/children") // '');
+    }
+  }
+}
 
 sub tree {  # pid and every process below it, from /proc
   my ($root) = @_; my %kids;
@@ -80,6 +90,13 @@ sub tell_gate {
   my $ok = syswrite($fh, "$word\n"); close $fh;
   return defined $ok ? "ok" : "ok broken";
 }
+sub wait_end {  # job n's end FIFO readable within s seconds: it ended
+  my ($n, $s, $idle) = @_;
+  alarm int($idle + $s + 1) if $idle;
+  my $ready = IO::Select->new($end{$n})->can_read($s);
+  if ($ready) { close delete $end{$n} }
+  return $ready ? 'ok done' : 'ok not';
+}
 sub readn { my ($c, $len) = @_; my $buf = ''; while (length($buf) < $len) { read($c, $buf, $len - length($buf), length($buf)) or last } $buf }
 sub output {
   my ($k, $rel) = @_;
@@ -92,7 +109,7 @@ sub serve {
   $SIG{TERM} = sub { cleanup(); exit 1 };
   mkdir $folder, 0700 or do { print $c "err cannot make $folder: $!\n"; return };
   $c->autoflush(1);
-  print $c "ok $folder\n";
+  print $c "ok $folder " . ($IDLE ? 'idle' : 'normal') . "\n";
   my %rel; my $idle = 0;
   local $SIG{ALRM} = sub { cleanup(); exit 3 };  # the controller went silent: dead or cut off
   while (1) {
@@ -118,10 +135,11 @@ sub serve {
       }
       else { $pinned = $found }
     } elsif ($cmd eq 'spawn') {
-      my ($k, $rel, @argv) = @a; $rel{$k} = $rel;
+      my ($k, $rel, $idle_start, @argv) = @a; $rel{$k} = $rel;
       my $pid = fork;
       if (defined $pid && $pid == 0) {
         POSIX::setsid(); chdir "$folder/$rel";
+        policy(0, 5) if $IDLE && $idle_start;
         open(STDIN, '<', '/dev/null'); open(STDOUT, '>', 'fio.stdout'); open(STDERR, '>', 'fio.stderr');
         { no warnings; exec { $argv[0] } @argv } print STDERR "fio: $argv[0]: $!\n"; POSIX::_exit(127);
       }
@@ -140,12 +158,9 @@ sub serve {
       if (defined $why) { $answer = "err changed $why" }
       elsif (!sysopen(my $fh, "$folder/done-$n", O_RDONLY | O_NONBLOCK)) { $answer = "err done-$n: $!" }
       else { $end{$n} = $fh; $answer = tell_gate($n, 'go') }
+      $answer = wait_end($n, $a[1], $idle) if $answer eq 'ok' && defined $a[1];
     } elsif ($cmd eq 'wait') {
-      my ($n, $s) = @a;
-      alarm int($idle + $s + 1) if $idle;
-      my $ready = IO::Select->new($end{$n})->can_read($s);
-      if ($ready) { close delete $end{$n} }
-      $answer = $ready ? 'ok done' : 'ok not';
+      $answer = wait_end($a[0], $a[1], $idle);
     } elsif ($cmd eq 'alive') {
       $answer = reap($a[0], POSIX::WNOHANG()) ? 'ok no' : 'ok yes';
     } elsif ($cmd eq 'children') {
@@ -158,6 +173,8 @@ sub serve {
       $answer = exists $status{$k} ? output($k, $rel{$k}) : 'ok timeout';
     } elsif ($cmd eq 'kill') {
       killtree($a[0]); reap($a[0], 0); $answer = output($a[0], $rel{$a[0]});
+    } elsif ($cmd eq 'normal') {
+      normal($pid{$a[0]}) if $IDLE;
     } elsif ($cmd eq 'idle') {
       $idle = $a[0];
     } elsif ($cmd eq 'skipall') {
@@ -169,4 +186,12 @@ sub serve {
     print $c $answer =~ /\n/ ? $answer : "$answer\n";
   }
   cleanup();
+}
+
+$SIG{CHLD} = 'IGNORE';
+while (1) {
+  my $c = $listen->accept or next;
+  my $pid = fork;
+  if (defined $pid && $pid == 0) { $SIG{CHLD} = 'DEFAULT'; close $listen; serve($c); exit 0 }
+  close $c;
 }
