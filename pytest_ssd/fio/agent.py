@@ -4,10 +4,12 @@ A batch's gates are FIFOs that fio's jobs read in their prerun and its processes
 are fio's own (:mod:`pytest_ssd.fio.batch`).  On a test host both must be where
 fio runs, so :data:`AGENT` (perl, which the host has for the locks already: no
 Python there) does there what the batch does here to a FIFO or a process — make
-the FIFOs and job files, start a point's fio, hold a gate, write a word to it,
-wait for a job's end FIFO, wait for a fio and send its output back — one line a
-request.  The order of releases, the holding of gates and what a failure means
-stay in :class:`~pytest_ssd.fio.batch.Batch`, one implementation here and there.
+the FIFOs and job files, start a point's fio (under ``SCHED_IDLE`` until its
+release, as here), hold a gate, write a word to it, wait for a job's end FIFO,
+wait for a fio and send its output back — one line a request.  A controller
+silent for :data:`IDLE_S` (dead, or cut off without a word) ends its batch there.
+The order of releases, the holding of gates and what a failure means stay in
+:class:`~pytest_ssd.fio.batch.Batch`, one implementation here and there.
 
 The fio server's channel starts the agent beside ``fio --server`` in the
 server's folder (:data:`~pytest_ssd.fio.server.SERVE`); it listens on a unix
