@@ -70,7 +70,12 @@ class Pinned:
         """Raise :class:`DeviceChanged` unless *now* is this device (None: it could not be read)."""
         problem = why if now is None else self.difference(now)
         if problem is not None:
-            raise DeviceChanged(
-                f"refusing to write to {node}: it is no longer the device identified, confirmed"
-                f" and locked ({problem}); nothing more is written to it"
-            )
+            raise changed(node, problem)
+
+
+def changed(node: str, problem: str) -> DeviceChanged:
+    """The stop of a run whose *node* no longer names the device locked (*problem*: how)."""
+    return DeviceChanged(
+        f"refusing to write to {node}: it is no longer the device identified, confirmed"
+        f" and locked ({problem}); nothing more is written to it"
+    )

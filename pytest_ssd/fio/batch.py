@@ -49,11 +49,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.errors import FioError, ParseError
+from pytest_ssd.errors import FioError, ParseError, SafetyError
+from pytest_ssd.fio.agent import HostFio, HostGates, spawn_on_host
 from pytest_ssd.fio.engine import FIO_INSTALL_HINT, check_target
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
-from pytest_ssd.fio.watch import capacity_of, timeout_for, watch_for
+from pytest_ssd.fio.watch import HOST_EVERY_S, StallWatch, capacity_of, timeout_for, watch_for
+from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc import Background, Completed, spawn, which
 from pytest_ssd.proc.runner import may_raise_priority
 
@@ -75,6 +77,85 @@ RUN_MARGIN_S = 120.0
 CLOCK = "clock_gettime"
 
 
+@dataclass
+class LocalGates:
+    """A batch's gates here: FIFOs in its folder, held and written by this process.
+
+    :class:`~pytest_ssd.fio.agent.HostGates` does the same on a test host.
+    """
+
+    folder: Path
+    _gates: dict[int, int] = field(default_factory=dict)
+    _ends: dict[int, int] = field(default_factory=dict)
+
+    def fifos(self, names: list[str]) -> None:
+        for name in names:
+            (self.folder / name).unlink(missing_ok=True)
+            os.mkfifo(self.folder / name, 0o600)
+
+    @property
+    def held(self) -> bool:
+        return bool(self._gates)
+
+    def hold(self, n: int) -> bool:
+        """Open gate *n* for writing if its job waits there (False: it is not there yet).
+
+        The gate stays open (the job reads nothing until a word is written) until
+        :meth:`tell` writes to it.
+        """
+        if n in self._gates:
+            return True
+        try:
+            fd = os.open(self.folder / f"gate-{n}", os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: nobody reads yet (the job is not there)
+                raise
+            return False
+        self._gates[n] = fd
+        return True
+
+    def tell(self, n: int, word: str) -> bool:
+        """Write *word* to held gate *n* and close it (False: its job left it: fio ended)."""
+        fd = self._gates.pop(n)
+        try:
+            os.write(fd, f"{word}\n".encode())
+        except BrokenPipeError:
+            return False
+        finally:
+            os.close(fd)
+        return True
+
+    def release(self, n: int) -> bool:
+        """``go`` to gate *n*, its end FIFO opened first (the caller checked the device)."""
+        # the end is a FIFO too: the wait blocks in select() instead of polling a file
+        self._ends[n] = os.open(self.folder / f"done-{n}", os.O_RDONLY | os.O_NONBLOCK)
+        return self.tell(n, "go")
+
+    def ended(self, n: int, timeout: float) -> bool:
+        """True once job *n* ended (its end FIFO), within *timeout*."""
+        if not select.select([self._ends[n]], [], [], timeout)[0]:
+            return False
+        os.close(self._ends.pop(n))
+        return True
+
+    def skip_all(self) -> None:
+        """``skip`` to every held gate: a job waiting in its prerun leaves without I/O."""
+        for n, fd in list(self._gates.items()):
+            with contextlib.suppress(OSError):
+                os.write(fd, b"skip\n")
+            os.close(fd)
+            del self._gates[n]
+
+    def close(self) -> None:
+        self.skip_all()
+        for fd in self._ends.values():
+            os.close(fd)
+        self._ends.clear()
+
+
+Gates = LocalGates | HostGates
+
+
 @dataclass(frozen=True)
 class BatchRun:
     """A closed batch: what its fio processes printed, and the jobs skipped without I/O."""
@@ -90,7 +171,9 @@ class _Process:
 
     jobs: tuple[FioJob, ...]
     folder: Path
-    fio: Background | None = None
+    #: the folder's name in the batch's folder ("" for a batch of one process)
+    relative: str = ""
+    fio: Background | HostFio | None = None
     output: FioOutput | None = None
     completed: Completed | None = None
     #: every job of it waits at its gate under the normal CPU policy
@@ -113,10 +196,12 @@ class Batch:
     points: Sequence[int] = ()
     #: the caller's work done while a point's fio exits (the wait for its output)
     while_exiting: Callable[[], None] | None = None
+    #: the gates on the test host where *target* is (None: here); connected
+    host: HostGates | None = None
     _processes: list[_Process] = field(default_factory=list)
     _index: dict[str, int] = field(default_factory=dict)
     _owner: dict[str, _Process] = field(default_factory=dict)
-    _gates: dict[int, int] = field(default_factory=dict)
+    _gates: Gates | None = None
     _skipped: list[str] = field(default_factory=list)
     _ran: list[str] = field(default_factory=list)
     _aborted: bool = False
@@ -135,8 +220,8 @@ class Batch:
         first = 0
         for size in sizes:
             jobs = tuple(self.jobs[first : first + size])
-            folder = self.artifacts if len(sizes) == 1 else self.artifacts / jobs[0].name
-            self._processes.append(_Process(jobs, folder))
+            relative = "" if len(sizes) == 1 else jobs[0].name
+            self._processes.append(_Process(jobs, self.artifacts / relative, relative))
             self._owner |= {job.name: self._processes[-1] for job in jobs}
             first += size
 
@@ -144,18 +229,41 @@ class Batch:
 
     def start(self) -> None:
         """Write the job files, make the gates and start the first point's fio (at once)."""
-        self._fio = which("fio", FIO_INSTALL_HINT)
+        host = self.host
+        self._fio = which("fio", FIO_INSTALL_HINT) if host is None else "fio"
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        for n in self._index.values():
-            for name in (f"gate-{n}", f"done-{n}"):
-                (self.artifacts / name).unlink(missing_ok=True)
-                os.mkfifo(self.artifacts / name, 0o600)
+        gates = self._gates = host if host is not None else LocalGates(self.artifacts)
+        gates.fifos([f"{kind}-{n}" for n in self._index.values() for kind in ("gate", "done")])
         for process in self._processes:
             process.folder.mkdir(parents=True, exist_ok=True)
-            (process.folder / "fio.job").write_text(self._jobfile(process))
+            text = self._jobfile(process)
+            (process.folder / "fio.job").write_text(text)
+            if host is not None:
+                host.put(f"{process.relative or '.'}/fio.job", text)
         self._started = True
-        self._idle = may_raise_priority()
+        # on a host its agent says whether it may (root, a known syscall number)
+        self._idle = may_raise_priority() if host is None else host.idle
         self._start_next()
+
+    @property
+    def gates(self) -> Gates:
+        if self._gates is None:
+            raise FioError("the fio batch was never started")
+        return self._gates
+
+    @property
+    def aborted(self) -> bool:
+        """:meth:`abort` ended it: every fio of it was killed."""
+        return self._aborted
+
+    @property
+    def checks_device(self) -> bool:
+        """Each release checks the pinned device itself (on a host: its agent)."""
+        return self.host is not None and self.host.pinned
+
+    @property
+    def ssh(self) -> Ssh | None:
+        return self.host.ssh if self.host is not None else None
 
     def _start_next(self) -> None:
         """Start the fio processes of the next :data:`AHEAD` points still waiting."""
@@ -172,14 +280,24 @@ class Batch:
     def _spawn(self, process: _Process) -> None:
         if process.fio is not None:
             return
-        argv = [self._fio, "--output-format=json+", f"--clocksource={CLOCK}", "fio.job"]
+        jobfile = "fio.job"  # fio runs in its process's folder; on a host by its whole path
+        if self.host is not None:
+            jobfile = self.host.path(f"{process.relative or '.'}/{jobfile}")
+        argv = [self._fio, "--output-format=json+", f"--clocksource={CLOCK}", jobfile]
         if self.readonly:
             argv.insert(1, "--readonly")
+        if self.host is not None:
+            process.fio = spawn_on_host(
+                self.host, process.relative, argv, process.folder, idle=self._idle
+            )
+            return
         process.fio = spawn(argv, artifacts=process.folder, name="fio", idle=self._idle)
 
     def _jobfile(self, process: _Process) -> str:
         """*process*'s jobs, none stonewalled, each gated."""
-        up = "" if process.folder == self.artifacts else "../"
+        up = "../" if process.relative else ""
+        if self.host is not None:  # absolute there (the host's clean-up finds the gates' shells)
+            up = self.host.path("") + "/"
         text = render(list(process.jobs), str(self.target)).replace("\nstonewall\n", "\n")
         out: list[str] = []
         for line in text.splitlines():
@@ -224,26 +342,13 @@ class Batch:
         fio = self._process(job).fio
         said = fio.kill().last_error_line() if fio is not None else "fio was not started"
         self.abort()
-        return FioError(f"fio job {job.name} on {self.target} {what}: {said}")
+        return FioError(f"fio job {job.name} on {self._where} {what}: {said}")
+
+    @property
+    def _where(self) -> str:
+        return str(self.target) if self.host is None else f"{self.target} ({self.host.where})"
 
     # --- the gates ------------------------------------------------------------------------
-
-    def _hold(self, n: int) -> bool:
-        """Open gate *n* for writing if its job waits there (False: it is not there yet).
-
-        The gate stays open (the job reads nothing until a word is written) until
-        :meth:`_tell` writes to it.
-        """
-        if n in self._gates:
-            return True
-        try:
-            fd = os.open(self.artifacts / f"gate-{n}", os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: nobody reads yet (the job is not there)
-                raise
-            return False
-        self._gates[n] = fd
-        return True
 
     def _arm(self, job: FioJob) -> None:
         """Hold *job*'s fio's gates (started if it was not), at the normal CPU policy.
@@ -261,7 +366,7 @@ class Batch:
             process = self._process(waiting)
             if process.fio is None:
                 continue
-            while not self._hold(self._index[waiting.name]):
+            while not self.gates.hold(self._index[waiting.name]):
                 alive = self._alive(process)
                 if process is not own and (self._idle or not alive or process.fio.children()):
                     break  # idle until its turn (or failed: its release says so)
@@ -282,7 +387,7 @@ class Batch:
         """
         for job in self.waiting:
             if self._process(job).fio is not None:
-                self._hold(self._index[job.name])
+                self.gates.hold(self._index[job.name])
 
     def hold_meanwhile(self) -> None:
         """Hold each gate as its job reaches it, in a thread, until the first release.
@@ -295,7 +400,7 @@ class Batch:
 
         def hold() -> None:
             while not stop.wait(HOLD_S):
-                with contextlib.suppress(OSError):  # the batch is being torn down
+                with contextlib.suppress(OSError, FioError):  # the batch is being torn down
                     self._hold_ready()
 
         thread = threading.Thread(target=hold, name="ssd-batch-gates", daemon=True)
@@ -313,15 +418,10 @@ class Batch:
         if self._idle and process.fio is not None and not process.armed:
             process.fio.normal_policy()
 
-    def _tell(self, job: FioJob, word: bytes) -> None:
+    def _tell(self, job: FioJob, word: str) -> None:
         """Write *word* to *job*'s gate (held by :meth:`_arm`) and close it."""
-        fd = self._gates.pop(self._index[job.name])
-        try:
-            os.write(fd, word)
-        except BrokenPipeError:
-            raise self._dead(job, "left its gate: fio ended") from None
-        finally:
-            os.close(fd)
+        if not self.gates.tell(self._index[job.name], word):
+            raise self._dead(job, "left its gate: fio ended")
 
     # --- releasing jobs -------------------------------------------------------------------
 
@@ -352,32 +452,39 @@ class Batch:
             time.sleep(pause_s)
         n = self._index[job.name]
         process = self._process(job)
-        # the end is a FIFO too: the wait blocks in select() instead of polling a file
-        done = os.open(self.artifacts / f"done-{n}", os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            limit = self._limit(job)
-            watch = watch_for([job], str(self.target))
-            self._tell(job, b"go\n")
-            deadline = time.monotonic() + limit
-            while not select.select([done], [], [], LIVENESS_S)[0]:
-                self._hold_ready()
-                if not self._alive(process):
-                    raise self._dead(job, "did not finish: fio ended")
-                if time.monotonic() > deadline:
-                    raise self._dead(job, f"did not finish in {limit:g} s")
-                said = watch() if watch is not None else None
-                if said is not None:
-                    self.abort()
-                    raise FioError(said)
-        finally:
-            os.close(done)
+        limit = self._limit(job)
+        watch: StallWatch | None = None
+        try:  # on a host the agent checks the pinned device first
+            went = self.gates.release(n)
+        except SafetyError:
+            self.abort()
+            raise
+        if not went:
+            raise self._dead(job, "left its gate: fio ended")
+        released = time.monotonic()
+        deadline = released + limit
+        # on a host the watch's counters are an ssh command away (0.05-0.1 s): only for a
+        # job still running after the watch's first interval
+        watch_after = 0.0 if self.host is None else HOST_EVERY_S
+        while not self.gates.ended(n, LIVENESS_S):
+            self._hold_ready()
+            if not self._alive(process):
+                raise self._dead(job, "did not finish: fio ended")
+            if time.monotonic() > deadline:
+                raise self._dead(job, f"did not finish in {limit:g} s")
+            if watch is None and time.monotonic() - released >= watch_after:
+                watch = watch_for([job], str(self.target), self.ssh, self._where)
+            said = watch() if watch is not None else None
+            if said is not None:
+                self.abort()
+                raise FioError(said)
         self._ran.append(job.name)
         return n
 
     def _limit(self, job: FioJob) -> float:
         """How long *job* may run (:func:`~pytest_ssd.fio.watch.timeout_for`)."""
         whole = job.runtime_s is None and not (job.io_bytes or job.size)
-        return timeout_for([job], capacity_of(str(self.target)) if whole else None)
+        return timeout_for([job], capacity_of(str(self.target), self.ssh) if whole else None)
 
     def skip(self, job: FioJob) -> None:
         """Let *job* end without I/O (its point was skipped or deselected).
@@ -388,7 +495,7 @@ class Batch:
             return
         if self._process(job).fio is not None:
             self._arm(job)
-            self._tell(job, b"skip\n")
+            self._tell(job, "skip")
         self._skipped.append(job.name)
 
     @property
@@ -412,14 +519,14 @@ class Batch:
             output = parse_output(completed.stdout)
         except ParseError as exc:
             raise FioError(
-                f"fio exited {completed.returncode} on {self.target}: "
+                f"fio exited {completed.returncode} on {self._where}: "
                 f"{completed.last_error_line()} ({exc})"
             ) from None
         if completed.returncode:
             raise FioError(
-                f"fio exited {completed.returncode} on {self.target}: {completed.last_error_line()}"
+                f"fio exited {completed.returncode} on {self._where}: {completed.last_error_line()}"
             )
-        check_target(output, str(self.target))
+        check_target(output, str(self.target), here=self.host is None)
         process.output, process.completed = output, completed
         return output
 
@@ -432,6 +539,8 @@ class Batch:
             jobs=tuple(job for o in outputs for job in o.jobs),
             disk_util=next((o.disk_util for o in reversed(outputs) if o.disk_util), ()),
         )
+        if self._gates is not None:  # on a host the agent removes the batch's folder
+            self._gates.close()
         completed = [p.completed for p in self._processes if p.completed is not None]
         if not completed:
             raise FioError("the fio batch was never started")
@@ -441,19 +550,21 @@ class Batch:
         """Kill fio and every job of it (nothing of the batch runs afterwards)."""
         self._aborted = True
         self._stop_holding()
-        for n, fd in list(self._gates.items()):  # a job waiting in its prerun leaves without I/O
-            with contextlib.suppress(OSError):
-                os.write(fd, b"skip\n")
-            os.close(fd)
-            del self._gates[n]
+        if self._gates is not None:  # a job waiting in its prerun leaves without I/O
+            self._gates.skip_all()
         for process in self._processes:
             if process.fio is not None and process.output is None:
-                process.fio.kill()
+                with contextlib.suppress(FioError):  # on a host: the agent ends it with us
+                    process.fio.kill()
+        if self._gates is not None:
+            self._gates.close()
 
     def __enter__(self) -> Batch:
         self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.running or self._gates:
+        if self.running or (self._gates is not None and self._gates.held):
             self.abort()
+        elif self.host is not None:
+            self.host.close()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pytest_ssd.errors import FioError
+from pytest_ssd.fio.agent import HostGates
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.fio.watch import StallWatch, capacity_of, watch_for
@@ -49,6 +50,10 @@ class FioRunner(Protocol):
         """After fio exited: fetch its files; :class:`FioError` when the place was lost."""
         ...
 
+    def batch_gates(self) -> HostGates | None:
+        """A batch's gates where fio runs (None: here, in the batch's own folder)."""
+        ...
+
 
 class LocalFio:
     """fio as a process of this machine."""
@@ -72,6 +77,9 @@ class LocalFio:
 
     def finished(self, artifacts: Path, target: str) -> None:
         """Its files are where it wrote them."""
+
+    def batch_gates(self) -> HostGates | None:
+        return None
 
 
 #: fio on this machine
@@ -100,6 +108,9 @@ class HostFio:
     def stalled(self) -> None:
         """Its jobs there hang too: the host ends every fio of the server."""
         self.server.stop()
+
+    def batch_gates(self) -> HostGates | None:
+        return self.server.batch_gates()
 
     def finished(self, artifacts: Path, target: str) -> None:
         self.server.fetched(artifacts)

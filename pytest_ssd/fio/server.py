@@ -9,10 +9,15 @@ a socket only this user may open), and :func:`~pytest_ssd.fio.engine.run_jobs`
 runs ``fio --client=sock:fio.sock`` there: the job file and ``--readonly`` go to
 the host, fio's JSON (``client_stats``) and its per-I/O logs come back.
 
+Where the host has perl, the stream starts the batch agent beside it
+(:mod:`pytest_ssd.fio.agent`: the gates of batched points), on a second socket
+in that folder, forwarded the same way.
+
 The stream ends the server: when this process closes it (or dies, or loses the
-connection), the script on the host terminates every fio process of that
-server, its jobs included (found by the socket in their command line), and
-removes the folder.  :meth:`FioServer.leftovers` looks for them afterwards.
+connection), the script on the host terminates every process of that server
+— fio, its jobs, the batch agent and the batches' fio and gates — found by the
+server's folder in their command line, and removes the folder.
+:meth:`FioServer.leftovers` looks for them afterwards.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.errors import FioError, SsdError
+from pytest_ssd.fio.agent import AGENT, HostGates
+from pytest_ssd.fio.agent import SOCKET as AGENT_SOCKET
 from pytest_ssd.machine.ssh import MARK, Held, Ssh, marks
 from pytest_ssd.proc import Completed
 
@@ -33,9 +40,10 @@ STOP_TIMEOUT_S = 15.0
 #: the name ``fio --client`` is given (relative: fio appends it to the logs' names)
 CLIENT_SOCKET = "fio.sock"
 
-#: this server's fio processes on the host (``[-]``: not the grep matching them)
+#: this server's processes on the host: its folder in their command line (``[/]``: not
+#: the grep matching them)
 _OURS = """ours() {
-  grep -l -a -e "[-]-server=sock:$dir/" /proc/[0-9]*/cmdline 2>/dev/null |
+  grep -l -a -e "$dir[/]" /proc/[0-9]*/cmdline 2>/dev/null |
     sed -e 's|^/proc/||' -e 's|/cmdline$||'
 }"""
 
@@ -51,9 +59,9 @@ _STOP = """stop() {
   rm -rf "$dir"
 }"""
 
-#: ``sh -c SERVE sh``: start, report, wait for the channel to close, clean up.  A mark
-#: that cannot be written (the controller gave up and closed the channel: SIGPIPE is
-#: ignored, the write fails) ends the server too.
+#: ``sh -c SERVE sh AGENT``: start (and the batch agent where perl is), report, wait for
+#: the channel to close, clean up.  A mark that cannot be written (the controller gave
+#: up and closed the channel: SIGPIPE is ignored, the write fails) ends the server too.
 SERVE = f"""
 trap '' PIPE
 command -v fio >/dev/null || {{ echo "fio is not installed on the host" >&2; exit 127; }}
@@ -61,7 +69,12 @@ dir=$(mktemp -d /tmp/ssd-fio.XXXXXX) || exit 1
 {_OURS}
 {_STOP}
 setsid fio --server=sock:$dir/fio.sock >"$dir/log" 2>&1 </dev/null & pid=$!
-{{ echo "{MARK}dir $dir" && echo "{MARK}pid $pid"; }} || {{ stop; exit 4; }}
+agent=no
+if command -v perl >/dev/null; then
+  setsid perl -e "$1" "$dir/{AGENT_SOCKET}" >"$dir/agent.log" 2>&1 </dev/null & agent=yes
+fi
+{{ echo "{MARK}dir $dir" && echo "{MARK}pid $pid" && echo "{MARK}agent $agent"; }} ||
+  {{ stop; exit 4; }}
 i=0
 while [ ! -S "$dir/fio.sock" ]; do
   if ! kill -0 $pid 2>/dev/null || [ $i -gt 300 ]; then
@@ -108,12 +121,19 @@ class FioServer:
     artifacts: Path
     #: the host's folder of the server (its socket is in it)
     folder: str | None = None
+    #: the batch agent runs beside the server (the host has perl)
+    agent: bool = False
     _channel: Held | None = field(default=None, repr=False)
 
     @property
     def socket(self) -> Path:
         """The forwarded socket here (in the connection's short control folder)."""
         return self.ssh.control_dir / f"fio-{self.artifacts.name[-24:]}.sock"
+
+    @property
+    def agent_socket(self) -> Path:
+        """The batch agent's forwarded socket here."""
+        return self.socket.with_name(self.socket.name.replace("fio-", "batch-", 1))
 
     def start(self) -> None:
         """Start the server and forward its socket; :class:`FioError` in one line if not.
@@ -122,7 +142,7 @@ class FioServer:
         """
         timeout = start_timeout()
         held = self.ssh.stream(
-            ["sh", "-c", SERVE, "sh"],
+            ["sh", "-c", SERVE, "sh", AGENT],
             artifacts=self.artifacts,
             name="fio-server",
             ready="ready",
@@ -132,8 +152,11 @@ class FioServer:
             raise self._failed(held, timeout)
         self._channel = held
         self.folder = held.marks["dir"]
+        self.agent = held.marks.get("agent") == "yes"
         try:
             self.ssh.forward(self.socket, f"{self.folder}/fio.sock")
+            if self.agent:
+                self.ssh.forward(self.agent_socket, f"{self.folder}/{AGENT_SOCKET}")
         except BaseException:
             self.stop()
             raise
@@ -174,6 +197,16 @@ class FioServer:
         link.symlink_to(self.socket)
         return [f"--client=sock:{CLIENT_SOCKET}"]
 
+    def batch_gates(self) -> HostGates | None:
+        """A connection to the batch agent, for one batch (None: the host has no perl)."""
+        if not self.agent:
+            return None
+        if not self.alive:
+            raise FioError(f"{self.ssh.where}: the fio server is not running (connection lost?)")
+        gates = HostGates(self.agent_socket, self.ssh)
+        gates.connect()
+        return gates
+
     def fetched(self, folder: Path) -> None:
         """Give the logs fio sent back their own names (fio appends the client's name)."""
         for log in folder.glob(f"*.log.{CLIENT_SOCKET}"):
@@ -187,7 +220,10 @@ class FioServer:
             channel.close(STOP_TIMEOUT_S)
             if self.folder is not None:  # the master may be the controller's: it forwards no more
                 self.ssh.cancel(self.socket, f"{self.folder}/fio.sock")
+                if self.agent:
+                    self.ssh.cancel(self.agent_socket, f"{self.folder}/{AGENT_SOCKET}")
         self.socket.unlink(missing_ok=True)
+        self.agent_socket.unlink(missing_ok=True)
 
     def leftovers(self) -> list[int]:
         """Pids of this server's fio processes still on the host (none after :meth:`stop`)."""

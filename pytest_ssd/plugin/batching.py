@@ -15,6 +15,11 @@ started as a point's I/O ends), each job held at its gate; each point's
 batch closes before a test outside it and at the end of the session; a point that
 was skipped or failed before its run leaves its jobs to be skipped (no I/O).
 Writes are guarded once, before the first fio starts.
+
+On a test host the batch runs there: its gates and fio processes are the batch
+agent's beside the host's fio server (:mod:`pytest_ssd.fio.agent`), which
+checks the pinned device before each release; a host without the agent (no
+perl) runs each point as its own ``fio --client``, said once.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.errors import SsdError
+from pytest_ssd.fio.agent import HostGates
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fixture import SsdBench
@@ -95,6 +101,8 @@ class Batches:
     active: dict[str, Active] = field(default_factory=dict)
     #: what the run does while a point's fio exits (the results.json export)
     while_exiting: Callable[[], None] | None = None
+    #: hosts whose points run unbatched, said once each
+    unbatched: set[str] = field(default_factory=set)
 
     def batch(self, dut: str) -> Batch | None:
         found = self.active.get(dut)
@@ -116,9 +124,7 @@ class Batches:
         key = item.stash.get(GROUP_KEY, None)
         declared = _jobs_of(item)
         # a repeated point runs its cycle (trim, precondition) between runs: not batched
-        # a device on a test host: its fio runs there (fio --client), one process per test
-        remote = bench.dut.address is not None
-        busy = dut in self.active or bench.dut.readonly or bench._env.repeat > 1 or remote
+        busy = dut in self.active or bench.dut.readonly or bench._env.repeat > 1
         if not self.enabled or key is None or declared is None or busy:
             return
         names, jobs_of = declared
@@ -135,17 +141,61 @@ class Batches:
         jobs = [job for point in points for job in point]
         if len(chosen) < 2 or not all(points):
             return  # one point: its own fio process, as any test
+        host = self._host(bench, dut) if bench.dut.address is not None else None
+        if bench.dut.address is not None and host is None:
+            return
         if any(job.writes for job in jobs):
             bench._guard_writes()  # once for the batch: its releases run no guard
         folder = bench.artifacts.parent / f"batch-{bench.artifacts.name}"
         sizes = [len(point) for point in points]
         batch = Batch(
-            jobs, bench.dut.path, artifacts=folder, points=sizes, while_exiting=self.while_exiting
+            jobs,
+            bench.dut.path,
+            artifacts=folder,
+            points=sizes,
+            while_exiting=self.while_exiting,
+            host=host,
         )
-        batch.start()
+        try:
+            batch.start()
+        except BaseException:
+            batch.abort()
+            raise
         if early:
             batch.hold_meanwhile()
         self.active[dut] = Active(batch, {m.nodeid for m in chosen}, chosen[-1].nodeid)
+
+    def _host(self, bench: SsdBench, dut: str) -> HostGates | None:
+        """The batch's gates on *bench*'s test host, its device pinned there (None: the
+        points run unbatched there, said once).
+
+        The agent notes the device's number and identity files first; the guard's full
+        check that follows (:meth:`start`) confirms them, and every release compares them.
+        """
+        runner = bench._env.services.runner()
+        pinned = bench.dut.pinned
+        try:
+            gates = runner.batch_gates()
+        except SsdError as exc:
+            self._unbatched(dut, str(exc))
+            return None
+        if gates is None or pinned is None or pinned.key[0] != "block":
+            self._unbatched(dut, "no perl there for the batch agent")
+            if gates is not None:
+                gates.close()
+            return None
+        try:
+            gates.pin(str(bench.dut.path), (pinned.key[1], pinned.key[2]))
+        except BaseException:
+            gates.close()
+            raise
+        return gates
+
+    def _unbatched(self, dut: str, why: str) -> None:
+        if dut not in self.unbatched:
+            self.unbatched.add(dut)
+            problem = f"{dut}: its point tests run unbatched on its test host: {why}"
+            warnings.warn(problem, pytest.PytestWarning, stacklevel=1)
 
     def after(self, item: pytest.Item, dut: str) -> None:
         """Close the device's batch after its last point."""
@@ -156,7 +206,7 @@ class Batches:
     def close(self, dut: str) -> None:
         """Close the device's batch; a failure is warned of."""
         found = self.active.pop(dut, None)
-        if found is None:
+        if found is None or found.batch.aborted:  # a failed release said why already
             return
         try:
             found.batch.close()

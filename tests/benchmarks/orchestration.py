@@ -29,6 +29,13 @@ in about 40 ms, so a point's own overhead (its fio's exit alone takes 0.05 s)
 is more than its I/O.  Run:
 ``python -m tests.benchmarks.orchestration [--quick] [--report-only]``
 (``--quick``: without the full amounts, so without a verdict on the targets).
+
+``--host``: the same on a test host, a real sshd on 127.0.0.1 (tests/sshd.py)
+reaching a 2 GiB loop device as ``--dut=ssh://root@127.0.0.1:PORT/dev/loopN``:
+the full amounts through the plugin (the batch runs there, its gates the host's
+batch agent's: pytest_ssd/fio/agent.py), judged at <= 0.15 s a point beyond its
+I/O, and the fidelity as above with both ways on the host (lone: ``fio
+--client`` against the host's fio server; batched: a batch through its agent).
 """
 
 from __future__ import annotations
@@ -47,15 +54,19 @@ from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
+from pytest_ssd.fio.server import FioServer
 from pytest_ssd.state.layout import layout
 from pytest_ssd.state.spec import parse_state
 from pytest_ssd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, point_jobs
 from tests.benchmarks.lab import REPO, loop_device, run_pytest, verdict
 from tests.benchmarks.phases import PHASES_ENV
+from tests.sshd import local_sshd
 
 TARGET = 1.10
 #: seconds beyond the I/O per point test
 PER_POINT_TARGET_S = 0.1
+#: the same on a test host (a point's release and its fio's output go through SSH)
+PER_POINT_HOST_TARGET_S = 0.15
 #: the fidelity check runs the full profile's jobs with this share of their amounts
 FIDELITY_SHARE: dict[Pattern, int] = {"seq": 1, "rnd": 8}
 #: and the read shares of these points (QD 1, 2, 4 each)
@@ -166,15 +177,18 @@ def breakdown(run_dir: Path, phases: Phases) -> str:
     return "  beyond the I/O: " + "; ".join(parts)
 
 
-def through_plugin(dev: Path, work: Path, *options: str) -> tuple[float, float, int, float, int]:
-    """(matrix wall, fio job runtimes, jobs, fio process wall, points) of the module on *dev*."""
+def through_plugin(
+    dev: Path, work: Path, *options: str, dut: tuple[str, ...] = ()
+) -> tuple[float, float, int, float, int]:
+    """(matrix wall, fio job runtimes, jobs, fio process wall, points) of the module on *dev*
+    (given as *dut*'s options if any: a test host's)."""
     phases_file = work / "phases.jsonl"
     os.environ[PHASES_ENV] = str(phases_file)
     try:
         run = run_pytest(
             REPO / "suites" / "csd" / MODULE,
             work / "reports",
-            f"--dut={dev}",
+            *(dut or (f"--dut={dev}",)),
             f"--ssd-confirm={dev}",
             "-p",
             "tests.benchmarks.phases",
@@ -244,7 +258,7 @@ def compare(
     return Fidelity(*(statistics.median(values) for values in (ratio, low, high)))
 
 
-def fidelity(dev: Path, work: Path) -> dict[str, Fidelity]:
+def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str, Fidelity]:
     """Batched against lone runs of the same jobs, by pattern ("SEQ", "RND").
 
     The first repetitions of the full profile's points (read shares 0, 70 and
@@ -258,6 +272,7 @@ def fidelity(dev: Path, work: Path) -> dict[str, Fidelity]:
     (two of them differed by 1 % in one run and by 22 % in another).  Judged on
     RND: SEQ on a loop device in this VM swings by 30-40 % between runs of the same
     job (the host's cache), more than any batch effect, so it is printed, not judged.
+    With *server*, both ways run on its test host.
     """
     size = SIZE_MIB << 20
     regions = layout(parse_state("cssd"), size, size)
@@ -271,12 +286,16 @@ def fidelity(dev: Path, work: Path) -> dict[str, Fidelity]:
 
     def lone(tag: str) -> dict[str, float]:
         return {
-            j.name: mib_s(run_jobs([j], dev, artifacts=folder / tag / j.name).output, j.name)
+            j.name: mib_s(
+                run_jobs([j], dev, artifacts=folder / tag / j.name, server=server).output, j.name
+            )
             for j in jobs
         }
 
     def batched(tag: str) -> dict[str, float]:
-        with Batch(jobs, dev, artifacts=folder / tag, points=[1] * len(jobs)) as batch:
+        host = server.batch_gates() if server is not None else None
+        points = [1] * len(jobs)
+        with Batch(jobs, dev, artifacts=folder / tag, points=points, host=host) as batch:
             for job in jobs:
                 batch.measure([job])
             output = batch.close().output
@@ -318,10 +337,12 @@ def full_amounts(work: Path) -> bool:
     return judge(", full amounts", points, wall, runtime)
 
 
-def judge(label: str, points: int, wall: float, runtime: float) -> bool:
+def judge(
+    label: str, points: int, wall: float, runtime: float, per_point: float = PER_POINT_TARGET_S
+) -> bool:
     """Print the ratio and per-point verdicts of a batched run; True when both are met."""
     ratio, beyond = wall / runtime, (wall - runtime) / points
-    ok_ratio, ok_point = ratio <= TARGET, beyond <= PER_POINT_TARGET_S
+    ok_ratio, ok_point = ratio <= TARGET, beyond <= per_point
     print(
         verdict(
             f"orchestration{label}",
@@ -334,14 +355,67 @@ def judge(label: str, points: int, wall: float, runtime: float) -> bool:
         verdict(
             f"orchestration per point{label}",
             f"{beyond:.3f} s beyond the I/O",
-            f"<= {PER_POINT_TARGET_S} s",
+            f"<= {per_point} s",
             ok_point,
         )
     )
     return ok_ratio and ok_point
 
 
+def judge_fidelity(ratios: dict[str, Fidelity], label: str = "") -> bool:
+    """Print the fidelity of each pattern (RND judged, SEQ reported); True when RND holds."""
+    ok = True
+    for how, found in ratios.items():
+        shown = (
+            f"batched / lone median {found.ratio:.3f} (lone runs {found.low:.3f}-{found.high:.3f}"
+            f" of their median, {2 * FIDELITY_ROUNDS} runs a way)"
+        )
+        if how == "SEQ":
+            print(f"  fidelity{label}, {how}: {shown}, reported, not judged")
+            continue
+        ok = ok and found.ok
+        print(
+            verdict(
+                f"orchestration fidelity{label}, {how}",
+                shown,
+                f"within the lone runs' range (at least ±{FIDELITY_NOISE_FLOOR:.0%})",
+                found.ok,
+            )
+        )
+    return ok
+
+
+def on_host() -> bool:
+    """The full amounts and the fidelity on a test host (a local sshd); True when both hold."""
+    print(f"orchestration on a test host: load average {os.getloadavg()[0]:.1f} at the start")
+    with (
+        tempfile.TemporaryDirectory(prefix="ssd-orchestration-host-") as tmp,
+        loop_device(Path(tmp), FULL_SIZE_MIB) as dev,
+        local_sshd(Path(tmp) / "sshd") as sshd,
+    ):
+        work = Path(tmp)
+        there = (f"--dut={sshd.url(str(dev))}", f"--ssd-ssh-config={sshd.config}")
+        wall, runtime, jobs, _, points = through_plugin(
+            dev, work, "--ssd-profile=full", *NO_IDLES, "-k", FULL_POINTS, dut=there
+        )
+        print(describe(f"on a host, full amounts, batched ({jobs} jobs)", points, wall, runtime))
+        ok_full = judge(", on a host, full amounts", points, wall, runtime, PER_POINT_HOST_TARGET_S)
+        ssh = sshd.client("orchestration")
+        ssh.open()
+        server = FioServer(ssh, work / "fio-server")
+        try:
+            server.start()
+            ok_fidelity = judge_fidelity(fidelity(dev, work, server), ", on a host")
+        finally:
+            server.stop()
+            ssh.close()
+    print(f"orchestration on a test host: load average {os.getloadavg()[0]:.1f} at the end")
+    return ok_full and ok_fidelity
+
+
 def main() -> int:
+    if "--host" in sys.argv:
+        return 0 if on_host() or "--report-only" in sys.argv else 1
     with tempfile.TemporaryDirectory(prefix="ssd-orchestration-") as tmp:
         work = Path(tmp)
         with loop_device(work, SIZE_MIB) as dev:
@@ -360,24 +434,7 @@ def main() -> int:
         f"  quick sizes, reported, not judged: {wall / runtime:.3f} x the fio job runtimes,"
         f" {(wall - runtime) / points:.3f} s a point beyond its I/O"
     )
-    ok_fidelity = True
-    for how, found in ratios.items():
-        shown = (
-            f"batched / lone median {found.ratio:.3f} (lone runs {found.low:.3f}-{found.high:.3f}"
-            f" of their median, {2 * FIDELITY_ROUNDS} runs a way)"
-        )
-        if how == "SEQ":
-            print(f"  fidelity, {how}: {shown}, reported, not judged")
-            continue
-        ok_fidelity = ok_fidelity and found.ok
-        print(
-            verdict(
-                f"orchestration fidelity, {how}",
-                shown,
-                f"within the lone runs' range (at least ±{FIDELITY_NOISE_FLOOR:.0%})",
-                found.ok,
-            )
-        )
+    ok_fidelity = judge_fidelity(ratios)
     ok_full = False
     if "--quick" in sys.argv:
         print("orchestration: full amounts not run (--quick): no verdict on the targets")

@@ -1,0 +1,327 @@
+"""The gates of a fio batch on a test host: a small perl agent beside the host's fio server.
+
+A batch's gates are FIFOs that fio's jobs read in their prerun and its processes
+are fio's own (:mod:`pytest_ssd.fio.batch`).  On a test host both must be where
+fio runs, so :data:`AGENT` (perl, which the host has for the locks already: no
+Python there) does there what the batch does here to a FIFO or a process — make
+the FIFOs and job files, start a point's fio (under ``SCHED_IDLE`` until its
+release, as here), hold a gate, write a word to it, wait for a job's end FIFO,
+wait for a fio and send its output back — one line a request.  A controller
+silent for :data:`IDLE_S` (dead, or cut off without a word) ends its batch there.
+The order of releases, the holding of gates and what a failure means stay in
+:class:`~pytest_ssd.fio.batch.Batch`, one implementation here and there.
+
+The fio server's channel starts the agent beside ``fio --server`` in the
+server's folder (:data:`~pytest_ssd.fio.server.SERVE`); it listens on a unix
+socket there, reached through the SSH master like the server's
+(``ssh -O forward``).  Each batch is a connection of its own, served by a
+forked agent in a folder of its own: sshd counts no forwarded connection
+against ``MaxSessions`` ("setting it to 0 will prevent all shell, login and
+subsystem sessions while still permitting forwarding", sshd_config(5)), so a
+host's batches take no channel of the budget beyond the server's.
+
+The end of a connection ends its batch on the host: a closed socket (the
+batch closed, pytest killed, the master lost) makes the agent kill every
+process it started there (fio, its jobs, their gates' shells) and remove the
+batch's folder; the server channel's end kills whatever has the server's
+folder in its command line (the agent, fio, the gates' shells: every path
+given to them is absolute) and removes that folder.
+
+Before writing ``go`` to a gate the agent checks the pinned device itself
+(:meth:`HostGates.pin`): the node's device number, and the sysfs files of
+the device and its disk that its identity is read from, byte for byte, against
+what they were when the batch started (right before the session's full check
+of the device), so each release is checked as a write is here without a
+0.1 s snapshot of the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_ssd.device.pinned import changed
+from pytest_ssd.errors import FioError
+from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.proc import Completed
+
+#: how long an answer may take beyond the time asked for (a host under load)
+ANSWER_S = 60.0
+#: how long a release waits on the host for its job's end before it answers (the
+#: batch's liveness interval: the caller checks fio and the stall watch meanwhile)
+FIRST_WAIT_S = 0.5
+#: the agent's socket in the fio server's folder
+SOCKET = "batch.sock"
+#: seconds the agent waits for a word from the controller before it ends the batch there
+#: (a dead controller, a network gone without a word); between two requests of a batch
+#: the controller is silent only for a point test's set-up and tear-down
+IDLE_S = 300
+#: shortens :data:`IDLE_S` (the tests' silent controller); never lengthens it
+IDLE_ENV = "PYTEST_SSD_BATCH_IDLE_S"
+
+#: what a device's pinned identity is read from, relative to the device's sysfs folder
+#: (``n``) and its disk's (``d``): number, size, model, serial, wwid, loop backing
+PIN_FILES = (
+    "n/dev",
+    "n/size",
+    "d/device/model",
+    "d/device/serial",
+    "d/serial",
+    "d/device/wwid",
+    "d/wwid",
+    "d/loop/backing_file",
+    "d/loop/offset",
+)
+
+#: ``perl -e AGENT SOCKET``: serve batches on unix socket SOCKET, a forked agent each
+#: (``batch_agent.pl`` beside this module)
+AGENT = (Path(__file__).parent / "batch_agent.pl").read_text()
+
+
+def idle_limit() -> int:
+    """:data:`IDLE_S`, or ``PYTEST_SSD_BATCH_IDLE_S`` when shorter (tests)."""
+    with contextlib.suppress(ValueError):
+        value = int(os.environ.get(IDLE_ENV, ""))
+        if 0 < value <= IDLE_S:
+            return value
+    return IDLE_S
+
+
+class AgentLost(FioError):
+    """The batch's connection to its host's agent ended."""
+
+
+@dataclass
+class HostGates:
+    """One batch's gates and fio processes on a test host, through its agent's socket."""
+
+    #: the forwarded agent socket here
+    socket_path: Path
+    #: the host's connection (the device's size and the stall watch read there)
+    ssh: Ssh
+    #: the batch's folder on the host (the agent made it)
+    folder: str = ""
+    #: :meth:`pin` noted the device: every release checks it
+    pinned: bool = False
+    #: the device's node there (pinned)
+    node: str = ""
+    #: the agent starts fio under SCHED_IDLE and gives it the normal policy back
+    idle: bool = False
+    _sock: socket.socket | None = field(default=None, repr=False)
+    _held: set[int] = field(default_factory=set)
+    #: jobs whose end the agent said with their release
+    _ended: set[int] = field(default_factory=set)
+    #: a batch started early holds its gates in a thread meanwhile
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def where(self) -> str:
+        return self.ssh.where
+
+    def connect(self) -> None:
+        """Connect; the agent makes the batch's folder there (FioError in one line if not)."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(ANSWER_S)
+        try:
+            sock.connect(str(self.socket_path))
+        except OSError as exc:
+            sock.close()
+            raise FioError(f"{self.where}: the fio batch agent cannot be reached: {exc}") from None
+        self._sock = sock
+        self._reader = sock.makefile("rb")
+        self.folder, _, policy = self.ask("").partition(" ")
+        self.idle = policy == "idle"
+        self.ask(f"idle {idle_limit()}")
+
+    def ask(self, request: str, data: bytes = b"", wait: float = 0.0) -> str:
+        """Send *request* (and *data*); the agent's answer after ``ok``.  *wait*: seconds the
+        agent may take on purpose beyond :data:`ANSWER_S`."""
+        with self._lock:
+            return self._answer(request, data, wait)
+
+    def ask_output(self, request: str, wait: float = 0.0) -> tuple[int, str, str] | None:
+        """A process's exit code, stdout and stderr (None: it runs on after *wait*)."""
+        with self._lock:
+            head = self._answer(request, b"", wait)
+            if head == "timeout":
+                return None
+            code, out_size, err_size = (int(word) for word in head.split())
+            out = self._bytes(out_size).decode(errors="replace")
+            return code, out, self._bytes(err_size).decode(errors="replace")
+
+    def _answer(self, request: str, data: bytes, wait: float) -> str:
+        sock = self._sock
+        if sock is None:
+            raise AgentLost(f"{self.where}: the fio batch's agent connection is closed")
+        try:
+            sock.settimeout(ANSWER_S + wait)
+            if request:
+                sock.sendall(request.encode() + b"\n" + data)
+            line = self._reader.readline().decode(errors="replace").rstrip("\n")
+        except OSError as exc:
+            self.close()
+            raise AgentLost(f"{self.where}: the fio batch's agent was lost: {exc}") from None
+        if not line:
+            self.close()
+            raise AgentLost(f"{self.where}: the fio batch's agent was lost (connection ended)")
+        word, _, rest = line.partition(" ")
+        if word == "err" and rest.startswith("changed "):
+            raise changed(self.node, rest.removeprefix("changed "))
+        if word != "ok":
+            raise FioError(f"{self.where}: the fio batch agent: {rest or line}")
+        return rest
+
+    def _bytes(self, size: int) -> bytes:
+        data = self._reader.read(size)
+        if len(data) != size:
+            self.close()
+            raise AgentLost(f"{self.where}: the fio batch's agent was lost mid-answer")
+        return data
+
+    # --- the batch's files ---------------------------------------------------------------
+
+    def path(self, relative: str) -> str:
+        """*relative* in the batch's folder on the host (absolute: the host's clean-up
+        finds every process by the server's folder in its command line)."""
+        return f"{self.folder}/{relative}" if relative else self.folder
+
+    def put(self, relative: str, text: str) -> None:
+        data = text.encode()
+        self.ask(f"put {relative} {len(data)}", data)
+
+    def fifos(self, names: list[str]) -> None:
+        self.ask("fifo " + " ".join(names))
+
+    def pin(self, node: str, number: tuple[int, int]) -> None:
+        """Note the device number and identity files of *node* for every later release
+        (:class:`DeviceChanged` unless *node* is device *number* now)."""
+        self.node = node
+        self.ask(f"pin {node} {number[0]}:{number[1]} {' '.join(PIN_FILES)}")
+        self.pinned = True
+
+    # --- gates ---------------------------------------------------------------------------
+
+    @property
+    def held(self) -> bool:
+        return bool(self._held)
+
+    def hold(self, n: int) -> bool:
+        if n in self._held:
+            return True
+        if self.ask(f"hold {n}") != "yes":
+            return False
+        self._held.add(n)
+        return True
+
+    def tell(self, n: int, word: str) -> bool:
+        """Write *word* to held gate *n* (False: its job left it: fio ended)."""
+        self._held.discard(n)
+        return self.ask(f"tell {n} {word}") != "broken"
+
+    def release(self, n: int) -> bool:
+        """Check the pinned device, then ``go`` to gate *n* (False: its job left it).
+
+        The agent waits up to :data:`FIRST_WAIT_S` for the job's end before it answers:
+        a short job's end costs no request of its own.
+        """
+        self._held.discard(n)
+        answer = self.ask(f"go {n} {FIRST_WAIT_S:g}", wait=FIRST_WAIT_S)
+        if answer == "done":
+            self._ended.add(n)
+        return answer != "broken"
+
+    def ended(self, n: int, timeout: float) -> bool:
+        """True once job *n* ended (its end FIFO), within *timeout*."""
+        if n in self._ended:
+            return True
+        return self.ask(f"wait {n} {timeout:g}", wait=timeout) == "done"
+
+    def skip_all(self) -> None:
+        with contextlib.suppress(FioError):
+            self.ask("skipall")
+        self._held.clear()
+
+    def close(self) -> None:
+        """End the connection: the agent ends what it started and removes the folder."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                self._reader.close()
+            sock.close()
+
+
+@dataclass
+class HostFio:
+    """A fio process of a batch on the host (:meth:`HostGates.spawn`), as a Background."""
+
+    gates: HostGates
+    key: str
+    argv: tuple[str, ...]
+    #: the process's folder here: its job file, and its output once it ended
+    artifacts: Path
+    started: float
+    done: Completed | None = None
+
+    def alive(self) -> bool:
+        if self.done is not None:
+            return False
+        try:
+            return self.gates.ask(f"alive {self.key}") == "yes"
+        except AgentLost:
+            return False
+
+    def children(self) -> list[int]:
+        return [1] if self.gates.ask(f"children {self.key}") == "yes" else []
+
+    def normal_policy(self) -> None:
+        """The process, its threads and what it started: the normal CPU policy."""
+        self.gates.ask(f"normal {self.key}")
+
+    def _keep(self, found: tuple[int, str, str]) -> Completed:
+        code, out, err = found
+        done = Completed(self.argv, code, out, err, time.monotonic() - self.started)
+        # the files a local fio leaves (pytest_ssd.proc.runner.Background)
+        kept = {
+            "stdout": out,
+            "stderr": err,
+            "cmd": f"{done.command}\n",
+            "rc": f"{code}\n",
+            "seconds": f"{done.seconds:.3f}\n",
+        }
+        for suffix, text in kept.items():
+            (self.artifacts / f"fio.{suffix}").write_text(text)
+        self.done = done
+        return done
+
+    def wait(self, timeout: float) -> Completed:
+        if self.done is not None:
+            return self.done
+        found = self.gates.ask_output(f"end {self.key} {timeout:g}", wait=timeout)
+        if found is None:
+            self.kill()
+            raise FioError(f"{self.gates.where}: fio timed out after {timeout:g} s")
+        return self._keep(found)
+
+    def kill(self) -> Completed:
+        if self.done is not None:
+            return self.done
+        try:
+            return self._keep(self.gates.ask_output(f"kill {self.key}") or (-9, "", ""))
+        except AgentLost as exc:  # the agent ended it with the connection
+            self.done = Completed(self.argv, -9, "", str(exc), 0.0)
+            return self.done
+
+
+def spawn_on_host(
+    gates: HostGates, relative: str, argv: list[str], artifacts: Path, *, idle: bool
+) -> HostFio:
+    """Start *argv* in the batch folder's *relative* folder on the host (*idle*: under
+    ``SCHED_IDLE`` until :meth:`HostFio.normal_policy`)."""
+    key = relative.replace("/", "_") or "all"
+    gates.ask(f"spawn {key} {relative or '.'} {int(idle)} {' '.join(argv)}")
+    return HostFio(gates, key, tuple(argv), artifacts, time.monotonic())
