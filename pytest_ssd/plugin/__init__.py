@@ -50,6 +50,7 @@ from pytest_ssd.plugin.skips import BLOCK_HELP, skip_before_state
 from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
+from pytest_ssd.results import junit
 from pytest_ssd.results.location import INI_OPTION
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
@@ -91,6 +92,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "pytest-ssd's report folder, relative to this file (default: reports);"
         " pytest-ssd (the command) finds the database the same way",
     )
+    parser.addini(junit.INI_LAYOUT, junit.INI_HELP, default=junit.LAYOUTS[0])
     group = parser.getgroup("ssd", "pytest-ssd: SSD benchmarks with fio")
     group.addoption(
         "--dut",
@@ -382,6 +384,7 @@ def _configure_controller(config: pytest.Config) -> None:
     from pytest_ssd.plugin import controller  # noqa: PLC0415
 
     config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
+    layout = controller.check_layout(config)
     session = SsdSession.for_controller(config, extensions(config))
     session.progress = terminal_writer(config)
     config.stash[SESSION_KEY] = session
@@ -403,6 +406,8 @@ def _configure_controller(config: pytest.Config) -> None:
         config.option.self_contained_html = True
     config.pluginmanager.register(controller.HtmlReport(session), "ssd-html-report")
     config.pluginmanager.register(controller.Plots(), "ssd-plots")
+    if config.getoption("xmlpath", None):
+        config.pluginmanager.register(controller.JunitProperties(layout), "ssd-junit")
     if getattr(config.option, "numprocesses", None):  # xdist: the workers' progress lines
         config.stash[RELAY_KEY] = _relay(config, session.run_dir)
     store = present(session.store, "the results store")
