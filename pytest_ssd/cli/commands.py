@@ -18,7 +18,7 @@ from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.export import results_json
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
-from pytest_ssd.report.build import Rendered, report_page
+from pytest_ssd.report.build import Rendered, report_page, to_stderr
 from pytest_ssd.results.files import storage_error, write_atomic
 
 __all__ = ["TABLES", "OutputError", "compare", "export", "list_runs", "report"]
@@ -95,7 +95,9 @@ def report(args: argparse.Namespace) -> None:
             folder = args.db.parent / run.id
         output = args.output or folder / "report-from-db.html"
         figures = output.parent / "figures-from-db"
-        rendered = report_page(db, run, compared, figures, declared=declared_sections())
+        rendered = report_page(
+            db, run, compared, figures, declared=declared_sections(), progress=to_stderr
+        )
         _write_report(output, rendered)
 
 
@@ -110,7 +112,9 @@ def compare(args: argparse.Namespace) -> None:
         stem = "-".join("".join(c if c.isalnum() else "_" for c in x) for x in args.labels)[:80]
         output = args.output or args.db.parent / f"compare-{stem}.html"
         figures = output.parent / f"figures-compare-{stem}"
-        page = report_page(db, base, others, figures, first, declared=declared_sections())
+        page = report_page(
+            db, base, others, figures, first, declared=declared_sections(), progress=to_stderr
+        )
         _write_report(output, page)
 
 

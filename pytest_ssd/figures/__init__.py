@@ -22,6 +22,8 @@ from matplotlib.ticker import (
     NullLocator,
     ScalarFormatter,
 )
+from matplotlib.transforms import Bbox
+from PIL import Image
 
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.results.record import Measurement
@@ -137,18 +139,37 @@ def separators(fig: Figure) -> None:
 
 
 def render(fig: Figure, dpi: int = 100) -> Rendered:
-    """PNG and SVG of *fig* cropped to its content; the crop is computed once for both.
+    """PNG and SVG of *fig* cropped to its content, drawn twice: once per format.
 
+    The Agg draw lays the figure out (constrained layout) and its pixels, cropped, are
+    the PNG; the layout is then kept as it is, so the SVG draw does not compute it again
+    (savefig for each format drew it five times: 17.5 s of CPU for csd quick's 27 graphs).
     Every linear axis reads with thousands separators (:func:`separators`).
     """
     separators(fig)
-    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
-    fig.draw(renderer)  # a layout engine (constrained) places the axes when drawn: crop after it
+    fig.set_dpi(dpi)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # type: ignore[no-untyped-call]  # constrained layout places the axes here
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
     bbox = fig.get_tightbbox(renderer).padded(PAD_INCHES)
-    png, svg = io.BytesIO(), io.BytesIO()
-    fig.savefig(png, format="png", dpi=dpi, bbox_inches=bbox)
+    fig.set_layout_engine(None)  # the positions found stay: savefig draws the SVG once
+    png = _cropped_png(np.asarray(canvas.buffer_rgba()), bbox, dpi)  # type: ignore[no-untyped-call]
+    svg = io.BytesIO()
     fig.savefig(svg, format="svg", bbox_inches=bbox)
-    return Rendered(png.getvalue(), svg.getvalue())
+    return Rendered(png, svg.getvalue())
+
+
+def _cropped_png(pixels: npt.NDArray[np.uint8], bbox: Bbox, dpi: int) -> bytes:
+    """The part of the Agg buffer *pixels* inside *bbox* (inches), white beyond the figure."""
+    height, width = pixels.shape[:2]
+    x0, y1 = round(bbox.x0 * dpi), height - round(bbox.y0 * dpi)
+    x1, y0 = x0 + round(bbox.width * dpi), y1 - round(bbox.height * dpi)
+    out = np.full((y1 - y0, x1 - x0, 4), 255, dtype=np.uint8)
+    left, top, right, bottom = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
+    out[top - y0 : bottom - y0, left - x0 : right - x0] = pixels[top:bottom, left:right]
+    buffer = io.BytesIO()
+    Image.fromarray(out).save(buffer, format="png")
+    return buffer.getvalue()
 
 
 #: a health sampler's arrays (``t_s`` seconds from the start, ``temp_c``), or None: no sensor

@@ -101,11 +101,21 @@ class HtmlReport:
     ) -> None:
         ssd = self.session
         declared = declared_sections(session.config.hook.pytest_ssd_report_sections)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+
+        def progress(line: str) -> None:
+            if reporter is not None:
+                reporter.write_line(f"pytest-ssd: {line}")
+
         rendered = sections_html(
-            ssd.options.db, ssd.run_id, ssd.compared, ssd.run_dir / "figures", declared
+            ssd.options.db,
+            ssd.run_id,
+            ssd.compared,
+            ssd.run_dir / "figures",
+            declared,
+            progress=progress,
         )
         prefix.append(rendered.html)
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         for line in rendered.problems:  # the report has a box in the section's place
             if reporter is not None:
                 reporter.write_line(f"pytest-ssd: {line}")

@@ -18,6 +18,8 @@ def test_smoke_on_scratch_measures_records_and_reports(run_ssd: Any) -> None:
     out = run.result.stdout.str()
     assert "these results describe no SSD" in out
     assert f"report:  {run.run_dir}/report.html" in out
+    # the report's build says where it is (a line per section) before pytest's summary
+    assert "pytest-ssd: report: Four corners (suites/smoke) (" in out
 
     data = run.results()
     assert data["run"]["complete"] is True

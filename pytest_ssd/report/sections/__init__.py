@@ -113,12 +113,13 @@ def build(
     declared: Sequence[ReportSection] = builtin.SECTIONS,
     *,
     tail: Sequence[tuple[str, str]] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> list[Section]:
     """The summary, then every section for *drives* (this run's first *current*, then compared).
 
     *declared*: the sections suites and plugins declared (``pytest_ssd_report_sections``).
     *tail*: (anchor, title) of what the page shows after the sections (the test results),
-    for the contents.
+    for the contents.  *progress* gets a line as each section starts.
     """
     _distinct_labels(drives)
     ctx = Context(
@@ -143,6 +144,9 @@ def build(
     sections: list[Section] = []
     entries: list[overview.Entry] = []
     for index, (make, title, where) in enumerate(builders):
+        if progress is not None:
+            graphs = len(ctx.figures.saved)
+            progress(f"report: {title} ({index + 1} of {len(builders)}; {graphs} graphs so far)")
         built = _built(make, where, dict(ctx.figures.anchors))
         if isinstance(built, str):  # a box in its place, saying why
             anchor = anchor_of(f"ssd-failed-{index}-{title}")
