@@ -17,6 +17,7 @@ from pytest_ssd.device.scratch import SCRATCH_BANNER
 from pytest_ssd.report.build import declared_sections, sections_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SsdSession
+from pytest_ssd.text import latency
 
 #: what pytest-html shows for a test without output (its _process_logs)
 NO_LOG = "No log output captured."
@@ -25,9 +26,9 @@ COLUMNS = (
     ("workload", "Workload"),
     ("iops", "IOPS"),
     ("mibs", "MiB/s"),
-    ("latmean", "Mean lat (µs)"),
-    ("p99", "p99 (µs)"),
-    ("p9999", "p99.99 (µs)"),
+    ("latmean", "Mean latency"),
+    ("p99", "p99 latency"),
+    ("p9999", "p99.99 latency"),
 )
 
 
@@ -44,6 +45,10 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     return "n/r" if value is None else f"{value:,.{digits}f}"
 
 
+def _latency(us: float | None) -> str:
+    return "n/r" if us is None else latency(us)
+
+
 def _cells(measurements: list[Measurement]) -> dict[str, str]:
     rows: dict[str, list[str]] = {key: [] for key, _ in COLUMNS}
     for m in measurements:
@@ -52,9 +57,9 @@ def _cells(measurements: list[Measurement]) -> dict[str, str]:
             rows["workload"].append(f"{m.workload.get('label', m.name)} [{direction}]")
             rows["iops"].append(_fmt(data["iops"]))
             rows["mibs"].append(_fmt(data["bw_mib_s"], 1))
-            rows["latmean"].append(_fmt(data["lat_mean_us"], 1))
-            rows["p99"].append(_fmt(percentile_us(data, 99.0), 1))
-            rows["p9999"].append(_fmt(percentile_us(data, 99.99), 1))
+            rows["latmean"].append(_latency(data["lat_mean_us"]))
+            rows["p99"].append(_latency(percentile_us(data, 99.0)))
+            rows["p9999"].append(_latency(percentile_us(data, 99.99)))
     return {key: "<br>".join(html.escape(v) for v in values) for key, values in rows.items()}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd.text import name_problem, significant
+from pytest_ssd.text import latency, name_problem, significant
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,22 @@ def test_significant(value: float, digits: int, sign: bool, text: str) -> None:
 def test_name_problem_says_why_a_label_cannot_be_one(value: str, problem: str | None) -> None:
     found = name_problem(value)
     assert found == problem if problem is None else problem in (found or "")
+
+
+@pytest.mark.parametrize(
+    ("us", "text"),
+    [
+        (716.84, "716.8 µs"),
+        (999.94, "999.9 µs"),
+        (999.96, "1.00 ms"),  # 1,000.0 µs would be four digits
+        (2211.84, "2.21 ms"),
+        (2_164_260.86, "2.16 s"),  # was 2,164,260.86 µs
+        (float("nan"), "—"),
+    ],
+)
+def test_a_latency_keeps_under_four_digits_before_the_point(us: float, text: str) -> None:
+    assert latency(us) == text
+
+
+def test_a_spread_is_in_the_latency_s_unit() -> None:
+    assert latency(2500.0, 120.0) == "2.50 ± 0.12 ms"
