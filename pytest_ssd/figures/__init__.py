@@ -13,8 +13,10 @@ import numpy as np
 import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
+from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation, Text
 from matplotlib.ticker import (
     FixedLocator,
     FuncFormatter,
@@ -138,6 +140,51 @@ def separators(fig: Figure) -> None:
                 axis.set_major_formatter(FuncFormatter(linear_number))
 
 
+def _overlap(texts: Sequence[Text], renderer: RendererBase) -> bool:
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
+#: what overlapping value labels try in turn: read upwards, then smaller too
+_UNTANGLE = ((90, "small"), (90, "x-small"))
+
+
+def untangle(fig: Figure, renderer: RendererBase) -> bool:
+    """Value labels that overlap once drawn (``7,6357,963``) are made to fit, or left out.
+
+    They are turned to read upwards (as wide as a line is high), then made smaller;
+    bars too narrow even then lose their labels (the section's table has the
+    numbers).  True when any axes changed (the figure must then be drawn again).
+    """
+    changed = False
+    for ax in fig.axes:
+        labels = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]
+        if not labels or not _overlap(labels, renderer):
+            continue
+        changed = True
+        for rotation, size in _UNTANGLE:
+            for label in labels:
+                label.set_rotation(rotation)
+                label.set_fontsize(size)
+            if not _overlap(labels, renderer):
+                break
+        else:
+            for label in labels:
+                label.set_visible(False)
+        _room_above(ax, [t for t in labels if t.get_visible()], renderer)
+    return changed
+
+
+def _room_above(ax: Axes, labels: Sequence[Text], renderer: RendererBase) -> None:
+    """Raise a linear axes' top so that turned labels stay inside it (under its title)."""
+    if not labels or ax.get_yscale() != "linear":
+        return
+    over = max(t.get_window_extent(renderer).y1 for t in labels) - ax.bbox.y1
+    if over > 0:
+        bottom, top = ax.get_ylim()
+        ax.set_ylim(bottom, top + (over / ax.bbox.height) * (top - bottom) * 1.1)
+
+
 def render(fig: Figure, dpi: int = 100) -> Rendered:
     """PNG and SVG of *fig* cropped to its content, drawn twice: once per format.
 
@@ -151,6 +198,8 @@ def render(fig: Figure, dpi: int = 100) -> Rendered:
     canvas = FigureCanvasAgg(fig)
     canvas.draw()  # type: ignore[no-untyped-call]  # constrained layout places the axes here
     renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    if untangle(fig, renderer):  # labels turned upright: laid out and drawn again
+        canvas.draw()  # type: ignore[no-untyped-call]
     bbox = fig.get_tightbbox(renderer).padded(PAD_INCHES)
     fig.set_layout_engine(None)  # the positions found stay: savefig draws the SVG once
     png = _cropped_png(np.asarray(canvas.buffer_rgba()), bbox, dpi)  # type: ignore[no-untyped-call]
