@@ -404,7 +404,8 @@ def _configure_controller(config: pytest.Config) -> None:
     if not config.getoption("htmlpath", None):
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True
-    config.pluginmanager.register(controller.HtmlReport(session), "ssd-html-report")
+    page = Path(config.option.htmlpath).resolve()
+    config.pluginmanager.register(controller.HtmlReport(session, page), "ssd-html-report")
     config.pluginmanager.register(controller.Plots(), "ssd-plots")
     if config.getoption("xmlpath", None):
         config.pluginmanager.register(controller.JunitProperties(layout), "ssd-junit")

@@ -8,7 +8,9 @@ same with and without xdist.
 from __future__ import annotations
 
 import html
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +31,7 @@ COLUMNS = (
     ("latmean", "Mean latency"),
     ("p99", "p99 latency"),
     ("p9999", "p99.99 latency"),
+    ("fio", "fio"),
 )
 
 
@@ -49,8 +52,18 @@ def _latency(us: float | None) -> str:
     return "n/r" if us is None else latency(us)
 
 
-def _cells(measurements: list[Measurement]) -> dict[str, str]:
-    rows: dict[str, list[str]] = {key: [] for key, _ in COLUMNS}
+def _fio_links(m: Measurement, run_dir: Path, page_dir: Path) -> str:
+    """Links to the job file fio ran and what it printed, from the page's folder."""
+    folder = Path(os.path.relpath(run_dir / m.artifacts, page_dir)).as_posix()
+    return " · ".join(
+        f'<a href="{html.escape(folder)}/{name}">{text}</a>'
+        for name, text in (("fio.job", "job"), ("fio.stdout", "output"))
+    )
+
+
+def _cells(measurements: list[Measurement], run_dir: Path, page_dir: Path) -> dict[str, str]:
+    rows: dict[str, list[str]] = {key: [] for key, _ in COLUMNS if key != "fio"}
+    links = [_fio_links(m, run_dir, page_dir) for m in measurements for _ in m.metrics]
     for m in measurements:
         for direction, data in sorted(m.metrics.items()):
             rows["device"].append(m.device)
@@ -60,7 +73,8 @@ def _cells(measurements: list[Measurement]) -> dict[str, str]:
             rows["latmean"].append(_latency(data["lat_mean_us"]))
             rows["p99"].append(_latency(percentile_us(data, 99.0)))
             rows["p9999"].append(_latency(percentile_us(data, 99.99)))
-    return {key: "<br>".join(html.escape(v) for v in values) for key, values in rows.items()}
+    cells = {key: "<br>".join(html.escape(v) for v in values) for key, values in rows.items()}
+    return {**cells, "fio": "<br>".join(links)}
 
 
 def terminal_lines(session: SsdSession) -> list[str]:
@@ -80,8 +94,10 @@ def terminal_lines(session: SsdSession) -> list[str]:
 class HtmlReport:
     """pytest-html hooks of pytest-ssd (controller only)."""
 
-    def __init__(self, session: SsdSession) -> None:
+    def __init__(self, session: SsdSession, page: Path) -> None:
         self.session = session
+        #: the folder of report.html: fio's files are linked relative to it
+        self.page_dir = page.parent
 
     def pytest_html_report_title(self, report: Any) -> None:
         report.title = f"pytest-ssd run {self.session.run_id}"
@@ -93,7 +109,7 @@ class HtmlReport:
         cells[2:2] = extra
 
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        values = _cells(measurements_of(report))
+        values = _cells(measurements_of(report), self.session.run_dir, self.page_dir)
         cells[2:2] = [f'<td class="col-{key}">{values[key]}</td>' for key, _ in COLUMNS]
 
     def pytest_html_results_table_html(self, report: pytest.TestReport, data: list[str]) -> None:
