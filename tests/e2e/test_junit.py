@@ -64,7 +64,8 @@ def test_each_testcase_has_numbers_under_unique_names(run_ssd: Any, tmp_path: Pa
         _check(pairs, case.name)
         metrics += sum(1 for name, _ in pairs if name.endswith(METRICS))
     assert cases and metrics, "the measurements' figures are in the file"
-    assert _xmllint(junit).returncode != 0, "the default layout is not junit-10's"
+    if shutil.which("xmllint"):  # the strict layout's test says when it is missing
+        assert _xmllint(junit).returncode != 0, "the default layout is not junit-10's"
 
 
 def test_the_strict_layout_validates_against_junit_10(run_ssd: Any, tmp_path: Path) -> None:
