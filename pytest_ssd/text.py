@@ -30,6 +30,29 @@ def significant(value: float, digits: int = 3, *, sign: bool = False) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+#: (unit, µs in one) a latency is written in: the first that keeps it under 1,000
+_LATENCY_UNITS = (("µs", 1.0, 1), ("ms", 1e3, 2), ("s", 1e6, 2))
+
+
+def latency_unit(us: float) -> tuple[str, float, int]:
+    """(unit, µs in one, decimals) for *us*: fewer than four digits before the point."""
+    for unit, scale, decimals in _LATENCY_UNITS:
+        if round(abs(us) / scale, decimals) < 1000:
+            return unit, scale, decimals
+    return _LATENCY_UNITS[-1]
+
+
+def latency(us: float, spread: float | None = None) -> str:
+    """A latency given in µs as people read it: 716.8 µs · 2.21 ms · 2.16 s (± *spread*)."""
+    if not math.isfinite(us):
+        return "—"
+    unit, scale, decimals = latency_unit(us)
+    text = f"{us / scale:,.{decimals}f}"
+    if spread is not None:
+        text += f" ± {spread / scale:,.{decimals}f}"
+    return f"{text} {unit}"
+
+
 #: the longest label or name pytest-ssd takes (a report's title, a graph's legend)
 MAX_NAME = 200
 #: Unicode categories a name must not hold: controls (a newline), formats (zero-width,

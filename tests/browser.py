@@ -70,6 +70,10 @@ class PageCheck:
     figures: list[str] = field(default_factory=list)
     #: the screenshot of each ``section.ssd-section`` (when asked for), by id
     section_shots: dict[str, Path] = field(default_factory=dict)
+    #: how far down the page each required selector's first element begins, CSS px
+    tops: dict[str, float] = field(default_factory=dict)
+    #: table cells whose text contrasts less than 4.5:1 with what is behind it (WCAG AA)
+    low_contrast: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
         """One line per problem a reader would meet; empty when the page is fine."""
@@ -80,6 +84,7 @@ class PageCheck:
             *(f"link to nothing: #{target}" for target in self.dead_links),
             *(f"wider than the window: {what}" for what in self.overflow),
             *(f"shown smaller than drawn: {what}" for what in self.shrunk),
+            *(f"table text too faint: {what}" for what in self.low_contrast),
         ]
 
 
@@ -130,6 +135,8 @@ def check_page(
         links=list(found["links"]),
         figures=list(found["figures"]),
         section_shots=shots,
+        low_contrast=list(found["faint"]),
+        tops={str(k): float(v) for k, v in found["tops"].items()},
     )
 
 
@@ -382,10 +389,31 @@ async (required, settleMs) => {
     const alt = img.getAttribute('alt');
     return (src.length > 60 ? src.slice(0, 60) + '…' : src) + (alt ? ` (alt "${alt}")` : '');
   };
+  // WCAG's relative luminance and contrast ratio of a cell's text on its background
+  const rgb = (text) => (text.match(/[0-9.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map((c) => c / 255)
+    .map((c) => c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4)
+    .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+  const behind = (el) => {
+    for (let at = el; at; at = at.parentElement) {
+      const colour = rgb(getComputedStyle(at).backgroundColor);
+      if (colour.length === 3 || (colour.length === 4 && colour[3] > 0)) return colour;
+    }
+    return [255, 255, 255];
+  };
+  const ratio = (el) => {
+    const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(behind(el))];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  };
+  const cells = [...document.querySelectorAll('td, th')]
+    .filter((el) => el.getClientRects().length && el.textContent.trim());
   const targets = [...document.querySelectorAll('a[href^="#"]')]
     .map((a) => a.getAttribute('href').slice(1));
   return {
     missing: required.filter((selector) => !document.querySelector(selector)),
+    tops: Object.fromEntries(required.filter((selector) => document.querySelector(selector))
+      .map((selector) => [selector,
+        document.querySelector(selector).getBoundingClientRect().top + window.scrollY])),
     images: images.length,
     broken: images.filter((img) => !img.naturalWidth || !img.naturalHeight).map(label),
     sections: [...document.querySelectorAll('section.ssd-section')].map((s) => s.id),
@@ -395,6 +423,9 @@ async (required, settleMs) => {
     links: targets,
     figures: [...document.querySelectorAll('figure.ssd-figure')].map((f) => f.id),
     dead: targets.filter((id) => !document.getElementById(id)),
+    faint: cells.filter((el) => ratio(el) < 4.5).slice(0, 20).map((el) =>
+      `"${el.textContent.trim().slice(0, 30)}" ${getComputedStyle(el).color}` +
+      ` (${ratio(el).toFixed(1)}:1)`),
     overflow: [...document.querySelectorAll('body *')].filter((el) => {
       const rects = el.getClientRects();
       if (!rects.length || getComputedStyle(el).visibility === 'hidden') return false;

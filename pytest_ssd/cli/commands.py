@@ -21,7 +21,7 @@ from pytest_ssd.db.lab import SPOOL_FILE
 from pytest_ssd.db.sync import sync_run
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
-from pytest_ssd.report.build import Rendered, report_page
+from pytest_ssd.report.build import Rendered, report_page, to_stderr
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.location import find_config, report_dir
 
@@ -121,7 +121,9 @@ def report(args: argparse.Namespace) -> None:
             folder = _beside(args.db) / run.id
         output = args.output or folder / "report-from-db.html"
         figures = output.parent / "figures-from-db"
-        rendered = report_page(db, run, compared, figures, declared=declared_sections())
+        rendered = report_page(
+            db, run, compared, figures, declared=declared_sections(), progress=to_stderr
+        )
         _write_report(output, rendered)
 
 
@@ -136,7 +138,9 @@ def compare(args: argparse.Namespace) -> None:
         stem = "-".join("".join(c if c.isalnum() else "_" for c in x) for x in args.labels)[:80]
         output = args.output or _beside(args.db) / f"compare-{stem}.html"
         figures = output.parent / f"figures-compare-{stem}"
-        page = report_page(db, base, others, figures, first, declared=declared_sections())
+        page = report_page(
+            db, base, others, figures, first, declared=declared_sections(), progress=to_stderr
+        )
         _write_report(output, page)
 
 

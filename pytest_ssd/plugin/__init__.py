@@ -51,6 +51,7 @@ from pytest_ssd.plugin.skips import BLOCK_HELP, skip_before_state
 from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
+from pytest_ssd.results import junit
 from pytest_ssd.results.location import DB_OPTION, INI_OPTION
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
@@ -97,6 +98,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "pytest-ssd's results database: a file (relative to this file), sqlite:///FILE or"
         " postgresql://USER@HOST/DATABASE (default: results.sqlite in the report folder)",
     )
+    parser.addini(junit.INI_LAYOUT, junit.INI_HELP, default=junit.LAYOUTS[0])
     group = parser.getgroup("ssd", "pytest-ssd: SSD benchmarks with fio")
     group.addoption(
         "--dut",
@@ -391,6 +393,7 @@ def _configure_controller(config: pytest.Config) -> None:
     from pytest_ssd.plugin import controller  # noqa: PLC0415
 
     config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
+    layout = controller.check_layout(config)
     session = SsdSession.for_controller(from_config(config), extensions(config))
     session.progress = terminal_writer(config)
     config.stash[SESSION_KEY] = session
@@ -410,8 +413,11 @@ def _configure_controller(config: pytest.Config) -> None:
     if not config.getoption("htmlpath", None):
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True
-    config.pluginmanager.register(controller.HtmlReport(session), "ssd-html-report")
+    page = Path(config.option.htmlpath).resolve()
+    config.pluginmanager.register(controller.HtmlReport(session, page), "ssd-html-report")
     config.pluginmanager.register(controller.Plots(), "ssd-plots")
+    if config.getoption("xmlpath", None):
+        config.pluginmanager.register(controller.JunitProperties(layout), "ssd-junit")
     if getattr(config.option, "numprocesses", None):  # xdist: the workers' progress lines
         config.stash[RELAY_KEY] = _relay(config, session.run_dir)
     store = present(session.store, "the results store")

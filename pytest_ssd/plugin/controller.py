@@ -10,7 +10,17 @@ from __future__ import annotations
 from pytest_ssd.plugin.collector import RunRecorder
 from pytest_ssd.plugin.host import HostReport
 from pytest_ssd.plugin.html import HtmlReport, terminal_lines
+from pytest_ssd.plugin.junit import JunitProperties, check_layout
 from pytest_ssd.plugin.plots import Plots
 from pytest_ssd.report.sections import builtin as builtin_sections
 
-__all__ = ["HostReport", "HtmlReport", "Plots", "RunRecorder", "builtin_sections", "terminal_lines"]
+__all__ = [
+    "HostReport",
+    "HtmlReport",
+    "JunitProperties",
+    "Plots",
+    "RunRecorder",
+    "builtin_sections",
+    "check_layout",
+    "terminal_lines",
+]

@@ -8,7 +8,9 @@ same with and without xdist.
 from __future__ import annotations
 
 import html
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from pytest_ssd.device.scratch import SCRATCH_BANNER
 from pytest_ssd.report.build import declared_sections, sections_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SsdSession
+from pytest_ssd.text import latency
 
 #: what pytest-html shows for a test without output (its _process_logs)
 NO_LOG = "No log output captured."
@@ -25,9 +28,10 @@ COLUMNS = (
     ("workload", "Workload"),
     ("iops", "IOPS"),
     ("mibs", "MiB/s"),
-    ("latmean", "Mean lat (µs)"),
-    ("p99", "p99 (µs)"),
-    ("p9999", "p99.99 (µs)"),
+    ("latmean", "Mean latency"),
+    ("p99", "p99 latency"),
+    ("p9999", "p99.99 latency"),
+    ("fio", "fio"),
 )
 
 
@@ -44,18 +48,33 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     return "n/r" if value is None else f"{value:,.{digits}f}"
 
 
-def _cells(measurements: list[Measurement]) -> dict[str, str]:
-    rows: dict[str, list[str]] = {key: [] for key, _ in COLUMNS}
+def _latency(us: float | None) -> str:
+    return "n/r" if us is None else latency(us)
+
+
+def _fio_links(m: Measurement, run_dir: Path, page_dir: Path) -> str:
+    """Links to the job file fio ran and what it printed, from the page's folder."""
+    folder = Path(os.path.relpath(run_dir / m.artifacts, page_dir)).as_posix()
+    return " · ".join(
+        f'<a href="{html.escape(folder)}/{name}">{text}</a>'
+        for name, text in (("fio.job", "job"), ("fio.stdout", "output"))
+    )
+
+
+def _cells(measurements: list[Measurement], run_dir: Path, page_dir: Path) -> dict[str, str]:
+    rows: dict[str, list[str]] = {key: [] for key, _ in COLUMNS if key != "fio"}
+    links = [_fio_links(m, run_dir, page_dir) for m in measurements for _ in m.metrics]
     for m in measurements:
         for direction, data in sorted(m.metrics.items()):
             rows["device"].append(m.device)
             rows["workload"].append(f"{m.workload.get('label', m.name)} [{direction}]")
             rows["iops"].append(_fmt(data["iops"]))
             rows["mibs"].append(_fmt(data["bw_mib_s"], 1))
-            rows["latmean"].append(_fmt(data["lat_mean_us"], 1))
-            rows["p99"].append(_fmt(percentile_us(data, 99.0), 1))
-            rows["p9999"].append(_fmt(percentile_us(data, 99.99), 1))
-    return {key: "<br>".join(html.escape(v) for v in values) for key, values in rows.items()}
+            rows["latmean"].append(_latency(data["lat_mean_us"]))
+            rows["p99"].append(_latency(percentile_us(data, 99.0)))
+            rows["p9999"].append(_latency(percentile_us(data, 99.99)))
+    cells = {key: "<br>".join(html.escape(v) for v in values) for key, values in rows.items()}
+    return {**cells, "fio": "<br>".join(links)}
 
 
 def terminal_lines(session: SsdSession) -> list[str]:
@@ -75,8 +94,10 @@ def terminal_lines(session: SsdSession) -> list[str]:
 class HtmlReport:
     """pytest-html hooks of pytest-ssd (controller only)."""
 
-    def __init__(self, session: SsdSession) -> None:
+    def __init__(self, session: SsdSession, page: Path) -> None:
         self.session = session
+        #: the folder of report.html: fio's files are linked relative to it
+        self.page_dir = page.parent
 
     def pytest_html_report_title(self, report: Any) -> None:
         report.title = f"pytest-ssd run {self.session.run_id}"
@@ -88,7 +109,7 @@ class HtmlReport:
         cells[2:2] = extra
 
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        values = _cells(measurements_of(report))
+        values = _cells(measurements_of(report), self.session.run_dir, self.page_dir)
         cells[2:2] = [f'<td class="col-{key}">{values[key]}</td>' for key, _ in COLUMNS]
 
     def pytest_html_results_table_html(self, report: pytest.TestReport, data: list[str]) -> None:
@@ -104,11 +125,18 @@ class HtmlReport:
         # the lab's server while it holds the whole run; else the run's spool (nothing to compare)
         source = ssd.db.source if ssd.db is not None else ssd.options.db
         compared = ssd.compared if source == ssd.options.db else []
-        rendered = sections_html(source, ssd.run_id, compared, ssd.run_dir / "figures", declared)
         notes = ssd.db.notes if ssd.db is not None else ()
         prefix.extend(f'<p class="ssd-db-note"><b>{html.escape(n)}</b></p>' for n in notes)
-        prefix.append(rendered.html)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+
+        def progress(line: str) -> None:
+            if reporter is not None:
+                reporter.write_line(f"pytest-ssd: {line}")
+
+        rendered = sections_html(
+            source, ssd.run_id, compared, ssd.run_dir / "figures", declared, progress=progress
+        )
+        prefix.append(rendered.html)
         for line in rendered.problems:  # the report has a box in the section's place
             if reporter is not None:
                 reporter.write_line(f"pytest-ssd: {line}")

@@ -7,7 +7,8 @@ the run) and ``pytest-ssd report`` / ``pytest-ssd compare`` afterwards.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -92,15 +93,25 @@ def sections_html(
     compared: Sequence[DriveRef],
     folder: Path,
     declared: Sequence[ReportSection] = SECTIONS,
+    *,
+    progress: Callable[[str], None] | None = None,
 ) -> Rendered:
     """Run *run_id*'s sections (compared with *compared*), its graphs saved in *folder*."""
     with ResultsDb(db_path) as db:
         run = db.run(run_id)
         drives, runs = gather(db, run.drives, compared)
-        parts = build(drives, len(run.drives), runs or [run], folder, declared, tail=[RESULTS])
+        current = len(run.drives)
+        parts = build(
+            drives, current, runs or [run], folder, declared, tail=[RESULTS], progress=progress
+        )
     # pytest-html's counts, filters and results table follow the sections: under their own heading
     results = f'<h2 id="{RESULTS[0]}">{RESULTS[1]}</h2>'
     return Rendered.of(STYLE + "".join(part.html() for part in parts) + results, parts)
+
+
+def to_stderr(line: str) -> None:
+    """A progress line of ``pytest-ssd report`` and ``compare``."""
+    print(f"pytest-ssd: {line}", file=sys.stderr, flush=True)
 
 
 def page(title: str, body: str) -> str:
@@ -120,12 +131,18 @@ def report_page(
     current: Sequence[DriveRef] | None = None,
     *,
     declared: Sequence[ReportSection] = SECTIONS,
+    progress: Callable[[str], None] | None = None,
 ) -> Rendered:
-    """A run's report rebuilt from the database (its drives, or *current* of them), compared."""
+    """A run's report rebuilt from the database (its drives, or *current* of them), compared.
+
+    *progress* gets a line as each section starts (the graphs take seconds).
+    """
     mine = run.drives if current is None else tuple(current)
     drives, runs = gather(db, mine, compared)
     listed = [TESTS] if any(d.tests for d in drives[: len(mine)]) else []
-    parts = build(drives, len(mine), runs or [run], folder, declared, tail=listed)
+    parts = build(
+        drives, len(mine), runs or [run], folder, declared, tail=listed, progress=progress
+    )
     title = f"pytest-ssd run {run.id}"
     if compared:
         title += " compared with " + ", ".join(dict.fromkeys(d.label for d in compared))

@@ -28,6 +28,8 @@ MARKER_HELP = (
     "run phase by phase, each phase in the method's order of states"
 )
 WRITES_MARKER = "ssd_writes"
+#: where a state the device is in before its first test came from (the plan's words)
+AT_START = "the device's state at the start"
 
 
 def need_of(item: pytest.Item) -> Need | None:
@@ -97,7 +99,7 @@ def simulate(items: Sequence[pytest.Item], initial: StateSpec | None, ctx: Conte
             stages.append(Stage(str(need.state), steps, source=origin))
             current, dirty = need.state, False
         elif not stages:
-            stages.append(Stage(str(need.state), [], source=str(current)))
+            stages.append(Stage(str(need.state), [], source=AT_START))
         stages[-1].tests.append(item.nodeid)
         if need.leaves is not None:
             current, dirty = need.leaves, False

@@ -15,6 +15,7 @@ from PIL import Image, ImageOps
 from pytest_ssd.db import RunInfo
 from pytest_ssd.report.build import page
 from pytest_ssd.report.sections import build
+from tests.browser import VIEWPORT_HEIGHT as FIRST_SCREEN
 from tests.browser import check_page
 from tests.e2e.browsing import PNG_MAGIC, READING_WIDTH
 from tests.unit.test_sections_csd import load, slower
@@ -30,15 +31,18 @@ def test_report_renders_in_chromium(chromium: str, run_ssd: Any, artifacts: Path
     screenshot = artifacts / "report.png"
     check = check_page(
         run.run_dir / "report.html",
-        (*REQUIRED, "#ssd-summary", "#ssd-results"),
+        (*REQUIRED, "#ssd-summary", "#ssd-results", "#environment"),
         screenshot=screenshot,
         width=READING_WIDTH,
         sections_to=artifacts / "sections",
     )
     print(f"screenshot: {screenshot}")
-    print(f"sections: {check.sections}; images: {check.images}")
+    print(f"sections: {check.sections}; images: {check.images}; tops: {check.tops}")
 
     assert check.problems() == [], "\n".join(check.problems())
+    # the key results open the page, in the first screen; pytest-html's environment after
+    assert check.tops["#ssd-summary"] < FIRST_SCREEN / 2, check.tops
+    assert check.tops["#environment"] > check.tops["#results-table"], check.tops
     assert check.images >= 1, "the summary chart at least"
     data = screenshot.read_bytes()
     assert data.startswith(PNG_MAGIC)

@@ -169,7 +169,7 @@ def test_a_fob_read_line_reads_written_lbas_only(
     prefill = text[text.index("[prefill-1]") : text.index("[fob-read]")]
     assert "rw=write" in prefill and f"size={128 << 20}" in prefill and "offset=0" in prefill
     junit = (pytester.path / "j.xml").read_text()
-    assert 'name="ssd.prefill"' in junit and "reads measure only LBAs written" in junit
+    assert f'name="ssd.prefill.bytes" value="{128 << 20}"' in junit
     page = (run.run_dir / "report.html").read_text()
     assert "prefilled 128.0 MiB before the read ([0, 134,217,728))" in page
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ def test_smoke_on_scratch_measures_records_and_reports(run_ssd: Any) -> None:
     out = run.result.stdout.str()
     assert "these results describe no SSD" in out
     assert f"report:  {run.run_dir}/report.html" in out
+    # the report's build says where it is (a line per section) before pytest's summary
+    assert "pytest-ssd: report: Four corners (suites/smoke) (" in out
 
     data = run.results()
     assert data["run"]["complete"] is True
@@ -40,7 +43,12 @@ def test_smoke_on_scratch_measures_records_and_reports(run_ssd: Any) -> None:
     assert "Devices under test" in html and "describe no SSD" in html
     assert html.count("data:image/png;base64") >= 1, "summary chart embedded"
     assert "tail latency" in html, "per-test graphs embedded"
-    assert "MiB/s" in html and "p99.99 (µs)" in html
+    assert "MiB/s" in html and "p99.99 latency" in html
+    # each test's row links the job file fio ran and what it printed
+    rows = unescape(html)  # pytest-html keeps its rows in a JSON blob, in an attribute
+    links = set(re.findall(r'href=\\?"(artifacts/[^"\\]+/fio\.(?:job|stdout))', rows))
+    assert len(links) == 2 * len(CORNERS), links
+    assert all((run.run_dir / link).is_file() for link in links)
     assert str(run.run_dir.parent) not in attached_loops(), "scratch device detached"
     assert not list((run.report_dir / ".scratch").glob("*.img")), "backing file removed"
 

@@ -9,7 +9,7 @@ import pytest
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.report.build import gather
 from pytest_ssd.report.sections import build
-from pytest_ssd.report.sections.pair import spearman, verdict
+from pytest_ssd.report.sections.pair import printed, spearman, verdict
 from tests.unit.db_fixtures import write_run
 
 
@@ -25,13 +25,29 @@ def test_spearman_ranks_with_ties() -> None:
     ("rho", "text"),
     [
         (0.9, "trends agree"),
+        (0.80, "trends agree"),
+        (0.7999999999999999, "trends agree"),  # spearman()'s 0.8, printed 0.80
+        (0.7949, "trends partly agree"),  # printed 0.79
         (0.5, "trends partly agree"),
+        (0.40, "trends partly agree"),
+        (0.39999999999999997, "trends partly agree"),  # printed 0.40
+        (0.3949, "trends differ"),  # printed 0.39
         (-0.2, "trends differ"),
         (None, "cannot be ranked (fewer than 3 workloads, or one drive does not vary)"),
     ],
 )
 def test_verdicts(rho: float | None, text: str) -> None:
     assert verdict(rho) == text
+
+
+@pytest.mark.parametrize(
+    ("ranks", "text"),
+    [([2, 1, 4, 3, 5], "0.80 trends agree"), ([1, 3, 4, 5, 2], "0.40 trends partly agree")],
+)
+def test_rho_at_a_threshold_is_judged_as_printed(ranks: list[int], text: str) -> None:
+    rho = spearman([1, 2, 3, 4, 5], ranks)
+    assert rho is not None and rho < float(text[:4])  # 0.7999999999999999, 0.39999999999999997
+    assert f"{printed(rho)} {verdict(rho)}" == text
 
 
 def test_two_labels_get_ratios_and_agreeing_trends(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd.text import MAX_STEM, file_stem, name_problem, significant
+from pytest_ssd.text import MAX_STEM, file_stem, latency, name_problem, significant
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,22 @@ def test_a_long_figure_title_gets_a_file_name_a_file_system_takes() -> None:
     assert file_stem(first) != file_stem(second), "cut names stay apart"
     assert file_stem(first).startswith("01-loop4--256-0-mib-loop-on--tmp-pytest-of-root")
     assert file_stem("short title") == "short-title"
+
+
+@pytest.mark.parametrize(
+    ("us", "text"),
+    [
+        (716.84, "716.8 µs"),
+        (999.94, "999.9 µs"),
+        (999.96, "1.00 ms"),  # 1,000.0 µs would be four digits
+        (2211.84, "2.21 ms"),
+        (2_164_260.86, "2.16 s"),  # was 2,164,260.86 µs
+        (float("nan"), "—"),
+    ],
+)
+def test_a_latency_keeps_under_four_digits_before_the_point(us: float, text: str) -> None:
+    assert latency(us) == text
+
+
+def test_a_spread_is_in_the_latency_s_unit() -> None:
+    assert latency(2500.0, 120.0) == "2.50 ± 0.12 ms"

@@ -45,6 +45,14 @@ figure.ssd-figure img { max-width: 100%; height: auto; }
 .ssd-bad { color: #b00; }
 .ssd-error { border: 2px solid #b00; background: #fff0f0; color: #600; padding: 0.5em 1em; }
 .ssd-warnings { color: #8a5a00; }
+/* pytest-html writes 12 px #999 on white (2.8:1): text at 4.5:1 or more (WCAG AA) */
+body, #results-table, .filters button, .collapse button { color: #222; }
+body, #results-table, .ssd-table { font-size: 14px; }
+a { color: #0645ad; }
+/* pytest-html's environment table (Python, packages, plugins) goes below the results:
+   the page opens with pytest-ssd's summary */
+body:has(> #environment) { display: flex; flex-direction: column; }
+#environment-header, #environment { order: 1; }
 /* pytest-html: its "Summary" heading stands over our sections (ours is above them); a test
    without output gets no empty grey log box */
 .summary__data > h2:first-child { display: none; }
@@ -113,12 +121,13 @@ def build(
     declared: Sequence[ReportSection] = builtin.SECTIONS,
     *,
     tail: Sequence[tuple[str, str]] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> list[Section]:
     """The summary, then every section for *drives* (this run's first *current*, then compared).
 
     *declared*: the sections suites and plugins declared (``pytest_ssd_report_sections``).
     *tail*: (anchor, title) of what the page shows after the sections (the test results),
-    for the contents.
+    for the contents.  *progress* gets a line as each section starts.
     """
     _distinct_labels(drives)
     ctx = Context(
@@ -143,6 +152,9 @@ def build(
     sections: list[Section] = []
     entries: list[overview.Entry] = []
     for index, (make, title, where) in enumerate(builders):
+        if progress is not None:
+            graphs = len(ctx.figures.saved)
+            progress(f"report: {title} ({index + 1} of {len(builders)}; {graphs} graphs so far)")
         built = _built(make, where, dict(ctx.figures.anchors))
         if isinstance(built, str):  # a box in its place, saying why
             anchor = anchor_of(f"ssd-failed-{index}-{title}")

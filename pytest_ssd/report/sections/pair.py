@@ -55,9 +55,16 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
+def printed(rho: float) -> str:
+    """Rho as the table prints it (two decimals)."""
+    return f"{rho:.2f}"
+
+
 def verdict(rho: float | None) -> str:
+    """The words for *rho*, judged on the value as printed (0.7999999999999999 is 0.80)."""
     if rho is None:
         return "cannot be ranked (fewer than 3 workloads, or one drive does not vary)"
+    rho = float(printed(rho))
     if rho >= AGREE:
         return "trends agree"
     return "trends partly agree" if rho >= PARTLY else "trends differ"
@@ -118,7 +125,7 @@ def section(ctx: Context) -> Section | None:
     for key, title, _ in METRICS:
         bars, rho = _metric(pairs, key, labels)
         panels.append((title, bars))
-        trends.append([html.escape(title), "—" if rho is None else f"{rho:.2f}", verdict(rho)])
+        trends.append([html.escape(title), "—" if rho is None else printed(rho), verdict(rho)])
     names = [html.escape(label) for label in labels]
     header = ["workload"]
     for _, title, _ in METRICS:

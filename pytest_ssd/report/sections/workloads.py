@@ -18,6 +18,7 @@ from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import Context, Palette, Section, notes, table
 from pytest_ssd.report.sections.match import Matched, match, measurement_keys
 from pytest_ssd.results.record import Measurement, percentile_us
+from pytest_ssd.text import latency
 
 #: more workloads than this make bars nobody can read: the table (and the CSV export) carry them
 MAX_BARS = 32
@@ -117,6 +118,8 @@ def _figure(one: Matched, direction: str, key: str, digits: int) -> str:
     mean, sd = value_of(one, direction, key)
     if np.isnan(mean):
         return "not resolved" if key.startswith("p") else "—"
+    if key.endswith("_us"):
+        return latency(mean, sd if repeated(one) else None)
     return f"{mean:,.{digits}f}" + (f" ± {sd:,.{digits}f}" if repeated(one) else "")
 
 
@@ -162,6 +165,6 @@ def section(ctx: Context, suite: str, title: str, prefix: str) -> Section | None
         left_out.append(f"{len(keys)} workloads: too many for one bar chart; see the table")
     elif panels:
         body = ctx.figures.html(grouped_bars(panels, ctx.palette), f"{suite} by workload")
-    header = ["workload", "drive", "IOPS", "MiB/s", "MB/s", "mean lat (µs)", "p99 (µs)", "runs"]
+    header = ["workload", "drive", "IOPS", "MiB/s", "MB/s", "mean latency", "p99 latency", "runs"]
     body += table(header, [row for group in groups for one in group for row in _row(one)])
     return Section(f"ssd-suite-{suite}", title, body + notes(left_out))

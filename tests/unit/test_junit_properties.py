@@ -1,0 +1,35 @@
+"""What a --junitxml file keeps of a test's properties (pytest_ssd.results.junit)."""
+
+from __future__ import annotations
+
+import json
+
+from pytest_ssd.results.junit import compact, properties
+
+
+def test_records_go_unresolved_values_go_names_are_unique() -> None:
+    pairs = [
+        ("ssd.suite", "csd"),
+        ("ssd.measurement", json.dumps({"metrics": {}})),
+        ("job.read.iops", "1158.4158411026"),
+        ("job.read.p99.99_us", "None"),
+        ("job.read.iops", "1200"),
+        ("ssd.prefill", json.dumps({"bytes": 4096, "spans": [[0, 4096]], "ok": True})),
+        ("x.why", "w" * 81),
+    ]
+    assert properties(pairs) == [
+        ("ssd.suite", "csd"),
+        ("job.read.iops", "1158.42"),
+        ("job.read.iops#2", "1200"),
+        ("ssd.prefill.bytes", "4096"),
+        ("ssd.prefill.ok", "1"),
+    ]
+
+
+def test_figures_keep_six_digits_and_whole_numbers_stay_whole() -> None:
+    assert [compact(v) for v in ("4294967296", "0.000123456789", "12345678.9", "1e300")] == [
+        "4294967296",
+        "0.000123457",
+        "12345700",
+        "1e+300",
+    ]
