@@ -1,0 +1,245 @@
+"""The same cases on a local loop device and on one behind a test host's sshd (127.0.0.1).
+
+A test host is not second-class: every case below runs twice, once with
+``--dut=/dev/loopN`` and once with ``--dut=ssh://root@127.0.0.1:PORT/dev/loopN``
+(a real sshd, tests/sshd.py), and must hold the same way in both: the smoke
+suite, the consumer suite's batched low-QD points, a purge, ``--ssd-tune``, the
+lock refusal, ``kill -9`` of pytest in the middle of a batch (nothing left
+running or waiting on the machine the device is in) and ``--ssd-repeat=2``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import REPO, cssd_suite, smoke_argv
+from tests.e2e.test_tune import as_found, one_tuner  # noqa: F401  (fixtures: THP, ASLR as found)
+from tests.sshd import Sshd
+
+pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
+CSD = REPO / "suites" / "csd"
+LoopFactory = Callable[..., Path]
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the device is: here (*server* None) or in the test host *server*."""
+
+    name: str
+    server: Sshd | None
+
+    def dut(self, dev: Path) -> list[str]:
+        """The options that name *dev* there."""
+        if self.server is None:
+            return [f"--dut={dev}", f"--ssd-confirm={dev}"]
+        return [
+            f"--dut={self.server.url(str(dev))}",
+            f"--ssd-confirm={dev}",
+            f"--ssd-ssh-config={self.server.config}",
+        ]
+
+
+@pytest.fixture(params=["local", "host"])
+def where(request: pytest.FixtureRequest) -> Where:
+    if request.param == "local":
+        return Where("local", None)
+    return Where("host", request.getfixturevalue("server"))
+
+
+def _fio_pids() -> dict[int, str]:
+    """Every fio process of the machine (the test host is this machine) and its command line."""
+    found = {}
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == "fio":
+                cmdline = (comm.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+                found[int(comm.parent.name)] = cmdline.decode(errors="replace")
+        except OSError:
+            continue
+    return found
+
+
+def _holders(dev: Path) -> set[int]:
+    """Processes with *dev* open."""
+    found = set()
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            if fd.readlink() == dev:
+                found.add(int(fd.parent.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def _left(dev: Path, before: dict[int, str]) -> list[str]:
+    """fio processes started since *before* (a batch's, a server's) and holders of *dev*."""
+    fio = [f"{pid} {cmd}" for pid, cmd in _fio_pids().items() if pid not in before]
+    ours = [line for line in fio if str(dev) in line or "ssd-" in line or "--server" in line]
+    return ours + [f"{pid} holds {dev}" for pid in _holders(dev)]
+
+
+def _settled(dev: Path, before: dict[int, str], seconds: float = 30) -> list[str]:
+    """What is still left after at most *seconds* (a reaper's grace, a host seeing EOF)."""
+    deadline = time.monotonic() + seconds
+    left = _left(dev, before)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _left(dev, before)
+    return left
+
+
+def _clean(run: Any) -> str:
+    out: str = run.result.stdout.str() + run.result.stderr.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    return out
+
+
+def test_smoke(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
+    dev = loop_device(1024)
+    before = _fio_pids()
+    run = run_ssd(*where.dut(dev))
+    out = _clean(run)
+    assert run.result.ret == 0, out
+    run.result.assert_outcomes(passed=4)
+    assert len(run.results()["measurements"]) == 4
+    assert _settled(dev, before) == []
+
+
+def test_csd_low_qd1_is_batched(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
+    dev = loop_device(1024)
+    before = _fio_pids()
+    run = run_ssd(*where.dut(dev), "-k", "low and qd1", suite=CSD, timeout=900)
+    out = _clean(run)
+    assert run.result.ret == 0, out
+    # 2 patterns x 2 rounds x QD 1 x 0, 70, 100 % read
+    run.result.assert_outcomes(passed=12)
+    batches = sorted(p.name for p in (run.run_dir / "artifacts").glob("batch-*"))
+    # each round's six points started together in one batch
+    assert [name.split("test_low_qd_")[1] for name in batches] == [
+        f"{dev.name}-seq-cssd1-qd1-r0_",
+        f"{dev.name}-seq-cssd2-qd1-r0_",
+    ], batches
+    assert "fio batch failed" not in out and "not batched" not in out
+    points = [m for m in run.results()["measurements"] if "low_qd" in m["test"]]
+    # three runs a point (n0-n2), each with fio's figures
+    assert len({m["test"] for m in points}) == 12 and len(points) == 36
+    assert all(m["metrics"] for m in points)
+    assert _settled(dev, before) == []
+
+
+def test_a_purge(where: Where, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path) -> None:
+    dev = loop_device(256)
+    with dev.open("r+b") as fh:  # something for the purge to take away
+        fh.write(os.urandom(1 << 20))
+    run = run_ssd(*where.dut(dev), suite=cssd_suite(tmp_path))
+    out = _clean(run)
+    assert run.result.ret == 0, out
+    run.result.assert_outcomes(passed=1)
+    steps = [s["kind"] for t in run.results()["transitions"] for s in t["steps"]]
+    assert steps[0] == "purge" and "fio" in steps, steps
+
+
+def test_tune(
+    where: Where,
+    loop_device: LoopFactory,
+    run_ssd: Any,
+    as_found: Callable[..., Callable[[], dict[Path, str]]],  # noqa: F811  (the fixture)
+) -> None:
+    dev = loop_device(256)
+    scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
+    if "mq-deadline" not in scheduler.read_text():
+        pytest.skip(f"{scheduler} offers no mq-deadline to start from")
+    now = as_found(Path("/sys/kernel/mm/transparent_hugepage/enabled"), scheduler)
+    scheduler.write_text("mq-deadline")
+    before = now()
+    run = run_ssd(*where.dut(dev), "--ssd-tune", "-k", "seq-read")
+    out = _clean(run)
+    assert run.result.ret == 0, out
+    rows = run.results()["run"]["host_settings"]
+    settings = {(r["key"], r["device"]): r["value"] for r in rows}
+    assert settings[("scheduler", dev.name)] == "none", "none while measuring"
+    assert now() == before, "every setting exactly as found"
+
+
+def test_the_lock_refusal(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
+    dev = loop_device(64)
+    holder = subprocess.Popen(["flock", "-o", str(dev), "sleep", "60"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while str(holder.pid) not in Path("/proc/locks").read_text():
+            assert time.monotonic() < deadline, "flock took its lock"
+            time.sleep(0.05)
+        run = run_ssd(*where.dut(dev))
+        out = _clean(run)
+        assert run.result.ret == 4, out
+        errors = [line for line in run.result.stderr.lines if line.startswith("ERROR: ")]
+        assert len(errors) == 1, out
+        assert f"it is locked by pid {holder.pid} (flock -o {dev} sleep 60)" in errors[0]
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=30)
+
+
+def _batch_running(reports: Path, dev: Path, before: dict[int, str]) -> bool:
+    """A batch's folder exists and some fio of it runs on *dev*."""
+    return any(reports.glob("2*/artifacts/batch-*")) and bool(_left(dev, before))
+
+
+def test_kill_9_mid_batch_leaves_nothing(
+    where: Where, loop_device: LoopFactory, tmp_path: Path
+) -> None:
+    dev = loop_device(1024)
+    reports = tmp_path / "reports"
+    argv = smoke_argv(reports, *where.dut(dev), "--ssd-profile=quick", "-k", "low and qd1")
+    argv[3] = str(CSD)  # the consumer suite, not smoke
+    before, folders = _fio_pids(), set(Path("/tmp").glob("ssd-fio.*"))
+    pytest_run = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while not _batch_running(reports, dev, before):
+            assert pytest_run.poll() is None, "pytest ended before its first batch"
+            assert time.monotonic() < deadline, "no batch in 600 s"
+            time.sleep(0.1)
+        time.sleep(1.0)  # a point measuring, the next ones started ahead at their gates
+    finally:
+        pytest_run.send_signal(signal.SIGKILL)  # pytest alone, as kill -9 PID
+        pytest_run.wait(timeout=60)
+    assert _settled(dev, before) == [], "no fio runs or waits at a gate on the device's machine"
+    assert set(Path("/tmp").glob("ssd-fio.*")) <= folders, "the host's fio server folder is gone"
+    assert _unlocked(dev), "nothing holds the device's lock: a new session may take it"
+
+
+def _unlocked(dev: Path, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    with dev.open("rb") as fh:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.2)
+            else:
+                return True
+
+
+def test_repeat_2(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
+    dev = loop_device(512)
+    run = run_ssd(*where.dut(dev), "--ssd-repeat=2", "-k", "seq-write or rnd-read")
+    out = _clean(run)
+    assert run.result.ret == 0, out
+    measured = run.results()["measurements"]
+    per_test: dict[str, int] = {}
+    for m in measured:
+        per_test[m["test"]] = per_test.get(m["test"], 0) + 1
+    assert len(per_test) == 2 and set(per_test.values()) == {2}, per_test
