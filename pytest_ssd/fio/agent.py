@@ -42,11 +42,14 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.device.pinned import changed
 from pytest_ssd.errors import FioError
+from pytest_ssd.fio.job import FioJob
+from pytest_ssd.fio.watch import HOST_EVERY_S, StallWatch, host_capacity, host_watch
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc import Completed
 
@@ -119,9 +122,24 @@ class HostGates:
     #: a batch started early holds its gates in a thread meanwhile
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    #: fio's disks are the host's
+    here = False
+    #: the counters are an ssh command away (0.05-0.1 s): watched only for a job still
+    #: running after the watch's first interval
+    watch_after = HOST_EVERY_S
+
     @property
-    def where(self) -> str:
-        return self.ssh.where
+    def checks_device(self) -> bool:
+        return self.pinned
+
+    def where(self, target: str) -> str:
+        return f"{target} ({self.ssh.where})"
+
+    def capacity(self, target: str) -> int | None:
+        return host_capacity(self.ssh, target)
+
+    def watch(self, jobs: Sequence[FioJob], target: str, where: str) -> StallWatch | None:
+        return host_watch(self.ssh, jobs, target, where)
 
     def connect(self) -> None:
         """Connect; the agent makes the batch's folder there (FioError in one line if not)."""
@@ -131,7 +149,9 @@ class HostGates:
             sock.connect(str(self.socket_path))
         except OSError as exc:
             sock.close()
-            raise FioError(f"{self.where}: the fio batch agent cannot be reached: {exc}") from None
+            raise FioError(
+                f"{self.ssh.where}: the fio batch agent cannot be reached: {exc}"
+            ) from None
         self._sock = sock
         self._reader = sock.makefile("rb")
         self.folder, _, policy = self.ask("").partition(" ")
@@ -157,7 +177,7 @@ class HostGates:
     def _answer(self, request: str, data: bytes, wait: float) -> str:
         sock = self._sock
         if sock is None:
-            raise AgentLost(f"{self.where}: the fio batch's agent connection is closed")
+            raise AgentLost(f"{self.ssh.where}: the fio batch's agent connection is closed")
         try:
             sock.settimeout(ANSWER_S + wait)
             if request:
@@ -165,22 +185,22 @@ class HostGates:
             line = self._reader.readline().decode(errors="replace").rstrip("\n")
         except OSError as exc:
             self.close()
-            raise AgentLost(f"{self.where}: the fio batch's agent was lost: {exc}") from None
+            raise AgentLost(f"{self.ssh.where}: the fio batch's agent was lost: {exc}") from None
         if not line:
             self.close()
-            raise AgentLost(f"{self.where}: the fio batch's agent was lost (connection ended)")
+            raise AgentLost(f"{self.ssh.where}: the fio batch's agent was lost (connection ended)")
         word, _, rest = line.partition(" ")
         if word == "err" and rest.startswith("changed "):
             raise changed(self.node, rest.removeprefix("changed "))
         if word != "ok":
-            raise FioError(f"{self.where}: the fio batch agent: {rest or line}")
+            raise FioError(f"{self.ssh.where}: the fio batch agent: {rest or line}")
         return rest
 
     def _bytes(self, size: int) -> bytes:
         data = self._reader.read(size)
         if len(data) != size:
             self.close()
-            raise AgentLost(f"{self.where}: the fio batch's agent was lost mid-answer")
+            raise AgentLost(f"{self.ssh.where}: the fio batch's agent was lost mid-answer")
         return data
 
     # --- the batch's files ---------------------------------------------------------------
@@ -190,12 +210,29 @@ class HostGates:
         finds every process by the server's folder in its command line)."""
         return f"{self.folder}/{relative}" if relative else self.folder
 
+    def fio(self) -> str:
+        return "fio"
+
+    def jobfile(self, relative: str) -> str:
+        return self.path(f"{relative or '.'}/fio.job")
+
+    def prefix(self, relative: str) -> str:
+        return self.path("") + "/"  # absolute there (the host's clean-up finds the gates' shells)
+
     def put(self, relative: str, text: str) -> None:
         data = text.encode()
         self.ask(f"put {relative} {len(data)}", data)
 
-    def fifos(self, names: list[str]) -> None:
+    def open(self, folder: Path, names: list[str]) -> None:
+        """The FIFOs in the batch's folder on the host (the agent made it)."""
         self.ask("fifo " + " ".join(names))
+
+    def spawn(self, relative: str, argv: list[str], artifacts: Path, *, idle: bool) -> HostFio:
+        """Start *argv* in the batch folder's *relative* folder on the host (*idle*: under
+        ``SCHED_IDLE`` until :meth:`HostFio.normal_policy`)."""
+        key = relative.replace("/", "_") or "all"
+        self.ask(f"spawn {key} {relative or '.'} {int(idle)} {' '.join(argv)}")
+        return HostFio(self, key, tuple(argv), artifacts, time.monotonic())
 
     def pin(self, node: str, number: tuple[int, int]) -> None:
         """Note the device number and identity files of *node* for every later release
@@ -304,7 +341,7 @@ class HostFio:
         found = self.gates.ask_output(f"end {self.key} {timeout:g}", wait=timeout)
         if found is None:
             self.kill()
-            raise FioError(f"{self.gates.where}: fio timed out after {timeout:g} s")
+            raise FioError(f"{self.gates.ssh.where}: fio timed out after {timeout:g} s")
         return self._keep(found)
 
     def kill(self) -> Completed:
@@ -315,13 +352,3 @@ class HostFio:
         except AgentLost as exc:  # the agent ended it with the connection
             self.done = Completed(self.argv, -9, "", str(exc), 0.0)
             return self.done
-
-
-def spawn_on_host(
-    gates: HostGates, relative: str, argv: list[str], artifacts: Path, *, idle: bool
-) -> HostFio:
-    """Start *argv* in the batch folder's *relative* folder on the host (*idle*: under
-    ``SCHED_IDLE`` until :meth:`HostFio.normal_policy`)."""
-    key = relative.replace("/", "_") or "all"
-    gates.ask(f"spawn {key} {relative or '.'} {int(idle)} {' '.join(argv)}")
-    return HostFio(gates, key, tuple(argv), artifacts, time.monotonic())

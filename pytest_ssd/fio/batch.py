@@ -40,9 +40,6 @@ the batch (every process of it is killed, none starts afterwards).
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
-import select
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,14 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.errors import FioError, ParseError, SafetyError
-from pytest_ssd.fio.agent import HostFio, HostGates, spawn_on_host
-from pytest_ssd.fio.engine import FIO_INSTALL_HINT, check_target
+from pytest_ssd.fio.engine import check_target
+from pytest_ssd.fio.gates import FioProcess, Gates, LocalGates
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
-from pytest_ssd.fio.watch import HOST_EVERY_S, StallWatch, capacity_of, timeout_for, watch_for
-from pytest_ssd.machine.ssh import Ssh
-from pytest_ssd.proc import Background, Completed, spawn, which
-from pytest_ssd.proc.runner import may_raise_priority
+from pytest_ssd.fio.watch import StallWatch, timeout_for
+from pytest_ssd.proc import Completed
 
 #: how long a job may take to reach its gate (fio start-up, opening the device)
 GATE_TIMEOUT_S = 60.0
@@ -77,85 +72,6 @@ RUN_MARGIN_S = 120.0
 CLOCK = "clock_gettime"
 
 
-@dataclass
-class LocalGates:
-    """A batch's gates here: FIFOs in its folder, held and written by this process.
-
-    :class:`~pytest_ssd.fio.agent.HostGates` does the same on a test host.
-    """
-
-    folder: Path
-    _gates: dict[int, int] = field(default_factory=dict)
-    _ends: dict[int, int] = field(default_factory=dict)
-
-    def fifos(self, names: list[str]) -> None:
-        for name in names:
-            (self.folder / name).unlink(missing_ok=True)
-            os.mkfifo(self.folder / name, 0o600)
-
-    @property
-    def held(self) -> bool:
-        return bool(self._gates)
-
-    def hold(self, n: int) -> bool:
-        """Open gate *n* for writing if its job waits there (False: it is not there yet).
-
-        The gate stays open (the job reads nothing until a word is written) until
-        :meth:`tell` writes to it.
-        """
-        if n in self._gates:
-            return True
-        try:
-            fd = os.open(self.folder / f"gate-{n}", os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: nobody reads yet (the job is not there)
-                raise
-            return False
-        self._gates[n] = fd
-        return True
-
-    def tell(self, n: int, word: str) -> bool:
-        """Write *word* to held gate *n* and close it (False: its job left it: fio ended)."""
-        fd = self._gates.pop(n)
-        try:
-            os.write(fd, f"{word}\n".encode())
-        except BrokenPipeError:
-            return False
-        finally:
-            os.close(fd)
-        return True
-
-    def release(self, n: int) -> bool:
-        """``go`` to gate *n*, its end FIFO opened first (the caller checked the device)."""
-        # the end is a FIFO too: the wait blocks in select() instead of polling a file
-        self._ends[n] = os.open(self.folder / f"done-{n}", os.O_RDONLY | os.O_NONBLOCK)
-        return self.tell(n, "go")
-
-    def ended(self, n: int, timeout: float) -> bool:
-        """True once job *n* ended (its end FIFO), within *timeout*."""
-        if not select.select([self._ends[n]], [], [], timeout)[0]:
-            return False
-        os.close(self._ends.pop(n))
-        return True
-
-    def skip_all(self) -> None:
-        """``skip`` to every held gate: a job waiting in its prerun leaves without I/O."""
-        for n, fd in list(self._gates.items()):
-            with contextlib.suppress(OSError):
-                os.write(fd, b"skip\n")
-            os.close(fd)
-            del self._gates[n]
-
-    def close(self) -> None:
-        self.skip_all()
-        for fd in self._ends.values():
-            os.close(fd)
-        self._ends.clear()
-
-
-Gates = LocalGates | HostGates
-
-
 @dataclass(frozen=True)
 class BatchRun:
     """A closed batch: what its fio processes printed, and the jobs skipped without I/O."""
@@ -173,7 +89,7 @@ class _Process:
     folder: Path
     #: the folder's name in the batch's folder ("" for a batch of one process)
     relative: str = ""
-    fio: Background | HostFio | None = None
+    fio: FioProcess | None = None
     output: FioOutput | None = None
     completed: Completed | None = None
     #: every job of it waits at its gate under the normal CPU policy
@@ -196,8 +112,8 @@ class Batch:
     points: Sequence[int] = ()
     #: the caller's work done while a point's fio exits (the wait for its output)
     while_exiting: Callable[[], None] | None = None
-    #: the gates on the test host where *target* is (None: here); connected
-    host: HostGates | None = None
+    #: where fio runs (the device's fio runner gives them: on a test host, connected)
+    gates: Gates = field(default_factory=LocalGates)
     _processes: list[_Process] = field(default_factory=list)
     _index: dict[str, int] = field(default_factory=dict)
     _owner: dict[str, _Process] = field(default_factory=dict)
@@ -229,24 +145,24 @@ class Batch:
 
     def start(self) -> None:
         """Write the job files, make the gates and start the first point's fio (at once)."""
-        host = self.host
-        self._fio = which("fio", FIO_INSTALL_HINT) if host is None else "fio"
+        gates = self.gates
+        self._fio = gates.fio()
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        gates = self._gates = host if host is not None else LocalGates(self.artifacts)
-        gates.fifos([f"{kind}-{n}" for n in self._index.values() for kind in ("gate", "done")])
+        self._gates = gates
+        names = [f"{kind}-{n}" for n in self._index.values() for kind in ("gate", "done")]
+        gates.open(self.artifacts, names)
         for process in self._processes:
             process.folder.mkdir(parents=True, exist_ok=True)
             text = self._jobfile(process)
             (process.folder / "fio.job").write_text(text)
-            if host is not None:
-                host.put(f"{process.relative or '.'}/fio.job", text)
+            gates.put(f"{process.relative or '.'}/fio.job", text)
         self._started = True
         # on a host its agent says whether it may (root, a known syscall number)
-        self._idle = may_raise_priority() if host is None else host.idle
+        self._idle = gates.idle
         self._start_next()
 
     @property
-    def gates(self) -> Gates:
+    def _open(self) -> Gates:
         if self._gates is None:
             raise FioError("the fio batch was never started")
         return self._gates
@@ -259,11 +175,7 @@ class Batch:
     @property
     def checks_device(self) -> bool:
         """Each release checks the pinned device itself (on a host: its agent)."""
-        return self.host is not None and self.host.pinned
-
-    @property
-    def ssh(self) -> Ssh | None:
-        return self.host.ssh if self.host is not None else None
+        return self.gates.checks_device
 
     def _start_next(self) -> None:
         """Start the fio processes of the next :data:`AHEAD` points still waiting."""
@@ -280,24 +192,15 @@ class Batch:
     def _spawn(self, process: _Process) -> None:
         if process.fio is not None:
             return
-        jobfile = "fio.job"  # fio runs in its process's folder; on a host by its whole path
-        if self.host is not None:
-            jobfile = self.host.path(f"{process.relative or '.'}/{jobfile}")
+        jobfile = self.gates.jobfile(process.relative)
         argv = [self._fio, "--output-format=json+", f"--clocksource={CLOCK}", jobfile]
         if self.readonly:
             argv.insert(1, "--readonly")
-        if self.host is not None:
-            process.fio = spawn_on_host(
-                self.host, process.relative, argv, process.folder, idle=self._idle
-            )
-            return
-        process.fio = spawn(argv, artifacts=process.folder, name="fio", idle=self._idle)
+        process.fio = self.gates.spawn(process.relative, argv, process.folder, idle=self._idle)
 
     def _jobfile(self, process: _Process) -> str:
         """*process*'s jobs, none stonewalled, each gated."""
-        up = "../" if process.relative else ""
-        if self.host is not None:  # absolute there (the host's clean-up finds the gates' shells)
-            up = self.host.path("") + "/"
+        up = self.gates.prefix(process.relative)
         text = render(list(process.jobs), str(self.target)).replace("\nstonewall\n", "\n")
         out: list[str] = []
         for line in text.splitlines():
@@ -346,7 +249,7 @@ class Batch:
 
     @property
     def _where(self) -> str:
-        return str(self.target) if self.host is None else f"{self.target} ({self.host.where})"
+        return self.gates.where(str(self.target))
 
     # --- the gates ------------------------------------------------------------------------
 
@@ -366,7 +269,7 @@ class Batch:
             process = self._process(waiting)
             if process.fio is None:
                 continue
-            while not self.gates.hold(self._index[waiting.name]):
+            while not self._open.hold(self._index[waiting.name]):
                 alive = self._alive(process)
                 if process is not own and (self._idle or not alive or process.fio.children()):
                     break  # idle until its turn (or failed: its release says so)
@@ -387,7 +290,7 @@ class Batch:
         """
         for job in self.waiting:
             if self._process(job).fio is not None:
-                self.gates.hold(self._index[job.name])
+                self._open.hold(self._index[job.name])
 
     def hold_meanwhile(self) -> None:
         """Hold each gate as its job reaches it, in a thread, until the first release.
@@ -420,7 +323,7 @@ class Batch:
 
     def _tell(self, job: FioJob, word: str) -> None:
         """Write *word* to *job*'s gate (held by :meth:`_arm`) and close it."""
-        if not self.gates.tell(self._index[job.name], word):
+        if not self._open.tell(self._index[job.name], word):
             raise self._dead(job, "left its gate: fio ended")
 
     # --- releasing jobs -------------------------------------------------------------------
@@ -455,7 +358,7 @@ class Batch:
         limit = self._limit(job)
         watch: StallWatch | None = None
         try:  # on a host the agent checks the pinned device first
-            went = self.gates.release(n)
+            went = self._open.release(n)
         except SafetyError:
             self.abort()
             raise
@@ -463,17 +366,15 @@ class Batch:
             raise self._dead(job, "left its gate: fio ended")
         released = time.monotonic()
         deadline = released + limit
-        # on a host the watch's counters are an ssh command away (0.05-0.1 s): only for a
-        # job still running after the watch's first interval
-        watch_after = 0.0 if self.host is None else HOST_EVERY_S
-        while not self.gates.ended(n, LIVENESS_S):
+        watch_after = self.gates.watch_after  # on a host: after the watch's first interval
+        while not self._open.ended(n, LIVENESS_S):
             self._hold_ready()
             if not self._alive(process):
                 raise self._dead(job, "did not finish: fio ended")
             if time.monotonic() > deadline:
                 raise self._dead(job, f"did not finish in {limit:g} s")
             if watch is None and time.monotonic() - released >= watch_after:
-                watch = watch_for([job], str(self.target), self.ssh, self._where)
+                watch = self.gates.watch([job], str(self.target), self._where)
             said = watch() if watch is not None else None
             if said is not None:
                 self.abort()
@@ -484,7 +385,7 @@ class Batch:
     def _limit(self, job: FioJob) -> float:
         """How long *job* may run (:func:`~pytest_ssd.fio.watch.timeout_for`)."""
         whole = job.runtime_s is None and not (job.io_bytes or job.size)
-        return timeout_for([job], capacity_of(str(self.target), self.ssh) if whole else None)
+        return timeout_for([job], self.gates.capacity(str(self.target)) if whole else None)
 
     def skip(self, job: FioJob) -> None:
         """Let *job* end without I/O (its point was skipped or deselected).
@@ -526,7 +427,7 @@ class Batch:
             raise FioError(
                 f"fio exited {completed.returncode} on {self._where}: {completed.last_error_line()}"
             )
-        check_target(output, str(self.target), here=self.host is None)
+        check_target(output, str(self.target), here=self.gates.here)
         process.output, process.completed = output, completed
         return output
 
@@ -566,5 +467,5 @@ class Batch:
     def __exit__(self, *exc: object) -> None:
         if self.running or (self._gates is not None and self._gates.held):
             self.abort()
-        elif self.host is not None:
-            self.host.close()
+        else:  # on a host: the connection the runner opened for the batch
+            self.gates.close()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.errors import FioError, ParseError, ToolError
-from pytest_ssd.fio.job import FioJob, fio_path, render
+from pytest_ssd.fio.job import FIO_INSTALL_HINT, FioJob, fio_path, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
 from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback, StatusSink
@@ -24,7 +24,6 @@ from pytest_ssd.fio.watch import timeout_for
 from pytest_ssd.proc import Completed, run, which
 from pytest_ssd.proc.runner import Stalled
 
-FIO_INSTALL_HINT = "install it with 'apt-get install fio' (Debian/Ubuntu) or 'dnf install fio'"
 #: seconds between fio's status reports when progress is followed
 STATUS_INTERVAL_S = 1
 #: ``fio --client`` dies of SIGPIPE when the server drops it (refused jobs)

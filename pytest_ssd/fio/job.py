@@ -19,6 +19,8 @@ from pytest_ssd.fio.results import DEFAULT_PERCENTILES
 
 Pattern = Literal["seq", "rnd"]
 
+#: how to get fio where it is missing
+FIO_INSTALL_HINT = "install it with 'apt-get install fio' (Debian/Ubuntu) or 'dnf install fio'"
 #: fio accepts at most 20 entries in percentile_list
 MAX_PERCENTILES = 20
 #: the deepest queue a job may ask for: io_uring's IORING_MAX_ENTRIES (32768), the

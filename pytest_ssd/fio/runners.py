@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pytest_ssd.errors import FioError
-from pytest_ssd.fio.agent import HostGates
+from pytest_ssd.device.pinned import Pinned
+from pytest_ssd.errors import FioError, SsdError
+from pytest_ssd.fio.gates import Gates, LocalGates
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import FioServer
-from pytest_ssd.fio.watch import StallWatch, capacity_of, watch_for
+from pytest_ssd.fio.watch import StallWatch, host_capacity, host_watch, local_capacity, local_watch
 
 
 class FioRunner(Protocol):
@@ -50,9 +51,16 @@ class FioRunner(Protocol):
         """After fio exited: fetch its files; :class:`FioError` when the place was lost."""
         ...
 
-    def batch_gates(self) -> HostGates | None:
-        """A batch's gates where fio runs (None: here, in the batch's own folder)."""
+    def batch_gates(self, node: str, pinned: Pinned | None) -> Gates:
+        """A fio batch's gates where fio runs, for device *node* (*pinned* by the session).
+
+        Raises :class:`Unbatched` (why, a few words) where no batch can run.
+        """
         ...
+
+
+class Unbatched(FioError):
+    """No fio batch can run where the device's fio runs: its points run one by one."""
 
 
 class LocalFio:
@@ -67,10 +75,10 @@ class LocalFio:
         return []
 
     def capacity(self, target: str) -> int | None:
-        return capacity_of(target)
+        return local_capacity(target)
 
     def watch(self, jobs: Sequence[FioJob], target: str) -> StallWatch | None:
-        return watch_for(jobs, target)
+        return local_watch(jobs, target)
 
     def stalled(self) -> None:
         """The process itself is ended by the runner."""
@@ -78,8 +86,9 @@ class LocalFio:
     def finished(self, artifacts: Path, target: str) -> None:
         """Its files are where it wrote them."""
 
-    def batch_gates(self) -> HostGates | None:
-        return None
+    def batch_gates(self, node: str, pinned: Pinned | None) -> Gates:
+        """FIFOs in the batch's folder; the session checks the device before each release."""
+        return LocalGates()
 
 
 #: fio on this machine
@@ -100,17 +109,33 @@ class HostFio:
         return self.server.client_args(artifacts)
 
     def capacity(self, target: str) -> int | None:
-        return capacity_of(target, self.server.ssh)
+        return host_capacity(self.server.ssh, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str) -> StallWatch | None:
-        return watch_for(jobs, target, self.server.ssh, self.where(target))
+        return host_watch(self.server.ssh, jobs, target, self.where(target))
 
     def stalled(self) -> None:
         """Its jobs there hang too: the host ends every fio of the server."""
         self.server.stop()
 
-    def batch_gates(self) -> HostGates | None:
-        return self.server.batch_gates()
+    def batch_gates(self, node: str, pinned: Pinned | None) -> Gates:
+        """The batch agent's gates there, *node* pinned: the agent notes the device's number
+        and identity files; the session's full check of the device that follows confirms
+        them, and every release compares them."""
+        try:
+            gates = self.server.batch_gates()
+        except SsdError as exc:
+            raise Unbatched(str(exc)) from None
+        if gates is None or pinned is None or pinned.key[0] != "block":
+            if gates is not None:
+                gates.close()
+            raise Unbatched("no perl there for the batch agent")
+        try:
+            gates.pin(node, (pinned.key[1], pinned.key[2]))
+        except BaseException:
+            gates.close()
+            raise
+        return gates
 
     def finished(self, artifacts: Path, target: str) -> None:
         self.server.fetched(artifacts)

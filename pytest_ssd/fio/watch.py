@@ -91,18 +91,8 @@ def timeout_for(jobs: Sequence[FioJob], capacity: int | None) -> float:
     return total
 
 
-def capacity_of(target: str, ssh: Ssh | None = None) -> int | None:
-    """Bytes of *target* (here, or on the host of *ssh*); None when unknown."""
-    if ssh is not None:
-        name = _kernel_name(target)
-        if name is None:
-            return None
-        try:
-            with_size = ssh.run(["cat", "--", f"/sys/class/block/{name}/size"], timeout=60)
-        except SsdError:  # the connection's trouble is fio's to report
-            return None
-        text = with_size.stdout.strip()
-        return int(text) * 512 if with_size.returncode == 0 and text.isdigit() else None
+def local_capacity(target: str) -> int | None:
+    """Bytes of *target* here; None when unknown."""
     try:
         st = Path(target).stat()
     except OSError:
@@ -114,6 +104,19 @@ def capacity_of(target: str, ssh: Ssh | None = None) -> int | None:
         return int(size.read_text()) * 512
     except (OSError, ValueError):
         return None
+
+
+def host_capacity(ssh: Ssh, target: str) -> int | None:
+    """Bytes of block device *target* on the host of *ssh*; None when unknown."""
+    name = _kernel_name(target)
+    if name is None:
+        return None
+    try:
+        with_size = ssh.run(["cat", "--", f"/sys/class/block/{name}/size"], timeout=60)
+    except SsdError:  # the connection's trouble is fio's to report
+        return None
+    text = with_size.stdout.strip()
+    return int(text) * 512 if with_size.returncode == 0 and text.isdigit() else None
 
 
 def _kernel_name(target: str) -> str | None:
@@ -205,14 +208,21 @@ class StallWatch:
         )
 
 
-def watch_for(
-    jobs: Sequence[FioJob], target: str, ssh: Ssh | None = None, where: str | None = None
+def local_watch(jobs: Sequence[FioJob], target: str) -> StallWatch | None:
+    """The stall watch of *jobs* on *target* here; None where none can be."""
+    return _watch(jobs, local_counters(target), target, EVERY_S)
+
+
+def host_watch(ssh: Ssh, jobs: Sequence[FioJob], target: str, where: str) -> StallWatch | None:
+    """The stall watch of *jobs* on *target* on the host of *ssh* (*where* in its message)."""
+    return _watch(jobs, host_counters(ssh, target), where, HOST_EVERY_S)
+
+
+def _watch(
+    jobs: Sequence[FioJob], counters: Counters | None, where: str, every: float
 ) -> StallWatch | None:
-    """The stall watch of *jobs* on *target* (on the host of *ssh*); None where none can be."""
-    counters = local_counters(target) if ssh is None else host_counters(ssh, target)
     if counters is None:
         return None
-    every = EVERY_S if ssh is None else HOST_EVERY_S
-    watch = StallWatch(counters, stall_allowance(jobs), where or target, every)
+    watch = StallWatch(counters, stall_allowance(jobs), where, every)
     watch._last = counters()  # the counters before fio starts
     return watch

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine import blocks
@@ -23,8 +24,15 @@ READ_TIMEOUT_S = 60.0
 GLOB = 'for f in $1; do [ -e "$f" ] && echo "$f"; done; exit 0'
 
 
+#: a machine's place: this machine, or a test host
+Place = Literal["local", "host"]
+
+
 class Machine(ABC):
     """Programs and files of one machine."""
+
+    #: where it is (what a purge method's capabilities name)
+    place: Place
 
     @property
     @abstractmethod
@@ -76,6 +84,8 @@ class Machine(ABC):
 class LocalMachine(Machine):
     """This machine."""
 
+    place: Place = "local"
+
     @property
     def where(self) -> str:
         return ""
@@ -121,6 +131,7 @@ class SshMachine(Machine):
 
     ssh: Ssh
     _paths: dict[str, str] = field(default_factory=dict, repr=False)
+    place: Place = field(default="host", init=False)
 
     @property
     def where(self) -> str:

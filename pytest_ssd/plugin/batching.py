@@ -32,9 +32,10 @@ from typing import Any
 import pytest
 
 from pytest_ssd.errors import SsdError
-from pytest_ssd.fio.agent import HostGates
 from pytest_ssd.fio.batch import Batch
+from pytest_ssd.fio.gates import Gates
 from pytest_ssd.fio.job import FioJob
+from pytest_ssd.fio.runners import Unbatched
 from pytest_ssd.fixture import SsdBench
 from pytest_ssd.plugin.points import declared
 from pytest_ssd.state import plan
@@ -141,8 +142,8 @@ class Batches:
         jobs = [job for point in points for job in point]
         if len(chosen) < 2 or not all(points):
             return  # one point: its own fio process, as any test
-        host = self._host(bench, dut) if bench.dut.address is not None else None
-        if bench.dut.address is not None and host is None:
+        gates = self._gates(bench, dut)
+        if gates is None:
             return
         if any(job.writes for job in jobs):
             bench._guard_writes()  # once for the batch: its releases run no guard
@@ -154,7 +155,7 @@ class Batches:
             artifacts=folder,
             points=sizes,
             while_exiting=self.while_exiting,
-            host=host,
+            gates=gates,
         )
         try:
             batch.start()
@@ -165,31 +166,15 @@ class Batches:
             batch.hold_meanwhile()
         self.active[dut] = Active(batch, {m.nodeid for m in chosen}, chosen[-1].nodeid)
 
-    def _host(self, bench: SsdBench, dut: str) -> HostGates | None:
-        """The batch's gates on *bench*'s test host, its device pinned there (None: the
-        points run unbatched there, said once).
-
-        The agent notes the device's number and identity files first; the guard's full
-        check that follows (:meth:`start`) confirms them, and every release compares them.
-        """
+    def _gates(self, bench: SsdBench, dut: str) -> Gates | None:
+        """The batch's gates from the device's fio runner (None: its points run unbatched,
+        said once)."""
         runner = bench._env.services.runner()
-        pinned = bench.dut.pinned
         try:
-            gates = runner.batch_gates()
-        except SsdError as exc:
+            return runner.batch_gates(str(bench.dut.path), bench.dut.pinned)
+        except Unbatched as exc:
             self._unbatched(dut, str(exc))
             return None
-        if gates is None or pinned is None or pinned.key[0] != "block":
-            self._unbatched(dut, "no perl there for the batch agent")
-            if gates is not None:
-                gates.close()
-            return None
-        try:
-            gates.pin(str(bench.dut.path), (pinned.key[1], pinned.key[2]))
-        except BaseException:
-            gates.close()
-            raise
-        return gates
 
     def _unbatched(self, dut: str, why: str) -> None:
         if dut not in self.unbatched:

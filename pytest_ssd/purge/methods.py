@@ -44,6 +44,13 @@ FORMAT = frozenset({PurgeMethod.FORMAT_SES1, PurgeMethod.FORMAT_SES2})
 ATA = frozenset({PurgeMethod.ATA_SECURE_ERASE_ENHANCED, PurgeMethod.ATA_SECURE_ERASE})
 
 
+#: why a method that does not reach a machine's place cannot purge a device there
+NOT_THERE = {
+    "local": "it purges devices of test hosts only",
+    "host": "it runs its programs on this machine only",
+}
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """Where a purge method runs and what it needs there, as its provider declares it."""
@@ -57,11 +64,8 @@ class Capabilities:
 
     def refusal(self, machine: Machine) -> str | None:
         """Why it cannot purge a device of *machine* (a few words), or None."""
-        if machine.host is not None and not self.hosts:
-            return "it runs its programs on this machine only"
-        if machine.host is None and not self.local:
-            return "it purges devices of test hosts only"
-        return None
+        reaches = {"local": self.local, "host": self.hosts}
+        return None if reaches[machine.place] else NOT_THERE[machine.place]
 
 
 #: the built-in methods' capabilities (a regular file's holes are punched and its size

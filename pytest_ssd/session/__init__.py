@@ -27,7 +27,7 @@ from pytest_ssd.db import DriveRef
 from pytest_ssd.db.export import ResultsExport
 from pytest_ssd.db.lab import RunRecords, new_run_id
 from pytest_ssd.extensions import Extensions
-from pytest_ssd.fio.engine import FIO_INSTALL_HINT
+from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.fio.watch import stall_override
 from pytest_ssd.host import HostRecord
 from pytest_ssd.host.tune import MachineTuner

@@ -12,7 +12,7 @@ from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import DeviceSummary
 from pytest_ssd.device.view import View
-from pytest_ssd.fio.engine import FIO_INSTALL_HINT
+from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.fio.runners import FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source

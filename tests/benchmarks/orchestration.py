@@ -52,6 +52,7 @@ from pathlib import Path
 
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import run_jobs
+from pytest_ssd.fio.gates import LocalGates
 from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
 from pytest_ssd.fio.server import FioServer
@@ -293,9 +294,9 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
         }
 
     def batched(tag: str) -> dict[str, float]:
-        host = server.batch_gates() if server is not None else None
+        gates = server.batch_gates() if server is not None else None
         points = [1] * len(jobs)
-        with Batch(jobs, dev, artifacts=folder / tag, points=points, host=host) as batch:
+        with Batch(jobs, dev, folder / tag, points=points, gates=gates or LocalGates()) as batch:
             for job in jobs:
                 batch.measure([job])
             output = batch.close().output

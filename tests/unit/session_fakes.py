@@ -18,7 +18,7 @@ from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source
 from pytest_ssd.machine.address import SshAddress
-from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.machine import Machine, Place
 from pytest_ssd.proc import Completed
 from pytest_ssd.site import Site, Sites, Tuning
 from pytest_ssd.site.base import Key
@@ -31,6 +31,7 @@ class FakeMachine(Machine):
     """A machine by name: it has every program and no files."""
 
     name: str
+    place: Place = "host"
 
     @property
     def where(self) -> str:

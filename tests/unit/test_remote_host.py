@@ -19,7 +19,7 @@ from pytest_ssd.host.journal import checked
 from pytest_ssd.host.record import device_settings, side_by_side
 from pytest_ssd.host.remote import HostIo, copy_tree, read_host
 from pytest_ssd.host.settings import host_settings
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import LOCAL, Machine, Place
 from pytest_ssd.machine.ssh import MARK
 from pytest_ssd.proc import Completed
 
@@ -29,6 +29,8 @@ MOVING = {"cpu-frequency", "memory", "busy-processes"}
 
 class Named(Machine):
     """This machine under a host's name (what SshMachine gives), or failing on purpose."""
+
+    place: Place = "host"
 
     def __init__(self, label: str, fail: bool = False) -> None:
         self.label, self.fail = label, fail
