@@ -49,6 +49,7 @@ from pytest_ssd.host.tune import (
 )
 from pytest_ssd.machine.flock import CONFLICT, HostFlock, hold_script
 from pytest_ssd.machine.machine import Machine, SshMachine
+from pytest_ssd.machine.snapshot import SnapshotError
 from pytest_ssd.machine.ssh import MARK
 
 TIMEOUT_S = 60.0
@@ -223,8 +224,7 @@ class HostTuner(MachineTuner):
         """Put back a dead session's journal: its entries checked on a copy of the host."""
         journal, entries = left
         mapped = [
-            {**e, "path": str(tree.copy_path(Path(str(e["path"]))))} if "path" in e else e
-            for e in entries
+            {**e, "path": _copied(tree, str(e["path"]))} if "path" in e else e for e in entries
         ]
         good, refused = checked(mapped, tree.now, tree.node_of)
         back = [_to_host(c, tree) for c in good]
@@ -261,6 +261,19 @@ class HostTuner(MachineTuner):
 
     def summary_lines(self) -> list[str]:
         return [f"{self.label}: {line}" for line in tune_lines(self.log, self.journal)]
+
+
+def _copied(tree: Tree, path: str) -> str:
+    """The copy's file for a journal entry's host path.
+
+    A path the copy cannot hold (not under /sys or /proc: not a file --ssd-tune sets)
+    stays absent from it, so :func:`~pytest_ssd.host.journal.checked` refuses the entry
+    naming the host's path; never a file outside the copy.
+    """
+    try:
+        return str(tree.copy_path(path))
+    except SnapshotError:
+        return f"{tree.root}/{path.lstrip('/').replace('..', '__')}"
 
 
 def _to_host(change: Change, tree: Tree) -> Change:
