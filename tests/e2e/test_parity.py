@@ -81,20 +81,30 @@ def _holders(dev: Path) -> set[int]:
     return found
 
 
-def _left(dev: Path, before: dict[int, str]) -> list[str]:
-    """fio processes started since *before* (a batch's, a server's) and holders of *dev*."""
+def _server_folders() -> set[Path]:
+    """The fio servers' folders on the host (this machine)."""
+    return set(Path("/tmp").glob("ssd-fio.*"))
+
+
+def _left(dev: Path, before: dict[int, str], folders: set[Path]) -> list[str]:
+    """fio processes started since *before* (a batch's, a server's), holders of *dev*, and
+    fio server folders made since *folders*."""
     fio = [f"{pid} {cmd}" for pid, cmd in _fio_pids().items() if pid not in before]
     ours = [line for line in fio if str(dev) in line or "ssd-" in line or "--server" in line]
-    return ours + [f"{pid} holds {dev}" for pid in _holders(dev)]
+    made = sorted(str(p) for p in _server_folders() - folders)
+    return ours + [f"{pid} holds {dev}" for pid in _holders(dev)] + made
 
 
-def _settled(dev: Path, before: dict[int, str], seconds: float = 30) -> list[str]:
+def _settled(
+    dev: Path, before: dict[int, str], folders: set[Path] | None = None, seconds: float = 60
+) -> list[str]:
     """What is still left after at most *seconds* (a reaper's grace, a host seeing EOF)."""
+    folders = _server_folders() if folders is None else folders
     deadline = time.monotonic() + seconds
-    left = _left(dev, before)
+    left = _left(dev, before, folders)
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
-        left = _left(dev, before)
+        left = _left(dev, before, folders)
     return left
 
 
@@ -106,18 +116,18 @@ def _clean(run: Any) -> str:
 
 def test_smoke(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
     dev = loop_device(1024)
-    before = _fio_pids()
+    before, folders = _fio_pids(), _server_folders()
     run = run_ssd(*where.dut(dev))
     out = _clean(run)
     assert run.result.ret == 0, out
     run.result.assert_outcomes(passed=4)
     assert len(run.results()["measurements"]) == 4
-    assert _settled(dev, before) == []
+    assert _settled(dev, before, folders) == []
 
 
 def test_csd_low_qd1_is_batched(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
     dev = loop_device(1024)
-    before = _fio_pids()
+    before, folders = _fio_pids(), _server_folders()
     run = run_ssd(*where.dut(dev), "-k", "low and qd1", suite=CSD, timeout=900)
     out = _clean(run)
     assert run.result.ret == 0, out
@@ -134,7 +144,7 @@ def test_csd_low_qd1_is_batched(where: Where, loop_device: LoopFactory, run_ssd:
     # three runs a point (n0-n2), each with fio's figures
     assert len({m["test"] for m in points}) == 12 and len(points) == 36
     assert all(m["metrics"] for m in points)
-    assert _settled(dev, before) == []
+    assert _settled(dev, before, folders) == []
 
 
 def test_a_purge(where: Where, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path) -> None:
@@ -192,7 +202,7 @@ def test_the_lock_refusal(where: Where, loop_device: LoopFactory, run_ssd: Any) 
 
 def _batch_running(reports: Path, dev: Path, before: dict[int, str]) -> bool:
     """A batch's folder exists and some fio of it runs on *dev*."""
-    return any(reports.glob("2*/artifacts/batch-*")) and bool(_left(dev, before))
+    return any(reports.glob("2*/artifacts/batch-*")) and bool(_left(dev, before, _server_folders()))
 
 
 def test_kill_9_mid_batch_leaves_nothing(
@@ -202,7 +212,7 @@ def test_kill_9_mid_batch_leaves_nothing(
     reports = tmp_path / "reports"
     argv = smoke_argv(reports, *where.dut(dev), "--ssd-profile=quick", "-k", "low and qd1")
     argv[3] = str(CSD)  # the consumer suite, not smoke
-    before, folders = _fio_pids(), set(Path("/tmp").glob("ssd-fio.*"))
+    before, folders = _fio_pids(), _server_folders()
     pytest_run = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 600
@@ -214,8 +224,8 @@ def test_kill_9_mid_batch_leaves_nothing(
     finally:
         pytest_run.send_signal(signal.SIGKILL)  # pytest alone, as kill -9 PID
         pytest_run.wait(timeout=60)
-    assert _settled(dev, before) == [], "no fio runs or waits at a gate on the device's machine"
-    assert set(Path("/tmp").glob("ssd-fio.*")) <= folders, "the host's fio server folder is gone"
+    left = _settled(dev, before, folders)
+    assert left == [], "no fio runs or waits at a gate, no server folder is left on the machine"
     assert _unlocked(dev), "nothing holds the device's lock: a new session may take it"
 
 
