@@ -55,6 +55,7 @@ from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.gates import LocalGates
 from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
+from pytest_ssd.fio.runners import HERE, HostFio
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.state.layout import layout
 from pytest_ssd.state.spec import parse_state
@@ -284,11 +285,12 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
         if p.point.repetition == 0 and p.point.read_pct in FIDELITY_READ_PCT
     ]
     folder = work / "fidelity"
+    runner = HERE if server is None else HostFio(server)  # the benchmark's own choice
 
     def lone(tag: str) -> dict[str, float]:
         return {
             j.name: mib_s(
-                run_jobs([j], dev, artifacts=folder / tag / j.name, server=server).output, j.name
+                run_jobs([j], dev, artifacts=folder / tag / j.name, runner=runner).output, j.name
             )
             for j in jobs
         }
