@@ -466,7 +466,7 @@ class SsdBench:
             row = {**where, **NOT_CHECKED, "id": line, "line": line}
             self._node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
             return None
-        verdict = SpecCheck(spec).evaluate(measured(spec, result))
+        verdict = SpecCheck(spec, self.dut.identity.size_bytes).evaluate(measured(spec, result))
         row = {**where, **verdict.as_dict()}
         self._node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
         return verdict

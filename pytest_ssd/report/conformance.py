@@ -28,7 +28,7 @@ def conformance_html(rows: Sequence[dict[str, Any]]) -> str:
     body = []
     for row in rows:
         colour = _COLOURS.get(row["verdict"], "#555")
-        unit = html.escape(row.get("unit") or "")
+        unit = html.escape(row.get("unit") or "") + (" per TB" if row.get("per_tb") else "")
         verdict = html.escape(row["verdict"])
         if row.get("reason"):
             verdict += f"<br><small>{html.escape(row['reason'])}</small>"

@@ -14,8 +14,8 @@ from fractions import Fraction
 
 from pytest_ssd.results.record import verdict_order
 from pytest_ssd.specs.measure import Reading
-from pytest_ssd.specs.model import Datasheet, SpecLine
-from pytest_ssd.specs.units import Quantity, exact
+from pytest_ssd.specs.model import PER_TB, TB, Datasheet, SpecLine
+from pytest_ssd.specs.units import Quantity, exact, number, unit
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,10 @@ class Verdict:
     ratio: Fraction | None
     status: str
     reason: str = ""
+    #: a per-TB line: the figure the drive measured (``measured`` is it per TB) ...
+    total: Quantity | None = None
+    #: ... and the drive's capacity in TB (10¹² bytes)
+    capacity_tb: Fraction | None = None
 
     @property
     def met(self) -> bool:
@@ -56,9 +60,14 @@ class Verdict:
         """
         if self.measured is None or self.ratio is None:
             return f"{self.line.label}: {self.status}: {self.reason}"
+        measured = f"{self.measured}"
+        if self.total is not None and self.capacity_tb is not None:
+            capacity = number(float(self.capacity_tb))
+            measured = f"{self.total} on {capacity} TB = {self.measured} {PER_TB}"
+        spec = f"{self.line.spec} {PER_TB}" if self.line.per_tb else f"{self.line.spec}"
         return (
-            f"{self.line.label}: {self.measured} = {float(self.ratio) * 100:.1f} % "
-            f"of spec {self.line.spec} (needs {self.needs})"
+            f"{self.line.label}: {measured} = {float(self.ratio) * 100:.1f} % "
+            f"of spec {spec} (needs {self.needs})"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -77,6 +86,9 @@ class Verdict:
             "verdict": self.status,
             "reason": self.reason or None,
             "message": self.message,
+            "per_tb": self.line.per_tb,
+            "measured_total": None if self.total is None else self.total.value,
+            "capacity_tb": None if self.capacity_tb is None else float(self.capacity_tb),
         }
 
 
@@ -87,9 +99,12 @@ class SpecCheck:
     *measured* is a :class:`Reading` (see :func:`~pytest_ssd.specs.measure.measured`)
     or a :class:`Quantity` in any unit of the line's dimension; never a bare
     number, whose unit would be a guess (raw IOPS against a line in kIOPS).
+    A ``per_tb`` line needs the drive's *capacity_bytes*: the measured figure is
+    divided by the capacity in TB (10¹² bytes) before it is compared.
     """
 
     line: SpecLine
+    capacity_bytes: int | None = None
 
     def evaluate(self, measured: Reading | Quantity) -> Verdict:
         """The verdict for *measured*; ValueError when it is not the line's dimension."""
@@ -102,11 +117,22 @@ class SpecCheck:
         if not reading.resolved:
             return Verdict(self.line, None, None, "not judged", reading.why_not(self.line))
         quantity = reading.quantity
-        shown = quantity.to(self.line.unit)
-        ratio = quantity.base / self.line.spec.base
+        shown, base = quantity.to(self.line.unit), quantity.base
+        total, capacity_tb = None, None
+        if self.line.per_tb:
+            total, capacity_tb = shown, self._capacity_tb()
+            base = base / capacity_tb
+            shown = Quantity(float(base / unit(self.line.unit).factor), self.line.unit)
+        ratio = base / self.line.spec.base
         ceiling = self.line.kind == "ceiling"
         met = ratio >= exact(self.line.tolerance) if ceiling else ratio <= 1
-        return Verdict(self.line, shown, ratio, "met" if met else "not met")
+        status = "met" if met else "not met"
+        return Verdict(self.line, shown, ratio, status, total=total, capacity_tb=capacity_tb)
+
+    def _capacity_tb(self) -> Fraction:
+        if self.capacity_bytes is None or self.capacity_bytes <= 0:
+            raise ValueError(f"spec line {self.line.id!r} is per TB: give the drive's capacity")
+        return Fraction(self.capacity_bytes, TB)
 
     def fails(self, measured: Reading | Quantity) -> str | None:
         """The message when *measured* does not meet the line, else None (met or not judged)."""

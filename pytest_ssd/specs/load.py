@@ -48,6 +48,7 @@ _LINE_KEYS = (
     "kind",
     "tolerance",
     "note",
+    "per_tb",
 )
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _METRIC = re.compile(r"^(?:throughput|iops|latency-mean|latency-p(\d+(?:\.\d+)?))$")
@@ -155,18 +156,41 @@ def _datasheet(name: str, data: Mapping[str, Any]) -> Datasheet:
 def _drive(raw: Mapping[str, Any]) -> Drive:
     at = "drive"
     _known_keys(raw, _DRIVE_KEYS, at)
-    capacity = _number(raw, "capacity_gb", at)
-    if capacity <= 0:
-        raise _Problem(f"{at}.capacity_gb", f"must be positive, not {capacity:g}")
-    _within(capacity, MAX_CAPACITY_GB, f"{at}.capacity_gb", "a capacity (GB)")
     return Drive(
         name=_name(raw, "name", at),
         models=_globs(raw, "model", at, required=True),
-        capacity_gb=capacity,
+        capacities_gb=_capacities(raw, at),
         firmware=_globs(raw, "firmware", at, required=False),
         form_factor=_name(raw, "form_factor", at) if "form_factor" in raw else "",
         interface=_name(raw, "interface", at) if "interface" in raw else "",
     )
+
+
+def _capacities(raw: Mapping[str, Any], at: str) -> tuple[float, ...]:
+    """``capacity_gb``: a sold capacity, or an array of them (a product line)."""
+    value = _get(raw, "capacity_gb", at)
+    many = isinstance(value, list)
+    items = value if many else [value]
+    if many and not items:
+        raise _Problem(f"{at}.capacity_gb", "must be a number or a non-empty array of numbers")
+    found = []
+    for index, item in enumerate(items):
+        where = f"{at}.capacity_gb[{index}]" if many else f"{at}.capacity_gb"
+        capacity = _number({"capacity_gb": item}, "capacity_gb", at, where)
+        if capacity <= 0:
+            raise _Problem(where, f"must be positive, not {capacity:g}")
+        found.append(_within(capacity, MAX_CAPACITY_GB, where, "a capacity (GB)"))
+    return tuple(found)
+
+
+def _per_tb(raw: Mapping[str, Any], at: str, metric: Metric) -> bool:
+    """``per_tb = true``: the figure is per TB of capacity (throughput and IOPS only)."""
+    value = raw.get("per_tb", False)
+    if not isinstance(value, bool):
+        raise _Problem(f"{at}.per_tb", f"must be true or false, not {_type(value)} {value!r}")
+    if value and metric.dimension == "latency":
+        raise _Problem(f"{at}.per_tb", f"a {metric} line is not per TB: latency does not scale")
+    return value
 
 
 def _line(raw: Mapping[str, Any], at: str, default_tolerance: float) -> SpecLine:
@@ -206,6 +230,7 @@ def _line(raw: Mapping[str, Any], at: str, default_tolerance: float) -> SpecLine
         kind=kind,
         tolerance=_tolerance(raw, at, default_tolerance),
         note=_opt_str(raw, "note", at) or "",
+        per_tb=_per_tb(raw, at, metric),
     )
 
 
@@ -350,12 +375,13 @@ def _opt_str(raw: Mapping[str, Any], key: str, at: str) -> str | None:
     return _str(raw, key, at) if key in raw else None
 
 
-def _number(raw: Mapping[str, Any], key: str, at: str) -> float:
+def _number(raw: Mapping[str, Any], key: str, at: str, where: str | None = None) -> float:
     value = _get(raw, key, at)
+    where = where or _key(at, key)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Problem(_key(at, key), f"must be a number, not {_type(value)} {value!r}")
+        raise _Problem(where, f"must be a number, not {_type(value)} {value!r}")
     if not math.isfinite(value):
-        raise _Problem(_key(at, key), f"must be a finite number, not {value!r}")
+        raise _Problem(where, f"must be a finite number, not {value!r}")
     return float(value)
 
 

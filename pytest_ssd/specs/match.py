@@ -27,14 +27,20 @@ def _matches(value: str, globs: Iterable[str]) -> bool:
     return any(fnmatchcase(_fold(value), _fold(glob)) for glob in globs)
 
 
+def _holds(size_bytes: int, capacity_gb: float) -> bool:
+    """Whether a device of *size_bytes* is sold as *capacity_gb* (decimal GB)."""
+    nominal = capacity_gb * 1e9
+    return abs(size_bytes - nominal) <= CAPACITY_SLACK * nominal
+
+
 def mismatch(datasheet: Datasheet, identity: DeviceIdentity) -> str | None:
     """Why *datasheet* does not describe *identity*, or None when it does."""
     drive = datasheet.drive
     if identity.model is None or not _matches(identity.model, drive.models):
         return f"model {identity.model or 'unknown'!r} is not {' or '.join(drive.models)}"
-    nominal = drive.capacity_gb * 1e9
-    if abs(identity.size_bytes - nominal) > CAPACITY_SLACK * nominal:
-        return f"capacity {decimal_size(identity.size_bytes)} is not {drive.capacity_gb:g} GB"
+    if not any(_holds(identity.size_bytes, gb) for gb in drive.capacities_gb):
+        sold = " or ".join(f"{gb:g}" for gb in drive.capacities_gb)
+        return f"capacity {decimal_size(identity.size_bytes)} is not {sold} GB"
     if drive.firmware and (
         identity.firmware is None or not _matches(identity.firmware, drive.firmware)
     ):

@@ -14,6 +14,9 @@ Kind = Literal["ceiling", "bound"]
 DEFAULT_TOLERANCE = 0.90
 #: the kind each dimension must use: throughput and IOPS are reached, latency kept under
 KIND_OF: dict[Dimension, Kind] = {"throughput": "ceiling", "iops": "ceiling", "latency": "bound"}
+#: how a per-TB figure's unit reads: TB is decimal, 10¹² bytes of the drive's capacity
+PER_TB = "per TB"
+TB = 10**12
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class SpecLine:
     kind: Kind
     tolerance: float = DEFAULT_TOLERANCE
     note: str = ""
+    #: the figure is per TB (10¹² bytes) of the drive's capacity: one sheet, a product line
+    per_tb: bool = False
 
     @property
     def direction(self) -> str:
@@ -61,8 +66,13 @@ class SpecLine:
 
     @property
     def spec(self) -> Quantity:
-        """The datasheet's value with its unit."""
+        """The datasheet's value with its unit (per TB of capacity when :attr:`per_tb`)."""
         return Quantity(self.value, self.unit)
+
+    @property
+    def shown_unit(self) -> str:
+        """The line's unit as tables print it: 'kIOPS', or 'kIOPS per TB'."""
+        return f"{self.unit} {PER_TB}" if self.per_tb else self.unit
 
     @property
     def label(self) -> str:
@@ -100,6 +110,7 @@ class SpecLine:
             "tolerance": self.tolerance,
             "conditions": self.conditions(),
             "note": self.note,
+            "per_tb": self.per_tb,
         }
 
 
@@ -109,15 +120,21 @@ class Drive:
 
     ``models`` and ``firmware`` are shell-style globs (``fnmatch``), compared
     case-insensitively; an empty ``firmware`` accepts any firmware.
-    ``capacity_gb`` is the sold capacity in decimal GB.
+    ``capacities_gb`` are the sold capacities in decimal GB: one for a drive, several
+    for a product line whose sheet gives its figures per TB (``per_tb``).
     """
 
     name: str
     models: tuple[str, ...]
-    capacity_gb: float
+    capacities_gb: tuple[float, ...]
     firmware: tuple[str, ...] = ()
     form_factor: str = ""
     interface: str = ""
+
+    @property
+    def capacity_gb(self) -> float:
+        """The (first) sold capacity in decimal GB."""
+        return self.capacities_gb[0]
 
 
 @dataclass(frozen=True)

@@ -184,3 +184,29 @@ def test_a_suite_skipped_whole_says_why_without_rs(run_ssd: Any) -> None:
     run = run_ssd("--dut=scratch:128M", "-rs", suite=SUITE)
     out = run.result.stdout.str()
     assert "SKIPPED [1]" in out and "skipped 1: no datasheet" not in out
+
+
+def test_a_per_tb_line_is_judged_per_decimal_tb_of_the_loop_devices_capacity(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    # a product line's sheet: 64 MB and 134 MB drives, one figure per TB for both;
+    # 745,000 IOPS per TB are 100 IOPS on scratch's 134,217,728 bytes (0.0001342 TB)
+    sheet = tmp_path / "line.toml"
+    head = HEAD.replace("capacity_gb = 0.134", "capacity_gb = [0.064, 0.134]")
+    line = LINE.format(id="per-tb-read", value=745_000) + "per_tb = true\n"
+    sheet.write_text(head.format(model="*") + line)
+    force = "--datasheet-force"  # a loop device has no model to match
+    run = run_ssd("--dut=scratch:128M", f"--datasheet={sheet}", force, "-v", suite=SUITE)
+    out = run.result.stdout.str()
+    run.result.assert_outcomes(passed=1)
+    assert "Traceback" not in out + run.result.stderr.str()
+    (row,) = run.results()["conformance"]
+    tb = 134_217_728 / 10**12
+    assert (row["verdict"], row["per_tb"], row["capacity_tb"]) == ("met", True, tb)
+    assert row["measured"] == pytest.approx(row["measured_total"] / tb, rel=1e-6)
+    assert row["ratio"] == pytest.approx(row["measured_total"] / tb / 745_000, rel=1e-6)
+    assert row["message"].startswith("RND read QD32 4KiB: ")
+    assert " IOPS on 0.0001342 TB = " in row["message"]
+    assert "% of spec 745,000 IOPS per TB (needs ≥ 90 %)" in row["message"]
+    html = (run.run_dir / "report.html").read_text()
+    assert "745,000.0 IOPS per TB" in html, "the conformance table says per TB"

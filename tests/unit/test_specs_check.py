@@ -115,6 +115,46 @@ def test_seed_003_850_evo_meets_seq_but_not_rnd_at_tolerance_0_9() -> None:
         assert by_id[line_id].evaluate(value).message == message
 
 
+def _per_tb_line() -> SpecCheck:
+    line = load_datasheet(EVO).line("rnd-read-qd32")
+    return SpecCheck(dataclasses.replace(line, value=100_000, per_tb=True), 960_197_124_096)
+
+
+def test_a_per_tb_line_divides_the_figure_by_the_drives_decimal_tb() -> None:
+    # 960,197,124,096 bytes are 0.9602 TB (10¹² bytes): 90,000 IOPS are 93,730.8 IOPS per TB
+    verdict = _per_tb_line().evaluate(Quantity(90_000, "IOPS"))
+    assert verdict.met and verdict.ratio is not None
+    assert float(verdict.ratio) == pytest.approx(90_000 / 0.960197124096 / 100_000)
+    assert verdict.message == (
+        "RND read QD32 4KiB: 90,000 IOPS on 0.9602 TB = 93,730.8 IOPS per TB"
+        " = 93.7 % of spec 100,000 IOPS per TB (needs ≥ 90 %)"
+    )
+    row = verdict.as_dict()
+    assert (row["per_tb"], row["measured_total"]) == (True, 90_000)
+    assert row["measured"] == pytest.approx(93_730.8, abs=0.1)
+    assert row["capacity_tb"] == pytest.approx(0.960197124096)
+    # the same figure on a drive twice the size is half as much per TB: not met
+    double = dataclasses.replace(_per_tb_line(), capacity_bytes=2 * 960_197_124_096)
+    assert double.fails(Quantity(90_000, "IOPS")) is not None
+
+
+def test_a_per_tb_line_without_the_capacity_is_an_error() -> None:
+    check = dataclasses.replace(_per_tb_line(), capacity_bytes=None)
+    with pytest.raises(ValueError, match="'rnd-read-qd32' is per TB: give the drive's capacity"):
+        check.evaluate(Quantity(90_000, "IOPS"))
+
+
+def test_a_product_line_sheet_matches_each_of_its_capacities() -> None:
+    sheet = load_datasheet(PM983)
+    line = dataclasses.replace(sheet.drive, capacities_gb=(960, 1920))
+    sheet = dataclasses.replace(sheet, drive=line)
+    model = "SAMSUNG MZQLB960HAJR-00007"
+    assert mismatch(sheet, identity(model, 1_920_383_410_176, "EDA5202Q")) is None
+    assert mismatch(sheet, identity(model, 3_840_755_982_336, "EDA5202Q")) == (
+        "capacity 3.84 TB is not 960 or 1920 GB"
+    )
+
+
 def test_verdict_rows_sort_failures_first() -> None:
     by_id = checks(load_datasheet(EVO))
     verdicts = [by_id[i].evaluate(value) for i, (value, _) in EVO_MEASURED.items()]

@@ -290,7 +290,40 @@ BAD = [
         "up to 128 MiB",
         id="block-1GiB",
     ),
+    pytest.param(
+        DRIVE + spec(per_tb='"yes"'),
+        "specs[0].per_tb",
+        "must be true or false, not a string 'yes'",
+        id="per-tb-string",
+    ),
+    pytest.param(
+        DRIVE + spec(**LATENCY | {"per_tb": "true"}),
+        "specs[0].per_tb",
+        "a latency-p99 line is not per TB: latency does not scale",
+        id="per-tb-latency",
+    ),
+    pytest.param(
+        DRIVE.replace("capacity_gb = 960", "capacity_gb = [960, -1]") + spec(),
+        "drive.capacity_gb[1]",
+        "must be positive, not -1",
+        id="capacities-negative",
+    ),
+    pytest.param(
+        DRIVE.replace("capacity_gb = 960", "capacity_gb = []") + spec(),
+        "drive.capacity_gb",
+        "must be a number or a non-empty array of numbers",
+        id="capacities-empty",
+    ),
 ]
+
+
+def test_a_product_line_sheet_has_capacities_and_per_tb_lines(tmp_path: Path) -> None:
+    text = DRIVE.replace("capacity_gb = 960", "capacity_gb = [960, 1920, 3840]")
+    sheet = load_datasheet(write(tmp_path, text + spec(per_tb="true") + spec(id='"x"')))
+    assert sheet.drive.capacities_gb == (960, 1920, 3840)
+    assert [line.per_tb for line in sheet.specs] == [True, False], "per_tb defaults to false"
+    assert sheet.specs[0].as_dict()["per_tb"] is True
+    assert sheet.specs[0].shown_unit == "MB/s per TB"
 
 
 @pytest.mark.parametrize(("text", "where", "problem"), BAD)
