@@ -521,8 +521,10 @@ class SsdBench:
 COVERS_MARKER = "ssd_covers"
 
 
-def enter_state(bench: SsdBench, need: Need, meanwhile: Callable[[], None] | None = None) -> None:
+def enter_state(bench: SsdBench, need: Need, meanwhile: Callable[[], None] | None = None) -> bool:
     """Bring the device to the state *bench*'s test declared; the transition goes on the test.
+
+    True when a transition ran (the device was not in the state already).
 
     *meanwhile* runs while the device gets there, once *bench*'s layout is known: after
     the transition's last purge (:meth:`StateKeeper.bring`), or as the rest before a sweep
@@ -549,6 +551,7 @@ def enter_state(bench: SsdBench, need: Need, meanwhile: Callable[[], None] | Non
     keeper.used, keeper.sweep = True, sweep
     if transition is not None:
         bench._node.user_properties.append((TRANSITION_PROPERTY, transition.to_json()))
+    return transition is not None
 
 
 def leave_state(bench: SsdBench, passed: bool) -> None:

@@ -31,8 +31,9 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
-from pytest_ssd.plugin import suites
+from pytest_ssd.plugin import health, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
+from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.options import from_config
 from pytest_ssd.plugin.overview import plan_lines
 from pytest_ssd.plugin.params import (
@@ -231,6 +232,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         " (nvme smart-log, hwmon or smartctl; 0: never; default 1)",
     )
     group.addoption(
+        "--ssd-health-profile",
+        dest="ssd_health_profile",
+        default=None,
+        metavar="FILE",
+        help="health rules (a TOML [health] table) checked before and after each test and"
+        " state transition (default: the datasheet's [health], else pytest-ssd's default)",
+    )
+    group.addoption(
         "--dut-class",
         dest="ssd_class",
         action="append",
@@ -366,6 +375,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", BLOCK_HELP)
     config.addinivalue_line("markers", f"{COVERS_MARKER}(line): set by pytest-ssd")
     config.stash[BATCHES_KEY] = Batches(enabled=not config.getoption("ssd_no_batch", False))
+    config.pluginmanager.register(health, "ssd-health")
     if getattr(config.option, "help", False) or getattr(config.option, "version", False):
         return
     if _is_worker(config) and WORKERINPUT_KEY in config.workerinput:  # type: ignore[attr-defined]
@@ -621,15 +631,23 @@ def ssd(request: pytest.FixtureRequest, ssd_session: SsdSession, dut: Dut) -> It
     batches = request.config.stash[BATCHES_KEY]
     batches.before(request.node, dut.id)  # a test outside the device's batch closes it first
     need = plan.need_of(request.node)
-    if need is not None:
+
+    def reach() -> str | None:
+        """The test's state (the one reached, when a transition ran)."""
+        if need is None:
+            return None
         # a batch's first fio starts while the device gets to the state (0.2 s of start-up)
         start = functools.partial(batches.start, request.node, bench, dut.id)
         try:
-            enter_state(bench, need, functools.partial(start, early=True))
+            ran = enter_state(bench, need, functools.partial(start, early=True))
         except BaseException:
             batches.abort(dut.id)
             raise
         start()
+        return str(need.state) if ran else None
+
+    # the health log before and after the transition; the test's own step ends in its call
+    around_state(request.node, ssd_session.health_watch(dut.id), dut.id, reach)
     yield bench
     leave_state(bench, request.node.stash.get(PASSED_KEY, False))
     batches.after(request.node, dut.id)

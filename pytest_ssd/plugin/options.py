@@ -10,6 +10,7 @@ from pytest_ssd.db.url import session_db
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import fio_path
+from pytest_ssd.health.profile import HealthProfile, load_profile
 from pytest_ssd.results.location import DB_FILE, DB_OPTION, INI_OPTION
 from pytest_ssd.results.location import report_dir as report_dir_of
 from pytest_ssd.session.options import Options
@@ -39,6 +40,16 @@ def _ssh_config(text: str | None) -> Path | None:
     if not path.is_file():
         raise pytest.UsageError(f"--ssd-ssh-config={text}: no such file")
     return path
+
+
+def _health_profile(text: str | None) -> HealthProfile | None:
+    """--ssd-health-profile's rules; a bad file is one line (exit 4)."""
+    if text is None:
+        return None
+    try:
+        return load_profile(Path(text))
+    except ConfigError as exc:
+        raise pytest.UsageError(f"--ssd-health-profile: {exc}") from None
 
 
 def _one_per_dut(option: str, given: tuple[str, ...], duts: int) -> None:
@@ -81,6 +92,7 @@ def from_config(config: pytest.Config) -> Options:
         profile=config.getoption("ssd_profile"),
         purge=config.getoption("ssd_purge"),
         health_interval=float(config.getoption("ssd_health_interval")),
+        health_profile=_health_profile(config.getoption("ssd_health_profile")),
         repeat=int(config.getoption("ssd_repeat")),
         cv_max=float(config.getoption("ssd_cv_max")) / 100,
         idle=tuple(config.getoption("ssd_idle") or ()),

@@ -29,6 +29,9 @@ from pytest_ssd.db.lab import RunRecords, new_run_id
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.fio.watch import stall_override
+from pytest_ssd.health.log import find_log_reader
+from pytest_ssd.health.profile import default_profile
+from pytest_ssd.health.watch import HealthWatch
 from pytest_ssd.host import HostRecord
 from pytest_ssd.host.tune import MachineTuner
 from pytest_ssd.proc import which
@@ -86,6 +89,8 @@ class SsdSession:
     datasheets: dict[str, Datasheet] = field(default_factory=dict)
     #: every process the session starts carries it; what is left at the end is ended
     mark: SessionMark = field(default_factory=SessionMark)
+    #: device id -> its health log across tests (created on first use)
+    health_watches: dict[str, HealthWatch] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         options = self.options
@@ -190,10 +195,13 @@ class SsdSession:
         for dut_id, dut in self.duts.items():
             sheet = self.datasheets.get(dut_id)
             health = self.services(dut_id).sampler()
+            watch = self.health_watch(dut_id)
             description = {
                 **dut.describe(),
                 "datasheet": str(sheet.path) if sheet else None,
                 "health": health.source.name if health.source else health.reason,
+                "health_log": watch.reason,
+                "health_rules": watch.profile.as_dict() if watch.reader else None,
             }
             described[dut_id] = (description, dut.label)
         self.run_store.start(runinfo.collect(args, host), described)
@@ -210,6 +218,18 @@ class SsdSession:
     @property
     def speeds(self) -> SpeedBook:
         return SpeedBook.load(self.options.report_dir / SPEEDS_FILE)
+
+    def health_watch(self, dut_id: str) -> HealthWatch:
+        """Device *dut_id*'s health log and its rules: ``--ssd-health-profile``, else its
+        datasheet's ``[health]``, else the shipped default."""
+        if dut_id not in self.health_watches:
+            sheet = self.datasheets.get(dut_id)
+            given = self.options.health_profile or (sheet.health if sheet else None)
+            machine = self.services(dut_id).machine
+            reader, what = find_log_reader(self.duts[dut_id].identity, machine)
+            watch = HealthWatch(reader, what, given or default_profile())
+            self.health_watches[dut_id] = watch
+        return self.health_watches[dut_id]
 
     def keeper(self, dut_id: str) -> StateKeeper:
         """The state keeper of one device (created on first use, in the process running it)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.device.drive_class import DriveClassName
 from pytest_ssd.device.dut import DutSpec
+from pytest_ssd.health.profile import HealthProfile
 from pytest_ssd.results.location import DB_FILE
 from pytest_ssd.specs.selection import DatasheetOptions
 
@@ -26,6 +27,8 @@ class Options:
     idle: tuple[tuple[str, float], ...] = ()
     datasheets: DatasheetOptions = field(default_factory=DatasheetOptions)
     health_interval: float = 1.0
+    #: --ssd-health-profile: the rules for every device (None: each datasheet's, or the default)
+    health_profile: HealthProfile | None = None
     repeat: int = 1
     cv_max: float = 0.05
     db: DbUrl = field(default_factory=lambda: db_url(Path("reports") / DB_FILE))

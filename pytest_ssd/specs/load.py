@@ -18,6 +18,7 @@ from typing import Any
 from pytest_ssd.documents import TomlTooDeep, TooLarge, loads_toml, read_text_bounded
 from pytest_ssd.errors import ConfigError, DatasheetError
 from pytest_ssd.fio.job import MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_NUMJOBS
+from pytest_ssd.health.profile import HealthProfileError, parse_profile
 from pytest_ssd.specs.model import (
     DEFAULT_TOLERANCE,
     KIND_OF,
@@ -31,7 +32,7 @@ from pytest_ssd.specs.units import UNITS, unit
 from pytest_ssd.state.spec import StateSpec, parse_state
 from pytest_ssd.text import name_problem
 
-_TOP_KEYS = ("source", "tolerance", "drive", "specs")
+_TOP_KEYS = ("source", "tolerance", "drive", "specs", "health")
 _DRIVE_KEYS = ("name", "model", "capacity_gb", "firmware", "form_factor", "interface")
 _LINE_KEYS = (
     "id",
@@ -150,7 +151,11 @@ def _datasheet(name: str, data: Mapping[str, Any]) -> Datasheet:
                 raise _Problem(f"{at}.id", f"{line.id!r} repeats specs[{other}].id")
         specs.append(line)
     source = _opt_str(data, "source", "") or ""
-    return Datasheet(path=name, drive=drive, specs=tuple(specs), source=source)
+    try:
+        health = parse_profile(data["health"], name) if "health" in data else None
+    except HealthProfileError as exc:
+        raise _Problem(exc.where, exc.problem) from None
+    return Datasheet(path=name, drive=drive, specs=tuple(specs), source=source, health=health)
 
 
 def _drive(raw: Mapping[str, Any]) -> Drive:

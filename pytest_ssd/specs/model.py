@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pytest_ssd.fio.job import Pattern, format_bytes
+from pytest_ssd.health.profile import HealthProfile
 from pytest_ssd.specs.units import Dimension, Quantity
 from pytest_ssd.state.spec import StateSpec
 
@@ -145,6 +146,8 @@ class Datasheet:
     drive: Drive
     specs: tuple[SpecLine, ...]
     source: str = ""
+    #: the ``[health]`` rules of the drive (None: the option's or the default profile)
+    health: HealthProfile | None = None
 
     def line(self, line_id: str) -> SpecLine:
         """The spec line named *line_id*; KeyError naming the known ids otherwise."""

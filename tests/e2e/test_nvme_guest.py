@@ -308,3 +308,69 @@ def test_ssd_tune_is_refused_while_another_session_holds_the_hosts_tune_lock(
     assert f"port {guest.port}: another pytest-ssd session has tuned this host" in err, err
     assert "Traceback" not in err
     assert _settings(shell) == before
+
+
+GOLDEN_LOG = REPO / "tests" / "golden" / "health" / "nvme-smart-log.json"
+STAND_IN = "/tmp/ssd-health-stand-in"
+#: ``nvme`` first on the guest's PATH: nvme-cli itself, but for a smart log that worsens
+#: once the flag file exists, and an error log with its one new entry
+NVME_STAND_IN = f"""#!/bin/sh
+case "$1" in
+smart-log) [ -e {STAND_IN}/worse ] && exec cat {STAND_IN}/smart-log.json ;;
+error-log) exec cat {STAND_IN}/error-log.json ;;
+esac
+exec /usr/sbin/nvme "$@"
+"""
+#: the first test's drive worsens while it runs; the second's does not
+WORSENS = f"""
+def test_first(ssd):
+    ssd.machine.run(["touch", "{STAND_IN}/worse"], timeout=30)
+
+def test_second(ssd):
+    pass
+"""
+
+
+def _stand_in(shell: Ssh) -> None:
+    worse = {**json.loads(GOLDEN_LOG.read_text()), "media_errors": "3", "num_err_log_entries": "1"}
+    errors = {"errors": [{"error_count": 1, "sqid": 1, "status_field": 0x281}]}
+    files = {"smart-log.json": json.dumps(worse), "error-log.json": json.dumps(errors)}
+    _sh(shell, f"mkdir -p {STAND_IN} && mount -t tmpfs tmpfs /usr/local/sbin")
+    for name, text in {**files, "nvme": NVME_STAND_IN}.items():
+        _sh(shell, f"cat > {STAND_IN}/{name} <<'EOF'\n{text}\nEOF")
+    _sh(shell, f"cp {STAND_IN}/nvme /usr/local/sbin/nvme && chmod +x /usr/local/sbin/nvme")
+
+
+def test_health_rules_keep_qemus_smart_log_and_fail_the_test_that_broke_one(
+    guest: Sshd, shell: Ssh, run_ssd: Any, tmp_path: Path
+) -> None:
+    suite = tmp_path / "test_health.py"
+    suite.write_text(WORSENS)
+    kept = _on_guest(run_ssd, guest, suite)
+    kept.result.assert_outcomes(passed=2)  # the real smart log: no flag is read
+    steps = [d["values"] for d in kept.results()["derived"] if d["name"] == "ssd.health"]
+    assert [s["verdict"] for s in steps] == ["kept", "kept"], steps
+    assert steps[0]["after"]["temperature"] == 49.85 and steps[0]["source"] == "nvme smart-log"
+    costs = [s["snapshot_s"] for s in steps]
+    print(f"snapshot cost on the guest: {costs} s per test")
+    (device,) = kept.results()["devices"].values()
+    assert device["health_rules"]["origin"] == "pytest-ssd's default-health.toml"
+    try:
+        _stand_in(shell)
+        run = _on_guest(run_ssd, guest, suite)
+    finally:
+        shell.run(["sh", "-c", f"umount /usr/local/sbin; rm -rf {STAND_IN}"], timeout=60)
+    out = run.result.stdout.str()
+    run.result.assert_outcomes(passed=1, failed=1)
+    assert "Traceback" not in out + run.result.stderr.str() and "INTERNALERROR" not in out
+    line = (
+        "health: media_errors 0 → 3 (rule: unchanged);"
+        " health: error_log_entries 0 → 1 (rule: unchanged)"
+    )
+    assert line in out, out
+    steps = [d for d in run.results()["derived"] if d["name"] == "ssd.health"]
+    first, second = (s["values"] for s in steps)
+    assert first["newest_error"] == {"error_count": 1, "sqid": 1, "status_field": 0x281}
+    assert (first["verdict"], second["verdict"]) == ("broken", "kept"), "the first broke it"
+    page = (run.run_dir / "report.html").read_text()
+    assert "Drive health" in page and "<b>0 → 3</b>" in page
