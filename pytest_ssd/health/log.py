@@ -70,7 +70,10 @@ class LogReader(Protocol):
 
 
 def _int(value: object) -> float | None:
-    """nvme-cli's numbers: ints, 128-bit counters as strings; None when neither."""
+    """nvme-cli's numbers: ints, 128-bit counters as strings, a ``{"value": N}`` breakdown
+    (newer nvme-cli's critical warning); None when none of them."""
+    if isinstance(value, dict):
+        value = value.get("value")
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):

@@ -59,6 +59,8 @@ class HealthWatch:
     profile: HealthProfile
     #: the last snapshot's reading failed: said once, then no more reads
     error: str | None = None
+    #: the error went on a test's record already
+    error_said: bool = False
     #: the last step's snapshot after: the next step's before (one read per test, not two)
     last: HealthLog | None = None
     #: the first snapshot of the device is judged alone
@@ -102,6 +104,13 @@ class HealthWatch:
             broken = [f"{line} before the first test" for line in already] + broken
         self.last = after
         return Step(what, before, after, tuple(broken), cost_s + self._last_cost)
+
+    def unsaid_error(self) -> str | None:
+        """Why the log can no longer be read, the first time it is asked (then None)."""
+        if self.error is None or self.error_said:
+            return None
+        self.error_said = True
+        return self.error
 
     @property
     def last_cost(self) -> float:

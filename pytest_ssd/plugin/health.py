@@ -60,6 +60,11 @@ def after_test(item: pytest.Item) -> str | None:
         item.user_properties.append((DERIVED_PROPERTY, record.to_json()))
         where = "" if step.what == "test" else f" in the {step.what}"
         broken += [f"health{where}: {line}" for line in step.broken]
+    error = health.watch.unsaid_error()
+    if error is not None:  # once: the rules are not judged from here on
+        values = {"step": "health log unreadable", "error": error, "broken": [], "changed": {}}
+        record = Derived(test=item.nodeid, device=health.dut_id, name=HEALTH_RECORD, values=values)
+        item.user_properties.append((DERIVED_PROPERTY, record.to_json()))
     return "; ".join(broken) or None
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_ssd.errors import DatasheetError
+from pytest_ssd.db import DriveResults
+from pytest_ssd.db.model import DriveRef
+from pytest_ssd.errors import DatasheetError, ToolError
 from pytest_ssd.health.log import (
     HealthLog,
     newest_error,
@@ -20,7 +23,10 @@ from pytest_ssd.health.profile import (
     load_profile,
     parse_profile,
 )
-from pytest_ssd.health.watch import HealthWatch
+from pytest_ssd.health.watch import HEALTH_RECORD, HealthWatch, Step
+from pytest_ssd.report.sections.base import Context, FigureSink, Palette
+from pytest_ssd.report.sections.health import health
+from pytest_ssd.results.record import Derived
 from pytest_ssd.specs import load_datasheet
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "health"
@@ -182,3 +188,44 @@ class _Serving:
 
     def read(self, previous: HealthLog | None) -> HealthLog:
         return self.logs.pop(0)
+
+
+class _Broken:
+    name = "nvme smart-log"
+
+    def read(self, previous: HealthLog | None) -> HealthLog:
+        raise ToolError("nvme smart-log /dev/nvme0n1: exit 1")
+
+
+def test_an_unreadable_log_stops_the_reads_and_is_said_once() -> None:
+    watch = HealthWatch(_Broken(), "nvme smart-log", default_profile())
+    assert watch.latest() is None and watch.step("test", None) is None
+    assert watch.error == "nvme smart-log: nvme smart-log /dev/nvme0n1: exit 1"
+    assert watch.unsaid_error() == watch.error and watch.unsaid_error() is None
+
+
+def _drive(dut_id: str, description: dict[str, object], steps: list[dict[str, object]]) -> Any:
+    ref = DriveRef("run", dut_id, dut_id, description=description)
+    derived = [
+        Derived(test=f"t::test_{n}", device=dut_id, name=HEALTH_RECORD, values=v)
+        for n, v in enumerate(steps)
+    ]
+    return DriveResults(ref, derived=derived)
+
+
+def test_the_report_has_a_health_table_per_drive_and_not_applicable_once(tmp_path: Path) -> None:
+    before, after = qemu(), qemu(media_errors=3)
+    step = Step("test", before, after, ("media_errors 0 → 3 (rule: unchanged)",), 0.5)
+    unreadable = {"step": "health log unreadable", "error": "nvme: exit 1", "broken": []}
+    rules = default_profile().as_dict()
+    nvme = _drive("nvme0n1", {"health_rules": rules}, [step.as_dict(), unreadable])
+    loop = _drive("loop", {"health_log": "a loop device has no health log"}, [])
+    drives = (nvme, loop)
+    ctx = Context(drives, 2, Palette.of(drives), FigureSink(tmp_path))
+    section = health(ctx)
+    assert section is not None and section.id == "ssd-health"
+    body = section.body
+    assert "<b>0 → 3</b>" in body and "media_errors 0 → 3 (rule: unchanged)" in body
+    assert "health log unreadable from here on, rules not judged: nvme: exit 1" in body
+    assert body.count("not applicable: a loop device has no health log") == 1
+    assert "temperature &lt; warning_temperature" in body, "the rules are listed"

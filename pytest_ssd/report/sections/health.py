@@ -35,7 +35,7 @@ def _cell(values: dict[str, Any], name: str) -> str:
     changed = values["changed"].get(name)
     if changed is not None:
         return f"<b>{_value(changed[0])} → {_value(changed[1])}</b>"
-    return _value(values["after"].get(name))
+    return _value(values.get("after", {}).get(name))
 
 
 def _drive(drive: DriveResults) -> str:
@@ -52,6 +52,10 @@ def _drive(drive: DriveResults) -> str:
     rows = []
     for record in steps:
         values = record.values
+        if values.get("error"):
+            note = f"health log unreadable from here on, rules not judged: {values['error']}"
+            rows.append([html.escape(record.test.rsplit("/", 1)[-1]), html.escape(note)])
+            continue
         broken = "; ".join(values["broken"])
         verdict = f"<span class='ssd-bad'>{html.escape(broken)}</span>" if broken else "kept"
         step = values["step"] if values["step"] != "test" else ""
