@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from pytest_ssd.health.profile import (
     parse_profile,
 )
 from pytest_ssd.health.watch import HEALTH_RECORD, HealthWatch, Step
+from pytest_ssd.plugin.health import after_test, around_state
 from pytest_ssd.report.sections.base import Context, FigureSink, Palette
 from pytest_ssd.report.sections.health import health
 from pytest_ssd.results.record import Derived
@@ -229,3 +231,24 @@ def test_the_report_has_a_health_table_per_drive_and_not_applicable_once(tmp_pat
     assert "health log unreadable from here on, rules not judged: nvme: exit 1" in body
     assert body.count("not applicable: a loop device has no health log") == 1
     assert "temperature &lt; warning_temperature" in body, "the rules are listed"
+
+
+def test_a_transition_that_breaks_a_rule_fails_the_test_it_was_reached_for() -> None:
+    worse = qemu(media_errors=3)
+    reader = _Serving([qemu(), worse, worse, worse])
+    watch = HealthWatch(reader, "stand-in", default_profile())
+    item: Any = SimpleNamespace(stash=pytest.Stash(), user_properties=[], nodeid="t::test_a")
+    around_state(item, watch, "nvme0n1", lambda: "cssd")
+    assert after_test(item) == (
+        "health in the state transition to cssd: media_errors 0 → 3 (rule: unchanged)"
+    )
+    steps = [json.loads(text)["values"] for _, text in item.user_properties]
+    assert [(s["step"], s["verdict"]) for s in steps] == [
+        ("state transition to cssd", "broken"),
+        ("test", "kept"),
+    ]
+    # the next test starts from this one's snapshot after: one read, not two
+    item.stash = pytest.Stash()
+    around_state(item, watch, "nvme0n1", lambda: None)
+    assert len(reader.logs) == 1
+    assert after_test(item) is None and reader.logs == []
