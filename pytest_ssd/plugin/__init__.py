@@ -99,15 +99,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         " postgresql://USER@HOST/DATABASE (default: results.sqlite in the report folder)",
     )
     parser.addini(junit.INI_LAYOUT, junit.INI_HELP, default=junit.LAYOUTS[0])
-    group = parser.getgroup("ssd", "pytest-ssd: SSD benchmarks with fio")
+    for name, title, add in OPTION_GROUPS:
+        add(parser.getgroup(name, title))
+
+
+def _device_options(group: pytest.OptionGroup) -> None:
+    """Device and safety: what is measured and what may be written."""
     group.addoption(
         "--dut",
         dest="ssd_dut",
         action="append",
         type=dut_spec,
         metavar="DEVICE",
-        help="device under test: a block device, a file, or scratch[:SIZE] (default: scratch:2G,"
-        " a loop device on a sparse file); may repeat",
+        help="device under test: a block device (/dev/nvme0n1), a file, a test host's device"
+        " (ssh://[USER@]HOST[:PORT]/dev/nvme0n1) or scratch[:SIZE] (default: scratch:2G, a loop"
+        " device on a sparse file: its numbers describe no SSD); may repeat",
     )
     group.addoption(
         "--ssd-confirm",
@@ -124,21 +130,72 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="never write: run read tests with fio --readonly and skip the rest",
     )
     group.addoption(
-        "--ssd-report-dir",
-        dest="ssd_report_dir",
-        default=None,
-        metavar="DIR",
-        help="where run folders (results.json, report.html, artifacts) go (default: the ini"
-        " option ssd_report_dir, else reports/ beside pytest's configuration file)",
+        "--dut-class",
+        dest="ssd_class",
+        action="append",
+        type=dut_class,
+        metavar="{" + ",".join(CLASS_NAMES) + "}",
+        help="the drive's class, which decides the suites that apply (one per --dut, in order;"
+        " default: guessed from model and capacity, shown in the report)",
     )
     group.addoption(
-        "--ssd-db",
-        dest="ssd_db",
+        "--ssd-purge",
+        dest="ssd_purge",
         default=None,
-        metavar="URL",
-        help="the results database every run is added to: a file, sqlite:///FILE or"
-        " postgresql://USER@HOST/DATABASE (a lab's server; the run keeps a spool in its folder)"
-        " (default: $PYTEST_SSD_DB, the ini option ssd_db, else <report dir>/results.sqlite)",
+        type=_purge_method,
+        metavar="NAME",
+        help="purge with this method instead of the strongest the device supports: "
+        + ", ".join(m.value for m in PurgeMethod)
+        + " (or one a plugin adds)",
+    )
+
+
+def _method_options(group: pytest.OptionGroup) -> None:
+    """Method: how it is measured."""
+    group.addoption(
+        "--ssd-profile",
+        dest="ssd_profile",
+        default=None,
+        type=_profile,
+        metavar="{" + ",".join(PROFILE_NAMES) + "}",
+        help="full: the method verbatim; quick: the same steps scaled down (durations / 300,"
+        " states on the first 16 GiB). Default: quick on scratch devices, full on real ones",
+    )
+    group.addoption(
+        "--ssd-idle",
+        dest="ssd_idle",
+        action="append",
+        type=idle_option,
+        metavar="NAME=SECONDS",
+        help="set one of the method's idle periods (full-profile seconds; quick divides them):"
+        " after-purge (900), between-steps (300), fill-gap (300), between-tests (60); may repeat",
+    )
+    group.addoption(
+        "--ssd-repeat",
+        dest="ssd_repeat",
+        default=1,
+        type=_repeat,
+        metavar="N",
+        help="run every measurement N times (reads ramp + measure each time; writes"
+        " trim, precondition, cool down, ramp, measure) and report mean, sd, CV, min, max and"
+        " the trimmed mean",
+    )
+    group.addoption(
+        "--ssd-cv-max",
+        dest="ssd_cv_max",
+        default=5.0,
+        type=_percent,
+        metavar="PERCENT",
+        help="flag a repeated measurement unstable above this coefficient of variation (5)",
+    )
+    group.addoption(
+        "--ssd-health-interval",
+        dest="ssd_health_interval",
+        default=1.0,
+        type=_seconds,
+        metavar="SECONDS",
+        help="read the device's temperature and health every SECONDS while fio runs"
+        " (nvme smart-log, hwmon or smartctl; 0: never; default 1)",
     )
     group.addoption(
         "--ssd-no-batch",
@@ -148,30 +205,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         " points share one, each job released by its test)",
     )
     group.addoption(
-        "--dut-label",
-        dest="ssd_label",
-        action="append",
-        type=_label("--dut-label"),
-        metavar="NAME",
-        help="name the device's results in the database and on graphs (one per --dut, in order;"
-        " default: model, capacity and firmware)",
-    )
-    group.addoption(
-        "--ssd-compare",
-        dest="ssd_compare",
-        action="append",
-        type=_label("--ssd-compare"),
-        metavar="LABEL|RUN-ID|all",
-        help="draw earlier drives from the database on every comparison graph: a label (its"
-        " newest run), a run id (all its devices), or all; may repeat",
-    )
-    group.addoption(
-        "--ssd-profile",
-        dest="ssd_profile",
-        default=None,
-        type=_profile,
-        help="full: the method verbatim; quick: the same steps scaled down (durations / 300,"
-        " states on the first 16 GiB). Default: quick on scratch devices, full on real ones",
+        "--ssd-tune",
+        dest="ssd_tune",
+        action="store_true",
+        help="set the host for measuring during the session (governor performance, boost off,"
+        " THP never, ASLR 0, scheduler none, NVMe APST off) and restore them afterwards;"
+        " also on test hosts",
     )
     group.addoption(
         "--datasheet",
@@ -194,60 +233,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="use --datasheet files even when their drive does not match the device",
     )
+
+
+def _output_options(group: pytest.OptionGroup) -> None:
+    """Output: where results go."""
     group.addoption(
-        "--ssd-idle",
-        dest="ssd_idle",
-        action="append",
-        type=idle_option,
-        metavar="NAME=SECONDS",
-        help="set one of the method's idle periods (full-profile seconds; quick divides them):"
-        " after-purge (900), between-steps (300), fill-gap (300), between-tests (60); may repeat",
-    )
-    group.addoption(
-        "--ssd-repeat",
-        dest="ssd_repeat",
-        default=1,
-        type=_repeat,
-        metavar="N",
-        help="run every measurement N times (seed 004: reads ramp + measure each time; writes"
-        " trim, precondition, cool down, ramp, measure) and report mean, sd, CV, min, max and"
-        " the trimmed mean",
-    )
-    group.addoption(
-        "--ssd-cv-max",
-        dest="ssd_cv_max",
-        default=5.0,
-        type=_percent,
-        metavar="PERCENT",
-        help="flag a repeated measurement unstable above this coefficient of variation (5)",
-    )
-    group.addoption(
-        "--ssd-health-interval",
-        dest="ssd_health_interval",
-        default=1.0,
-        type=_seconds,
-        metavar="SECONDS",
-        help="read the device's temperature and health every SECONDS while fio runs"
-        " (nvme smart-log, hwmon or smartctl; 0: never; default 1)",
-    )
-    group.addoption(
-        "--dut-class",
-        dest="ssd_class",
-        action="append",
-        type=dut_class,
-        metavar="|".join(CLASS_NAMES),
-        help="the drive's class, which decides the suites that apply (one per --dut, in order;"
-        " default: guessed from model and capacity, shown in the report)",
-    )
-    group.addoption(
-        "--ssd-purge",
-        dest="ssd_purge",
+        "--ssd-report-dir",
+        dest="ssd_report_dir",
         default=None,
-        type=_purge_method,
-        metavar="METHOD",
-        help="purge with METHOD instead of the strongest the device supports: "
-        + ", ".join(m.value for m in PurgeMethod),
+        metavar="DIR",
+        help="where run folders (results.json, report.html, artifacts) go (default: the ini"
+        " option ssd_report_dir, else reports/ beside pytest's configuration file)",
     )
+    group.addoption(
+        "--ssd-db",
+        dest="ssd_db",
+        default=None,
+        metavar="URL",
+        help="the results database every run is added to: a file, sqlite:///FILE or"
+        " postgresql://USER@HOST/DATABASE (a lab's server; the run keeps a spool in its folder)"
+        " (default: $PYTEST_SSD_DB, the ini option ssd_db, else <report dir>/results.sqlite)",
+    )
+
+
+def _comparison_options(group: pytest.OptionGroup) -> None:
+    """Comparison: drives side by side."""
+    group.addoption(
+        "--dut-label",
+        dest="ssd_label",
+        action="append",
+        type=_label("--dut-label"),
+        metavar="NAME",
+        help="name the device's results in the database and on graphs (one per --dut, in order;"
+        " default: model, capacity and firmware)",
+    )
+    group.addoption(
+        "--ssd-compare",
+        dest="ssd_compare",
+        action="append",
+        type=_label("--ssd-compare"),
+        metavar="LABEL|RUN-ID|all",
+        help="draw earlier drives from the database on every comparison graph: a label (its"
+        " newest run), a run id (all its devices), or all; may repeat",
+    )
+
+
+def _hosts_options(group: pytest.OptionGroup) -> None:
+    """Test hosts: --dut=ssh://...."""
     group.addoption(
         "--ssd-ssh-config",
         dest="ssd_ssh_config",
@@ -255,13 +287,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="the ssh_config for --dut=ssh://... test hosts (default: ~/.ssh/config)",
     )
-    group.addoption(
-        "--ssd-tune",
-        dest="ssd_tune",
-        action="store_true",
-        help="set METHOD §9's host settings for the session (governor performance, boost off,"
-        " THP never, ASLR 0, scheduler none, NVMe APST off) and restore them afterwards",
-    )
+
+
+#: pytest --help shows the options in these groups, in this order
+OPTION_GROUPS: tuple[tuple[str, str, Callable[[pytest.OptionGroup], None]], ...] = (
+    ("ssd-device", "pytest-ssd: device and safety", _device_options),
+    ("ssd-method", "pytest-ssd: method", _method_options),
+    ("ssd-output", "pytest-ssd: output", _output_options),
+    ("ssd-comparison", "pytest-ssd: comparison", _comparison_options),
+    ("ssd-hosts", "pytest-ssd: test hosts", _hosts_options),
+)
 
 
 def _profile(text: str) -> str:
