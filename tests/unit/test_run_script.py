@@ -1,4 +1,4 @@
-"""``./run``: its usage and its refusals are plain lines (no comment marks, no bash line numbers)."""
+"""``./run``: its usage and refusals are plain lines (no comment marks, no bash line numbers)."""
 
 from __future__ import annotations
 
