@@ -34,7 +34,7 @@ from pytest_ssd.fixture import (
 from pytest_ssd.plugin import suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.options import from_config
-from pytest_ssd.plugin.overview import plan_lines
+from pytest_ssd.plugin.overview import plan_lines, time_call
 from pytest_ssd.plugin.params import (
     SPEC_FIXTURE,
     SPEC_MARKER_HELP,
@@ -603,6 +603,9 @@ def pytest_runtest_makereport(
     if report.when == "call":
         extras = [*getattr(report, "extras", []), *item.stash.get(FIGURES_KEY, [])]
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's attribute
+        session = item.config.stash.get(SESSION_KEY, None)
+        if session is not None and report.passed:
+            time_call(session, item, report.duration)
 
 
 @pytest.fixture(scope="session")
