@@ -8,20 +8,21 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = sorted((REPO / "docs").glob("*.md"))
+PAGES = [REPO / "README.md", REPO / "reports" / "README.md", *DOCS]
 #: references to documents that are not in the repository (METHOD.md and its sections, the seeds)
 ABSENT = re.compile(r"METHOD|\bseeds?\b|§")
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_link_names_a_file_of_the_repository_or_the_web(page: Path) -> None:
     for target, _ in LINK.findall(page.read_text()):
         if not target.startswith(("http://", "https://")):
             assert (page.parent / target).exists(), f"{page.name}: {target} is not there"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_no_page_cites_a_document_not_in_the_repository(page: Path) -> None:
     text = page.read_text()
     text = re.sub(r"`[^`]*seed[^`]*`|randseed|seeded|seeds job|job's seed|own seed", "", text)
@@ -43,7 +44,7 @@ def test_the_readme_opens_with_the_quick_start_and_a_contents_list() -> None:
     assert len(lines) <= 150, "a short README: the reference is in docs/"
     contents = lines.index("## Contents")
     linked = {target for target, _ in LINK.findall("\n".join(lines[contents:]))}
-    docs = {f"docs/{p.name}" for p in PAGES[1:]}
+    docs = {f"docs/{p.name}" for p in DOCS}
     assert docs <= linked, f"every docs/ page is in the contents: {sorted(docs - linked)}"
     assert "**Lab**" in lines[contents:], "the lab's part of the contents"
 
