@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ from pytest_ssd.state.keeper import StateKeeper
 from pytest_ssd.state.layout import Layout, Region
 from pytest_ssd.state.plan import MARKER
 from pytest_ssd.state.profile import RESTING_STATES, Profile
-from pytest_ssd.state.progress import Progress, Write, log_writer, plan_of
+from pytest_ssd.state.progress import Progress, Ticker, Write, log_writer, plan_of
 from pytest_ssd.state.services import DeviceServices
 from pytest_ssd.state.tracker import Need
 from pytest_ssd.state.written import WrittenMap, prefill_job, span
@@ -115,6 +116,8 @@ class SsdBench:
     #: the health sampler of the last ``run`` (its samples, or why there are none)
     health: Sampler | None = None
     _runs: int = 0
+    #: a line by elapsed time is shown (``progress``): the runs inside show none of their own
+    _ticking: bool = False
 
     @property
     def machine(self) -> Machine:
@@ -242,10 +245,15 @@ class SsdBench:
         runner = self._env.services.runner()  # a test host's fio server, started on first use
         # hours on a real drive: a live line from fio's status (on a test host, from the
         # host's block-layer counters: fio --client hears fio's status only at the end)
-        if planned.long:
-            write = self._env.progress or log_writer(folder / "progress.log")
-            follow = Progress(f"{self.dut.id} {every[-1].name}", planned, write)
+        label = f"{self.dut.id} {every[-1].name}"
+        if planned.long and not self._ticking:  # inside progress(): its line only
+            follow = Progress(label, planned, self._writer(folder))
+        # planned short, yet running long (a slow device, a busy host): its elapsed time
+        ticker = (
+            self.progress(every[-1].name, folder) if follow is None else contextlib.nullcontext()
+        )
         with (
+            ticker,
             self._env.services.sampler() as sampler,
             self._env.services.feeding(follow) as on_status,
         ):
@@ -263,6 +271,29 @@ class SsdBench:
         for job in every:
             self._note_written(job)
         return fio_run
+
+    def _writer(self, folder: Path) -> Write:
+        """Where live lines go: the terminal (the controller's, under xdist), else a log."""
+        return self._env.progress or log_writer(folder / "progress.log")
+
+    @contextlib.contextmanager
+    def progress(self, what: str, folder: Path | None = None, planned: str = "") -> Iterator[None]:
+        """Show *what* runs, by its elapsed time, once it takes over 10 s (a context manager).
+
+        For work whose progress cannot be followed (a dd, a program of the suite's own):
+        ``with ssd.progress("dd cross-check", planned="8 chunks"): ...``; the fio runs
+        inside it show no line of their own.
+        """
+        if self._ticking:
+            yield
+            return
+        self._ticking = True
+        try:
+            label = f"{self.dut.id} {what}"
+            with Ticker(label, self._writer(folder or self.artifacts), planned):
+                yield
+        finally:
+            self._ticking = False
 
     def _next_cycle(self, every: tuple[FioJob, ...]) -> None:
         """Before a repeated write run: TRIM -> precondition -> cool-down (seed 004).

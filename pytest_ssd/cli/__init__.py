@@ -98,8 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         args.db = db_url(args.db or os.environ.get(ENV) or default_db(Path.cwd()))
-        if getattr(args, "output", None) is not None and args.db.path is not None:
-            commands.refuse_inputs(args.output, args.db.path)  # before anything is read or written
+        output = getattr(args, "output", None)
+        if output is not None:  # before anything is read or written
+            commands.refuse_missing_folder(output)
+            if args.db.path is not None:
+                commands.refuse_inputs(output, args.db.path)
         args.func(args)
     except BrokenPipeError:  # `pytest-ssd list | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -91,10 +91,19 @@ def sync(args: argparse.Namespace) -> None:
     print(f"run {run_id} into {args.db}: {done}")
 
 
+def refuse_missing_folder(output: Path) -> None:
+    """OutputError when -o names a file in a folder that does not exist (none is made for it)."""
+    folder = output.absolute().parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise OutputError(
+            f"cannot write {output}: {folder} {what}; make it first or give -o another"
+        )
+
+
 def _write(path: Path, text: str) -> None:
     """Write *path* whole or not at all (a device or pipe such as /dev/stdout: straight)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and not stat.S_ISREG(path.stat().st_mode):
             with path.open("w") as fh:
                 fh.write(text)
@@ -105,9 +114,14 @@ def _write(path: Path, text: str) -> None:
     print(path.absolute())
 
 
-def _write_report(path: Path, rendered: Rendered) -> None:
-    """The page, then a line for each section that failed (a box in its place on the page)."""
+def _write_report(path: Path, rendered: Rendered, figures: Path) -> None:
+    """The page and its figures folder (each printed), then a line per section that failed.
+
+    The page embeds its graphs; the folder beside it keeps each as PNG and SVG files.
+    """
     _write(path, rendered.html)
+    if figures.is_dir():
+        print(f"{figures.absolute()}/")
     for line in rendered.problems:
         print(f"pytest-ssd: {line}", file=sys.stderr)
 
@@ -119,12 +133,14 @@ def report(args: argparse.Namespace) -> None:
         folder = Path(run.run_dir)
         if not folder.is_dir():
             folder = _beside(args.db) / run.id
+        if args.output is None:
+            folder.mkdir(parents=True, exist_ok=True)  # a run folder removed: made again here
         output = args.output or folder / "report-from-db.html"
         figures = output.parent / "figures-from-db"
         rendered = report_page(
             db, run, compared, figures, declared=declared_sections(), progress=to_stderr
         )
-        _write_report(output, rendered)
+        _write_report(output, rendered, figures)
 
 
 def compare(args: argparse.Namespace) -> None:
@@ -132,6 +148,12 @@ def compare(args: argparse.Namespace) -> None:
         drives = db.resolve(args.labels)
         if not drives:
             raise DatabaseError(f"{args.db}: nothing measured for {', '.join(args.labels)}")
+        if len(drives) < 2:
+            raise ConfigError(
+                f"compare needs two drives or more: {', '.join(map(repr, args.labels))} is"
+                f" one ({drives[0].label}, run {drives[0].run_id}); name another label or run id"
+                " (pytest-ssd list shows them)"
+            )
         base = db.run(drives[0].run_id)
         first = [d for d in drives if d.run_id == base.id]
         others = [d for d in drives if d.run_id != base.id]
@@ -141,7 +163,7 @@ def compare(args: argparse.Namespace) -> None:
         page = report_page(
             db, base, others, figures, first, declared=declared_sections(), progress=to_stderr
         )
-        _write_report(output, page)
+        _write_report(output, page, figures)
 
 
 def export(args: argparse.Namespace) -> None:

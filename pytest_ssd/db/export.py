@@ -25,7 +25,7 @@ from pytest_ssd.documents import loads_json
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.record import verdict_order
 
-#: results.json's own schema version (README: "results.json (schema 1)")
+#: results.json's own schema version (docs/results-json.md)
 RESULTS_SCHEMA = 1
 #: an export after a test may take at most this share of the time since the last one
 #: (under the tenth the benchmark holds it to: each export is a little bigger than the last)

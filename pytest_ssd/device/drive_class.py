@@ -173,7 +173,7 @@ def skip_reason(drive: DriveClass, classes: tuple[str, ...], suite: str) -> str 
     if drive.applies(classes):
         return None
     return (
-        f"{suite} applies to {', '.join(classes)} drives (seed 000), this is {drive.describe()};"
+        f"{suite} applies to {', '.join(classes)} drives, this is {drive.describe()};"
         " --dut-class overrides the guess"
     )
 

@@ -254,14 +254,23 @@ def _system_reason(system: tuple[str, ...]) -> str:
     )
 
 
+def _missing(path: str, why: str = "") -> str:
+    """Why a target that does not exist is refused; a bare device name gets its /dev/ node.
+
+    ``--dut=nvme0n1`` is resolved against the working folder: its /dev/ node is the
+    likely meaning when there is one.
+    """
+    given = Path(path)
+    node = Path("/dev", given.name)
+    if given.parent == Path.cwd() and node.is_block_device():
+        return f"it does not exist; did you mean {node}?"
+    return f"it does not exist{why}; check the path"
+
+
 def _reasons(f: TargetFacts) -> Iterable[str | None]:
     """Every check in order; the first reason that is not None wins."""
     quoted = shlex.quote(f.path)
-    yield (
-        None
-        if f.exists
-        else "it does not exist (fio would create a regular file there); check the path"
-    )
+    yield None if f.exists else _missing(f.path, " (fio would create a regular file there)")
     yield None if f.kind else "it is not a block device or a regular file; check the path"
     yield _system_reason(f.system) if f.system else None
     if f.mounts:
@@ -329,7 +338,7 @@ def check_readable(path: str | Path, view: View | None = None) -> TargetFacts:
     """Inspect *path* and raise :class:`SafetyError` unless it is a block device or a file."""
     facts = inspect(path, view=view)
     if not facts.exists:
-        raise SafetyError(shown(f"cannot read {facts.path}: it does not exist; check the path"))
+        raise SafetyError(shown(f"cannot read {facts.path}: {_missing(facts.path)}"))
     if facts.kind is None:
         raise SafetyError(
             shown(

@@ -103,6 +103,10 @@ def in_use(node: str, where: str = "") -> str:
     )
 
 
+class LockOpenError(SafetyError):
+    """The node could not even be opened to lock it (a refusal of the kernel's, not a holder)."""
+
+
 class DeviceLock:
     """An exclusive BSD ``flock`` on a device node (or file), held for the whole session.
 
@@ -149,7 +153,7 @@ class DeviceLock:
         try:
             fd = os.open(self.node, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError as exc:
-            raise SafetyError(f"cannot open {self.node} to lock it: {exc.strerror}") from None
+            raise LockOpenError(f"cannot open {self.node} to lock it: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

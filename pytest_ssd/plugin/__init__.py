@@ -35,7 +35,7 @@ from pytest_ssd.plugin import health, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.options import from_config
-from pytest_ssd.plugin.overview import plan_lines
+from pytest_ssd.plugin.overview import plan_lines, time_call
 from pytest_ssd.plugin.params import (
     SPEC_FIXTURE,
     SPEC_MARKER_HELP,
@@ -100,15 +100,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         " postgresql://USER@HOST/DATABASE (default: results.sqlite in the report folder)",
     )
     parser.addini(junit.INI_LAYOUT, junit.INI_HELP, default=junit.LAYOUTS[0])
-    group = parser.getgroup("ssd", "pytest-ssd: SSD benchmarks with fio")
+    for name, title, add in OPTION_GROUPS:
+        add(parser.getgroup(name, title))
+
+
+def _device_options(group: pytest.OptionGroup) -> None:
+    """Device and safety: what is measured and what may be written."""
     group.addoption(
         "--dut",
         dest="ssd_dut",
         action="append",
         type=dut_spec,
         metavar="DEVICE",
-        help="device under test: a block device, a file, or scratch[:SIZE] (default: scratch:2G,"
-        " a loop device on a sparse file); may repeat",
+        help="device under test: a block device (/dev/nvme0n1), a file, a test host's device"
+        " (ssh://[USER@]HOST[:PORT]/dev/nvme0n1) or scratch[:SIZE] (default: scratch:2G, a loop"
+        " device on a sparse file: its numbers describe no SSD); may repeat",
     )
     group.addoption(
         "--ssd-confirm",
@@ -125,75 +131,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="never write: run read tests with fio --readonly and skip the rest",
     )
     group.addoption(
-        "--ssd-report-dir",
-        dest="ssd_report_dir",
-        default=None,
-        metavar="DIR",
-        help="where run folders (results.json, report.html, artifacts) go (default: the ini"
-        " option ssd_report_dir, else reports/ beside pytest's configuration file)",
-    )
-    group.addoption(
-        "--ssd-db",
-        dest="ssd_db",
-        default=None,
-        metavar="URL",
-        help="the results database every run is added to: a file, sqlite:///FILE or"
-        " postgresql://USER@HOST/DATABASE (a lab's server; the run keeps a spool in its folder)"
-        " (default: $PYTEST_SSD_DB, the ini option ssd_db, else <report dir>/results.sqlite)",
-    )
-    group.addoption(
-        "--ssd-no-batch",
-        dest="ssd_no_batch",
-        action="store_true",
-        help="run every point of a sweep in a fio process of its own (default: consecutive"
-        " points share one, each job released by its test)",
-    )
-    group.addoption(
-        "--dut-label",
-        dest="ssd_label",
+        "--dut-class",
+        dest="ssd_class",
         action="append",
-        type=_label("--dut-label"),
+        type=dut_class,
+        metavar="{" + ",".join(CLASS_NAMES) + "}",
+        help="the drive's class, which decides the suites that apply (one per --dut, in order;"
+        " default: guessed from model and capacity, shown in the report)",
+    )
+    group.addoption(
+        "--ssd-purge",
+        dest="ssd_purge",
+        default=None,
+        type=_purge_method,
         metavar="NAME",
-        help="name the device's results in the database and on graphs (one per --dut, in order;"
-        " default: model, capacity and firmware)",
+        help="purge with this method instead of the strongest the device supports: "
+        + ", ".join(m.value for m in PurgeMethod)
+        + " (or one a plugin adds)",
     )
-    group.addoption(
-        "--ssd-compare",
-        dest="ssd_compare",
-        action="append",
-        type=_label("--ssd-compare"),
-        metavar="LABEL|RUN-ID|all",
-        help="draw earlier drives from the database on every comparison graph: a label (its"
-        " newest run), a run id (all its devices), or all; may repeat",
-    )
+
+
+def _method_options(group: pytest.OptionGroup) -> None:
+    """Method: how it is measured."""
     group.addoption(
         "--ssd-profile",
         dest="ssd_profile",
         default=None,
         type=_profile,
+        metavar="{" + ",".join(PROFILE_NAMES) + "}",
         help="full: the method verbatim; quick: the same steps scaled down (durations / 300,"
         " states on the first 16 GiB). Default: quick on scratch devices, full on real ones",
-    )
-    group.addoption(
-        "--datasheet",
-        dest="ssd_datasheet",
-        action="append",
-        metavar="FILE",
-        help="check measurements against this TOML datasheet (one for all devices, or one per"
-        " --dut in order); the drive it names must match unless --datasheet-force",
-    )
-    group.addoption(
-        "--datasheet-dir",
-        dest="ssd_datasheet_dir",
-        action="append",
-        metavar="DIR",
-        help="look for a matching datasheet here (may repeat; the shipped datasheets/ last)",
-    )
-    group.addoption(
-        "--datasheet-force",
-        dest="ssd_datasheet_force",
-        action="store_true",
-        help="use --datasheet files even when their drive does not match the device",
     )
     group.addoption(
         "--ssd-idle",
@@ -210,7 +177,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=1,
         type=_repeat,
         metavar="N",
-        help="run every measurement N times (seed 004: reads ramp + measure each time; writes"
+        help="run every measurement N times (reads ramp + measure each time; writes"
         " trim, precondition, cool down, ramp, measure) and report mean, sd, CV, min, max and"
         " the trimmed mean",
     )
@@ -240,23 +207,88 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         " state transition (default: the datasheet's [health], else pytest-ssd's default)",
     )
     group.addoption(
-        "--dut-class",
-        dest="ssd_class",
-        action="append",
-        type=dut_class,
-        metavar="|".join(CLASS_NAMES),
-        help="the drive's class, which decides the suites that apply (one per --dut, in order;"
-        " default: guessed from model and capacity, shown in the report)",
+        "--ssd-no-batch",
+        dest="ssd_no_batch",
+        action="store_true",
+        help="run every point of a sweep in a fio process of its own (default: consecutive"
+        " points share one, each job released by its test)",
     )
     group.addoption(
-        "--ssd-purge",
-        dest="ssd_purge",
-        default=None,
-        type=_purge_method,
-        metavar="METHOD",
-        help="purge with METHOD instead of the strongest the device supports: "
-        + ", ".join(m.value for m in PurgeMethod),
+        "--ssd-tune",
+        dest="ssd_tune",
+        action="store_true",
+        help="set the host for measuring during the session (governor performance, boost off,"
+        " THP never, ASLR 0, scheduler none, NVMe APST off) and restore them afterwards;"
+        " also on test hosts",
     )
+    group.addoption(
+        "--datasheet",
+        dest="ssd_datasheet",
+        action="append",
+        metavar="FILE",
+        help="check measurements against this TOML datasheet (one for all devices, or one per"
+        " --dut in order); the drive it names must match unless --datasheet-force",
+    )
+    group.addoption(
+        "--datasheet-dir",
+        dest="ssd_datasheet_dir",
+        action="append",
+        metavar="DIR",
+        help="look for a matching datasheet here (may repeat; the shipped datasheets/ last)",
+    )
+    group.addoption(
+        "--datasheet-force",
+        dest="ssd_datasheet_force",
+        action="store_true",
+        help="use --datasheet files even when their drive does not match the device",
+    )
+
+
+def _output_options(group: pytest.OptionGroup) -> None:
+    """Output: where results go."""
+    group.addoption(
+        "--ssd-report-dir",
+        dest="ssd_report_dir",
+        default=None,
+        metavar="DIR",
+        help="where run folders (results.json, report.html, artifacts) go (default: the ini"
+        " option ssd_report_dir, else reports/ beside pytest's configuration file)",
+    )
+    group.addoption(
+        "--ssd-db",
+        dest="ssd_db",
+        default=None,
+        metavar="URL",
+        help="the results database every run is added to: a file, sqlite:///FILE or"
+        " postgresql://USER@HOST/DATABASE (a lab's server; the run keeps a spool in its folder)"
+        " (default: $PYTEST_SSD_DB, the ini option ssd_db, else <report dir>/results.sqlite)",
+    )
+
+
+def _comparison_options(group: pytest.OptionGroup) -> None:
+    """Comparison: drives side by side."""
+    group.addoption(
+        "--dut-label",
+        dest="ssd_label",
+        action="append",
+        type=_label("--dut-label"),
+        metavar="NAME",
+        help="name the device's results in the database and on graphs (one per --dut, in order;"
+        " default: model, capacity and firmware)",
+    )
+    group.addoption(
+        "--ssd-compare",
+        dest="ssd_compare",
+        action="append",
+        type=_label("--ssd-compare"),
+        metavar="LABEL|RUN-ID|all",
+        help="draw earlier drives from the database on every comparison graph: a label (its"
+        " newest run), a run id (all its devices), or all; may repeat",
+    )
+
+
+def _hosts_options(group: pytest.OptionGroup) -> None:
+    """Test hosts: --dut=ssh://...."""
     group.addoption(
         "--ssd-ssh-config",
         dest="ssd_ssh_config",
@@ -264,13 +296,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="the ssh_config for --dut=ssh://... test hosts (default: ~/.ssh/config)",
     )
-    group.addoption(
-        "--ssd-tune",
-        dest="ssd_tune",
-        action="store_true",
-        help="set METHOD §9's host settings for the session (governor performance, boost off,"
-        " THP never, ASLR 0, scheduler none, NVMe APST off) and restore them afterwards",
-    )
+
+
+#: pytest --help shows the options in these groups, in this order
+OPTION_GROUPS: tuple[tuple[str, str, Callable[[pytest.OptionGroup], None]], ...] = (
+    ("ssd-device", "pytest-ssd: device and safety", _device_options),
+    ("ssd-method", "pytest-ssd: method", _method_options),
+    ("ssd-output", "pytest-ssd: output", _output_options),
+    ("ssd-comparison", "pytest-ssd: comparison", _comparison_options),
+    ("ssd-hosts", "pytest-ssd: test hosts", _hosts_options),
+)
 
 
 def _profile(text: str) -> str:
@@ -578,6 +613,9 @@ def pytest_runtest_makereport(
     if report.when == "call":
         extras = [*getattr(report, "extras", []), *item.stash.get(FIGURES_KEY, [])]
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's attribute
+        session = item.config.stash.get(SESSION_KEY, None)
+        if session is not None and report.passed:
+            time_call(session, item, report.duration)
 
 
 @pytest.fixture(scope="session")

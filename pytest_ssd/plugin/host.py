@@ -36,7 +36,7 @@ class HostReport:
                 tuner.restore()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        terminalreporter.write_sep("-", "pytest-ssd environment (METHOD §9)")
+        terminalreporter.write_sep("-", "pytest-ssd environment")
         for line in self.record.table_lines():
             terminalreporter.write_line(line)
         for warning in self.record.warnings():

@@ -15,6 +15,7 @@ from pytest_ssd.state.layout import layout
 from pytest_ssd.state.plan import device_of, need_of, render, simulate
 from pytest_ssd.state.profile import profile_for
 from pytest_ssd.state.steps import FOB, Context
+from pytest_ssd.state.testtimes import TestTimes
 
 
 def _identity(session: SsdSession, dut_id: str, index: int) -> tuple[DeviceIdentity | None, int]:
@@ -41,10 +42,29 @@ def _runs(
     return [item for item in items if skip_before_state(item, drive, lba_size) is None]
 
 
+def time_call(session: SsdSession, item: pytest.Item, seconds: float) -> None:
+    """Keep how long *item*'s call took on its device, for the next plan's total."""
+    dut = session.duts.get(device_of(item) or "")
+    if dut is not None:
+        key = speed_key(dut.identity, dut.scratch)
+        times = TestTimes.load(session.options.report_dir)
+        times.record(key, session.profile(dut).name, item.nodeid, seconds)
+
+
+def destroys(identity: DeviceIdentity | None, readonly: bool) -> list[str]:
+    """The plain line saying whose data a named device's plan destroys (none read-only)."""
+    if identity is None or readonly:
+        return []
+    model = identity.model or "model unknown"
+    serial = f"serial {identity.serial}" if identity.serial else "no serial"
+    return [f"  destroys all data on {identity.path} ({model}, {serial})"]
+
+
 def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
     """Terminal lines of the plan for every device some test needs a state of."""
     lines: list[str] = []
     speeds = session.speeds
+    times = TestTimes.load(session.options.report_dir)
     for index, dut_id in enumerate(session.dut_ids):
         mine = [item for item in items if device_of(item) == dut_id]
         if all(need_of(item) is None for item in mine):
@@ -68,7 +88,12 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
         stages = simulate(mine, initial, ctx)
         label = identity.label if identity is not None else f"scratch ({binary_size(capacity)})"
         key = speed_key(identity, scratch) if identity is not None else "scratch"
-        lines += render(dut_id, f"{label}, {profile.describe()}", stages, speeds, key)
+        measured = times.measured(key, profile.name, [item.nodeid for item in mine])
+        shown = render(
+            dut_id, f"{label}, {profile.describe()}", stages, speeds, key, measured=measured
+        )
+        gone = [] if scratch else destroys(identity, session.options.readonly)
+        lines += shown[:1] + gone + shown[1:]  # whose data goes: right under the device's name
         notes = {n for need in needs for n in layout(need.state, capacity, ctx.span).notes}
         lines += [f"  note: {note}" for note in sorted(notes)]
     return lines

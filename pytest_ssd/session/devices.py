@@ -18,7 +18,7 @@ from pytest_ssd.device import guard
 from pytest_ssd.device.dut import MIN_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, binary_size
 from pytest_ssd.device.in_order import Order, each, prepare
-from pytest_ssd.device.node import canonical
+from pytest_ssd.device.node import LockOpenError, canonical
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary
@@ -155,7 +155,12 @@ class Devices:
                 )
             seen[key] = spec.raw
         with order.locking.turn(order.index):
-            lock = site.lock(node, key)
+            try:
+                lock = site.lock(node, key)
+            except LockOpenError:
+                if not self.options.readonly:  # the guard's reason (mounted at /) says more
+                    guard.check_writable(node, view)
+                raise
         identity = site.read(node)[1]
         check_size(node, identity.size_bytes, facts.kind)
         dut = Dut(

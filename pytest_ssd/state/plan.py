@@ -18,6 +18,7 @@ from pytest_ssd.errors import ConfigError
 from pytest_ssd.state.spec import StateSpec, parse_state
 from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import Context, Step, path
+from pytest_ssd.state.testtimes import Measured
 from pytest_ssd.state.tracker import Need
 
 MARKER = "dut_state"
@@ -116,9 +117,15 @@ def _seconds(value: float) -> str:
 
 
 def render(
-    device: str, header: str, stages: Sequence[Stage], speeds: SpeedBook, speed_key: str
+    device: str,
+    header: str,
+    stages: Sequence[Stage],
+    speeds: SpeedBook,
+    speed_key: str,
+    *,
+    measured: Measured | None = None,
 ) -> list[str]:
-    """The plan of one device as terminal lines."""
+    """The plan of one device as terminal lines (*measured*: the tests' own time, as timed)."""
     lines = [f"plan for {device}: {header}"]
     purges = preconditions = written = discarded = 0
     total_s, all_measured = 0.0, True
@@ -153,7 +160,26 @@ def render(
         f"{binary_size(written)} written, {binary_size(discarded)} discarded, "
         f"about {_seconds(total_s)} of steps ({basis}; steady state not estimated)"
     )
+    if measured is not None:
+        lines += _measurements(measured, total_s)
     return lines
+
+
+def _measurements(measured: Measured, steps_s: float) -> list[str]:
+    """The tests' time as timed in earlier runs, and the run's total with the steps."""
+    if not measured.timed:
+        return [
+            f"  measurements: {measured.tests} test(s) not timed on this device yet"
+            " (the next plan says how long they take)"
+        ]
+    untimed = measured.tests - measured.timed
+    more = f"; {untimed} not timed yet" if untimed else ""
+    return [
+        f"  measurements: about {_seconds(measured.seconds)} for {measured.timed} of"
+        f" {measured.tests} test(s) (as timed in earlier runs{more})",
+        f"  in all: about {_seconds(steps_s + measured.seconds)}"
+        + (" and the tests not timed yet" if untimed else ""),
+    ]
 
 
 def check(items: Sequence[pytest.Item]) -> None:

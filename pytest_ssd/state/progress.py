@@ -141,6 +141,45 @@ class Progress:
         self.write(f"{self.label}: done in {_clock(took)}{speed}", True)
 
 
+class Ticker:
+    """A line by elapsed time for work whose progress cannot be followed (a dd, a short job
+    that runs long): nothing for its first :data:`MIN_SECONDS`, then the time it has taken.
+
+    Used as a context manager; the thread that writes is a daemon and is stopped on exit.
+    """
+
+    def __init__(self, label: str, write: Write, planned: str = "", every_s: float = 1.0) -> None:
+        self.label, self.write, self.planned, self.every_s = label, write, planned, every_s
+        self.start = time.monotonic()
+        self.shown = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="pytest-ssd-ticker", daemon=True)
+
+    def __enter__(self) -> Ticker:
+        self.start = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        if self._stop.wait(MIN_SECONDS):
+            return
+        while True:
+            self.shown = True
+            self.write(self.line(time.monotonic()), False)
+            if self._stop.wait(self.every_s):
+                return
+
+    def line(self, now: float) -> str:
+        planned = f" ({self.planned})" if self.planned else ""
+        return f"{self.label}: running{planned}  elapsed {_clock(now - self.start)}"
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.shown:
+            self.write(f"{self.label}: done in {_clock(time.monotonic() - self.start)}", True)
+
+
 class KernelFeed:
     """Progress on a test host from its block layer's counters, read there every few seconds.
 
@@ -230,7 +269,7 @@ def terminal_writer(config: pytest.Config) -> Write:
         now = time.monotonic()
         if not tty and not final and now - last[0] < LOG_EVERY_S:
             return
-        last[0] = now
+        last[0] = -math.inf if final else now  # the next step's first line is shown at once
         with capture.global_and_fixture_disabled():
             if tty:
                 if not open_line[0]:  # keep pytest's line (the test file) above ours

@@ -192,18 +192,23 @@ def cross_check(
     """dd and fio over the same chunks in turn: (their agreement, dd's seconds in all)."""
     timeout = DD_TIMEOUT_MARGIN_S + 10 * read_s
     dd_bytes = dd_s = fio_bytes = fio_s = 0.0
-    for index, chunk in enumerate(check_chunks(span, row)):
-        job = check_job(index, *chunk, row)
-        for tool in ("dd", "fio") if index % 2 == 0 else ("fio", "dd"):
-            if tool == "fio":
-                done = ssd.run(job, record=False).directions["read"]
-                assert done.io_bytes == chunk[1], f"fio read chunk {index} whole"
-                fio_bytes, fio_s = fio_bytes + done.io_bytes, fio_s + done.runtime_ms / 1000
-                continue
-            folder = ssd.artifacts / f"dd-{index}"
-            count, seconds = dd_read(ssd.dut.path, chunk, row, folder, timeout, machine=ssd.machine)
-            assert count == chunk[1], f"dd read chunk {index} whole"
-            dd_bytes, dd_s = dd_bytes + count, dd_s + seconds
+    chunks = check_chunks(span, row)
+    # a minute or more on a real drive, and dd reports only at its end: its elapsed time
+    with ssd.progress("dd cross-check", planned=f"{len(chunks)} chunks, dd and fio in turn"):
+        for index, chunk in enumerate(chunks):
+            job = check_job(index, *chunk, row)
+            for tool in ("dd", "fio") if index % 2 == 0 else ("fio", "dd"):
+                if tool == "fio":
+                    done = ssd.run(job, record=False).directions["read"]
+                    assert done.io_bytes == chunk[1], f"fio read chunk {index} whole"
+                    fio_bytes, fio_s = fio_bytes + done.io_bytes, fio_s + done.runtime_ms / 1000
+                    continue
+                folder = ssd.artifacts / f"dd-{index}"
+                count, seconds = dd_read(
+                    ssd.dut.path, chunk, row, folder, timeout, machine=ssd.machine
+                )
+                assert count == chunk[1], f"dd read chunk {index} whole"
+                dd_bytes, dd_s = dd_bytes + count, dd_s + seconds
     return SelfCheck(fio_bytes / fio_s, dd_bytes / dd_s, "dd"), dd_s
 
 

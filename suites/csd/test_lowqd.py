@@ -6,7 +6,7 @@ averaged; the QDs weighted 70/20/10 into one curve whose mean ranks the drive.
 Measured in both cSSD rounds.  Each point is one test, ``test_low_qd[seq-cssd1-qd2-r70]``
 (pattern, round, QD, read share) holding its repetitions (amount-based jobs); the
 consecutive points of a round run in one fio process, each point's jobs released by
-its test (``jobs=jobs_of``, see the README); the report draws the curves, the
+its test (``jobs=jobs_of``, see docs/csd.md); the report draws the curves, the
 weighted curve and the ranking from every point's ``lowqd-point`` record.  See
 pytest_ssd/workloads/lowqd.py for how the seed's amounts map to fio.
 """

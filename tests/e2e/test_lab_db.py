@@ -65,6 +65,7 @@ def _exported(db: str | Path, run_id: str, capsys: pytest.CaptureFixture[str]) -
 
 
 def _report(db: str | Path, run_id: str, out: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    out.mkdir(parents=True)  # -o names a file in a folder that exists
     assert main(["report", run_id, "--db", str(db), "-o", str(out / "report.html")]) == 0
     capsys.readouterr()
     return (out / "report.html").read_text()

@@ -346,8 +346,11 @@ def _installed(site: Path, mode: str) -> None:
 def test_pytest_ssd_report_with_a_plugin_at_fault_writes_the_page_with_its_box(
     run_ssd: Any, tmp_path: Path, command: str
 ) -> None:
-    run = run_ssd("--dut=scratch:64M", suite=_suite(tmp_path, 'pytest_ssd_suite = "hooked"\n'))
-    run.result.assert_outcomes(passed=1)
+    duts = 1 if command == "report" else 2  # compare needs two drives: the run's two
+    run = run_ssd(
+        *["--dut=scratch:64M"] * duts, suite=_suite(tmp_path, 'pytest_ssd_suite = "hooked"\n')
+    )
+    run.result.assert_outcomes(passed=duts)
     db = run.report_dir / "results.sqlite"
     which = "latest" if command == "report" else run.run_dir.name
     for mode, says in PLUGIN_SAYS.items():

@@ -78,7 +78,7 @@ def test_smoke_with_tune_is_tuned_and_leaves_everything_as_found(
     run = run_ssd("--dut=scratch:1G", "--ssd-tune")
     out = run.result.stdout.str()
     assert run.result.ret == 0, out
-    assert "pytest-ssd environment (METHOD §9)" in out
+    assert "pytest-ssd environment" in out
     assert re.search(r"^Transparent huge pages\s+never$", out, re.M), out
     if not GOVERNOR.exists():
         assert re.search(r"^CPU frequency governor\s+not available here \(no cpufreq", out, re.M)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ssd.cli import EXIT_DB, EXIT_OUTPUT, main
+from pytest_ssd.cli import EXIT_DB, EXIT_OUTPUT, EXIT_USAGE, main
 from pytest_ssd.cli.export import as_csv
 from pytest_ssd.db import SCHEMA_VERSION, schema
 from tests.unit.db_fixtures import (
@@ -80,7 +80,13 @@ def test_report_rebuilds_a_page_with_sections_and_figures(
     argv = ["--db", str(db), "report", "run-3", "--compare", "drive A", "-o", str(out)]
     assert main(argv) == 0
     said = capsys.readouterr()
-    assert said.out.strip() == str(out)
+    # everything written is printed: the page, and the figures folder beside it
+    assert said.out.splitlines() == [str(out), f"{tmp_path / 'figures-from-db'}/"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "figures-from-db",
+        "rebuilt.html",
+        "reports",
+    ]
     # a line as each section starts: the graphs take seconds
     assert "pytest-ssd: report: Devices under test (1 of " in said.err
     assert "pytest-ssd: report: Four corners (suites/smoke) (" in said.err
@@ -100,6 +106,43 @@ def test_compare_labels_puts_them_on_one_graph(db: Path, tmp_path: Path) -> None
     assert "compared with drive A" in page
     suite = page[page.index('id="ssd-suite-smoke"') :]
     assert suite.count("<td>drive A</td>") == 4 and suite.count("<td>drive B</td>") == 4
+
+
+def test_compare_of_one_drive_is_refused_in_one_line(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cmp.html"
+    assert main(["--db", str(db), "compare", "drive A", "-o", str(out)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == (
+        "pytest-ssd: compare needs two drives or more: 'drive A' is one (drive A, run run-1);"
+        " name another label or run id (pytest-ssd list shows them)\n"
+    )
+    assert not out.exists() and not list(tmp_path.glob("figures-*"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "run-1"],
+        ["compare", "drive A", "drive B"],
+        ["export", "--format", "csv"],
+        ["export", "--format", "results-json", "--run", "run-1"],
+    ],
+)
+def test_an_output_in_a_missing_folder_is_refused_in_one_line_and_nothing_made(
+    db: Path, tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = sorted(tmp_path.iterdir())  # the database's folder, reports/
+    out = tmp_path / "nonexistent" / "dir" / "x.html"
+    assert main(["--db", str(db), *argv, "-o", str(out)]) == EXIT_OUTPUT
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err == (
+        f"pytest-ssd: cannot write {out}: {out.parent} does not exist;"
+        " make it first or give -o another\n"
+    )
+    assert sorted(tmp_path.iterdir()) == before, "no folder, no figures made"
 
 
 @pytest.mark.parametrize(
@@ -355,6 +398,7 @@ def test_readers_read_an_older_database_as_it_is_and_never_migrate_it(
     version, before = _user_version(db_at), sha256(db_at)
     argv = ["--db", str(db_at), *command]
     if command[0] != "list":
+        (tmp_path / "out").mkdir()
         argv += ["-o", str(tmp_path / "out" / "page.html")]
     assert main(argv) == 0, capsys.readouterr().err
     assert sha256(db_at) == before, "a reader wrote the database"

@@ -64,6 +64,7 @@ def test_the_ssd_fixture_is_a_narrow_handle() -> None:
         "note",
         "plot",
         "profile",
+        "progress",
         "record",
         "region",
         "run",

@@ -1,0 +1,66 @@
+"""How long each test's call took on a device, so that the next plan can say how long it runs.
+
+The plan's steps are estimated from rates (:mod:`pytest_ssd.state.speeds`); a test's own
+measurements depend on the suite's jobs, so they are timed instead: each test's call
+(its state reached before, in its set-up) is kept under the device's speed key and the
+profile in ``<report dir>/.ssd-test-times.json``, written at once (runs may be killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_ssd.documents import loads_json
+
+TIMES_FILE = ".ssd-test-times.json"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The plan's measurements: seconds of the tests timed before, and how many were."""
+
+    seconds: float
+    timed: int
+    tests: int
+
+
+@dataclass
+class TestTimes:
+    """Call seconds per ``<device key>|<profile>`` and test node id."""
+
+    __test__ = False  # not a pytest test class
+
+    path: Path
+    data: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, folder: Path) -> TestTimes:
+        path = folder / TIMES_FILE
+        data: dict[str, dict[str, float]] = {}
+        with contextlib.suppress(OSError, ValueError):
+            loaded = loads_json(path.read_text())
+            if isinstance(loaded, dict):
+                data = {
+                    str(k): {str(t): float(s) for t, s in v.items() if isinstance(s, int | float)}
+                    for k, v in loaded.items()
+                    if isinstance(v, dict)
+                }
+        return cls(path, data)
+
+    def measured(self, device: str, profile: str, nodeids: list[str]) -> Measured:
+        """The seconds the tests *nodeids* took on *device* before (those timed)."""
+        known = self.data.get(f"{device}|{profile}", {})
+        timed = [known[n] for n in nodeids if n in known]
+        return Measured(sum(timed), len(timed), len(nodeids))
+
+    def record(self, device: str, profile: str, nodeid: str, seconds: float) -> None:
+        """Remember the call of *nodeid* took *seconds* (a temporary file of this process)."""
+        self.data.setdefault(f"{device}|{profile}", {})[nodeid] = round(seconds, 3)
+        with contextlib.suppress(OSError):
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
+            tmp.replace(self.path)

@@ -1,0 +1,56 @@
+"""The plan printed at the start: the run's total with the measurements, and whose data goes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.test_states import READ_IN_STATE, _suite
+
+ONE_STATE = (
+    READ_IN_STATE
+    + """
+
+@pytest.mark.dut_state("cssd")
+@pytest.mark.parametrize("n", range(3))
+def test_in_cssd(ssd, n):
+    assert read(ssd, "rnd", f"cssd-{n}").directions["read"].io_bytes > 0
+"""
+)
+
+
+def _plan(run: Any) -> list[str]:
+    out = run.result.outlines
+    start = next(i for i, line in enumerate(out) if "pytest-ssd plan" in line)
+    return [line for line in out[start + 1 :] if line.startswith("  ")]
+
+
+def test_the_plan_names_what_it_destroys_and_totals_the_measurements_once_timed(
+    run_ssd: Any, loop_device: Any, tmp_path: Path
+) -> None:
+    dev: Path = loop_device(256)
+    suite = _suite(tmp_path, ONE_STATE)
+    argv = (f"--dut={dev}", f"--ssd-confirm={dev}", "--ssd-profile=quick")
+    first = run_ssd(*argv, suite=suite)
+    first.result.assert_outcomes(passed=3)
+    plan = _plan(first)
+    assert plan[0] == f"  destroys all data on {dev} (model unknown, no serial)", plan
+    assert any(line.startswith("  measurements: 3 test(s) not timed on this") for line in plan)
+    assert "Traceback" not in first.result.stdout.str() + first.result.stderr.str()
+
+    again = run_ssd(*argv, "--collect-only", suite=suite)  # the plan only: nothing runs
+    plan = _plan(again)
+    timed = next(line for line in plan if line.startswith("  measurements:"))
+    assert re.fullmatch(
+        r"  measurements: about \d+ s for 3 of 3 test\(s\) \(as timed in earlier runs\)", timed
+    ), timed
+    total = next(line for line in plan if line.startswith("  in all:"))
+    assert re.fullmatch(r"  in all: about [\d.]+ (s|min|h)", total), total
+    assert plan[0] == f"  destroys all data on {dev} (model unknown, no serial)", plan
+
+
+def test_a_scratch_plan_destroys_nothing_of_yours(run_ssd: Any, tmp_path: Path) -> None:
+    run = run_ssd("--dut=scratch:256M", "--collect-only", suite=_suite(tmp_path, ONE_STATE))
+    plan = _plan(run)
+    assert plan and not any("destroys" in line for line in plan), plan

@@ -1,0 +1,55 @@
+"""README.md and docs/: quick start first, a contents list, links that resolve, no absent docs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = sorted((REPO / "docs").glob("*.md"))
+PAGES = [REPO / "README.md", REPO / "reports" / "README.md", *DOCS]
+#: references to documents that are not in the repository (METHOD.md and its sections, the seeds)
+ABSENT = re.compile(r"METHOD|\bseeds?\b|§")
+LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_link_names_a_file_of_the_repository_or_the_web(page: Path) -> None:
+    for target, _ in LINK.findall(page.read_text()):
+        if not target.startswith(("http://", "https://")):
+            assert (page.parent / target).exists(), f"{page.name}: {target} is not there"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_page_cites_a_document_not_in_the_repository(page: Path) -> None:
+    text = page.read_text()
+    text = re.sub(r"`[^`]*seed[^`]*`|randseed|seeded|seeds job|job's seed|own seed", "", text)
+    assert not ABSENT.findall(text), [ln for ln in text.splitlines() if ABSENT.search(ln)]
+
+
+def test_the_readme_opens_with_the_quick_start_and_a_contents_list() -> None:
+    lines = (REPO / "README.md").read_text().splitlines()
+    first_screen = "\n".join(lines[:40])
+    for needed in (
+        "./run smoke",
+        "./run tests",
+        ".venv/bin/pytest",
+        "source .venv/bin/activate",
+        "--ssd-confirm=",
+        "SERIAL",
+    ):
+        assert needed in first_screen, needed
+    assert len(lines) <= 150, "a short README: the reference is in docs/"
+    contents = lines.index("## Contents")
+    linked = {target for target, _ in LINK.findall("\n".join(lines[contents:]))}
+    docs = {f"docs/{p.name}" for p in DOCS}
+    assert docs <= linked, f"every docs/ page is in the contents: {sorted(docs - linked)}"
+    assert "**Lab**" in lines[contents:], "the lab's part of the contents"
+
+
+def test_the_quick_start_commands_are_those_of_run_and_ci() -> None:
+    run = (REPO / "run").read_text()
+    assert re.search(r"^    smoke\)$", run, re.M) and re.search(r"^    tests\)$", run, re.M)
+    assert "./run tests" in (REPO / ".ci" / "run").read_text()
