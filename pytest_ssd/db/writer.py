@@ -18,8 +18,16 @@ from typing import Any
 
 from pytest_ssd.db.conn import Conn
 from pytest_ssd.db.faults import damaged, database_error
+from pytest_ssd.db.model import shared_test_id
 from pytest_ssd.db.opening import open_writer
 from pytest_ssd.db.url import DbUrl, db_url
+from pytest_ssd.results.history import (
+    PROFILE_KEY,
+    STATE_KEY,
+    SeriesIdentity,
+    host_class,
+    point_of,
+)
 from pytest_ssd.results.record import Derived, Measurement, SeriesRecord, iso
 from pytest_ssd.results.transition import Transition
 
@@ -100,6 +108,11 @@ class RunWriter:
         self.path = str(self.url)
         self.run_id = run_id
         self._seq = 0
+        self._environment = environment
+        #: dut id -> its identity (model, size, firmware, serial) and test host, for series
+        self._drives: dict[str, dict[str, Any]] = {}
+        #: series keys this writer's committed transactions hold (no INSERT for them again)
+        self._keys: set[str] = set()
         self.conn = open_writer(self.url)
         try:
             self._check_intact()
@@ -165,6 +178,7 @@ class RunWriter:
     def add_device(self, dut_id: str, description: dict[str, Any], label: str) -> None:
         """A device of this run: its identity (shared across runs) and its label here."""
         ident = description["identity"]
+        self._drives[dut_id] = {**ident, "test_host": description.get("host")}
         if ident.get("serial"):
             key = f"{ident.get('model')}|{ident['serial']}|{ident.get('firmware')}"
         else:  # scratch files and loop devices: one device per run
@@ -196,9 +210,10 @@ class RunWriter:
         """Everything one test report brought, in one transaction."""
         if not records:
             return
+        added: set[str] = set()
         with self._transaction() as conn:
             for m in records.measurements:
-                self._measurement(conn, m)
+                self._measurement(conn, m, added)
             for t in records.transitions:
                 self._transition(conn, t)
             for d in records.derived:
@@ -221,12 +236,30 @@ class RunWriter:
             for s, blob in records.series:
                 row = {**self._of(s.device, records.nodeid), "name": s.name, "meta": _json(s.meta)}
                 insert(conn, "series", {**row, "arrays": blob}, _ONCE)
+        self._keys |= added  # committed: the next tests' measurements need not add them
+
+    def _series(self, conn: Conn, m: Measurement, added: set[str]) -> dict[str, Any]:
+        """The columns of *m*'s series (its key, firmware and serial); the series added once."""
+        drive = self._drives.get(m.device, {})
+        ident = SeriesIdentity(
+            model=drive.get("model"),
+            size_bytes=drive.get("size_bytes"),
+            point=point_of(shared_test_id(m.test, m.device), m.name),
+            state=m.workload.get(STATE_KEY),
+            profile=m.workload.get(PROFILE_KEY),
+            host_class=host_class(self._environment, drive.get("test_host")),
+        )
+        key = ident.key
+        if key not in self._keys and key not in added:
+            insert(conn, "series_keys", {"key": key, **ident.as_dict()}, _KEEP)
+            added.add(key)
+        return {"series_key": key, "firmware": drive.get("firmware"), "serial": drive.get("serial")}
 
     def _of(self, dut_id: str, test: str) -> dict[str, Any]:
         """The columns that say whose a row is, and its number in the run."""
         return {"run_id": self.run_id, "seq": self._next(), "dut_id": dut_id, "test": test}
 
-    def _measurement(self, conn: Conn, m: Measurement) -> None:
+    def _measurement(self, conn: Conn, m: Measurement, added: set[str]) -> None:
         """A measurement, its metrics and percentiles: they find its row by (run, seq).
 
         No id is read back, so a server gets the whole test in one round trip (a pipeline);
@@ -242,6 +275,7 @@ class RunWriter:
             "artifacts": m.artifacts,
             "workload": _json(m.workload),
             "metrics": _json(m.metrics),
+            **self._series(conn, m, added),
         }
         insert(conn, "measurements", row, _ONCE)
         mine = (self.run_id, row["seq"])
