@@ -116,6 +116,10 @@ class SsdBench:
     #: the health sampler of the last ``run`` (its samples, or why there are none)
     health: Sampler | None = None
     _runs: int = 0
+    #: job name -> direction -> its repeats' latency histograms, until they are aggregated
+    _histograms: dict[str, dict[str, list[tuple[tuple[int, int], ...]]]] = field(
+        default_factory=dict
+    )
 
     @property
     def machine(self) -> Machine:
@@ -288,7 +292,8 @@ class SsdBench:
 
     def _aggregate(self, name: str) -> None:
         runs = [m for m in self.measurements if m.name == name and "repeat" in m.workload]
-        self.derive(f"{name}.repeat", aggregate(runs, self._env.cv_max))
+        pooled = self._histograms.pop(name, {})
+        self.derive(f"{name}.repeat", aggregate(runs, self._env.cv_max, pooled))
 
     def unwritten(self, fill: FioJob) -> tuple[FioJob, ...]:
         """``(fill,)`` when the span *fill* writes is not written yet on this device, else ``()``.
@@ -391,6 +396,8 @@ class SsdBench:
                     self.series(name, meta, ns=ns, count=count)
                 else:  # a file each: the repeats' histograms are pooled, none replaces another
                     meta["repeat"] = repeat
+                    runs = self._histograms.setdefault(job.name, {}).setdefault(direction, [])
+                    runs.append(done.clat.bins)
                     self._keep(name, meta, f"{name}.repeat{repeat}", {"ns": ns, "count": count})
         props = self._node.user_properties
         props.append((PROPERTY, measurement.to_json()))
