@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,19 @@ _KEEP = "ON CONFLICT (key) DO NOTHING"
 _ONCE = "ON CONFLICT (run_id, seq) DO NOTHING"
 
 
+@dataclass(frozen=True)
+class TestDone:
+    """A test phase's outcome (its phases' durations add up) and the suite it belongs to."""
+
+    __test__ = False
+
+    nodeid: str
+    outcome: str
+    duration_s: float
+    message: str | None
+    suite: str | None = None
+
+
 @dataclass
 class TestRecords:
     """What one test report brought to the controller, stored together."""
@@ -54,9 +69,12 @@ class TestRecords:
     transitions: list[Transition] = field(default_factory=list)
     #: each series with its arrays: a compressed npz (:mod:`pytest_ssd.db.arrays`)
     series: list[tuple[SeriesRecord, bytes]] = field(default_factory=list)
+    #: the outcome of the phase that brought them, stored in the same transaction
+    done: TestDone | None = None
 
     def __bool__(self) -> bool:
-        return any((self.measurements, self.derived, self.verdicts, self.transitions, self.series))
+        records = (self.measurements, self.derived, self.verdicts, self.transitions, self.series)
+        return self.done is not None or any(records)
 
 
 def _json(value: object) -> str:
@@ -86,6 +104,22 @@ def _of_measurement(table: str, columns: list[str]) -> str:
     return (
         f"INSERT INTO {table} (measurement_id, {names}) SELECT id, {marks} FROM measurements"
         " WHERE run_id = ? AND seq = ? ON CONFLICT DO NOTHING"
+    )
+
+
+#: a row of percentiles' values, typed: a server reads NULL as text otherwise
+_PERCENTILE_ROW = "(CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION), CAST(? AS INTEGER))"
+
+
+@cache
+def _percentiles(rows: int) -> str:
+    """INSERT of a direction's *rows* percentiles of the measurement (run_id, seq) given last,
+    in one statement (a server gets one message, not one per percentile)."""
+    values = ", ".join([_PERCENTILE_ROW] * rows)
+    return (
+        "INSERT INTO percentiles (measurement_id, direction, p, us, resolved)"
+        f" SELECT m.id, ?, v.column1, v.column2, v.column3 FROM (VALUES {values}) AS v,"
+        " measurements m WHERE m.run_id = ? AND m.seq = ? ON CONFLICT DO NOTHING"
     )
 
 
@@ -207,7 +241,7 @@ class RunWriter:
             )
 
     def add(self, records: TestRecords) -> None:
-        """Everything one test report brought, in one transaction."""
+        """Everything one test report brought, and its outcome, in one transaction."""
         if not records:
             return
         added: set[str] = set()
@@ -236,6 +270,8 @@ class RunWriter:
             for s, blob in records.series:
                 row = {**self._of(s.device, records.nodeid), "name": s.name, "meta": _json(s.meta)}
                 insert(conn, "series", {**row, "arrays": blob}, _ONCE)
+            if records.done is not None:
+                self._done(conn, records.done)
         self._keys |= added  # committed: the next tests' measurements need not add them
 
     def _series(self, conn: Conn, m: Measurement, added: set[str]) -> dict[str, Any]:
@@ -287,19 +323,13 @@ class RunWriter:
                 **{f"clat_{key}": clat.get(key) for key in ("min_us", "max_us", "samples")},
             }
             conn.execute(_of_measurement("metrics", list(figures)), (*figures.values(), *mine))
-            conn.executemany(
-                _of_measurement("percentiles", ["direction", "p", "us", "resolved"]),
-                [
-                    (
-                        direction,
-                        q["p"],
-                        q["us"] if q["resolved"] else None,
-                        int(q["resolved"]),
-                        *mine,
-                    )
-                    for q in clat.get("percentiles", [])
-                ],
-            )
+            percentiles = clat.get("percentiles", [])
+            if percentiles:
+                values = [
+                    (q["p"], q["us"] if q["resolved"] else None, int(q["resolved"]))
+                    for q in percentiles
+                ]
+                conn.execute(_percentiles(len(values)), (direction, *chain(*values), *mine))
 
     def _transition(self, conn: Conn, t: Transition) -> None:
         totals = t.totals()
@@ -328,15 +358,17 @@ class RunWriter:
         suite: str | None = None,
     ) -> None:
         """A test's outcome (its phases' durations add up) and the suite it belongs to."""
-        with self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO tests (run_id, nodeid, outcome, duration_s, message, suite)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, nodeid) DO UPDATE SET"
-                " outcome = excluded.outcome, duration_s = tests.duration_s + excluded.duration_s,"
-                " message = coalesce(excluded.message, tests.message),"
-                " suite = coalesce(excluded.suite, tests.suite)",
-                (self.run_id, nodeid, outcome, duration_s, message, suite),
-            )
+        self.add(TestRecords(nodeid, done=TestDone(nodeid, outcome, duration_s, message, suite)))
+
+    def _done(self, conn: Conn, done: TestDone) -> None:
+        conn.execute(
+            "INSERT INTO tests (run_id, nodeid, outcome, duration_s, message, suite)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, nodeid) DO UPDATE SET"
+            " outcome = excluded.outcome, duration_s = tests.duration_s + excluded.duration_s,"
+            " message = coalesce(excluded.message, tests.message),"
+            " suite = coalesce(excluded.suite, tests.suite)",
+            (self.run_id, done.nodeid, done.outcome, done.duration_s, done.message, done.suite),
+        )
 
     def finish(self, outcome: dict[str, int], complete: bool, end: str | None = None) -> None:
         """Mark the run finished and close the database (also when the mark fails)."""
