@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.cli import EXIT_DB, EXIT_USAGE, main
-from pytest_ssd.db import ResultsDb, RunWriter, TestRecords
+from pytest_ssd.db import ResultsDb, RunWriter, TestDone, TestRecords
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.db.history import find_series, history
 from pytest_ssd.results.history import SeriesIdentity
@@ -109,3 +109,19 @@ def test_history_refuses_in_one_line(
     assert main(["history", "--db", str(lab), "--point", "seq", "-o", str(drawn)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "narrow with --series" in err and not drawn.exists()
+
+
+def test_a_tests_records_and_its_outcome_are_one_transaction(tmp_path: Path) -> None:
+    """What the session sends for a test (its records and outcome) commits once, not twice."""
+    writer = RunWriter(tmp_path / "results.sqlite", "run-1", tmp_path, {})
+    writer.add_device("d0", _drive("S1", "1.0"), "drive")
+    sent: list[str] = []
+    writer.conn.raw.set_trace_callback(sent.append)
+    m = _measured(1, 1000.0)
+    writer.add(TestRecords(m.test, [m], done=TestDone(m.test, "passed", 0.5, None, "smoke")))
+    assert [s for s in sent if s.startswith(("BEGIN", "COMMIT"))] == ["BEGIN IMMEDIATE", "COMMIT"]
+    writer.finish({"passed": 1}, complete=True)
+    with ResultsDb(tmp_path / "results.sqlite") as db:
+        found = db.results(db.run("run-1").drives[0])
+    assert found.tests == {m.test: "passed"} and found.suites == {m.test: "smoke"}
+    assert len(found.measurements) == 1
