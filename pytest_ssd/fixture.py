@@ -6,7 +6,7 @@ import contextlib
 import html
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.proc import Completed
+from pytest_ssd.results.history import PROFILE_KEY, STATE_KEY
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
     PROPERTY,
@@ -118,6 +119,10 @@ class SsdBench:
     _runs: int = 0
     #: a line by elapsed time is shown (``progress``): the runs inside show none of their own
     _ticking: bool = False
+    #: job name -> direction -> its repeats' latency histograms, until they are aggregated
+    _histograms: dict[str, dict[str, list[tuple[tuple[int, int], ...]]]] = field(
+        default_factory=dict
+    )
 
     @property
     def machine(self) -> Machine:
@@ -318,7 +323,8 @@ class SsdBench:
 
     def _aggregate(self, name: str) -> None:
         runs = [m for m in self.measurements if m.name == name and "repeat" in m.workload]
-        self.derive(f"{name}.repeat", aggregate(runs, self._env.cv_max))
+        pooled = self._histograms.pop(name, {})
+        self.derive(f"{name}.repeat", aggregate(runs, self._env.cv_max, pooled))
 
     def unwritten(self, fill: FioJob) -> tuple[FioJob, ...]:
         """``(fill,)`` when the span *fill* writes is not written yet on this device, else ``()``.
@@ -393,6 +399,9 @@ class SsdBench:
     def _record(self, job: FioJob, fio_run: FioRun, repeat: int | None = None) -> None:
         result = fio_run.result(job)
         workload = job.as_dict() if repeat is None else {**job.as_dict(), "repeat": repeat}
+        # what the measurement's series needs beside the job (pytest_ssd.results.history)
+        workload[STATE_KEY] = str(self.need.state) if self.need is not None else None
+        workload[PROFILE_KEY] = self.profile.name
         measurement = Measurement(
             test=self._node.nodeid,
             device=self.dut.id,
@@ -407,13 +416,20 @@ class SsdBench:
         for direction, done in result.directions.items():
             if done.clat is not None and done.clat.bins:
                 ns, count = zip(*sorted(done.clat.bins), strict=True)
-                meta = {
+                meta: dict[str, Any] = {
                     "kind": "clat-histogram",
                     "measurement": job.name,
                     "direction": direction,
                     "unit": "ns",
                 }
-                self.series(f"{job.name}.clat-{direction}", meta, ns=ns, count=count)
+                name = f"{job.name}.clat-{direction}"
+                if repeat is None:
+                    self.series(name, meta, ns=ns, count=count)
+                else:  # a file each: the repeats' histograms are pooled, none replaces another
+                    meta["repeat"] = repeat
+                    runs = self._histograms.setdefault(job.name, {}).setdefault(direction, [])
+                    runs.append(done.clat.bins)
+                    self._keep(name, meta, f"{name}.repeat{repeat}", {"ns": ns, "count": count})
         props = self._node.user_properties
         props.append((PROPERTY, measurement.to_json()))
         props.extend(
@@ -526,12 +542,18 @@ class SsdBench:
         They are saved as ``<name>.npz`` in the test's artifacts and stored in the
         results database, where comparison graphs and ``pytest-ssd report`` find them.
         """
+        return self._keep(name, meta or {}, name, arrays)
+
+    def _keep(
+        self, name: str, meta: dict[str, Any], stem: str, arrays: Mapping[str, ArrayLike]
+    ) -> Path:
+        """:meth:`series` into the artifacts' file ``<stem>.npz``."""
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
+        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in stem)
         path = self.artifacts / f"{safe}.npz"
         path.write_bytes(pack(arrays))
         file = str(path.relative_to(self._env.run_dir))
-        record = SeriesRecord(device=self.dut.id, name=name, meta=meta or {}, file=file)
+        record = SeriesRecord(device=self.dut.id, name=name, meta=meta, file=file)
         self._node.user_properties.append((SERIES_PROPERTY, record.to_json()))
         return path
 

@@ -8,10 +8,11 @@ variation exceeds the threshold is flagged unstable.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pytest_ssd.fio.results import pooled_percentiles
 from pytest_ssd.results.record import Measurement, percentile_us
 
 #: the per-direction figures aggregated over runs
@@ -68,12 +69,24 @@ def _value(direction: dict[str, Any], metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def aggregate(runs: Sequence[Measurement], cv_max: float = DEFAULT_CV_MAX) -> dict[str, Any]:
+#: the percentile each percentile metric is
+PERCENTILES = {"p50_us": 50.0, "p99_us": 99.0}
+#: direction -> each run's completion-latency histogram, (ns, count) pairs (fio's json+ bins)
+Histograms = Mapping[str, Sequence[Sequence[tuple[int, int]]]]
+
+
+def aggregate(
+    runs: Sequence[Measurement],
+    cv_max: float = DEFAULT_CV_MAX,
+    histograms: Histograms | None = None,
+) -> dict[str, Any]:
     """Per direction and metric, the :class:`Spread` over *runs*; which metrics are unstable.
 
     A percentile some run could not resolve is left out of that metric (``n``
-    says how many runs it has). Only throughput (IOPS, MiB/s) decides stability:
-    latency tails vary more by nature.
+    says how many runs it has). With every run's *histograms* of a direction, its
+    percentiles also get ``pooled``: the percentile of all the runs' I/Os together
+    (None: not resolved even so), what reports show; percentiles never average.
+    Only throughput (IOPS, MiB/s) decides stability: latency tails vary more by nature.
     """
     result: dict[str, Any] = {"runs": len(runs), "cv_max": cv_max, "unstable": []}
     for direction in sorted({d for m in runs for d in m.metrics}):
@@ -83,6 +96,11 @@ def aggregate(runs: Sequence[Measurement], cv_max: float = DEFAULT_CV_MAX) -> di
             values = [v for v in found if v is not None]
             if values:
                 spreads[metric] = Spread.of(values).as_dict()
+        bins = (histograms or {}).get(direction, ())
+        if bins and len(bins) == sum(direction in m.metrics for m in runs):
+            pooled = pooled_percentiles(bins, list(PERCENTILES.values()))
+            for metric, p in PERCENTILES.items():
+                spreads.setdefault(metric, {"n": 0})["pooled"] = pooled[p]
         result[direction] = spreads
         for metric in ("iops", "bw_mib_s"):
             spread = spreads.get(metric)

@@ -91,6 +91,18 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run", metavar="RUN", help="the run's folder, or its id in the report folder")
     p.set_defaults(func=commands.sync)
+
+    p = sub.add_parser(
+        "history",
+        parents=[after],
+        help="one series (drive model and size, test point, state, profile, host class)"
+        " across firmware builds and drives: a table, and a graph with -o",
+    )
+    p.add_argument("--series", metavar="KEY", help="the series' key (a prefix will do)")
+    p.add_argument("--point", metavar="TEXT", help="a part of the test point (test and job name)")
+    p.add_argument("--model", metavar="TEXT", help="a part of the drive model")
+    p.add_argument("-o", "--output", type=Path, help="the graph: a .png or .svg file")
+    p.set_defaults(func=commands.history)
     return top
 
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from pytest_ssd.cli.export import TABLES, as_csv, as_json, rows
+from pytest_ssd.cli.history import history_of
 from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.export import results_json
@@ -25,7 +26,16 @@ from pytest_ssd.report.build import Rendered, report_page, to_stderr
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.location import find_config, report_dir
 
-__all__ = ["TABLES", "OutputError", "compare", "export", "list_runs", "report", "sync"]
+__all__ = [
+    "TABLES",
+    "OutputError",
+    "compare",
+    "export",
+    "history",
+    "list_runs",
+    "report",
+    "sync",
+]
 
 #: files SQLite keeps beside a database, which a reader reads too
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -101,14 +111,23 @@ def refuse_missing_folder(output: Path) -> None:
         )
 
 
-def _write(path: Path, text: str) -> None:
+def history(args: argparse.Namespace) -> None:
+    """One series across runs: the table on standard output, the graph into -o."""
+    with ResultsDb(args.db) as db:
+        text, picture = history_of(db, args)
+    sys.stdout.write(text)
+    if picture is not None:
+        _write(args.output, picture)
+
+
+def _write(path: Path, data: str | bytes) -> None:
     """Write *path* whole or not at all (a device or pipe such as /dev/stdout: straight)."""
     try:
         if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-            with path.open("w") as fh:
-                fh.write(text)
+            with path.open("wb") as fh:
+                fh.write(data.encode() if isinstance(data, str) else data)
         else:  # through a symlink: replace the file it points to, not the link
-            write_atomic(path.resolve(), text)
+            write_atomic(path.resolve(), data)
     except OSError as exc:
         raise storage_error(path, exc, "-o") from None
     print(path.absolute())

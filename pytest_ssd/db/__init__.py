@@ -5,7 +5,7 @@ from __future__ import annotations
 from pytest_ssd.db.model import DriveRef, DriveResults, RunInfo, Series, shared_test_id
 from pytest_ssd.db.reader import ALL, ResultsDb
 from pytest_ssd.db.schema import APPLICATION_ID, SCHEMA_VERSION, check, connect
-from pytest_ssd.db.writer import RunWriter, TestRecords
+from pytest_ssd.db.writer import RunWriter, TestDone, TestRecords
 
 __all__ = [
     "ALL",
@@ -17,6 +17,7 @@ __all__ = [
     "RunInfo",
     "RunWriter",
     "Series",
+    "TestDone",
     "TestRecords",
     "check",
     "connect",

@@ -48,8 +48,8 @@ class Cursor(Protocol):
 class Unreachable(DatabaseError):
     """The database server cannot be reached, or the connection to it was lost."""
 
-    def __init__(self, where: str, reason: str) -> None:
-        super().__init__(f"{where}: {reason}: {REACH}")
+    def __init__(self, where: str, reason: str, hint: str | None = None) -> None:
+        super().__init__(f"{where}: {reason}: {hint or REACH}")
         self.reason = reason
 
 
@@ -138,9 +138,11 @@ class PgConn(Conn):
     begin = "BEGIN"
     order = "seq"
 
-    def __init__(self, raw: psycopg.Connection[Any], where: str) -> None:
+    def __init__(self, raw: psycopg.Connection[Any], where: str, *, reader: bool = False) -> None:
         self.pg = raw
         self.where = where
+        #: a reader's (pytest-ssd list, report, compare ...) errors say nothing of sessions
+        self.reader = reader
         self._sql: dict[str, str] = {}
         #: the pipeline transactions go through, open from the first to close()
         self._pipe: Any = None
@@ -220,7 +222,7 @@ class PgConn(Conn):
         try:
             yield
         except psycopg.Error as exc:
-            raise pg_error(self.where, exc) from None
+            raise pg_error(self.where, exc, reader=self.reader) from None
 
 
 #: what to do when the server cannot be reached
@@ -230,13 +232,20 @@ REACH = (
 )
 
 
-def pg_error(where: str, exc: Exception) -> DatabaseError:
-    """One line for a psycopg error on the database *where*."""
+#: what to do when the server cannot be reached by a command that reads it
+READ_REACH = (
+    "check that the server runs and the URL (host, port or socket folder, database, user);"
+    " nothing was read or written"
+)
+
+
+def pg_error(where: str, exc: Exception, *, reader: bool = False) -> DatabaseError:
+    """One line for a psycopg error on the database *where* (a *reader*'s: no word of spools)."""
     import psycopg  # noqa: PLC0415
 
     reason = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-        return Unreachable(where, reason)
+        return Unreachable(where, reason, READ_REACH if reader else REACH)
     return DatabaseError(f"{where}: {reason}")
 
 

@@ -44,8 +44,8 @@ def connect_pg(url: DbUrl, *, reader: bool = False) -> PgConn:
     try:
         raw = psycopg.connect(url.url, autocommit=True, row_factory=_pg_rows, **extra)
     except psycopg.Error as exc:
-        raise pg_error(where, exc) from None
-    conn = PgConn(raw, where)
+        raise pg_error(where, exc, reader=reader) from None
+    conn = PgConn(raw, where, reader=reader)
     try:
         found = _look(conn)
         _accept(where, found, reader=reader)

@@ -130,8 +130,24 @@ _V4 = "".join(
     for t in SEQ_TABLES
 )
 
+#: 5: series a lab can follow (pytest_ssd.results.history): each measurement's series key,
+#: its drive's firmware and serial beside it (not part of it); the series' parts, once each
+_V5 = """
+CREATE TABLE series_keys (
+    key TEXT NOT NULL PRIMARY KEY,     -- SeriesIdentity.key: a hash of the parts below
+    model TEXT, size_bytes INTEGER, point TEXT NOT NULL, state TEXT, profile TEXT,
+    host_class TEXT
+);
+CREATE INDEX series_keys_point ON series_keys(point);
+CREATE INDEX series_keys_model ON series_keys(model);
+ALTER TABLE measurements ADD COLUMN series_key TEXT;
+ALTER TABLE measurements ADD COLUMN firmware TEXT;
+ALTER TABLE measurements ADD COLUMN serial TEXT;
+CREATE INDEX measurements_series_key ON measurements(series_key);
+"""
+
 #: (version, SQL) in order; a database at version N gets every later script
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4))
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 #: how a reader sees a database without migration N as if it had it: TEMP views (in the
 #: reader's connection, not in the file) shadowing the tables the migration changed.  A
@@ -143,6 +159,12 @@ READ_AS: dict[int, tuple[str, ...]] = {
         " FROM main.run_devices",
     ),
     4: (),  # its column only orders and keys new rows: older ones read as they are
+    5: (  # measurements before it belong to no series
+        "CREATE TEMP VIEW measurements AS SELECT *, NULL AS series_key, NULL AS firmware,"
+        " NULL AS serial FROM main.measurements",
+        "CREATE TEMP TABLE series_keys (key TEXT PRIMARY KEY, model TEXT, size_bytes INTEGER,"
+        " point TEXT NOT NULL, state TEXT, profile TEXT, host_class TEXT)",
+    ),
 }
 #: SQLite's ``PRAGMA application_id`` of a pytest-ssd database: "pSSD"
 APPLICATION_ID = int.from_bytes(b"pSSD", "big")

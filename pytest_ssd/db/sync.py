@@ -67,6 +67,9 @@ def copy_run(source: Conn, target: Conn, run_id: str) -> int:
         for row in _rows(source, f"SELECT * FROM {table} WHERE run_id = ? ORDER BY id", run_id):
             row.pop("id")
             insert(target, table, row, _ONCE)
+    mine = "SELECT DISTINCT series_key FROM measurements WHERE run_id = ?"
+    for row in _rows(source, f"SELECT * FROM series_keys WHERE key IN ({mine})", run_id):
+        insert(target, "series_keys", row, "ON CONFLICT (key) DO NOTHING")
     for row in _rows(source, "SELECT * FROM measurements WHERE run_id = ? ORDER BY id", run_id):
         _measurement(source, target, row)
     return count_rows(target, run_id) - before

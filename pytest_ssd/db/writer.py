@@ -13,13 +13,23 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from pytest_ssd.db.conn import Conn
 from pytest_ssd.db.faults import damaged, database_error
+from pytest_ssd.db.model import shared_test_id
 from pytest_ssd.db.opening import open_writer
 from pytest_ssd.db.url import DbUrl, db_url
+from pytest_ssd.results.history import (
+    PROFILE_KEY,
+    STATE_KEY,
+    SeriesIdentity,
+    host_class,
+    point_of,
+)
 from pytest_ssd.results.record import Derived, Measurement, SeriesRecord, iso
 from pytest_ssd.results.transition import Transition
 
@@ -30,6 +40,19 @@ METRIC_COLUMNS = ("iops", "bw_mib_s", "bw_mb_s", "io_bytes", "runtime_s", "lat_m
 _KEEP = "ON CONFLICT (key) DO NOTHING"
 #: a row of a run already there (loaded before: a retry, a sync) is left as it is
 _ONCE = "ON CONFLICT (run_id, seq) DO NOTHING"
+
+
+@dataclass(frozen=True)
+class TestDone:
+    """A test phase's outcome (its phases' durations add up) and the suite it belongs to."""
+
+    __test__ = False
+
+    nodeid: str
+    outcome: str
+    duration_s: float
+    message: str | None
+    suite: str | None = None
 
 
 @dataclass
@@ -46,9 +69,12 @@ class TestRecords:
     transitions: list[Transition] = field(default_factory=list)
     #: each series with its arrays: a compressed npz (:mod:`pytest_ssd.db.arrays`)
     series: list[tuple[SeriesRecord, bytes]] = field(default_factory=list)
+    #: the outcome of the phase that brought them, stored in the same transaction
+    done: TestDone | None = None
 
     def __bool__(self) -> bool:
-        return any((self.measurements, self.derived, self.verdicts, self.transitions, self.series))
+        records = (self.measurements, self.derived, self.verdicts, self.transitions, self.series)
+        return self.done is not None or any(records)
 
 
 def _json(value: object) -> str:
@@ -81,6 +107,22 @@ def _of_measurement(table: str, columns: list[str]) -> str:
     )
 
 
+#: a row of percentiles' values, typed: a server reads NULL as text otherwise
+_PERCENTILE_ROW = "(CAST(? AS DOUBLE PRECISION), CAST(? AS DOUBLE PRECISION), CAST(? AS INTEGER))"
+
+
+@cache
+def _percentiles(rows: int) -> str:
+    """INSERT of a direction's *rows* percentiles of the measurement (run_id, seq) given last,
+    in one statement (a server gets one message, not one per percentile)."""
+    values = ", ".join([_PERCENTILE_ROW] * rows)
+    return (
+        "INSERT INTO percentiles (measurement_id, direction, p, us, resolved)"
+        f" SELECT m.id, ?, v.column1, v.column2, v.column3 FROM (VALUES {values}) AS v,"
+        " measurements m WHERE m.run_id = ? AND m.seq = ? ON CONFLICT DO NOTHING"
+    )
+
+
 class RunWriter:
     """Writes one run; every method commits, so a killed run keeps what was written.
 
@@ -100,6 +142,11 @@ class RunWriter:
         self.path = str(self.url)
         self.run_id = run_id
         self._seq = 0
+        self._environment = environment
+        #: dut id -> its identity (model, size, firmware, serial) and test host, for series
+        self._drives: dict[str, dict[str, Any]] = {}
+        #: series keys this writer's committed transactions hold (no INSERT for them again)
+        self._keys: set[str] = set()
         self.conn = open_writer(self.url)
         try:
             self._check_intact()
@@ -165,6 +212,7 @@ class RunWriter:
     def add_device(self, dut_id: str, description: dict[str, Any], label: str) -> None:
         """A device of this run: its identity (shared across runs) and its label here."""
         ident = description["identity"]
+        self._drives[dut_id] = {**ident, "test_host": description.get("host")}
         if ident.get("serial"):
             key = f"{ident.get('model')}|{ident['serial']}|{ident.get('firmware')}"
         else:  # scratch files and loop devices: one device per run
@@ -193,12 +241,13 @@ class RunWriter:
             )
 
     def add(self, records: TestRecords) -> None:
-        """Everything one test report brought, in one transaction."""
+        """Everything one test report brought, and its outcome, in one transaction."""
         if not records:
             return
+        added: set[str] = set()
         with self._transaction() as conn:
             for m in records.measurements:
-                self._measurement(conn, m)
+                self._measurement(conn, m, added)
             for t in records.transitions:
                 self._transition(conn, t)
             for d in records.derived:
@@ -221,12 +270,32 @@ class RunWriter:
             for s, blob in records.series:
                 row = {**self._of(s.device, records.nodeid), "name": s.name, "meta": _json(s.meta)}
                 insert(conn, "series", {**row, "arrays": blob}, _ONCE)
+            if records.done is not None:
+                self._done(conn, records.done)
+        self._keys |= added  # committed: the next tests' measurements need not add them
+
+    def _series(self, conn: Conn, m: Measurement, added: set[str]) -> dict[str, Any]:
+        """The columns of *m*'s series (its key, firmware and serial); the series added once."""
+        drive = self._drives.get(m.device, {})
+        ident = SeriesIdentity(
+            model=drive.get("model"),
+            size_bytes=drive.get("size_bytes"),
+            point=point_of(shared_test_id(m.test, m.device), m.name),
+            state=m.workload.get(STATE_KEY),
+            profile=m.workload.get(PROFILE_KEY),
+            host_class=host_class(self._environment, drive.get("test_host")),
+        )
+        key = ident.key
+        if key not in self._keys and key not in added:
+            insert(conn, "series_keys", {"key": key, **ident.as_dict()}, _KEEP)
+            added.add(key)
+        return {"series_key": key, "firmware": drive.get("firmware"), "serial": drive.get("serial")}
 
     def _of(self, dut_id: str, test: str) -> dict[str, Any]:
         """The columns that say whose a row is, and its number in the run."""
         return {"run_id": self.run_id, "seq": self._next(), "dut_id": dut_id, "test": test}
 
-    def _measurement(self, conn: Conn, m: Measurement) -> None:
+    def _measurement(self, conn: Conn, m: Measurement, added: set[str]) -> None:
         """A measurement, its metrics and percentiles: they find its row by (run, seq).
 
         No id is read back, so a server gets the whole test in one round trip (a pipeline);
@@ -242,6 +311,7 @@ class RunWriter:
             "artifacts": m.artifacts,
             "workload": _json(m.workload),
             "metrics": _json(m.metrics),
+            **self._series(conn, m, added),
         }
         insert(conn, "measurements", row, _ONCE)
         mine = (self.run_id, row["seq"])
@@ -253,19 +323,13 @@ class RunWriter:
                 **{f"clat_{key}": clat.get(key) for key in ("min_us", "max_us", "samples")},
             }
             conn.execute(_of_measurement("metrics", list(figures)), (*figures.values(), *mine))
-            conn.executemany(
-                _of_measurement("percentiles", ["direction", "p", "us", "resolved"]),
-                [
-                    (
-                        direction,
-                        q["p"],
-                        q["us"] if q["resolved"] else None,
-                        int(q["resolved"]),
-                        *mine,
-                    )
-                    for q in clat.get("percentiles", [])
-                ],
-            )
+            percentiles = clat.get("percentiles", [])
+            if percentiles:
+                values = [
+                    (q["p"], q["us"] if q["resolved"] else None, int(q["resolved"]))
+                    for q in percentiles
+                ]
+                conn.execute(_percentiles(len(values)), (direction, *chain(*values), *mine))
 
     def _transition(self, conn: Conn, t: Transition) -> None:
         totals = t.totals()
@@ -294,15 +358,17 @@ class RunWriter:
         suite: str | None = None,
     ) -> None:
         """A test's outcome (its phases' durations add up) and the suite it belongs to."""
-        with self._transaction() as conn:
-            conn.execute(
-                "INSERT INTO tests (run_id, nodeid, outcome, duration_s, message, suite)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, nodeid) DO UPDATE SET"
-                " outcome = excluded.outcome, duration_s = tests.duration_s + excluded.duration_s,"
-                " message = coalesce(excluded.message, tests.message),"
-                " suite = coalesce(excluded.suite, tests.suite)",
-                (self.run_id, nodeid, outcome, duration_s, message, suite),
-            )
+        self.add(TestRecords(nodeid, done=TestDone(nodeid, outcome, duration_s, message, suite)))
+
+    def _done(self, conn: Conn, done: TestDone) -> None:
+        conn.execute(
+            "INSERT INTO tests (run_id, nodeid, outcome, duration_s, message, suite)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, nodeid) DO UPDATE SET"
+            " outcome = excluded.outcome, duration_s = tests.duration_s + excluded.duration_s,"
+            " message = coalesce(excluded.message, tests.message),"
+            " suite = coalesce(excluded.suite, tests.suite)",
+            (self.run_id, done.nodeid, done.outcome, done.duration_s, done.message, done.suite),
+        )
 
     def finish(self, outcome: dict[str, int], complete: bool, end: str | None = None) -> None:
         """Mark the run finished and close the database (also when the mark fails)."""

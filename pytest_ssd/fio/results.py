@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import accumulate
@@ -112,6 +112,30 @@ def percentiles_from_bins(
         index = bisect.bisect_left(cumulative, nearest_rank(p, total))
         result.append(Percentile(float(p), ordered[index][0], _resolved(p, total)))
     return tuple(result)
+
+
+def pooled(histograms: Iterable[Iterable[tuple[int, int]]]) -> list[tuple[int, int]]:
+    """One histogram of many (repeats, runs): each bucket's counts added, in value order.
+
+    fio's buckets are the same on every run (log-linear, by value), so pooled bins
+    give the percentiles of all the I/Os together; percentiles of the parts never
+    average to them.
+    """
+    counts: dict[int, int] = {}
+    for histogram in histograms:
+        for ns, count in histogram:
+            counts[int(ns)] = counts.get(int(ns), 0) + int(count)
+    return sorted((ns, count) for ns, count in counts.items() if count)
+
+
+def pooled_percentiles(
+    histograms: Iterable[Iterable[tuple[int, int]]], ps: Sequence[float]
+) -> dict[float, float | None]:
+    """p -> µs over the pooled *histograms*; None where the pooled sample cannot resolve p."""
+    bins = pooled(histograms)
+    if not bins:
+        return dict.fromkeys(ps)
+    return {q.p: q.ns / 1000 if q.resolved else None for q in percentiles_from_bins(bins, ps)}
 
 
 @dataclass(frozen=True)

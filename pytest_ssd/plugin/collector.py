@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd.db import TestRecords
+from pytest_ssd.db import TestDone, TestRecords
 from pytest_ssd.errors import SsdError, present
 from pytest_ssd.results.files import STORAGE_ERRNOS, StorageError
 from pytest_ssd.results.record import (
@@ -78,7 +78,6 @@ class RunRecorder:
     def _record(self, report: pytest.TestReport) -> None:
         records = self._new_records(report)
         with self._sink("db"):
-            self.db.add(records)
             if report.when == "call" or report.outcome != "passed":
                 outcome = _outcome(report)
                 self.outcomes[outcome] += 1
@@ -86,9 +85,10 @@ class RunRecorder:
                 suite = next(
                     (str(v) for k, v in report.user_properties if k == SUITE_PROPERTY), None
                 )
-                self.db.test_done(
-                    report.nodeid, outcome, report.duration, "".join(message) or None, suite=suite
+                records.done = TestDone(
+                    report.nodeid, outcome, report.duration, "".join(message) or None, suite
                 )
+            self.db.add(records)  # the records and the outcome: one transaction
         if report.when == "teardown":
             self._due = True
             if not self.defer_export():

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 TARGET_S = 10.0
 
 
-def _csd_run(reports: Path) -> Path:
+def csd_run(reports: Path) -> Path:
     argv = [sys.executable, "-m", "pytest", str(REPO / "suites" / "csd"), "--dut=scratch:4G"]
     argv += ["-q", "-p", "no:cacheprovider", f"--ssd-report-dir={reports}"]
     subprocess.run(argv, cwd=reports, check=True, timeout=3600, stdout=subprocess.DEVNULL)
@@ -45,7 +45,7 @@ def _report(db: Path, out: Path) -> tuple[float, float]:
 def main() -> int:
     given = sys.argv[sys.argv.index("--db") + 1] if "--db" in sys.argv else None
     with tempfile.TemporaryDirectory(prefix="ssd-csd-report-") as tmp:
-        db = Path(given) if given else _csd_run(Path(tmp))
+        db = Path(given) if given else csd_run(Path(tmp))
         wall, cpu = _report(db, Path(tmp) / "report.html")
     load = os.getloadavg()[0]
     ok = wall <= TARGET_S

@@ -186,6 +186,7 @@ def _mount(*args: str) -> None:
 
 #: (column, table) each migration after the first added, by the version it brought
 _ADDED = {
+    5: [(column, "measurements") for column in ("series_key", "firmware", "serial")],
     4: [("seq", table) for table in schema.SEQ_TABLES],
     3: [("host", "run_devices")],
     2: [("suite", "tests")],
@@ -200,6 +201,8 @@ def as_older(db: Path, version: int) -> None:
         for column, table in added if number > version else ():
             conn.execute(f"DROP INDEX IF EXISTS {table}_{column}")
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    if version < 5:
+        conn.execute("DROP TABLE series_keys")
     conn.execute(f"PRAGMA user_version = {version}")
     conn.commit()
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

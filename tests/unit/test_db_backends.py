@@ -7,6 +7,8 @@ server (tests/pgserver.py): the same schema, the same writer and readers.
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from pytest_ssd.db.schema import MIGRATIONS, statements
 from pytest_ssd.db.sync import count_rows, sync_run
 from pytest_ssd.db.url import db_url
 from pytest_ssd.errors import DatabaseError
-from tests.pgserver import Postgres
+from tests.pgserver import Postgres, local_postgres
 from tests.unit.db_fixtures import CORNERS, as_older, corner, description, write_run
 
 #: the tables ``pytest-ssd export`` gives whose rows carry no time of writing
@@ -275,3 +277,32 @@ def test_a_connection_lost_mid_run_goes_on_in_the_spool_and_sync_completes_it(
         source.close()
     with ResultsDb(lab) as db:
         assert db.run("run-1").complete
+
+
+@pytest.mark.device
+def test_compare_on_a_server_that_is_away_refuses_in_one_line(tmp_path: Path) -> None:
+    """The lab's server stopped (pg_ctl stop -m immediate): ``pytest-ssd compare`` says so in
+    one line and exits 3, writing nothing, and says nothing of sessions and spools."""
+    with local_postgres() as server:
+        url = server.create_database("lab")
+        write_run(url, "run-1", "drive A")
+        write_run(url, "run-2", "drive B", scale=2.0)
+        server.stop("immediate")
+        page = tmp_path / "compare.html"
+        argv = ["compare", "drive B", "drive A", f"--db={url}", "-o", str(page)]
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_ssd.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        server.start()
+    assert done.returncode == EXIT_DB and done.stdout == "", done.stdout
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert (
+        done.stderr.startswith(f"pytest-ssd: {url}: ")
+        and "check that the server runs" in done.stderr
+    )
+    assert "session" not in done.stderr and "sync" not in done.stderr, done.stderr
+    assert not page.exists() and list(tmp_path.iterdir()) == []

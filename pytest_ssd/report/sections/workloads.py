@@ -46,8 +46,15 @@ def repeated(one: Matched) -> dict[str, Any] | None:
 
 
 def value_of(one: Matched, direction: str, key: str) -> tuple[float, float]:
-    """(mean over runs, sd) when repeated, else (the one run's value, 0); NaN: not resolved."""
+    """(mean over runs, sd) when repeated, else (the one run's value, 0); NaN: not resolved.
+
+    A percentile over repeated runs is the runs' histograms pooled (when they were kept),
+    with the sd of the runs' own percentiles: percentiles never average.
+    """
     spread = (repeated(one) or {}).get(direction, {}).get(key)
+    if spread is not None and "pooled" in spread:
+        pooled = spread["pooled"]
+        return (np.nan if pooled is None else float(pooled)), float(spread.get("sd", 0.0))
     if spread is not None:
         return float(spread["mean"]), float(spread["sd"])
     data = one.measurement.metrics[direction]

@@ -1,0 +1,87 @@
+"""A measurement's series: what must be equal for two of its numbers to be compared.
+
+Two measurements belong to one series when the drive model and capacity, the
+test point (the test without its device parameter, and the measurement's
+name), the state the test declared, the profile and the host class are equal.
+A drive's firmware and serial number are not part of it (``pytest-ssd history``
+follows a series across firmware builds and drives): they are kept beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, fields
+from typing import Any
+
+#: the workload keys the fixture adds for the series (beside the fio job's own)
+STATE_KEY = "state"
+PROFILE_KEY = "profile"
+#: hex digits of a series key (64 bits: one collision in ~4 billion series)
+KEY_DIGITS = 16
+
+
+@dataclass(frozen=True)
+class SeriesIdentity:
+    """What must be equal for two measurements to be compared."""
+
+    model: str | None
+    size_bytes: int | None
+    point: str
+    state: str | None
+    profile: str | None
+    host_class: str | None
+
+    @property
+    def key(self) -> str:
+        """A short stable name of the series: the same parts give the same key on every host."""
+        text = json.dumps(self.as_dict(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:KEY_DIGITS]
+
+    def as_dict(self) -> dict[str, Any]:
+        # its fields are plain values: no deep copy (asdict) for each measurement recorded
+        return {part.name: getattr(self, part.name) for part in fields(self)}
+
+    def describe(self) -> str:
+        """One line: 'Model 960 GB, point, state, profile, host class'."""
+        size = f"{self.size_bytes / 1e9:,.0f} GB" if self.size_bytes else "size unknown"
+        parts = [f"{self.model or 'no model'} {size}", self.point]
+        parts += [f"state {self.state or 'none'}", f"profile {self.profile or '?'}"]
+        return ", ".join([*parts, f"host {self.host_class or '?'}"])
+
+
+def host_class(environment: dict[str, Any], test_host: str | None = None) -> str:
+    """The class of machine a device was measured in.
+
+    On the controller: its architecture, CPU model and count (what a lab buys by the
+    dozen); a device on a test host: that host's address (its hardware is not recorded).
+    """
+    if test_host:
+        return f"host {test_host}"
+    cpu = environment.get("cpu") or "cpu unknown"
+    return f"{environment.get('machine') or '?'} {environment.get('cpus') or '?'}x {cpu}"
+
+
+def point_of(shared_test: str, name: str) -> str:
+    """The test point: the test without its device parameter, and the measurement's name."""
+    return f"{shared_test} {name}"
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One drive in one run at one series' point, one direction: its repeats pooled."""
+
+    run_id: str
+    run_start: str
+    label: str
+    firmware: str | None
+    serial: str | None
+    direction: str
+    #: measurements pooled (``--ssd-repeat`` runs of the point)
+    n: int
+    iops: float | None
+    bw_mib_s: float | None
+    #: percentile -> µs over the pooled latency histograms (None: not resolved)
+    percentiles: dict[float, float | None]
+    #: where the percentiles came from: "pooled bins", "fio" (one run, no bins) or "none"
+    source: str

@@ -1,0 +1,127 @@
+"""Series a lab can follow: each measurement's series identity and ``pytest-ssd history``.
+
+On both backends (``db_target``): runs written through the real writer, read
+back by the queries and the command line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ssd.cli import EXIT_DB, EXIT_USAGE, main
+from pytest_ssd.db import ResultsDb, RunWriter, TestDone, TestRecords
+from pytest_ssd.db.arrays import pack
+from pytest_ssd.db.history import find_series, history
+from pytest_ssd.results.history import SeriesIdentity
+from pytest_ssd.results.record import Measurement, SeriesRecord
+from tests.unit.db_fixtures import CORNERS, corner, description
+
+#: two repeats' histograms (ns, count): p99 100 µs and 200 µs apart, 200 µs pooled
+REPEATS = ([(100_000, 99), (1_000_000, 1)], [(200_000, 100)])
+
+
+def _drive(serial: str, firmware: str, size: int = 2**31) -> dict[str, Any]:
+    found = description("d0", f"drive {serial}", serial)
+    found["identity"] = {**found["identity"], "firmware": firmware, "size_bytes": size}
+    return found
+
+
+def _measured(repeat: int, iops: float) -> Measurement:
+    m = corner("d0", CORNERS[0], iops)
+    workload = {**m.workload, "repeat": repeat, "state": "sustained", "profile": "quick"}
+    return Measurement(**{**m.as_dict(), "workload": workload})
+
+
+def record_run(target: Path | str, run_id: str, drive: dict[str, Any], start: str) -> None:
+    """A run of one drive: seq-read twice (--ssd-repeat 2), each with its histogram."""
+    writer = RunWriter(target, run_id, Path("/nonexistent") / run_id, {"cpu": "Xeon"}, start)
+    writer.add_device("d0", drive, drive["label"])
+    for repeat, bins in enumerate(REPEATS, start=1):
+        m = _measured(repeat, 1000.0 * repeat)
+        ns, count = zip(*bins, strict=True)
+        series = SeriesRecord(device="d0", name=f"{m.name}.clat-read", meta={}, file="")
+        writer.add(TestRecords(m.test, [m], series=[(series, pack({"ns": ns, "count": count}))]))
+    writer.finish({"passed": 1}, complete=True)
+
+
+@pytest.fixture
+def lab(db_target: Path | str) -> Path | str:
+    """Three runs: two drives of one model and size (firmware 1.0, 2.0), one of another size."""
+    record_run(db_target, "run-1", _drive("S1", "1.0"), "2026-11-01T10:00:00")
+    record_run(db_target, "run-2", _drive("S2", "2.0"), "2026-11-02T10:00:00")
+    record_run(db_target, "run-3", _drive("S3", "2.0", size=2**32), "2026-11-03T10:00:00")
+    return db_target
+
+
+def test_a_series_is_the_same_across_firmware_and_serial_not_across_sizes(lab: Path | str) -> None:
+    with ResultsDb(lab) as db:
+        found = find_series(db.conn, point="seq-read", model="test ssd")
+        assert sorted(s.runs for s in found) == [1, 2]
+        two = next(s for s in found if s.runs == 2)
+        assert two.identity == SeriesIdentity(
+            model="Test SSD",
+            size_bytes=2**31,
+            point="suites/smoke/test_corners.py::test_four_corners[seq-read] seq-read",
+            state="sustained",
+            profile="quick",
+            host_class="? ?x Xeon",
+        )
+        assert two.key == two.identity.key and two.measurements == 4
+        rows = history(db.conn, two.key)
+    assert [(r.run_id, r.firmware, r.serial, r.n) for r in rows] == [
+        ("run-1", "1.0", "S1", 2),
+        ("run-2", "2.0", "S2", 2),
+    ]
+    # the repeats' histograms pooled: p50 and p99 of all 200 I/Os, not the mean of the
+    # repeats' own (150 µs each); p99.9 needs 1,000 I/Os: not resolved
+    assert rows[0].percentiles == {50.0: 200.0, 99.0: 200.0, 99.9: None}
+    assert rows[0].source == "pooled bins" and rows[0].iops == 1500.0
+
+
+def test_history_prints_the_table_and_draws_the_graph(
+    lab: Path | str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["history", "--db", str(lab), "--point", "seq-read"]) == 0
+    listed = capsys.readouterr().out
+    assert "2 series: pick one with --series KEY" in listed
+    with ResultsDb(lab) as db:
+        key = next(s.key for s in find_series(db.conn) if s.runs == 2)
+    graph = tmp_path / "history.png"
+    assert main(["history", "--db", str(lab), "--series", key[:6], "-o", str(graph)]) == 0
+    out = capsys.readouterr().out
+    assert f"series {key}: Test SSD 2 GB" in out
+    lines = [line for line in out.splitlines() if line.startswith("2026-11-0")]
+    assert len(lines) == 2 and "1.0" in lines[0] and "2.0" in lines[1]
+    assert "200.0" in lines[0] and "pooled bins" in lines[0]
+    assert graph.read_bytes().startswith(b"\x89PNG")
+
+
+def test_history_refuses_in_one_line(
+    lab: Path | str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["history", "--db", str(lab), "--model", "no such drive"]) == EXIT_DB
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no series matches model 'no such drive'" in err
+    drawn = tmp_path / "g.png"
+    assert main(["history", "--db", str(lab), "--point", "seq", "-o", str(drawn)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "narrow with --series" in err and not drawn.exists()
+
+
+def test_a_tests_records_and_its_outcome_are_one_transaction(tmp_path: Path) -> None:
+    """What the session sends for a test (its records and outcome) commits once, not twice."""
+    writer = RunWriter(tmp_path / "results.sqlite", "run-1", tmp_path, {})
+    writer.add_device("d0", _drive("S1", "1.0"), "drive")
+    sent: list[str] = []
+    writer.conn.raw.set_trace_callback(sent.append)
+    m = _measured(1, 1000.0)
+    writer.add(TestRecords(m.test, [m], done=TestDone(m.test, "passed", 0.5, None, "smoke")))
+    assert [s for s in sent if s.startswith(("BEGIN", "COMMIT"))] == ["BEGIN IMMEDIATE", "COMMIT"]
+    writer.finish({"passed": 1}, complete=True)
+    with ResultsDb(tmp_path / "results.sqlite") as db:
+        found = db.results(db.run("run-1").drives[0])
+    assert found.tests == {m.test: "passed"} and found.suites == {m.test: "smoke"}
+    assert len(found.measurements) == 1
