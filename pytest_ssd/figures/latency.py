@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from pytest_ssd.errors import ParseError
-from pytest_ssd.figures import NINES, PALETTE, nines_x, thousands
+from pytest_ssd.figures import NINES, PALETTE, latency_axis, nines_x, thousands
 from pytest_ssd.fio.results import JobResult, Percentile, percentiles_from_bins
 
 #: the table's rows: one nine to five nines (seed 000)
@@ -141,7 +141,7 @@ def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
     ax.set_xscale("log")
     thousands(ax.xaxis)
     ax.set_ylim(0, 100)
-    ax.set_xlabel("completion latency (µs)")
+    latency_axis(ax.xaxis, "completion latency")
     ax.set_ylabel("percentile (%)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
@@ -213,7 +213,7 @@ def tail_curves(
     _nines_axis(ax, top)
     ax.set_xscale("log")
     thousands(ax.xaxis)
-    ax.set_xlabel("completion latency (µs)")
+    latency_axis(ax.xaxis, "completion latency")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(
