@@ -41,6 +41,8 @@ NINES = (90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 PAD_INCHES = 0.1
 #: the widest a figure may be at :func:`render`'s 100 dpi: it fits a 1,400 px window at 100 %
 MAX_WIDTH_PX = 1300
+#: how wide a test's own graph is drawn (pytest-html's results table shows it at that size)
+TEST_GRAPH_PX = 800
 
 
 @dataclass(frozen=True)
@@ -272,6 +274,14 @@ def render(fig: Figure, dpi: int = 100) -> Rendered:
     svg = io.BytesIO()
     fig.savefig(svg, format="svg", bbox_inches=bbox)
     return Rendered(png, svg.getvalue())
+
+
+def render_for_test(fig: Figure) -> Rendered:
+    """:func:`render` for a test's row in the results table: drawn :data:`TEST_GRAPH_PX` wide
+    (a 6.4 in figure at 125 dpi; text grows with it), at most :data:`MAX_WIDTH_PX`."""
+    width = fig.get_figwidth()
+    dpi = max(100, min(round(TEST_GRAPH_PX / width), int(MAX_WIDTH_PX / width)))
+    return render(fig, dpi)
 
 
 def _cropped_png(pixels: npt.NDArray[np.uint8], bbox: Bbox, dpi: int) -> bytes:
