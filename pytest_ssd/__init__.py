@@ -30,11 +30,18 @@ from pytest_ssd.state.layout import Region
 from pytest_ssd.version import __version__
 
 if TYPE_CHECKING:
-    from pytest_ssd.report.sections.base import Context, ReportSection, Section, notes, table
+    from pytest_ssd.report.sections.base import (
+        Context,
+        KeyFigure,
+        ReportSection,
+        Section,
+        notes,
+        table,
+    )
 
 #: the report's names, loaded when first asked for: an xdist worker that runs tests
 #: never loads the report (nor matplotlib, which its figures draw with)
-_REPORT_NAMES = ("Context", "ReportSection", "Section", "notes", "table")
+_REPORT_NAMES = ("Context", "KeyFigure", "ReportSection", "Section", "notes", "table")
 
 
 if not TYPE_CHECKING:  # mypy sees the imports above, and no catch-all attribute
@@ -62,6 +69,7 @@ __all__ = [
     "FioRun",
     "HealthSample",
     "JobResult",
+    "KeyFigure",
     "Machine",
     "ParseError",
     "Pattern",

@@ -444,7 +444,7 @@ class SsdBench:
         """
         from pytest_ssd import figures  # noqa: PLC0415  # matplotlib only when a test draws
 
-        rendered = figures.render(fig)
+        rendered = figures.render_for_test(fig)
         png = rendered.save(self.artifacts, title)
         extra = extras.png(rendered.png_base64, title)
         self._node.stash.setdefault(FIGURES_KEY, []).append(extra)

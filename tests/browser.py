@@ -74,6 +74,8 @@ class PageCheck:
     tops: dict[str, float] = field(default_factory=dict)
     #: table cells whose text contrasts less than 4.5:1 with what is behind it (WCAG AA)
     low_contrast: list[str] = field(default_factory=list)
+    #: each test's graph in pytest-html's results table (every row opened): how wide it is shown, px
+    test_graphs: dict[str, float] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
         """One line per problem a reader would meet; empty when the page is fine."""
@@ -136,6 +138,7 @@ def check_page(
         figures=list(found["figures"]),
         section_shots=shots,
         low_contrast=list(found["faint"]),
+        test_graphs={str(k): float(v) for k, v in found["graphs"]},
         tops={str(k): float(v) for k, v in found["tops"].items()},
     )
 
@@ -376,6 +379,8 @@ def _evaluate(cdp: _Cdp, session: str, expression: str) -> JsonObject:
 
 _CHECKER = """
 async (required, settleMs) => {
+  // every row of pytest-html's results table opened, as "Show all details" does: its graphs show
+  document.getElementById('show_all_details')?.click();
   const loaded = (img) => img.complete ? null : new Promise((done) => {
     img.addEventListener('load', done, {once: true});
     img.addEventListener('error', done, {once: true});
@@ -407,6 +412,7 @@ async (required, settleMs) => {
   };
   const cells = [...document.querySelectorAll('td, th')]
     .filter((el) => el.getClientRects().length && el.textContent.trim());
+  const mediaName = (img) => img.closest('.media')?.querySelector('.media__name')?.textContent;
   const targets = [...document.querySelectorAll('a[href^="#"]')]
     .map((a) => a.getAttribute('href').slice(1));
   return {
@@ -422,6 +428,10 @@ async (required, settleMs) => {
       .map((img) => `${label(img)}: ${img.width} of ${img.naturalWidth} px`),
     links: targets,
     figures: [...document.querySelectorAll('figure.ssd-figure')].map((f) => f.id),
+    graphs: [...document.querySelectorAll('div.media img')]
+      .filter((img) => img.getClientRects().length)
+      .map((img, i) => [`${i + 1}: ${mediaName(img) || label(img)}`,
+        img.getBoundingClientRect().width]),
     dead: targets.filter((id) => !document.getElementById(id)),
     faint: cells.filter((el) => ratio(el) < 4.5).slice(0, 20).map((el) =>
       `"${el.textContent.trim().slice(0, 30)}" ${getComputedStyle(el).color}` +

@@ -1,7 +1,17 @@
-"""Flat tables for spreadsheets: one row per measurement and direction, or per record."""
+"""Flat tables for spreadsheets: one row per measurement and direction, or per record.
+
+Every cell is a number or a short word, never JSON: a value column says its unit in its
+name (``bw_mib_s``, ``block_size_bytes``, ``p99.9_us``), a percentile is named as
+everywhere else (``p99.9``: the report, the junit properties, results.json's derived
+records).  A measurement row says the device state it was measured in (the target of
+the last state transition of its drive begun before it, empty before any), its workload
+(``SEQ 128KiB Q32T1 read``) and which of ``--ssd-repeat``'s runs it is (1 when not
+repeated).  A derived record is one row per value (``window.mean`` …), not a JSON cell.
+"""
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import json
@@ -10,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_ssd.db import ResultsDb
+from pytest_ssd.documents import loads_json
 
 #: what a spreadsheet takes for the start of a formula (OWASP, CSV injection)
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -18,9 +29,10 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
 _MEASUREMENTS = """
-SELECT m.run_id, d.label, m.dut_id AS device, m.test, m.name, m.pattern, m.block_size, m.iodepth,
-       m.numjobs, m.read_pct, x.direction, x.iops, x.bw_mib_s, x.bw_mb_s, x.io_bytes, x.runtime_s,
-       x.lat_mean_us, x.clat_min_us, x.clat_max_us, x.clat_samples, {percentiles}, m.start, m."end"
+SELECT m.run_id, d.label, m.dut_id AS device, m.test, m.name, m.workload, m.pattern,
+       m.block_size AS block_size_bytes, m.iodepth, m.numjobs, m.read_pct, x.direction, x.iops,
+       x.bw_mib_s, x.bw_mb_s, x.io_bytes, x.runtime_s, x.lat_mean_us, x.clat_min_us,
+       x.clat_max_us, x.clat_samples, {percentiles}, m.start, m."end"
 FROM measurements m
 JOIN metrics x ON x.measurement_id = m.id
 JOIN run_devices d ON d.run_id = m.run_id AND d.dut_id = m.dut_id
@@ -28,15 +40,16 @@ JOIN run_devices d ON d.run_id = m.run_id AND d.dut_id = m.dut_id
 """
 _PERCENTILE = (
     "(SELECT p.us FROM percentiles p WHERE p.measurement_id = m.id AND p.direction = x.direction"
-    " AND abs(p.p - {p}) < 1e-9) AS {name}"
+    ' AND abs(p.p - {p}) < 1e-9) AS "{name}"'
+)
+_STATES = (
+    "SELECT run_id, dut_id, target, start FROM transitions {where} ORDER BY run_id, dut_id, start"
 )
 
 #: table name -> the SELECT it exports (``{where}`` filters by run)
 TABLES = {
     "measurements": _MEASUREMENTS.format(
-        percentiles=", ".join(
-            _PERCENTILE.format(p=p, name=f"p{p:g}_us".replace(".", "_")) for p in PERCENTILES
-        ),
+        percentiles=", ".join(_PERCENTILE.format(p=p, name=f"p{p:g}_us") for p in PERCENTILES),
         where="{where}",
     ),
     "runs": 'SELECT r.id AS run_id, r.start, r."end", r.complete, r.outcome, h.hostname,'
@@ -57,12 +70,77 @@ _RUN_COLUMN = {"measurements": "m.run_id", "runs": "r.id", "devices": "d.run_id"
 
 def rows(db: ResultsDb, table: str, runs: Sequence[str]) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Column names and rows of *table*, for the given run ids (all when empty)."""
-    where = ""
-    if runs:
-        column = _RUN_COLUMN.get(table, "run_id")
-        where = f"WHERE {column} IN ({', '.join('?' for _ in runs)})"
-    cur = db.conn.execute(TABLES[table].format(where=where), tuple(runs))
-    return [c[0] for c in cur.description], [tuple(r) for r in cur.fetchall()]
+    cur = db.conn.execute(TABLES[table].format(where=_where(table, runs)), tuple(runs))
+    columns, found = [c[0] for c in cur.description], [tuple(r) for r in cur.fetchall()]
+    if table == "measurements":
+        query = _STATES.format(where=_where("transitions", runs))
+        states = db.conn.execute(query, tuple(runs)).fetchall()
+        return _measurements(columns, found, [tuple(r) for r in states])
+    if table == "derived":
+        return _derived(columns, found)
+    return columns, found
+
+
+def _where(table: str, runs: Sequence[str]) -> str:
+    """The WHERE clause that keeps *table*'s rows of *runs* (all rows when none is given)."""
+    if not runs:
+        return ""
+    return f"WHERE {_RUN_COLUMN.get(table, 'run_id')} IN ({', '.join('?' for _ in runs)})"
+
+
+def _measurements(
+    columns: list[str], found: list[tuple[Any, ...]], states: list[tuple[Any, ...]]
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The workload's JSON cell as its label, the device state and the repeat, in columns."""
+    begun: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for run_id, dut_id, target, start in states:
+        starts, targets = begun.setdefault((run_id, dut_id), ([], []))
+        starts.append(start or "")
+        targets.append(target)
+    at = columns.index("workload")
+    out = []
+    for row in found:
+        record = dict(zip(columns, row, strict=True))
+        workload = loads_json(record["workload"])
+        starts, targets = begun.get((record["run_id"], record["device"]), ([], []))
+        index = bisect.bisect_right(starts, record["start"] or "") - 1
+        state = targets[index] if index >= 0 else None
+        extra = (workload.get("label"), state, int(workload.get("repeat", 1)))
+        out.append((*row[:at], *extra, *row[at + 1 :]))
+    return [*columns[:at], "workload", "state", "repeat", *columns[at + 1 :]], out
+
+
+def _derived(
+    columns: list[str], found: list[tuple[Any, ...]]
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """One row per value of a derived record: its key (``window.mean``), a number or a word."""
+    at = columns.index("values")
+    out = [
+        (*row[:at], key, *_cells(value))
+        for row in found
+        for key, value in _flat(loads_json(row[at]))
+    ]
+    return [*columns[:at], "key", "value", "text"], out
+
+
+def _cells(value: Any) -> tuple[float | None, str | None]:
+    """(value, text) of a derived value: a number in the first, a word (true, n/r) in the other."""
+    if isinstance(value, bool):
+        return None, str(value).lower()
+    if isinstance(value, int | float):
+        return value, None
+    return None, None if value is None else str(value)
+
+
+def _flat(value: Any, key: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, scalar) of every leaf of *value*: ``window.0.iops`` for a list's item."""
+    if isinstance(value, dict):
+        items = [(f"{key}.{k}" if key else str(k), v) for k, v in value.items()]
+    elif isinstance(value, list):
+        items = [(f"{key}.{i}" if key else str(i), v) for i, v in enumerate(value)]
+    else:
+        return [(key, value)]
+    return [leaf for k, v in items for leaf in _flat(v, k)]
 
 
 def as_csv(columns: list[str], data: list[tuple[Any, ...]]) -> str:

@@ -21,10 +21,19 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from pytest_ssd.figures import PALETTE, Health, legend_below, temperature_axis, thousands
+from pytest_ssd.figures import (
+    PALETTE,
+    Health,
+    latency_axis,
+    legend_below,
+    temperature_axis,
+    thousands,
+    value_axis,
+)
 from pytest_ssd.figures.latency import NOT_RESOLVED, LatencySample
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.fio.results import Percentile
+from pytest_ssd.text import latency
 
 Floats = npt.NDArray[np.float64]
 #: the nines axis starts where the linear part ends
@@ -99,7 +108,7 @@ def sweep_figure(
     )
     ax.set_xticklabels(names, rotation=30 if axis == "block size" else 0, fontsize="small")
     ax.set_xlabel(axis)
-    ax.set_ylabel(unit)
+    value_axis(ax.yaxis, "mean latency" if unit == "µs" else unit, unit)
     ax.set_ylim(bottom=0)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
@@ -135,7 +144,10 @@ def _series(
         ys = log.lat_us if latency else log.value
         ax.plot(log.t_s, ys, color=colour, linewidth=0.8, label=log.label)
         _shade(ax, log, colour)
-    ax.set_ylabel("mean latency (µs)" if latency else logs[0].unit)
+    if latency:
+        latency_axis(ax.yaxis, "mean latency")
+    else:
+        ax.set_ylabel(logs[0].unit)
     ax.grid(True, alpha=0.3)
 
 
@@ -224,7 +236,7 @@ def qos_figure(
             np.concatenate(([0.0], ys)),
             where="post",
             color=_colour(colours, curve.label, index),
-            label=f"{curve.label} (mean {curve.mean_us:,.1f} µs)",
+            label=f"{curve.label} (mean {latency(curve.mean_us)})",
         )
     ax.set_yscale("function", functions=(nines_forward, nines_inverse))
     ticks = [p for p in NINE_TICKS if p <= top]
@@ -234,7 +246,7 @@ def qos_figure(
     ax.set_ylim(0, top)
     ax.set_xscale("log")
     thousands(ax.xaxis)
-    ax.set_xlabel("completion latency (µs)")
+    latency_axis(ax.xaxis, "completion latency")
     ax.set_ylabel("percentile of I/Os (%)")
     ax.set_title(title, fontsize="medium")
     ax.grid(True, which="both", alpha=0.3)

@@ -25,8 +25,8 @@ from matplotlib.figure import Figure
 from pytest_ssd.analysis.fill import CacheEstimate, FillPass
 from pytest_ssd.analysis.speed import SpeedProfile
 from pytest_ssd.errors import ParseError
-from pytest_ssd.figures import PALETTE, Health, temperature_axis, value_text
-from pytest_ssd.text import significant
+from pytest_ssd.figures import PALETTE, Health, latency_axis, temperature_axis, value_text
+from pytest_ssd.text import latency, significant
 
 MiB, GiB = 1 << 20, 1 << 30
 _SIZE = (6.4, 3.6)
@@ -251,8 +251,8 @@ def latency_vs_time(passes: Sequence[FillPass], gap_s: float) -> Figure:
     ax.set_xlim(0, offset)
     _latency_axis(ax)
     interval = passes[0].log_interval_s * 1000
-    highest = significant(windows.max())
-    _finish(fig, ax, f"Fill drive: latency ({interval:g} ms means), highest {highest} ms")
+    highest = latency(float(windows.max()) * 1000)
+    _finish(fig, ax, f"Fill drive: latency ({interval:g} ms means), highest {highest}")
     return fig
 
 
@@ -292,7 +292,7 @@ def _latency_end_to_end(
 
 def _latency_axis(ax: Axes) -> None:
     ax.set_xlabel("time in the passes (s)")
-    ax.set_ylabel("latency (ms)")
+    latency_axis(ax.yaxis, "latency", us_per_unit=1000)
 
 
 def latency_vs_time_drives(drives: Mapping[str, DriveFill], colours: Mapping[str, str]) -> Figure:

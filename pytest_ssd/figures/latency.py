@@ -23,8 +23,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from pytest_ssd.errors import ParseError
-from pytest_ssd.figures import NINES, PALETTE, nines_x, thousands
+from pytest_ssd.figures import NINES, PALETTE, latency_axis, nines_x, thousands
 from pytest_ssd.fio.results import JobResult, Percentile, percentiles_from_bins
+from pytest_ssd.text import latency
 
 #: the table's rows: one nine to five nines (seed 000)
 TABLE_NINES = (90.0, 99.0, 99.9, 99.99, 99.999)
@@ -86,8 +87,9 @@ class LatencySample:
 
 
 def format_latency(p: Percentile) -> str:
-    """'43.62 µs', or 'n/r' when the sample cannot resolve the percentile."""
-    return f"{p.ns / 1000:,.2f} µs" if p.resolved else NOT_RESOLVED
+    """'43.6 µs', '1.23 ms' (as the tables write a latency), or 'n/r' when the sample cannot
+    resolve the percentile."""
+    return latency(p.ns / 1000) if p.resolved else NOT_RESOLVED
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def distribution(samples: Sequence[LatencySample], title: str) -> Figure:
     ax.set_xscale("log")
     thousands(ax.xaxis)
     ax.set_ylim(0, 100)
-    ax.set_xlabel("completion latency (µs)")
+    latency_axis(ax.xaxis, "completion latency")
     ax.set_ylabel("percentile (%)")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
@@ -213,7 +215,7 @@ def tail_curves(
     _nines_axis(ax, top)
     ax.set_xscale("log")
     thousands(ax.xaxis)
-    ax.set_xlabel("completion latency (µs)")
+    latency_axis(ax.xaxis, "completion latency")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(

@@ -18,9 +18,10 @@ import numpy.typing as npt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
-from pytest_ssd.figures import PALETTE, legend_below, thousands, value_labels
+from pytest_ssd.figures import PALETTE, legend_below, thousands, value_axis, value_labels
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.steady.snia import SniaVerdict
+from pytest_ssd.text import latency_unit
 from pytest_ssd.workloads.snia import mix_label
 
 _SIZE = (6.4, 3.8)
@@ -82,9 +83,13 @@ def by_block_size(table: CellTable, title: str) -> Figure:
     ax = fig.add_subplot()
     if len(table.block_sizes) == 1:
         labels = [mix_label(m) for m in table.mixes]
-        drawn = ax.bar(labels, table.values[:, 0], color=PALETTE[: len(labels)])
+        unit, scale = table.unit, 1.0
+        if unit == "µs" and table.resolved:  # bars' values scaled: their labels read too
+            unit, scale, _ = latency_unit(float(np.nanmax(table.values)))
+        drawn = ax.bar(labels, table.values[:, 0] / scale, color=PALETTE[: len(labels)])
         value_labels(ax, drawn)
         ax.set_xlabel(f"R/W mix, {format_bytes(table.block_sizes[0])}")
+        ax.set_ylabel(f"{table.what} ({unit})")
     else:
         xs = np.array(table.block_sizes, dtype=float)
         for index, mix in enumerate(table.mixes):
@@ -99,7 +104,7 @@ def by_block_size(table: CellTable, title: str) -> Figure:
             thousands(ax.yaxis)
         ax.set_xlabel("block size")
         legend_below(fig, ax, columns=4)
-    ax.set_ylabel(f"{table.what} ({table.unit})")
+        value_axis(ax.yaxis, table.what, table.unit)
     ax.set_title(title, fontsize="small")
     ax.grid(True, alpha=0.3, which="both")
     return fig
@@ -139,7 +144,7 @@ def tracked_mix_rounds(
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("round")
-    ax.set_ylabel(f"{CELL_UNITS[meta['metric']][0]} ({meta['unit']})")
+    value_axis(ax.yaxis, CELL_UNITS[meta["metric"]][0], meta["unit"])
     ax.set_title(f"SNIA {meta['title']}: R/W mix {mix} per round", fontsize="small")
     ax.grid(True, alpha=0.3)
     legend_below(fig, ax, columns=3)

@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from pytest_ssd.figures import PALETTE, legend_below, render
+from pytest_ssd.figures import PALETTE, legend_below, render, value_axis
 from pytest_ssd.steady import FioSteadyState, SniaVerdict
 from pytest_ssd.text import significant
 
@@ -50,7 +50,7 @@ def snia_convergence(
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("round")
-    ax.set_ylabel(f"{quantity} ({unit})")
+    value_axis(ax.yaxis, quantity, unit)
     return _finish(fig, ax, verdict.summary(), "SNIA convergence")
 
 
@@ -85,7 +85,7 @@ def snia_window(
     )
     ax.set_xticks(rounds)
     ax.set_xlabel("round")
-    ax.set_ylabel(f"{quantity} ({unit})")
+    value_axis(ax.yaxis, quantity, unit)
     return _finish(fig, ax, verdict.summary(), "SNIA measurement window")
 
 
@@ -123,7 +123,7 @@ def fio_steadystate(state: FioSteadyState) -> Figure:
         )
     ax.set_xticks(seconds)
     ax.set_xlabel("time in the steady-state window (s)")
-    ax.set_ylabel(f"{quantity} ({unit})")
+    value_axis(ax.yaxis, quantity, unit)
     return _finish(fig, ax, state.summary())
 
 

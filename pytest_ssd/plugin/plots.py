@@ -25,7 +25,7 @@ def draw(extra: dict[str, Any]) -> dict[str, Any]:
         missing: dict[str, Any] = extras.html(f"<p>no figure {builder!r}</p>")
         return missing
     fig = getattr(figures, builder)(Measurement.from_json(extra["measurement"]))
-    rendered = figures.render(fig)
+    rendered = figures.render_for_test(fig)
     rendered.save(Path(extra["folder"]), extra["name"])
     png: dict[str, Any] = extras.png(rendered.png_base64, extra["name"])
     return png

@@ -31,7 +31,7 @@ def test_report_renders_in_chromium(chromium: str, run_ssd: Any, artifacts: Path
     screenshot = artifacts / "report.png"
     check = check_page(
         run.run_dir / "report.html",
-        (*REQUIRED, "#ssd-summary", "#ssd-results", "#environment"),
+        (*REQUIRED, "#ssd-summary", "#ssd-key-results", "#ssd-results", "#environment"),
         screenshot=screenshot,
         width=READING_WIDTH,
         sections_to=artifacts / "sections",
@@ -42,6 +42,14 @@ def test_report_renders_in_chromium(chromium: str, run_ssd: Any, artifacts: Path
     assert check.problems() == [], "\n".join(check.problems())
     # the key results open the page, in the first screen; pytest-html's environment after
     assert check.tops["#ssd-summary"] < FIRST_SCREEN / 2, check.tops
+    # the key results (headline numbers, verdicts, warnings) begin in the first screen
+    assert check.tops["#ssd-key-results"] < FIRST_SCREEN, check.tops
+    assert check.tops["#ssd-key-results"] < check.tops["#ssd-devices"], "devices after results"
+    # each test's graph shown whole and readable at 100 %, not a 320 px thumbnail
+    print(f"test graphs: {check.test_graphs}")
+    assert check.test_graphs, "the smoke tests' graphs are in the results table"
+    narrow = {name: width for name, width in check.test_graphs.items() if width < 600}
+    assert not narrow, narrow
     assert check.tops["#environment"] > check.tops["#results-table"], check.tops
     assert check.images >= 1, "the summary chart at least"
     data = screenshot.read_bytes()

@@ -380,7 +380,7 @@ def test_pytest_ssd_report_with_a_plugin_at_fault_writes_the_page_with_its_box(
         # besides the progress of the build, a section at a time, one line: the plugin's fault
         said = [ln for ln in done.stderr.splitlines() if not ln.startswith("pytest-ssd: report: ")]
         assert said == [f"pytest-ssd: {says}"], done.stderr
-        assert "pytest-ssd: report: Devices under test (1 of " in done.stderr, "progress shown"
+        assert "pytest-ssd: report: Datasheet conformance (1 of " in done.stderr, "progress shown"
         text = page.read_text()
         box = text[text.index('<div class="ssd-error">') :]
         assert html.escape(says) in box[: box.index("</div>")], box[:500]

@@ -58,8 +58,8 @@ def test_export_csv_is_one_flat_table(db: Path, tmp_path: Path) -> None:
     assert len(rows) == 3 * len(CORNERS)  # one row per measurement and direction
     row = next(r for r in rows if r["run_id"] == "run-2" and r["name"] == "rnd-read")
     assert row["label"] == "drive B" and row["direction"] == "read"
-    assert float(row["iops"]) == 6000.0 and row["block_size"] == "4096"
-    assert float(row["p99_us"]) == 300.0 and row["p99_999_us"] == "600.0"
+    assert float(row["iops"]) == 6000.0 and row["block_size_bytes"] == "4096"
+    assert float(row["p99_us"]) == 300.0 and row["p99.999_us"] == "600.0"
 
 
 def test_export_json_of_one_run_and_other_tables(
@@ -88,7 +88,8 @@ def test_report_rebuilds_a_page_with_sections_and_figures(
         "reports",
     ]
     # a line as each section starts: the graphs take seconds
-    assert "pytest-ssd: report: Devices under test (1 of " in said.err
+    assert "pytest-ssd: report: Datasheet conformance (1 of " in said.err
+    assert "pytest-ssd: report: Devices under test (" in said.err
     assert "pytest-ssd: report: Four corners (suites/smoke) (" in said.err
     page = out.read_text()
     for section in ("ssd-devices", "ssd-environment", "ssd-suite-smoke", "ssd-tests"):

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from pytest_ssd.db import RunInfo
 from pytest_ssd.figures import PALETTE
-from pytest_ssd.report.sections import build
-from pytest_ssd.report.sections.base import Palette
+from pytest_ssd.report.sections import build, builtin
+from pytest_ssd.report.sections.base import KeyFigure, Palette, ReportSection
+from pytest_ssd.results.record import Derived
 from tests.unit.test_sections_csd import load, slower
 
 
@@ -39,12 +40,13 @@ def test_summary_counts_the_run_per_suite_and_links_every_section_and_graph(
 
     assert summary.id == "ssd-summary" and summary.title == "Summary"
     body = summary.body
+    counts = body[body.index("<th>tests</th>") :]  # the table after the key results
     passed = sum(outcome == "passed" for outcome in fast.tests.values())
-    csd = re.search(r"<td>csd</td><td>(.*?)</td><td>(.*?)</td>", body)
+    csd = re.search(r"<td>csd</td><td>(.*?)</td><td>(.*?)</td>", counts)
     assert csd is not None
     assert csd.group(1) == f'{passed} passed, <b class="ssd-bad">1 failed</b>'
     assert csd.group(2) == "no datasheet line"
-    esd = re.search(r"<td>esd</td><td>(.*?)</td><td>(.*?)</td>", body)
+    esd = re.search(r"<td>esd</td><td>(.*?)</td><td>(.*?)</td>", counts)
     assert esd is not None and esd.group(2) == '1 met, <b class="ssd-bad">1 not met</b>'
     # what a reader must know before any graph
     assert f"{fast.drive.label} is a scratch device: these results describe no SSD" in body
@@ -64,6 +66,42 @@ def test_summary_counts_the_run_per_suite_and_links_every_section_and_graph(
         r'<figure class="ssd-figure" id="([^"]+)"', "".join(s.body for s in sections)
     )
     assert len(figures) > 20 and set(figures) <= set(links)
+    # the key results open the summary: this run's drive, its headline numbers, its verdicts
+    assert body.startswith('<div id="ssd-key-results"')
+    key = body[: body.index("<th>tests</th>")]
+    assert f"<h3>{fast.drive.label}" in key and "slow drive" not in key
+    rows = dict(re.findall(r"<td>([^<]*)</td><td><b>([^<]*)</b></td>", key))
+    assert rows["SEQ read"] == "1,654 MiB/s" and rows["SEQ write"] == "5,510 MiB/s"
+    assert rows["4K read QD1"] == "19,436 IOPS" and rows["4K write Q32T16"] == "139,529 IOPS"
+    assert rows["4K read QD1 p99.9"] == "1.25 ms", "a latency in the unit the tables use"
+    assert '1 met, <b class="ssd-bad">1 not met</b>' in key
+    assert "<li>RND read: 0.5 of 1.0 IOPS (50.0%)</li>" in key, "the line not met, named"
+    assert "ASLR (randomize_va_space) is 2" in key, "the warnings in the block"
+
+
+def test_a_suites_own_headline_and_a_vendors_come_in_the_key_results(tmp_path: Path) -> None:
+    fast = load()
+    fast.derived.append(
+        Derived(
+            test="suites/wsat/test_wsat.py::test_wsat[scratch-rnd4k]",
+            device=fast.drive.dut_id,
+            name="wsat-rnd4k",
+            values={"title": "WSAT RND 4 KiB", "steady_iops": 9876.4, "ended_by": "amount"},
+        )
+    )
+    vendor = ReportSection(
+        suite="csd",
+        title="vendor csd",
+        order=20,
+        headline=lambda ctx, drive: [KeyFigure("endurance", "1.2 DWPD", "vendor rule")],
+    )
+    run = _run()
+    summary, *_ = build([fast], 1, [run], tmp_path, [*builtin.SECTIONS[2:], vendor])
+    key = summary.body[: summary.body.index("<th>tests</th>")]
+    rows = dict(re.findall(r"<td>([^<]*)</td><td><b>([^<]*)</b></td>", key))
+    assert rows["endurance"] == "1.2 DWPD" and "SEQ read" not in rows, "the suite's own"
+    assert rows["WSAT RND 4 KiB: steady IOPS"] == "9,876 IOPS", "wsat's headline"
+    assert key.index("endurance") < key.index("WSAT"), "in the suites' order"
 
 
 def test_a_drive_keeps_its_colour_in_every_report_whatever_the_order() -> None:
@@ -76,3 +114,17 @@ def test_a_drive_keeps_its_colour_in_every_report_whatever_the_order() -> None:
     drives = [load(label, f"run-{n}") for n, label in enumerate(labels)]
     palette = Palette.of(drives[: len(PALETTE)])
     assert len({palette.colour(d.drive.label) for d in drives[: len(PALETTE)]}) == len(PALETTE)
+
+
+def test_a_headline_that_raises_is_one_line_in_its_place(tmp_path: Path) -> None:
+    def broken(ctx: object, drive: object) -> list[KeyFigure]:
+        raise ValueError("no such counter")
+
+    vendor = ReportSection(suite="csd", title="vendor csd", origin="plugin acme", headline=broken)
+    summary, *sections = build([load()], 1, [_run()], tmp_path, [vendor])
+    key = summary.body[: summary.body.index("<th>tests</th>")]
+    assert (
+        "report section &#x27;vendor csd&#x27; of plugin acme: headline() raised ValueError: "
+        "no such counter" in key
+    ), key
+    assert any(s.id == "ssd-devices" for s in sections), "the report goes on"

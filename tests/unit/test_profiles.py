@@ -299,10 +299,10 @@ def test_sample_needs_the_bins() -> None:
 
 def test_latency_format() -> None:
     p = percentiles_from_bins([(43_616, 10), (1_234_567, 90)], [5, 99.9])
-    assert format_latency(p[0]) == "43.62 µs"
+    assert format_latency(p[0]) == "43.6 µs"
     assert format_latency(p[1]) == NOT_RESOLVED, "100 I/Os cannot resolve p99.9"
     q = percentiles_from_bins([(1_234_567, 1000)], [99.9])[0]
-    assert q.resolved and format_latency(q) == "1,234.57 µs"
+    assert q.resolved and format_latency(q) == "1.23 ms", "under four digits before the point"
 
 
 def test_tail_table_marks_what_the_sample_cannot_resolve() -> None:

@@ -39,6 +39,7 @@ from pytest_ssd.report.sections.csd import section
 from pytest_ssd.report.sections.match import SHAPE
 from pytest_ssd.report.sections.suites import suite_view
 from pytest_ssd.results.record import Derived, Measurement
+from pytest_ssd.text import latency
 from pytest_ssd.workloads.profiles import CDM_PROFILES, CdmScore
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "csd"
@@ -493,7 +494,7 @@ def test_tail_latency_overlays_the_drives_on_the_nines_axis(pair: Any) -> None:
         built.body,
     )
     assert row is not None
-    assert row.group(2) == f"{p99:,.2f} µs" and row.group(3) == "histogram"
+    assert row.group(2) == latency(p99) and row.group(3) == "histogram"
     assert re.search(rf"<td>{SLOW}</td>(?:<td>[^<]*</td>){{5}}<td>n/r</td>", built.body)
 
 

@@ -1,8 +1,8 @@
 """The report's sections, built from the results database (see :mod:`.base`).
 
-Top: devices, host and environment, state transitions, datasheet conformance;
-then one section per suite in the method's order, every drive compared on
-every graph.
+Top: the summary (key results per drive, tests per suite, contents), datasheet
+conformance; then one section per suite in the method's order, every drive
+compared on every graph; then state transitions, devices, host and environment.
 """
 
 from __future__ import annotations
@@ -57,6 +57,17 @@ body:has(> #environment) { display: flex; flex-direction: column; }
    without output gets no empty grey log box */
 .summary__data > h2:first-child { display: none; }
 .logwrapper:not(:has(.log)) { display: none; }
+/* the key results open the page: one block per drive, side by side */
+.ssd-key-drive h3 { margin: 0.4em 0 0.2em; }
+.ssd-key-drive p { margin: 0.3em 0; }
+/* pytest-html shows a test's graphs as 320 x 240 px thumbnails, cropped (object-fit: cover):
+   each at its drawn size (800 px, see figures.render_for_test), whole, on a line of its own */
+div.media { float: none; width: fit-content; max-width: 100%; height: auto; margin: 0.5em 0; }
+.media-container { height: auto; }
+.media-container__viewport { height: auto; }
+.media-container__viewport img {
+  object-fit: contain; width: auto; max-width: 100%; max-height: none;
+}
 </style>"""
 
 
@@ -134,13 +145,6 @@ def build(
         tuple(suite_view(d) for d in drives), current, Palette.of(drives), FigureSink(figures)
     )
     builders: list[tuple[Callable[[], Section | None], str, str]] = [
-        (partial(general.devices, ctx), "Devices under test", "pytest-ssd's devices section"),
-        (
-            partial(general.environment, runs),
-            "Host and environment",
-            "pytest-ssd's environment section",
-        ),
-        (partial(general.transitions, ctx), "Device state transitions", "pytest-ssd's transitions"),
         (partial(general.conformance, ctx), "Datasheet conformance", "pytest-ssd's conformance"),
         (partial(health.health, ctx), "Drive health", "pytest-ssd's health section"),
         (partial(pair.section, ctx), "Comparison", "pytest-ssd's comparison section"),
@@ -150,6 +154,16 @@ def build(
         builder = declared_section.build or _generic(suite, title)
         where = f"report section {title!r} of {declared_section.origin or 'pytest-ssd'}: build()"
         builders.append((partial(builder, replace(ctx, suite=suite)), title, where))
+    # what was tested, on what, how: after the results (the key results open the page)
+    builders += [
+        (partial(general.transitions, ctx), "Device state transitions", "pytest-ssd's transitions"),
+        (partial(general.devices, ctx), "Devices under test", "pytest-ssd's devices section"),
+        (
+            partial(general.environment, runs),
+            "Host and environment",
+            "pytest-ssd's environment section",
+        ),
+    ]
     sections: list[Section] = []
     entries: list[overview.Entry] = []
     for index, (make, title, where) in enumerate(builders):
@@ -165,4 +179,4 @@ def build(
             sections.append(built[0])
             entries.append(built[1])
     entries += [overview.Entry(anchor, title) for anchor, title in tail]
-    return [overview.summary(ctx, runs, entries), *sections]
+    return [overview.summary(ctx, runs, entries, declared), *sections]

@@ -142,6 +142,15 @@ class Context:
         ]
 
 
+@dataclass(frozen=True)
+class KeyFigure:
+    """One headline number of a drive: what it is, its value as written, where measured."""
+
+    what: str
+    value: str
+    where: str = ""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReportSection:
     """A section of the report, declared by a suite or a plugin (``pytest_ssd_report_sections``).
@@ -162,6 +171,9 @@ class ReportSection:
     order: int = 100
     #: who declared it: a conftest.py's path or ``plugin NAME`` (set by pytest-ssd)
     origin: str = ""
+    #: the suite's headline numbers of one drive, for the key results that open the report
+    #: (None: picked from its measurements: sequential MiB/s, 4 KiB IOPS, p99.9 latency)
+    headline: Callable[[Context, DriveResults], Sequence[KeyFigure]] | None = None
 
 
 #: derived-record name -> the drives that recorded it, each with its record

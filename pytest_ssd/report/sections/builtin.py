@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pluggy
 
-from pytest_ssd.report.sections import csd, esd, snia, wsat
+from pytest_ssd.report.sections import csd, esd, keyresults, snia, wsat
 from pytest_ssd.report.sections.base import ReportSection
 
 hookimpl = pluggy.HookimplMarker("pytest")
@@ -37,9 +37,24 @@ SECTIONS = (
         build=esd.section,
         order=30,
         kinds=("precondition-*", "qos", "esd-point"),
+        headline=keyresults.esd_headline,
     ),
-    ReportSection(suite="snia", title=snia.TITLE, build=snia.section, order=40, kinds=("snia-*",)),
-    ReportSection(suite="wsat", title=wsat.TITLE, build=wsat.section, order=50, kinds=("wsat-*",)),
+    ReportSection(
+        suite="snia",
+        title=snia.TITLE,
+        build=snia.section,
+        order=40,
+        kinds=("snia-*",),
+        headline=keyresults.snia_headline,
+    ),
+    ReportSection(
+        suite="wsat",
+        title=wsat.TITLE,
+        build=wsat.section,
+        order=50,
+        kinds=("wsat-*",),
+        headline=keyresults.wsat_headline,
+    ),
     ReportSection(suite="datasheet", title="Datasheet measurements (suites/datasheet)", order=60),
 )
 

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_ssd.db import RunInfo
-from pytest_ssd.report.sections.base import Context, Section, anchor_of, table
+from pytest_ssd.report.sections import keyresults
+from pytest_ssd.report.sections.base import Context, ReportSection, Section, anchor_of, table
 from pytest_ssd.report.sections.suites import NO_SUITE
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
@@ -143,12 +144,14 @@ def _contents(entries: Sequence[Entry]) -> str:
     return f'<nav class="ssd-toc"><h3>Contents</h3><ol>{_items(entries)}</ol></nav>'
 
 
-def summary(ctx: Context, runs: Sequence[RunInfo], entries: Sequence[Entry]) -> Section:
-    """The run at a glance (tests and verdicts per suite, warnings) and the contents."""
-    body = _per_suite(ctx)
-    warnings = _warnings(ctx, runs)
-    if warnings:
-        items = "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-        body += f'<ul class="ssd-warnings">{items}</ul>'
-    body += _contents(entries)
+def summary(
+    ctx: Context,
+    runs: Sequence[RunInfo],
+    entries: Sequence[Entry],
+    declared: Sequence[ReportSection] = (),
+) -> Section:
+    """The run at a glance: key results per drive (headline numbers, datasheet verdicts,
+    warnings), tests and verdicts per suite, and the contents."""
+    body = keyresults.block(ctx, declared, _warnings(ctx, runs))
+    body += _per_suite(ctx) + _contents(entries)
     return Section("ssd-summary", "Summary", body)
