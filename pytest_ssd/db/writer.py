@@ -19,6 +19,7 @@ from typing import Any
 from pytest_ssd.db.conn import Conn
 from pytest_ssd.db.faults import damaged, database_error
 from pytest_ssd.db.opening import open_writer
+from pytest_ssd.db.resume import forget_unfinished, last_seq
 from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.results.record import Derived, Measurement, SeriesRecord, iso
 from pytest_ssd.results.transition import Transition
@@ -113,6 +114,8 @@ class RunWriter:
                     "environment": _json(environment),
                 }
                 insert(conn, "runs", row, "ON CONFLICT (id) DO NOTHING")
+                # a run resumed (--ssd-resume) goes on after its last row: none is lost
+                self._seq = last_seq(conn, run_id)
         except BaseException:
             self.conn.close()
             raise
@@ -284,6 +287,11 @@ class RunWriter:
             },
             _ONCE,
         )
+
+    def forget_unfinished(self) -> list[str]:
+        """Delete the records of the run's tests without an outcome (cut short); those tests."""
+        with self._transaction() as conn:
+            return forget_unfinished(conn, self.run_id)
 
     def test_done(
         self,
