@@ -52,10 +52,11 @@ def test_a_resumed_writer_forgets_the_cut_test_and_numbers_its_rows_after_the_la
     assert again.forget_unfinished() == [CUT]
     assert _counts(db_target) == (4, 4, 4, 0)
     # the test runs again: its rows come after the run's last, none is lost to a number taken
-    again.add(TestRecords(CUT, measurements=[cut], transitions=[move]))
+    measured = [dataclasses.replace(corner("d0", shape, 2.0), test=CUT) for shape in CORNERS]
+    again.add(TestRecords(CUT, measurements=measured, transitions=[move]))
     again.test_done(CUT, "passed", 2.0, None)
     again.finish({"passed": 5}, complete=True)
-    assert _counts(db_target) == (5, 5, 5, 1)
+    assert _counts(db_target) == (5, 8, 8, 1)
     with ResultsDb(db_target) as db:
         kept = finished_tests(db.conn, writer.run_id)
     assert len(kept) == 5 and kept[CUT].outcome == "passed"
