@@ -26,10 +26,16 @@ import pytest
 from pytest_ssd.session.resume import plain_id
 from tests.e2e.conftest import REPO, digest, kill_everything_of, pids_naming
 
-CSD = REPO / "suites" / "csd"
 #: 4 points in fob, then cssd (a transition) and 6 low-QD points started as one batch
-SELECT = "fob-default-seq1m or seq-cssd1-qd1 or seq-cssd1-qd2"
+CSD = (str(REPO / "suites" / "csd"), "-k", "fob-default-seq1m or seq-cssd1-qd1 or seq-cssd1-qd2")
 TESTS = 10
+#: the SEQ preconditioning (it leaves the SEQ steady state), then 12 SEQ read points in it
+ESD = (
+    str(REPO / "suites" / "esd"),
+    "-k",
+    "seq_preconditioning or seq_by_block_size and read",
+    "--dut-class=essd-ri",
+)
 #: what an uninterrupted run (and a resumed one) must not print
 BROKEN = ("INTERNALERROR", "Traceback")
 
@@ -48,14 +54,12 @@ class Ended:
     output: str
 
 
-def _argv(dev: Path, reports: Path, *args: str) -> list[str]:
+def _argv(dev: Path, reports: Path, *args: str, suite: tuple[str, ...] = CSD) -> list[str]:
     return [
         sys.executable,
         "-m",
         "pytest",
-        str(CSD),
-        "-k",
-        SELECT,
+        *suite,
         f"--dut={dev}",
         f"--ssd-confirm={dev}",
         "--ssd-profile=quick",
@@ -80,10 +84,14 @@ def _ended(reports: Path, seconds: float, output: str) -> Ended:
     return Ended(runs, outcomes, tests, moves, complete, seconds, output)
 
 
-def _run(dev: Path, reports: Path, *args: str) -> Ended:
+def _run(dev: Path, reports: Path, *args: str, suite: tuple[str, ...] = CSD) -> Ended:
     started = time.monotonic()
     done = subprocess.run(
-        _argv(dev, reports, *args), capture_output=True, text=True, timeout=900, check=False
+        _argv(dev, reports, *args, suite=suite),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
@@ -98,14 +106,19 @@ def _rows(reports: Path, sql: str) -> int:
 
 
 def _stopped(
-    dev: Path, reports: Path, ready: Callable[[Path], bool], signum: int, *args: str
+    dev: Path,
+    reports: Path,
+    ready: Callable[[Path], bool],
+    signum: int,
+    *args: str,
+    suite: tuple[str, ...] = CSD,
 ) -> str:
     """Start a run, send *signum* once *ready* (the log's path) says so; the run's output."""
     reports.mkdir(parents=True, exist_ok=True)
     log = reports / f"stopped-{time.monotonic_ns()}.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            _argv(dev, reports, *args),
+            _argv(dev, reports, *args, suite=suite),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -174,6 +187,8 @@ def _refused(dev: Path, reports: Path) -> list[str]:
 
 
 def _declared(nodeid: str) -> str:
+    if "by_block_size" in nodeid:
+        return "ss(seq-128k-write-qd256)"
     return "cssd" if "cssd" in nodeid else "fob"
 
 
@@ -329,3 +344,23 @@ def test_a_resume_on_another_drive_is_refused_before_any_write(
     assert len(elsewhere) == 1 and f"this session {other.name}:" in elsewhere[0], elsewhere
     assert [digest(dev), digest(other), digest(reports / "results.sqlite")] == before
     assert sorted(reports.rglob("*")) == files
+
+
+def test_esd_cut_mid_sweep_resumes_after_reaching_the_sweeps_steady_state_again(
+    loop_device: Any, tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
+    dev = loop_device(1024)
+    reference = _run(dev, tmp_path / "reference", suite=ESD)
+    assert len(reference.outcomes) == 13 and set(reference.outcomes.values()) == {"passed"}
+    reports = tmp_path / "cut"
+    sql = "SELECT count(*) FROM tests WHERE nodeid LIKE '%by_block_size%'"
+    _stopped(dev, reports, lambda log: _rows(reports, sql) >= 4, signal.SIGKILL, suite=ESD)
+    resumed = _run(dev, reports, "--ssd-resume=last", suite=ESD)
+    # the preconditioning test is kept; the sweep's state is reached again by the keeper
+    assert "fob        kept: all 1 test(s) finished" in resumed.output, resumed.output
+    assert "ss(seq-128k-write-qd256) redone: cut short after " in resumed.output
+    _same_as(resumed, reference)
+    assert [target for _, target in resumed.transitions][-1] == "ss(seq-128k-write-qd256)"
+    said = _said("kill -9 mid-sweep (suites/esd)", resumed, reference)
+    print(said)
+    record_property("wall_times", said)
