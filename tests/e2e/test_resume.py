@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.session.resume import plain_id
-from tests.e2e.conftest import REPO, digest, kill_everything_of, pids_naming
+from tests.e2e.conftest import REPO, SMOKE, attached_loops, digest, kill_everything_of, pids_naming
 
 #: 4 points in fob, then cssd (a transition) and 6 low-QD points started as one batch
 CSD = (str(REPO / "suites" / "csd"), "-k", "fob-default-seq1m or seq-cssd1-qd1 or seq-cssd1-qd2")
@@ -54,14 +54,16 @@ class Ended:
     output: str
 
 
-def _argv(dev: Path, reports: Path, *args: str, suite: tuple[str, ...] = CSD) -> list[str]:
+def _argv(dev: Path | str, reports: Path, *args: str, suite: tuple[str, ...] = CSD) -> list[str]:
+    """The run's command line; *dev* a device (confirmed), or ``scratch:SIZE``."""
+    confirm = [f"--ssd-confirm={dev}"] if isinstance(dev, Path) else []
     return [
         sys.executable,
         "-m",
         "pytest",
         *suite,
         f"--dut={dev}",
-        f"--ssd-confirm={dev}",
+        *confirm,
         "--ssd-profile=quick",
         "-p",
         "no:cacheprovider",
@@ -84,7 +86,7 @@ def _ended(reports: Path, seconds: float, output: str) -> Ended:
     return Ended(runs, outcomes, tests, moves, complete, seconds, output)
 
 
-def _run(dev: Path, reports: Path, *args: str, suite: tuple[str, ...] = CSD) -> Ended:
+def _run(dev: Path | str, reports: Path, *args: str, suite: tuple[str, ...] = CSD) -> Ended:
     started = time.monotonic()
     done = subprocess.run(
         _argv(dev, reports, *args, suite=suite),
@@ -106,7 +108,7 @@ def _rows(reports: Path, sql: str) -> int:
 
 
 def _stopped(
-    dev: Path,
+    dev: Path | str,
     reports: Path,
     ready: Callable[[Path], bool],
     signum: int,
@@ -364,3 +366,24 @@ def test_esd_cut_mid_sweep_resumes_after_reaching_the_sweeps_steady_state_again(
     said = _said("kill -9 mid-sweep (suites/esd)", resumed, reference)
     print(said)
     record_property("wall_times", said)
+
+
+def test_a_scratch_device_is_made_anew_and_its_states_reached_again(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    corners = (str(SMOKE),)
+    recorded = "SELECT count(*) FROM tests"
+    _stopped(
+        "scratch:512M",
+        reports,
+        lambda log: _rows(reports, recorded) >= 1,
+        signal.SIGKILL,
+        suite=corners,
+    )
+    resumed = _run("scratch:512M", reports, "--ssd-resume=last", suite=corners)
+    assert "scratch: a scratch device is made anew" in resumed.output, resumed.output
+    assert len(resumed.run_ids) == 1 and resumed.complete == 1
+    assert (
+        resumed.outcomes == dict.fromkeys(resumed.outcomes, "passed") and len(resumed.outcomes) == 4
+    )
+    assert set(resumed.measurements.values()) == {1}, resumed.measurements  # each corner once
+    assert str(reports) not in attached_loops()  # the killed run's scratch device went too
