@@ -559,13 +559,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         lines = plan_lines(ssd_session, runs)
     except SsdError:  # a bad marker: modifyitems' usage error is already on its way
         return
-    if ssd_session.resumed is not None:
-        scratch = {
-            spec_id
-            for spec_id, spec in zip(ssd_session.dut_ids, ssd_session.options.duts, strict=True)
-            if spec.is_scratch
-        }
-        lines = [*resume.plan_lines(ssd_session.resumed, session.items, scratch), *lines]
+    lines = [*resume.plan_lines(ssd_session, session.items), *lines]  # a resumed run's first
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if lines and reporter is not None:
         reporter.write_sep("-", "pytest-ssd plan")

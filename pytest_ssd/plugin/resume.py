@@ -20,7 +20,7 @@ import pytest
 
 from pytest_ssd.db.resume import FinishedTest
 from pytest_ssd.session import SsdSession
-from pytest_ssd.session.resume import UNKNOWN_STATE, Resumed
+from pytest_ssd.session.resume import UNKNOWN_STATE
 from pytest_ssd.state.plan import device_of, need_of
 
 #: the user property a kept test's reports carry: the run that recorded it
@@ -90,8 +90,13 @@ def _group(item: pytest.Item) -> tuple[str, str]:
     return (device_of(item) or "", f"{need.state}" if need is not None else "no state")
 
 
-def plan_lines(resumed: Resumed, items: Sequence[pytest.Item], scratch: set[str]) -> list[str]:
+def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
     """What the plan says of a resumed run: each state group kept, redone or to run, and why."""
+    resumed = session.resumed
+    if resumed is None:
+        return []
+    specs = zip(session.dut_ids, session.options.duts, strict=True)
+    scratch = {dut_id for dut_id, spec in specs if spec.is_scratch}
     lines = [
         f"resuming run {resumed.run_id}: {len(resumed.kept)} test(s) it finished are kept as"
         f" recorded; estimated time saved: about {_seconds(resumed.saved_s)} (their recorded"
