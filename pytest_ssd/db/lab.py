@@ -58,6 +58,8 @@ class RunRecords(Protocol):
 
     def add(self, records: TestRecords) -> None: ...
 
+    def forget_unfinished(self) -> list[str]: ...
+
     def test_done(
         self,
         nodeid: str,
@@ -140,6 +142,11 @@ class LabWriter:
     def add(self, records: TestRecords) -> None:
         if records:
             self._both(lambda w: w.add(records), records.nodeid)
+
+    def forget_unfinished(self) -> list[str]:
+        cut: list[str] = []
+        self._both(lambda w: cut.extend(w.forget_unfinished()), "the run's resumption")
+        return sorted(set(cut))
 
     def test_done(
         self,

@@ -22,6 +22,7 @@ from pytest_ssd.db.conn import Conn
 from pytest_ssd.db.faults import damaged, database_error
 from pytest_ssd.db.model import shared_test_id
 from pytest_ssd.db.opening import open_writer
+from pytest_ssd.db.resume import forget_unfinished, last_seq
 from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.results.history import (
     PROFILE_KEY,
@@ -160,6 +161,8 @@ class RunWriter:
                     "environment": _json(environment),
                 }
                 insert(conn, "runs", row, "ON CONFLICT (id) DO NOTHING")
+                # a run resumed (--ssd-resume) goes on after its last row: none is lost
+                self._seq = last_seq(conn, run_id)
         except BaseException:
             self.conn.close()
             raise
@@ -348,6 +351,11 @@ class RunWriter:
             },
             _ONCE,
         )
+
+    def forget_unfinished(self) -> list[str]:
+        """Delete the records of the run's tests without an outcome (cut short); those tests."""
+        with self._transaction() as conn:
+            return forget_unfinished(conn, self.run_id)
 
     def test_done(
         self,

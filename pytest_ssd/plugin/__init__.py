@@ -31,7 +31,7 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
-from pytest_ssd.plugin import health, suites
+from pytest_ssd.plugin import health, resume, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.options import from_config
@@ -55,6 +55,7 @@ from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.results import junit
 from pytest_ssd.results.location import DB_OPTION, INI_OPTION
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
+from pytest_ssd.session.resume import resume_option
 from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.state.progress import terminal_writer
@@ -263,6 +264,15 @@ def _output_options(group: pytest.OptionGroup) -> None:
         " postgresql://USER@HOST/DATABASE (a lab's server; the run keeps a spool in its folder)"
         " (default: $PYTEST_SSD_DB, the ini option ssd_db, else <report dir>/results.sqlite)",
     )
+    group.addoption(
+        "--ssd-resume",
+        dest="ssd_resume",
+        default=None,
+        type=resume_option,
+        metavar="RUN|last",
+        help="continue run RUN (or the last run) that was cut short: in its folder, under its"
+        " id; the tests it finished are kept as recorded, the others run (docs/resume.md)",
+    )
 
 
 def _comparison_options(group: pytest.OptionGroup) -> None:
@@ -439,7 +449,10 @@ def _configure_controller(config: pytest.Config) -> None:
 
     config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
     layout = controller.check_layout(config)
-    session = SsdSession.for_controller(from_config(config), extensions(config))
+    try:
+        session = SsdSession.for_controller(from_config(config), extensions(config))
+    except SsdError as exc:  # --ssd-resume of a run that cannot be resumed: nothing made yet
+        raise pytest.UsageError(str(exc)) from None
     session.progress = terminal_writer(config)
     config.stash[SESSION_KEY] = session
     if _only_informational(config):
@@ -580,20 +593,33 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     try:
         link_datasheet_lines(session.items, SPEC_FIXTURE)  # the items -k and -m kept
-        session.config.stash[BATCHES_KEY].groups = mark_groups(session.items)
+        # the kept tests of a resumed run do not run: no batch holds their jobs
+        runs = resume.to_run(ssd_session, session.items)
+        session.config.stash[BATCHES_KEY].groups = mark_groups(runs)
     except SsdError:  # a bad marker: modifyitems' usage error is already on its way
         return
     if _is_worker(session.config):
         return
     try:
-        lines = plan_lines(ssd_session, session.items)
+        lines = plan_lines(ssd_session, runs)
     except SsdError:  # a bad marker: modifyitems' usage error is already on its way
         return
+    lines = [*resume.plan_lines(ssd_session, session.items), *lines]  # a resumed run's first
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if lines and reporter is not None:
         reporter.write_sep("-", "pytest-ssd plan")
         for line in lines:
             reporter.write_line(line)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """A test a resumed run finished before is reported as recorded, not run again."""
+    found = resume.kept_test(item.config.stash.get(SESSION_KEY, None), item.nodeid)
+    if found is None:
+        return None
+    resume.report_kept(item, nextitem, found)
+    return True
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -76,9 +76,15 @@ class RunRecorder:
             self._stop(exc)
 
     def _record(self, report: pytest.TestReport) -> None:
+        decided = report.when == "call" or report.outcome != "passed"
+        resumed = self.session.resumed
+        if resumed is not None and resumed.kept_test(report.nodeid) is not None:
+            # a test the resumed run finished before: counted, its records are there already
+            self.outcomes[_outcome(report)] += int(decided)
+            return
         records = self._new_records(report)
         with self._sink("db"):
-            if report.when == "call" or report.outcome != "passed":
+            if decided:
                 outcome = _outcome(report)
                 self.outcomes[outcome] += 1
                 message = report.longreprtext.splitlines()[-1:] if report.failed else []

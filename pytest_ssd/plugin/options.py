@@ -107,4 +107,5 @@ def from_config(config: pytest.Config) -> Options:
         classes=classes,
         tune=bool(config.getoption("ssd_tune", False)),
         ssh_config=_ssh_config(config.getoption("ssd_ssh_config", None)),
+        resume=config.getoption("ssd_resume", None),
     )

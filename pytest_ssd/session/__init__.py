@@ -40,6 +40,7 @@ from pytest_ssd.results import runinfo
 from pytest_ssd.session.devices import PURGE_NAMES, Devices, speed_key
 from pytest_ssd.session.environment import HostEnvironment
 from pytest_ssd.session.options import Options
+from pytest_ssd.session.resume import UNKNOWN_STATE, Resumed
 from pytest_ssd.session.store import RunStore
 from pytest_ssd.site import DeviceSite, Dut
 from pytest_ssd.specs.load import load_datasheet
@@ -91,17 +92,28 @@ class SsdSession:
     mark: SessionMark = field(default_factory=SessionMark)
     #: device id -> its health log across tests (created on first use)
     health_watches: dict[str, HealthWatch] = field(default_factory=dict)
+    #: the run this session continues (--ssd-resume), None for a new run
+    resumed: Resumed | None = None
 
     def __post_init__(self) -> None:
         options = self.options
         self.devices = Devices(options, self.extensions, warnings=self.warnings)
         self.run_store = RunStore(
-            options.report_dir, options.db, self.run_id, self.run_dir, self.warnings
+            options.report_dir,
+            options.db,
+            self.run_id,
+            self.run_dir,
+            self.warnings,
+            resuming=self.resumed is not None,
         )
         self.environment = HostEnvironment(options.tune)
 
     @classmethod
     def for_controller(cls, options: Options, extensions: Extensions) -> SsdSession:
+        """A new run, or the run --ssd-resume names (ConfigError when it cannot be resumed)."""
+        if options.resume is not None:
+            resumed = Resumed.load(options.db, options.resume)
+            return cls(options, resumed.run_id, resumed.run_dir, False, extensions, resumed=resumed)
         run_id = new_run_id()
         return cls(options, run_id, options.report_dir / run_id, False, extensions)
 
@@ -110,7 +122,10 @@ class SsdSession:
         cls, options: Options, data: dict[str, Any], extensions: Extensions
     ) -> SsdSession:
         """A worker's session: the devices the controller resolved (:meth:`workerinput`)."""
-        session = cls(options, data["run_id"], Path(data["run_dir"]), True, extensions)
+        resumed = Resumed.from_workerinput(data["resumed"]) if data.get("resumed") else None
+        session = cls(
+            options, data["run_id"], Path(data["run_dir"]), True, extensions, resumed=resumed
+        )
         session.devices.adopt(data["duts"], data["hosts"])  # all at once: mostly a host's answers
         for dut_id, sheet in data.get("datasheets", {}).items():
             session.datasheets[dut_id] = load_datasheet(sheet)
@@ -125,6 +140,7 @@ class SsdSession:
             "datasheets": sheets,
             "controller_pid": os.getpid(),
             "hosts": self.devices.sites.hosts.shared(),
+            "resumed": self.resumed.workerinput() if self.resumed is not None else None,
         }
 
     @property
@@ -177,6 +193,7 @@ class SsdSession:
         try:
             self.devices.resolve()
             self.devices.check_health()
+            self._check_resumed()  # the same drives, before anything is written
             identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
             force = self.options.datasheets.force
             self.datasheets = assign(identities, given, candidates, force)
@@ -185,6 +202,20 @@ class SsdSession:
         except BaseException:
             self.close()  # devices unlocked, scratch released, settings back
             raise
+
+    def _check_resumed(self) -> None:
+        """A resumed run's devices are the drives it measured; say what is kept and why."""
+        if self.resumed is None:
+            return
+        identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
+        scratch = {dut_id for dut_id, dut in self.duts.items() if dut.scratch}
+        notes = self.resumed.check_devices(identities, scratch)
+        kept = len(self.resumed.kept)
+        self.warnings.append(
+            f"resuming run {self.run_id}: {kept} test(s) it finished are kept as recorded"
+            f" (about {self.resumed.saved_s:.0f} s of their time not spent again); {UNKNOWN_STATE}"
+        )
+        self.warnings.extend(notes)
 
     def _start_run(self, args: list[str]) -> None:
         """The run folder, the ``latest`` link, the host record, results.json and the database."""
@@ -238,12 +269,15 @@ class SsdSession:
             state = DeviceState(dut.identity.size_bytes, self.profile(dut))
             if dut.scratch:  # a new sparse file was never written: it is fresh out of the box
                 state.establish(FOB)
+            folder = self.run_dir / "states" / dut_id
             self.keepers[dut_id] = StateKeeper(
                 device=dut_id,
                 target=dut.path,
                 identity=dut.identity,
                 state=state,
-                folder=self.run_dir / "states" / dut_id,
+                folder=folder,
+                # a resumed run numbers its transitions after those the run made before
+                transitions=len(list(folder.iterdir())) if folder.is_dir() else 0,
                 services=self.services(dut_id),
                 speeds=self.speeds,
                 speed_key=speed_key(dut.identity, dut.scratch),

@@ -40,3 +40,5 @@ class Options:
     tune: bool = False
     #: --ssd-ssh-config: the ssh_config for test hosts (None: ~/.ssh/config)
     ssh_config: Path | None = None
+    #: --ssd-resume: the run to continue (a run id or ``last``), None for a new run
+    resume: str | None = None

@@ -31,6 +31,8 @@ class RunStore:
     export: ResultsExport | None = None
     #: earlier drives from the database drawn on comparison graphs (--ssd-compare)
     compared: list[DriveRef] = field(default_factory=list)
+    #: the run is resumed (--ssd-resume): what its interrupted tests recorded is forgotten
+    resuming: bool = False
 
     def compare(self, names: tuple[str, ...]) -> None:
         """The drives named to compare with; a name not in the database stops the run here."""
@@ -53,6 +55,12 @@ class RunStore:
     ) -> None:
         """The database's run and its devices (*devices*: description and label), results.json."""
         self.db = open_run(self.db_url, self.run_id, self.run_dir, environment)
+        if self.resuming:  # the tests cut short run again: their rows would be there twice
+            cut = self.db.forget_unfinished()
+            if cut:
+                self.warnings.append(
+                    f"what {len(cut)} test(s) cut short had recorded is forgotten: they run again"
+                )
         for dut_id, (description, label) in devices.items():
             self.db.add_device(dut_id, description, label)
         self.export = ResultsExport(self.run_dir, self.db.local, self.run_id)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +105,31 @@ def digest(path: Path) -> str:
 def attached_loops() -> str:
     argv = ["losetup", "-a"]
     return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30).stdout
+
+
+def pids_naming(folder: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if str(folder) in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode():
+                pids.append(int(proc.name))
+    return pids
+
+
+def kill_everything_of(folder: Path, timeout: float = 30) -> None:
+    """SIGKILL every process whose command line names *folder*, and wait until none is left.
+
+    fio runs in a session of its own (so pytest-ssd can stop its whole group) and
+    outlives a killed pytest until its job ends.
+    """
+    deadline = time.monotonic() + timeout
+    while (pids := pids_naming(folder)) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_ssd.cli import main
 from pytest_ssd.device.scratch import sweep_stale
-from tests.e2e.conftest import REPO, SMOKE, attached_loops
+from tests.e2e.conftest import REPO, SMOKE, attached_loops, kill_everything_of
 
 
 def test_a_second_drive_is_compared_with_the_first(run_ssd, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -54,31 +54,6 @@ def _measurements(db: Path) -> int:
         return 0
 
 
-def _pids_naming(folder: Path) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            if str(folder) in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode():
-                pids.append(int(proc.name))
-    return pids
-
-
-def _kill_everything_of(folder: Path, timeout: float = 30) -> None:
-    """SIGKILL every process whose command line names *folder*, and wait until none is left.
-
-    fio runs in a session of its own (so pytest-ssd can stop its whole group) and
-    outlives a killed pytest until its job ends.
-    """
-    deadline = time.monotonic() + timeout
-    while (pids := _pids_naming(folder)) and time.monotonic() < deadline:
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.1)
-
-
 def test_kill_9_keeps_what_was_measured_and_the_report_rebuilds(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     db = reports / "results.sqlite"
@@ -108,7 +83,7 @@ def test_kill_9_keeps_what_was_measured_and_the_report_rebuilds(tmp_path: Path) 
         assert proc.poll() is None, "the run ended before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)  # pytest and what it started in its group
     finally:
-        _kill_everything_of(reports)  # the fio it started in a session of its own
+        kill_everything_of(reports)  # the fio it started in a session of its own
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)

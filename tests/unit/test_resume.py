@@ -1,0 +1,99 @@
+"""--ssd-resume without fio: what a run cut short left, and which drives may continue it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from pytest_ssd.db import ResultsDb, RunWriter, TestRecords
+from pytest_ssd.db.resume import finished_tests
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.errors import ConfigError
+from pytest_ssd.results.transition import Transition
+from pytest_ssd.session.resume import Resumed
+from tests.unit.db_fixtures import CORNERS, corner, write_run
+from tests.unit.test_host_settings import LOOP as HOST_LOOP
+
+CUT = "suites/smoke/test_corners.py::test_cut_short[d0]"
+
+
+def _counts(target: Path | str) -> tuple[int, int, int, int]:
+    with ResultsDb(target) as db:
+        return tuple(  # type: ignore[return-value]
+            int(db.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+            for table in ("tests", "measurements", "metrics", "transitions")
+        )
+
+
+def test_a_resumed_writer_forgets_the_cut_test_and_numbers_its_rows_after_the_last(
+    db_target: Path | str, tmp_path: Path
+) -> None:
+    writer = write_run(db_target, "20261126-090000-aaaaaaaaaaaa", "drive", finish=False)
+    # a test cut short: its transition and measurement written, its outcome never
+    cut = dataclasses.replace(corner("d0", CORNERS[0], 1.0), test=CUT)
+    move = Transition(
+        device="d0",
+        test=CUT,
+        source=None,
+        target="cssd",
+        reason="state unknown",
+        steps=[],
+        start="2026-11-26T09:00:00.000+00:00",
+        end="2026-11-26T09:00:09.000+00:00",
+        seconds=9.0,
+    )
+    writer.add(TestRecords(CUT, measurements=[cut], transitions=[move]))
+    writer.close()
+    assert _counts(db_target) == (4, 5, 5, 1)
+
+    again = RunWriter(db_target, writer.run_id, tmp_path, {"host": "lab"})
+    assert again.forget_unfinished() == [CUT]
+    assert _counts(db_target) == (4, 4, 4, 0)
+    # the test runs again: its rows come after the run's last, none is lost to a number taken
+    measured = [dataclasses.replace(corner("d0", shape, 2.0), test=CUT) for shape in CORNERS]
+    again.add(TestRecords(CUT, measurements=measured, transitions=[move]))
+    again.test_done(CUT, "passed", 2.0, None)
+    again.finish({"passed": 5}, complete=True)
+    assert _counts(db_target) == (5, 8, 8, 1)
+    with ResultsDb(db_target) as db:
+        kept = finished_tests(db.conn, writer.run_id)
+    assert len(kept) == 5 and kept[CUT].outcome == "passed"
+
+
+LOOP = dataclasses.replace(HOST_LOOP, backing_file="/srv/a.img")
+NVME = dataclasses.replace(LOOP, path="/dev/nvme0n1", model="M", serial="S1", transport="nvme")
+
+
+def _resumed(**drives: DeviceIdentity) -> Resumed:
+    described = {dut: {"identity": identity.as_dict()} for dut, identity in drives.items()}
+    return Resumed("20261126-090000-aaaaaaaaaaaa", Path("/runs/x"), drives=described)
+
+
+@pytest.mark.parametrize(
+    ("then", "now"),
+    [
+        (NVME, dataclasses.replace(NVME, serial="S2")),
+        (NVME, dataclasses.replace(NVME, size_bytes=512 << 20)),
+        (NVME, dataclasses.replace(NVME, model="N")),
+        (LOOP, dataclasses.replace(LOOP, backing_file="/srv/b.img")),
+    ],
+)
+def test_another_drive_is_refused_in_one_line(then: DeviceIdentity, now: DeviceIdentity) -> None:
+    with pytest.raises(ConfigError) as refused:
+        _resumed(d0=then).check_devices({"d0": now}, set())
+    message = str(refused.value)
+    assert "\n" not in message and "d0 is not the drive run" in message, message
+
+
+def test_the_same_drive_passes_and_a_scratch_device_is_said_to_be_new() -> None:
+    renamed = dataclasses.replace(NVME, path="/dev/disk/by-id/x")  # a serial says which drive
+    assert _resumed(d0=NVME).check_devices({"d0": renamed}, set()) == []
+    notes = _resumed(s=LOOP).check_devices({"s": dataclasses.replace(LOOP, size_bytes=1)}, {"s"})
+    assert len(notes) == 1 and "reaches every state again" in notes[0]
+
+
+def test_other_devices_than_the_run_measured_are_refused() -> None:
+    with pytest.raises(ConfigError, match="measured d0, this session d1"):
+        _resumed(d0=NVME).check_devices({"d1": NVME}, set())
