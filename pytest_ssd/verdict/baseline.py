@@ -10,7 +10,7 @@ run on another device (or another device id) compares.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,10 +70,20 @@ class Baseline:
 
     def judge(self, dut_id: str, measurements: Sequence[Measurement]) -> list[MetricVerdict]:
         """Every metric of every point of *measurements* the baseline measured too."""
-        base = self.points.get(dut_id, {})
-        verdicts: list[MetricVerdict] = []
-        for key, new in runs_of(measurements, dut_id).items():
-            if key in base:
-                name = key.rsplit("::", 1)[1]
-                verdicts.extend(judge_point(name, base[key], new, self.tolerances))
-        return verdicts
+        return judge_points(
+            self.points.get(dut_id, {}), runs_of(measurements, dut_id), self.tolerances
+        )
+
+
+Points = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+def judge_points(
+    base: Points, new: Points, tolerances: Mapping[str, float] | None = None
+) -> list[MetricVerdict]:
+    """Every point of *new* that *base* has too (both from :func:`runs_of`), judged."""
+    verdicts: list[MetricVerdict] = []
+    for key, runs in new.items():
+        if key in base:
+            verdicts += judge_point(key.rsplit("::", 1)[1], base[key], runs, tolerances)
+    return verdicts

@@ -15,7 +15,8 @@ Mann-Whitney test:
 
 The band is ``[1 / (1 + t), 1 + t]`` around a ratio of 1.  The tolerance *t* of a
 metric is given (``--ssd-baseline-tolerance``) or derived from the baseline's own
-run-to-run spread: its range over its median, at least :data:`TOLERANCE_FLOOR`.
+run-to-run spread: its range over its median, at least :data:`TOLERANCE_FLOOR`;
+a derived band wider than :data:`SAME_AT_MOST` never gives "same" (too noisy to say).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from pytest_ssd.errors import ConfigError
 from pytest_ssd.results.record import percentile_us
 from pytest_ssd.verdict.stats import MAX_EXACT, median_ratio_ci, p_greater, smallest_p
 
@@ -35,6 +37,8 @@ ALPHA = 0.05
 LEVEL = 0.95
 #: the narrowest tolerance band a baseline's spread gives (5 %)
 TOLERANCE_FLOOR = 0.05
+#: a baseline spread wider than this (derived, not given) never makes a verdict "same"
+SAME_AT_MOST = 0.25
 #: the percentiles judged when every sample on both sides resolves them
 PERCENTILES = (50.0, 99.0, 99.9, 99.99)
 #: metric -> (its label in a line, higher is better)
@@ -51,6 +55,21 @@ METRICS: dict[str, tuple[str, bool]] = {
     **LATENCY,
     **{percentile_metric(p): (f"p{p:g}", False) for p in PERCENTILES},
 }
+
+
+def parse_tolerance(text: str) -> tuple[str, float]:
+    """``p99_us=10`` -> ("p99_us", 0.10); ConfigError naming the metrics otherwise."""
+    metric, _, percent = text.partition("=")
+    try:
+        value = float(percent)
+    except ValueError:
+        value = -1.0
+    if metric not in METRICS or not 0 < value < 100:
+        raise ConfigError(
+            f"{text!r}: give METRIC=PERCENT, METRIC one of {', '.join(METRICS)}"
+            " and PERCENT in (0, 100)"
+        )
+    return metric, value / 100
 
 
 def metric_value(direction: Mapping[str, Any], metric: str) -> float | None:
@@ -173,8 +192,12 @@ def judge(
         return replace(found, verdict="regressed")
     if better < ALPHA and (above if higher_better else below):
         return replace(found, verdict="improved")
-    if lo_band <= interval.low and interval.high <= hi_band:
+    noisy = tolerance is None and tol > SAME_AT_MOST
+    if lo_band <= interval.low and interval.high <= hi_band and not noisy:
         return replace(found, verdict="same")
+    if noisy:
+        why = f"the baseline's own spread is ±{tol:.0%}: too wide to call it the same"
+        return replace(found, repeats_needed=None, reason=why.replace("%", " %"))
     width = math.log(interval.high / interval.low)
     need = repeats_to_decide(len(base), len(new), width, 2 * math.log1p(tol))
     why = f"the {LEVEL:.0%} interval straddles the ±{tol:.1%} band".replace("%", " %")
