@@ -154,3 +154,17 @@ def test_one_run_against_one_is_unknown_never_a_pass_or_a_fail(
     )
     table = capsys.readouterr().out
     assert table.splitlines()[-1].startswith("0 regressed, 0 improved, 0 same,"), table
+
+
+def test_a_baseline_the_database_lacks_refuses_the_run_in_one_line(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    run = run_ssd("--dut=scratch:64M", "--ssd-baseline=build 0")
+    out = _clean(run)
+    assert run.result.ret == 4, out  # a usage error, before the first test
+    errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
+    assert errors == [
+        f"ERROR: {tmp_path / 'reports' / 'results.sqlite'}: no results database here"
+        " (a pytest-ssd run creates it)"
+    ]
+    assert not (tmp_path / "reports").exists(), "nothing was made"
