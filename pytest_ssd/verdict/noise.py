@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 AGREES, NOISE, DISAGREES = "agrees", "not judged: noise", "disagrees"
 
@@ -52,6 +53,10 @@ class CrossCheck:
     b: Side
     factor: float
     unit: str = "MiB/s"
+    #: the verdicts, for a suite that imports the class alone
+    AGREES: ClassVar[str] = AGREES
+    NOISE: ClassVar[str] = NOISE
+    DISAGREES: ClassVar[str] = DISAGREES
 
     def __post_init__(self) -> None:
         for side in (self.a, self.b):

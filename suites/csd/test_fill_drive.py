@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ssd import ALL_CLASSES, FioJob, FioRun, SsdBench
+from pytest_ssd import ALL_CLASSES, CrossCheck, FioJob, FioRun, SsdBench
+from pytest_ssd import cross_check as cross_check_of
 from pytest_ssd.analysis import (
     CacheEstimate,
     FillPass,
@@ -48,8 +49,6 @@ from pytest_ssd.analysis import (
     speed_profile,
 )
 from pytest_ssd.figures import fill as graphs
-from pytest_ssd.verdict.noise import DISAGREES, NOISE, CrossCheck
-from pytest_ssd.verdict.noise import cross_check as cross_check_of
 from pytest_ssd.workloads.csd import FILL_DRIVE_STATE
 from pytest_ssd.workloads.fill import (
     SELF_CHECK,
@@ -220,9 +219,9 @@ def cross_check(
 
 def judge_cross_check(check: CrossCheck) -> None:
     """Fail when the tools' samples separate beyond the factor; noise is not judged (a skip)."""
-    if check.verdict == NOISE:
+    if check.verdict == CrossCheck.NOISE:
         pytest.skip(check.line())
-    assert check.verdict != DISAGREES, check.line()
+    assert check.verdict != CrossCheck.DISAGREES, check.line()
 
 
 @pytest.mark.dut_state("filled", phase=2)
