@@ -94,10 +94,14 @@ class CrossCheck:
         if self.verdict == AGREES:
             return f"{AGREES}: {sides}: {ratio}, within a factor of {self.factor:g}"
         if self.verdict == NOISE:
+            apart = (
+                "the two sides' samples overlap"
+                if self.separation <= 1
+                else f"their closest samples lie only ×{self.separation:.2f} apart"
+            )
             return (
-                f"{NOISE}: {sides}: {ratio} is beyond a factor of {self.factor:g}, but"
-                f" the samples' own spread (×{max(self.a.spread, self.b.spread):.2f}) or"
-                f" their overlap (closest ×{self.separation:.2f}) does not tell it from noise"
+                f"{NOISE}: {sides}: {ratio} is beyond a factor of {self.factor:g}, but a"
+                f" side's own spread is ×{max(self.a.spread, self.b.spread):.2f} and {apart}"
             )
         return (
             f"{DISAGREES}: {sides}: {ratio}; every sample lies beyond a factor of"
