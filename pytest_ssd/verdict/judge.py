@@ -192,10 +192,11 @@ def judge(
         return replace(found, verdict="regressed")
     if better < ALPHA and (above if higher_better else below):
         return replace(found, verdict="improved")
+    inside = lo_band <= interval.low and interval.high <= hi_band
     noisy = tolerance is None and tol > SAME_AT_MOST
-    if lo_band <= interval.low and interval.high <= hi_band and not noisy:
+    if inside and not noisy:
         return replace(found, verdict="same")
-    if noisy:
+    if inside:
         why = f"the baseline's own spread is ±{tol:.0%}: too wide to call it the same"
         return replace(found, repeats_needed=None, reason=why.replace("%", " %"))
     width = math.log(interval.high / interval.low)
