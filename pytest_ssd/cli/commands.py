@@ -133,7 +133,7 @@ def report(args: argparse.Namespace) -> None:
 def compare(args: argparse.Namespace) -> bool:
     """The comparison report; with ``--gate`` the verdict table too, and False on a regression."""
     if args.gate and len(args.labels) != 2:  # BASE NEW
-        raise ConfigError(f"compare --gate takes BASE NEW, not {len(args.labels)} labels")
+        raise ConfigError(f"compare --gate takes two labels, BASE NEW (given: {len(args.labels)})")
     with ResultsDb(args.db) as db:
         verdicts = (
             compare_runs(db, args.labels[0], args.labels[1], dict(args.tolerance))

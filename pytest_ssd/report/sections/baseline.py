@@ -2,7 +2,8 @@
 
 In a run's report: what ``--ssd-baseline`` judged (the tests' ``baseline`` records).
 In ``pytest-ssd compare BASE NEW``: the same verdicts made from the two drives'
-measurements (the first label is the baseline), when the run did not judge itself.
+measurements (the first label is the baseline), when the run did not judge itself and
+some point was repeated on both sides (one run against one is only unknowns).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def section(ctx: Context) -> Section | None:
         base = next(d for d in ctx.drives if d.drive.label == labels[0])
         new = next(d for d in ctx.drives if d.drive.label == labels[1])
         verdicts, title = between(base, new), f"{labels[1]} against {labels[0]}"
+        if all(min(v.base_n, v.new_n) < 2 for v in verdicts):
+            return None  # no repeats: nothing to judge, a plain comparison (the pair section)
     if not verdicts:
         return None
     header = ["point", "metric", "verdict", "new / base", "95 % CI", "p", "runs", "band", "note"]
