@@ -11,6 +11,7 @@ from pytest_ssd.cli import main
 from pytest_ssd.db import ResultsDb, RunWriter, TestRecords
 from pytest_ssd.report.build import gather
 from pytest_ssd.report.sections import build
+from pytest_ssd.verdict.baseline import runs_of
 from pytest_ssd.verdict.source import compare_runs
 from tests.unit.db_fixtures import CORNERS, corner, description, write_run
 
@@ -73,3 +74,10 @@ def test_one_run_each_is_unknown_and_makes_no_section(tmp_path: Path) -> None:
     assert verdicts and {v.verdict for _, v in verdicts} == {"unknown"}
     sections = {s.id for s in build(drives, 1, runs, tmp_path / "figures")}
     assert "ssd-pair" in sections and "ssd-baseline" not in sections
+
+
+def test_a_run_under_xdist_compares_with_one_without() -> None:
+    plain = corner("d0", CORNERS[2], 1000.0)
+    grouped = replace(plain, test=f"{plain.test}@dut-d0")  # xdist's loadgroup suffix
+    key = "suites/smoke/test_corners.py::test_four_corners[rnd-read]::rnd-read"
+    assert list(runs_of([plain], "d0")) == list(runs_of([grouped], "d0")) == [key]
