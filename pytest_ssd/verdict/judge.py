@@ -14,8 +14,10 @@ Mann-Whitney test:
   One run against one run is always unknown.
 
 The band is ``[1 / (1 + t), 1 + t]`` around a ratio of 1.  The tolerance *t* of a
-metric is given (``--ssd-baseline-tolerance``) or derived from the baseline's own
-run-to-run spread: its range over its median, at least :data:`TOLERANCE_FLOOR`;
+metric is given (``--ssd-baseline-tolerance``) or derived from the run-to-run spread:
+the baseline's range over its median, or the new build's when that is wider (a
+difference smaller than a run's own noise is not called: a host busier during one
+run than the other shows as spread), at least :data:`TOLERANCE_FLOOR`;
 a derived band wider than :data:`SAME_AT_MOST` never gives "same" (too noisy to say).
 """
 
@@ -88,11 +90,15 @@ def samples(runs: Sequence[Mapping[str, Any]], direction: str, metric: str) -> l
     return [float(v) for v in values if v is not None]
 
 
-def default_tolerance(base: Sequence[float]) -> float:
-    """The baseline's run-to-run spread (range / median), at least the floor."""
-    middle = statistics.median(base)
-    spread = (max(base) - min(base)) / middle if middle > 0 else 0.0
-    return max(TOLERANCE_FLOOR, spread)
+def spread(values: Sequence[float]) -> float:
+    """Run-to-run spread: range / median (0 for a zero median)."""
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / middle if middle > 0 else 0.0
+
+
+def default_tolerance(base: Sequence[float], new: Sequence[float] = ()) -> float:
+    """The wider of the two runs' spreads, at least the floor."""
+    return max(TOLERANCE_FLOOR, spread(base), spread(new) if new else 0.0)
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,7 @@ def judge(
 ) -> MetricVerdict:
     """The verdict of one metric: *new* repeats against *base* repeats (the last 20 a side)."""
     base, new = list(base)[-MAX_EXACT:], list(new)[-MAX_EXACT:]
-    tol = default_tolerance(base) if tolerance is None else tolerance
+    tol = default_tolerance(base, new) if tolerance is None else tolerance
     empty = MetricVerdict(point, direction, metric, "unknown", len(base), len(new), tol)
     if min(len(base), len(new)) < 2:
         why = f"{len(new)} run against {len(base)}: repeat (--ssd-repeat) to judge"
@@ -197,7 +203,7 @@ def judge(
     if inside and not noisy:
         return replace(found, verdict="same")
     if inside:
-        why = f"the baseline's own spread is ±{tol:.0%}: too wide to call it the same"
+        why = f"the runs' own spread is ±{tol:.0%}: too wide to call it the same"
         return replace(found, repeats_needed=None, reason=why.replace("%", " %"))
     width = math.log(interval.high / interval.low)
     need = repeats_to_decide(len(base), len(new), width, 2 * math.log1p(tol))
