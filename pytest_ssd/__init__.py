@@ -27,6 +27,7 @@ from pytest_ssd.specs import SpecLine, Verdict
 from pytest_ssd.specs import plan as spec_plan
 from pytest_ssd.specs.units import Quantity
 from pytest_ssd.state.layout import Region
+from pytest_ssd.verdict.noise import CrossCheck, cross_check
 from pytest_ssd.version import __version__
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ __all__ = [
     "WSAT_CLASSES",
     "ConfigError",
     "Context",
+    "CrossCheck",
     "Derived",
     "DeviceIdentity",
     "DirectionResult",
@@ -86,6 +88,7 @@ __all__ = [
     "ToolError",
     "Verdict",
     "__version__",
+    "cross_check",
     "notes",
     "spec_plan",
     "table",

@@ -20,16 +20,25 @@ from pytest_ssd.db.url import ENV, db_url
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.results.files import StorageError
 from pytest_ssd.results.location import default_db
+from pytest_ssd.verdict.judge import parse_tolerance
 
-EXIT_USAGE, EXIT_DB, EXIT_OUTPUT = 2, 3, 4
+EXIT_REGRESSED, EXIT_USAGE, EXIT_DB, EXIT_OUTPUT = 1, 2, 3, 4
+
+
+def _tolerance(text: str) -> tuple[str, float]:
+    try:
+        return parse_tolerance(text)
+    except SsdError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="pytest-ssd",
         description="Reports, comparisons and exports from pytest-ssd's results database.",
-        epilog="Exit codes: 0 done, 2 bad arguments, 3 not in the database (or unreadable),"
-        " 4 cannot write the output (or it is the database).",
+        epilog="Exit codes: 0 done, 1 compare --gate found a regression, 2 bad arguments,"
+        " 3 not in the database (or unreadable), 4 cannot write the output (or it is the"
+        " database).",
     )
     db_help = (
         "the results database: a file, sqlite:///FILE or postgresql://USER@HOST/DATABASE"
@@ -61,6 +70,20 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", parents=[after], help="a comparison report of drives by label")
     p.add_argument("labels", nargs="+", metavar="LABEL", help="labels (or run ids); first is base")
     p.add_argument("-o", "--output", type=Path, help="the HTML file (default: beside the db)")
+    p.add_argument(
+        "--gate",
+        action="store_true",
+        help="BASE NEW: print each metric's verdict (regressed, improved, same, unknown) and"
+        f" exit {EXIT_REGRESSED} when any point regressed",
+    )
+    p.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        type=_tolerance,
+        metavar="METRIC=PERCENT",
+        help="with --gate: the band of 'same' for a metric (default: the baseline's spread)",
+    )
     p.set_defaults(func=commands.compare)
 
     p = sub.add_parser(
@@ -115,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             commands.refuse_missing_folder(output)
             if args.db.path is not None:
                 commands.refuse_inputs(output, args.db.path)
-        args.func(args)
+        if args.func(args) is False:  # a gate that did not pass
+            return EXIT_REGRESSED
     except BrokenPipeError:  # `pytest-ssd list | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

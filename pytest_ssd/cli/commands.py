@@ -11,6 +11,7 @@ import contextlib
 import json
 import stat
 import sys
+from collections import Counter
 from pathlib import Path
 
 from pytest_ssd.cli.export import TABLES, as_csv, as_json, rows
@@ -25,6 +26,8 @@ from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.report.build import Rendered, report_page, to_stderr
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.location import find_config, report_dir
+from pytest_ssd.verdict import VERDICTS, MetricVerdict
+from pytest_ssd.verdict.source import compare_runs
 
 __all__ = [
     "TABLES",
@@ -162,8 +165,16 @@ def report(args: argparse.Namespace) -> None:
         _write_report(output, rendered, figures)
 
 
-def compare(args: argparse.Namespace) -> None:
+def compare(args: argparse.Namespace) -> bool:
+    """The comparison report; with ``--gate`` the verdict table too, and False on a regression."""
+    if args.gate and len(args.labels) != 2:  # BASE NEW
+        raise ConfigError(f"compare --gate takes two labels, BASE NEW (given: {len(args.labels)})")
     with ResultsDb(args.db) as db:
+        verdicts = (
+            compare_runs(db, args.labels[0], args.labels[1], dict(args.tolerance))
+            if args.gate
+            else []
+        )
         drives = db.resolve(args.labels)
         if not drives:
             raise DatabaseError(f"{args.db}: nothing measured for {', '.join(args.labels)}")
@@ -183,6 +194,21 @@ def compare(args: argparse.Namespace) -> None:
             db, base, others, figures, first, declared=declared_sections(), progress=to_stderr
         )
         _write_report(output, page, figures)
+    if args.gate:
+        print_verdicts(verdicts)
+    return not any(v.verdict == "regressed" for _, v in verdicts)
+
+
+def print_verdicts(verdicts: list[tuple[str, MetricVerdict]]) -> None:
+    """The gate's table: a line per metric, then the count of each verdict."""
+    if not verdicts:
+        print("no point measured by both: nothing to judge")
+    for label, v in verdicts:
+        note = v.reason + (f", {v.repeats_needed} repeats a side" if v.repeats_needed else "")
+        text = v.line() if v.ratio is not None else f"{v.point} {v.direction} {v.label}"
+        print(f"{v.verdict:<10} {label}: {text}" + (f"  [{note}]" if note else ""))
+    counts = Counter(v.verdict for _, v in verdicts)
+    print(", ".join(f"{counts[word]} {word}" for word in VERDICTS))
 
 
 def export(args: argparse.Namespace) -> None:

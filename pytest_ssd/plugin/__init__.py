@@ -31,7 +31,7 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
-from pytest_ssd.plugin import health, resume, suites
+from pytest_ssd.plugin import baseline, health, resume, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.options import from_config
@@ -295,6 +295,7 @@ def _comparison_options(group: pytest.OptionGroup) -> None:
         help="draw earlier drives from the database on every comparison graph: a label (its"
         " newest run), a run id (all its devices), or all; may repeat",
     )
+    baseline.add_options(group)
 
 
 def _hosts_options(group: pytest.OptionGroup) -> None:
@@ -434,6 +435,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         worker.progress = worker_writer(worker.run_dir, config.workerinput["workerid"])  # type: ignore[attr-defined]
         config.stash[SESSION_KEY] = worker
+        baseline.register(config, worker.run_dir)
         # workers re-parse the command line (dist=load): keep the controller's grouping
         config.option.loadgroup = True
         return
@@ -458,6 +460,7 @@ def _configure_controller(config: pytest.Config) -> None:
     if _only_informational(config):
         return
     _pin_devices_to_workers(config)
+    judged_against = baseline.prepare(config, session)  # a refusal before anything is made
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill, a closed terminal or ssh
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, _sigterm_as_interrupt)
@@ -468,6 +471,9 @@ def _configure_controller(config: pytest.Config) -> None:
         for line in (line for tuner in session.tuners() for line in tuner.summary_lines()):
             sys.stderr.write(f"pytest-ssd: {line}\n")
         raise pytest.UsageError(str(exc)) from None
+    if judged_against is not None:
+        judged_against.save(session.run_dir)
+        baseline.register(config, session.run_dir)
     if not config.getoption("htmlpath", None):
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True

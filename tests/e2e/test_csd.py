@@ -31,8 +31,12 @@ def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None
     run = run_ssd("--dut=scratch:1G", suite=CSD, timeout=900)
     # a test per point: 16 quick-profile lines in each of 4 states, 36 low-QD points
     # (2 patterns x 2 rounds x QD 1, 2, 4 x 0, 70, 100 % read), 2 fill, 2 sync, 2 latency
-    run.result.assert_outcomes(passed=106)
     data = run.results()
+    # dd against fio in the speed profile: on a busy host "not judged: noise", a skip
+    speed = next(d["values"] for d in data["derived"] if d["name"] == "speed-read")
+    noisy = speed["cross_check"] == "not judged: noise"
+    assert speed["cross_check"] in ("agrees", "not judged: noise"), speed["cross_check_samples"]
+    run.result.assert_outcomes(passed=106 - noisy, skipped=int(noisy))
     flow = [(t["source"], t["target"]) for t in data["transitions"]]
     # purge -> FOB profiles -> cssd -> measure -> purge -> fill -> RND + trim -> measure again
     assert flow == [("fob", "cssd"), ("cssd", "fob"), ("filled", "cssd"), ("cssd", "used75")]

@@ -15,7 +15,15 @@ from pathlib import Path
 
 from pytest_ssd.db import DriveResults, RunInfo
 from pytest_ssd.errors import ExtensionError, call_extension, kind_of
-from pytest_ssd.report.sections import builtin, general, health, overview, pair, workloads
+from pytest_ssd.report.sections import (
+    baseline,
+    builtin,
+    general,
+    health,
+    overview,
+    pair,
+    workloads,
+)
 from pytest_ssd.report.sections.base import (
     Context,
     FigureSink,
@@ -148,6 +156,7 @@ def build(
         (partial(general.conformance, ctx), "Datasheet conformance", "pytest-ssd's conformance"),
         (partial(health.health, ctx), "Drive health", "pytest-ssd's health section"),
         (partial(pair.section, ctx), "Comparison", "pytest-ssd's comparison section"),
+        (partial(baseline.section, ctx), baseline.TITLE, "pytest-ssd's baseline section"),
     ]
     for declared_section in _ordered(declared, suites_of(ctx.drives)):
         suite, title = declared_section.suite, declared_section.title

@@ -1,0 +1,80 @@
+"""Against the baseline: each metric's verdict, ratio and interval, and their graph.
+
+In a run's report: what ``--ssd-baseline`` judged (the tests' ``baseline`` records).
+In ``pytest-ssd compare BASE NEW``: the same verdicts made from the two drives'
+measurements (the first label is the baseline), when the run did not judge itself and
+some point was repeated on both sides (one run against one is only unknowns).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from pytest_ssd.db import DriveResults
+from pytest_ssd.figures.verdicts import Row, ratio_intervals
+from pytest_ssd.report.sections.base import Context, Section, table
+from pytest_ssd.verdict.baseline import RECORD, judge_points, runs_of
+from pytest_ssd.verdict.judge import MetricVerdict
+
+TITLE = "Against the baseline"
+
+
+def recorded(drives: Sequence[DriveResults]) -> list[MetricVerdict]:
+    """The verdicts this run's tests recorded (``--ssd-baseline``)."""
+    return [
+        MetricVerdict.from_dict(one)
+        for drive in drives
+        for record in drive.derived
+        if record.name == RECORD
+        for one in record.values.get("verdicts", [])
+    ]
+
+
+def between(base: DriveResults, new: DriveResults) -> list[MetricVerdict]:
+    """Every point both drives measured, *new*'s runs judged against *base*'s."""
+    old = runs_of(base.measurements, base.drive.dut_id)
+    return judge_points(old, runs_of(new.measurements, new.drive.dut_id))
+
+
+def _cells(v: MetricVerdict) -> list[str]:
+    interval = "—" if v.low is None or v.high is None else f"{v.low:.3g}–{v.high:.3g}"
+    p = v.p_better if v.verdict == "improved" else v.p_worse
+    note = v.reason + (f" ({v.repeats_needed} repeats a side)" if v.repeats_needed else "")
+    return [
+        html.escape(f"{v.point} {v.direction}"),
+        html.escape(v.label),
+        f"<b>{v.verdict}</b>",
+        "—" if v.ratio is None else f"{v.ratio:.3g}×",
+        interval,
+        "—" if p is None else f"{p:.2g}",
+        f"{v.base_n} / {v.new_n}",
+        f"±{v.tolerance:.0%}".replace("%", " %"),
+        html.escape(note),
+    ]
+
+
+def section(ctx: Context) -> Section | None:
+    """The verdicts recorded in this run, else those of a two-label comparison; None: neither."""
+    verdicts, title = recorded(ctx.drives[: ctx.current]), TITLE
+    if not verdicts:
+        labels = list(dict.fromkeys(d.drive.label for d in ctx.drives))
+        if len(labels) != 2:  # a baseline and a new build
+            return None
+        base = next(d for d in ctx.drives if d.drive.label == labels[0])
+        new = next(d for d in ctx.drives if d.drive.label == labels[1])
+        verdicts, title = between(base, new), f"{labels[1]} against {labels[0]}"
+        if all(min(v.base_n, v.new_n) < 2 for v in verdicts):
+            return None  # no repeats: nothing to judge, a plain comparison (the pair section)
+    if not verdicts:
+        return None
+    header = ["point", "metric", "verdict", "new / base", "95 % CI", "p", "runs", "band", "note"]
+    body = table(header, [_cells(v) for v in verdicts])
+    rows = [
+        Row(f"{v.point} {v.direction} {v.label}", v.ratio, v.low, v.high, v.tolerance, v.verdict)
+        for v in verdicts
+        if v.ratio is not None and v.low is not None and v.high is not None
+    ]
+    if rows:
+        body += ctx.figures.html(ratio_intervals(rows, title), f"{title}: ratios")
+    return Section("ssd-baseline", title, body)

@@ -1,0 +1,92 @@
+"""The baseline a run is judged against (``--ssd-baseline=RUN|LABEL``), read from the database.
+
+The controller reads the baseline's measurements once, before the first test, and
+keeps them in the run folder (``baseline.json``): a worker judges its tests from
+that file and never opens the database.  Points are keyed by the test's node id
+without its device (:func:`~pytest_ssd.db.shared_test_id`) and the job's name, so a
+run on another device (or another device id) compares.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ssd.db.model import shared_test_id
+from pytest_ssd.results.record import Measurement
+from pytest_ssd.verdict.judge import MetricVerdict, judge_point
+
+FILE = "baseline.json"
+#: the derived record of a test judged against the baseline
+RECORD = "baseline"
+
+
+def point_key(test: str, name: str) -> str:
+    return f"{test}::{name}"
+
+
+def runs_of(measurements: Iterable[Measurement], dut_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Point key -> the metrics of each of its runs (the repeats, or every recording)."""
+    points: dict[str, list[dict[str, Any]]] = {}
+    for m in measurements:
+        # under xdist a test's id ends in its device's group ("...]@dut-loop3"): a run with -n
+        # compares with one without
+        test = m.test.removesuffix(f"@dut-{dut_id}")
+        key = point_key(shared_test_id(test, dut_id), m.name)
+        points.setdefault(key, []).append(m.metrics)
+    return points
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Per device under test: the baseline drive's runs of every point it measured."""
+
+    #: what was asked for (a run id or a label)
+    ref: str
+    #: dut id -> the baseline drive it is judged against ("run <id>, <label>")
+    against: dict[str, str]
+    points: dict[str, dict[str, list[dict[str, Any]]]]
+    #: metric -> tolerance (a fraction) given for it; others come from the baseline's spread
+    tolerances: dict[str, float] = field(default_factory=dict)
+
+    def save(self, run_dir: Path) -> Path:
+        path = run_dir / FILE
+        data = {
+            "ref": self.ref,
+            "against": self.against,
+            "points": self.points,
+            "tolerances": self.tolerances,
+        }
+        path.write_text(json.dumps(data))
+        return path
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Baseline | None:
+        path = run_dir / FILE
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        return cls(data["ref"], data["against"], data["points"], data["tolerances"])
+
+    def judge(self, dut_id: str, measurements: Sequence[Measurement]) -> list[MetricVerdict]:
+        """Every metric of every point of *measurements* the baseline measured too."""
+        return judge_points(
+            self.points.get(dut_id, {}), runs_of(measurements, dut_id), self.tolerances
+        )
+
+
+Points = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+def judge_points(
+    base: Points, new: Points, tolerances: Mapping[str, float] | None = None
+) -> list[MetricVerdict]:
+    """Every point of *new* that *base* has too (both from :func:`runs_of`), judged."""
+    verdicts: list[MetricVerdict] = []
+    for key, runs in new.items():
+        if key in base:
+            verdicts += judge_point(key.rsplit("::", 1)[1], base[key], runs, tolerances)
+    return verdicts

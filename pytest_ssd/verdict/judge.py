@@ -1,0 +1,230 @@
+"""A verdict per point, direction and metric: regressed, improved, same or unknown.
+
+The new build's repeats of a point are set against the baseline's repeats of the
+same point.  For each metric (IOPS, MiB/s, mean latency and the resolved latency
+percentiles) the ratio new / base of the medians gets a seeded bootstrap interval,
+and each side of the question "worse?" and "better?" an exact one-sided
+Mann-Whitney test:
+
+- **regressed**: worse with p < alpha, and the whole interval lies beyond the
+  tolerance band on the worse side;
+- **improved**: the same, on the better side;
+- **same**: the whole interval lies inside the band;
+- **unknown**: anything else, with the repeats a side that would likely decide it.
+  One run against one run is always unknown.
+
+The band is ``[1 / (1 + t), 1 + t]`` around a ratio of 1.  The tolerance *t* of a
+metric is given (``--ssd-baseline-tolerance``) or derived from the run-to-run spread:
+the baseline's range over its median, or the new build's when that is wider (a
+difference smaller than a run's own noise is not called: a host busier during one
+run than the other shows as spread), at least :data:`TOLERANCE_FLOOR`;
+a derived band wider than :data:`SAME_AT_MOST` never gives "same" (too noisy to say).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from pytest_ssd.errors import ConfigError
+from pytest_ssd.results.record import percentile_us
+from pytest_ssd.verdict.stats import MAX_EXACT, median_ratio_ci, p_greater, smallest_p
+
+VERDICTS = ("regressed", "improved", "same", "unknown")
+#: the one-sided significance level, and the interval's confidence
+ALPHA = 0.05
+LEVEL = 0.95
+#: the narrowest tolerance band a baseline's spread gives (5 %)
+TOLERANCE_FLOOR = 0.05
+#: a baseline spread wider than this (derived, not given) never makes a verdict "same"
+SAME_AT_MOST = 0.25
+#: the percentiles judged when every sample on both sides resolves them
+PERCENTILES = (50.0, 99.0, 99.9, 99.99)
+#: metric -> (its label in a line, higher is better)
+THROUGHPUT = {"iops": ("IOPS", True), "bw_mib_s": ("MiB/s", True)}
+LATENCY = {"lat_mean_us": ("mean latency", False)}
+
+
+def percentile_metric(p: float) -> str:
+    return f"p{p:g}_us"
+
+
+METRICS: dict[str, tuple[str, bool]] = {
+    **THROUGHPUT,
+    **LATENCY,
+    **{percentile_metric(p): (f"p{p:g}", False) for p in PERCENTILES},
+}
+
+
+def parse_tolerance(text: str) -> tuple[str, float]:
+    """``p99_us=10`` -> ("p99_us", 0.10); ConfigError naming the metrics otherwise."""
+    metric, _, percent = text.partition("=")
+    try:
+        value = float(percent)
+    except ValueError:
+        value = -1.0
+    if metric not in METRICS or not 0 < value < 100:
+        raise ConfigError(
+            f"{text!r}: give METRIC=PERCENT, METRIC one of {', '.join(METRICS)}"
+            " and PERCENT in (0, 100)"
+        )
+    return metric, value / 100
+
+
+def metric_value(direction: Mapping[str, Any], metric: str) -> float | None:
+    """One run's figure: None when absent or an unresolved percentile (never judged)."""
+    if metric.startswith("p") and metric.endswith("_us"):
+        return percentile_us(dict(direction), float(metric[1:-3]))
+    value = direction.get(metric)
+    return None if value is None else float(value)
+
+
+def samples(runs: Sequence[Mapping[str, Any]], direction: str, metric: str) -> list[float] | None:
+    """*metric* of *direction* over runs (measurements' ``metrics``); None if one lacks it."""
+    values = [metric_value(run.get(direction) or {}, metric) for run in runs]
+    if not values or any(v is None for v in values):
+        return None
+    return [float(v) for v in values if v is not None]
+
+
+def spread(values: Sequence[float]) -> float:
+    """Run-to-run spread: range / median (0 for a zero median)."""
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / middle if middle > 0 else 0.0
+
+
+def default_tolerance(base: Sequence[float], new: Sequence[float] = ()) -> float:
+    """The wider of the two runs' spreads, at least the floor."""
+    return max(TOLERANCE_FLOOR, spread(base), spread(new) if new else 0.0)
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    """One metric of one point and direction, judged against the baseline."""
+
+    point: str
+    direction: str
+    metric: str
+    verdict: str
+    base_n: int
+    new_n: int
+    tolerance: float
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    #: one-sided p that the new build is worse, and that it is better
+    p_worse: float | None = None
+    p_better: float | None = None
+    #: for unknown: the repeats a side that would likely decide it
+    repeats_needed: int | None = None
+    reason: str = ""
+
+    @property
+    def label(self) -> str:
+        return METRICS[self.metric][0]
+
+    def line(self) -> str:
+        """``rnd-4k-qd1 read p99.9: 1.31× the baseline (95 % CI 1.22–1.40, p = 0.004)``."""
+        head = f"{self.point} {self.direction} {self.label}"
+        if self.ratio is None or self.low is None or self.high is None:
+            return f"{head}: {self.verdict} ({self.reason})"
+        p = self.p_better if self.verdict == "improved" else self.p_worse
+        shown = f", p = {p:.2g}" if p is not None else ""
+        return (
+            f"{head}: {_x(self.ratio)}× the baseline "
+            f"({LEVEL:.0%} CI {_x(self.low)}–{_x(self.high)}{shown})".replace("%", " %")
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "line": self.line()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricVerdict:
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**fields)
+
+
+def _x(ratio: float) -> str:
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+
+
+def repeats_to_decide(base_n: int, new_n: int, width: float, band: float) -> int:
+    """Repeats a side that could decide: enough for p < alpha, and an interval that fits."""
+    need = next(n for n in range(2, MAX_EXACT + 1) if smallest_p(n, n) < ALPHA)
+    if width > 0 and band > 0:
+        # an interval narrows as 1 / sqrt(n): what shrinks it to the band's width
+        need = max(need, math.ceil(min(base_n, new_n) * (width / band) ** 2))
+    return min(max(need, min(base_n, new_n) + 1), MAX_EXACT)
+
+
+def judge(
+    point: str,
+    direction: str,
+    metric: str,
+    base: Sequence[float],
+    new: Sequence[float],
+    *,
+    tolerance: float | None = None,
+) -> MetricVerdict:
+    """The verdict of one metric: *new* repeats against *base* repeats (the last 20 a side)."""
+    base, new = list(base)[-MAX_EXACT:], list(new)[-MAX_EXACT:]
+    tol = default_tolerance(base, new) if tolerance is None else tolerance
+    empty = MetricVerdict(point, direction, metric, "unknown", len(base), len(new), tol)
+    if min(len(base), len(new)) < 2:
+        why = f"{len(new)} run against {len(base)}: repeat (--ssd-repeat) to judge"
+        return replace(
+            empty, repeats_needed=repeats_to_decide(len(base), len(new), 0, 0), reason=why
+        )
+    if min(base) <= 0 or min(new) <= 0:
+        return replace(empty, reason="a run measured 0: no ratio")
+    higher_better = METRICS[metric][1]
+    interval = median_ratio_ci(base, new, LEVEL)
+    worse = p_greater(base, new) if higher_better else p_greater(new, base)
+    better = p_greater(new, base) if higher_better else p_greater(base, new)
+    found = replace(
+        empty,
+        ratio=interval.ratio,
+        low=interval.low,
+        high=interval.high,
+        p_worse=worse,
+        p_better=better,
+    )
+    lo_band, hi_band = 1 / (1 + tol), 1 + tol
+    below, above = interval.high < lo_band, interval.low > hi_band
+    if worse < ALPHA and (below if higher_better else above):
+        return replace(found, verdict="regressed")
+    if better < ALPHA and (above if higher_better else below):
+        return replace(found, verdict="improved")
+    inside = lo_band <= interval.low and interval.high <= hi_band
+    noisy = tolerance is None and tol > SAME_AT_MOST
+    if inside and not noisy:
+        return replace(found, verdict="same")
+    if inside:
+        why = f"the runs' own spread is ±{tol:.0%}: too wide to call it the same"
+        return replace(found, repeats_needed=None, reason=why.replace("%", " %"))
+    width = math.log(interval.high / interval.low)
+    need = repeats_to_decide(len(base), len(new), width, 2 * math.log1p(tol))
+    why = f"the {LEVEL:.0%} interval straddles the ±{tol:.1%} band".replace("%", " %")
+    return replace(found, repeats_needed=need, reason=why)
+
+
+def judge_point(
+    point: str,
+    base: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+    tolerances: Mapping[str, float] | None = None,
+) -> list[MetricVerdict]:
+    """Every metric of every direction both sides measured (runs as measurements' ``metrics``)."""
+    given = tolerances or {}
+    found: list[MetricVerdict] = []
+    directions = sorted({d for run in base for d in run} & {d for run in new for d in run})
+    for direction in directions:
+        for metric in METRICS:
+            b, n = samples(base, direction, metric), samples(new, direction, metric)
+            if b is None or n is None:  # not measured, or a percentile some run cannot resolve
+                continue
+            found.append(judge(point, direction, metric, b, n, tolerance=given.get(metric)))
+    return found

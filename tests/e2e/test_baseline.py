@@ -1,0 +1,199 @@
+"""A build against a baseline build end to end: a "new build" slowed by a blkio cgroup.
+
+The baseline run and the new build's run measure the same points on the same loop
+device with ``--ssd-repeat=5``; the new build runs in a cgroup v1 ``blkio`` group that
+caps the device's reads at 300 IOPS (writes untouched).  The slowed read regresses and
+fails its test in one line; the untouched write is same or unknown, never regressed;
+``pytest-ssd compare --gate`` exits 1; one run against one run is unknown throughout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ssd.cli import main
+
+pytestmark = pytest.mark.slow
+
+BLKIO = Path("/sys/fs/cgroup/blkio")
+#: the new build's read ceiling (the loop device reads ~10k to 50k IOPS free)
+CAP_IOPS = 300
+POINTS = "rnd-read or rnd-write"
+
+
+def _own_blkio_group() -> Path:
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "blkio" in controllers.split(","):
+            return BLKIO / path.lstrip("/")
+    raise AssertionError("this process is in no blkio cgroup")
+
+
+@contextlib.contextmanager
+def reads_capped(device: Path, iops: int) -> Iterator[None]:
+    """This process, and every process it starts meanwhile, in a child blkio cgroup of its own
+    that caps *device*'s reads at *iops*; moved back and the group removed afterwards."""
+    if not (BLKIO / "blkio.throttle.read_iops_device").exists():
+        pytest.skip("no cgroup v1 blkio throttle on this kernel")
+    rdev = device.stat().st_rdev
+    home = _own_blkio_group()
+    group = home / f"pytest-ssd-verdicts-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    try:
+        limit = f"{os.major(rdev)}:{os.minor(rdev)} {iops}\n"
+        (group / "blkio.throttle.read_iops_device").write_text(limit)
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+        yield
+    finally:
+        (home / "cgroup.procs").write_text(str(os.getpid()))
+        for _ in range(60):  # a child that has not exited yet keeps the group busy
+            with contextlib.suppress(OSError):
+                group.rmdir()
+                break
+            time.sleep(0.5)
+        assert not group.exists(), f"{group} still holds processes"
+
+
+@pytest.fixture
+def ram_loop() -> Iterator[Path]:
+    """A 128 MiB loop device on a file in /dev/shm, detached and removed afterwards.
+
+    In RAM, not on the disk every other test's loop device shares: the untouched points
+    of two runs minutes apart then differ by the CPU's load alone, not by another test's
+    fio on the same disk (on disk a quiet baseline and a busy new run measured rnd-write
+    110k against 35k IOPS, p99 8x: a real difference, but the host's).
+    """
+    if os.geteuid() != 0:
+        pytest.skip("loop devices need root")
+    backing = Path("/dev/shm") / f"pytest-ssd-verdicts-{os.getpid()}-{uuid.uuid4().hex[:8]}.img"
+    with backing.open("wb") as fh:
+        fh.truncate(128 << 20)
+    argv = ["losetup", "--find", "--show", str(backing)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)
+        device = Path(done.stdout.strip())
+        try:
+            yield device
+        finally:
+            subprocess.run(["losetup", "-d", str(device)], check=False, timeout=30)
+    finally:
+        backing.unlink()
+
+
+def _clean(run: Any) -> str:
+    out = run.result.stdout.str() + run.result.stderr.str()
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out
+    return out
+
+
+def _verdicts(run: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(point, direction, metric) -> the verdict the run recorded."""
+    found = {}
+    for record in run.results()["derived"]:
+        if record["name"] == "baseline":
+            for v in record["values"]["verdicts"]:
+                found[(v["point"], v["direction"], v["metric"])] = v
+    return found
+
+
+def _junit_properties(path: Path, test: str) -> dict[str, str]:
+    case = next(c for c in ET.parse(path).iter("testcase") if c.get("name", "").endswith(test))
+    return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+
+
+def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
+    run_ssd: Any, ram_loop: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    device = ram_loop
+    target = (f"--dut={device}", f"--ssd-confirm={device}", "-k", POINTS, "--ssd-repeat=5")
+    base = run_ssd(*target, "--dut-label=build 1")
+    _clean(base)
+    base.result.assert_outcomes(passed=2)
+
+    junit = tmp_path / "junit.xml"
+    with reads_capped(device, CAP_IOPS):
+        new = run_ssd(
+            *target, "--dut-label=build 2", "--ssd-baseline=build 1", f"--junitxml={junit}"
+        )
+    out = _clean(new)
+    new.result.assert_outcomes(passed=1, failed=1)
+    verdicts = _verdicts(new)
+    # the slowed point: fewer IOPS and MiB/s, longer latencies, each beyond the noise
+    for metric in ("iops", "bw_mib_s", "lat_mean_us"):
+        assert verdicts[("rnd-read", "read", metric)]["verdict"] == "regressed", metric
+    slow = verdicts[("rnd-read", "read", "iops")]
+    assert slow["ratio"] < 0.2 and slow["p_worse"] == pytest.approx(1 / 252)
+    # the failure is one line of the regressed point
+    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1 and "rnd-read" in failed[0], failed
+    assert "× the baseline (95 % CI" in out and "p = 0.004" in out
+    # the write the cgroup left alone: never regressed
+    writes = {k: v["verdict"] for k, v in verdicts.items() if k[0] == "rnd-write"}
+    assert writes and set(writes.values()) <= {"same", "unknown"}, writes
+    props = _junit_properties(junit, "rnd-read]")
+    assert props["rnd-read.read.iops.baseline"] == "regressed"
+    assert float(props["rnd-read.read.iops.baseline_ratio"]) < 0.2
+    assert props["baseline.regressed"] != "0"
+
+    db = str(new.report_dir / "results.sqlite")
+    capsys.readouterr()
+    code = main(
+        ["--db", db, "compare", "build 1", "build 2", "--gate", "-o", str(tmp_path / "c.html")]
+    )
+    table = capsys.readouterr().out
+    assert code == 1, table
+    assert "regressed  build 2: rnd-read read IOPS:" in table
+    assert not any(
+        line.startswith("regressed") and "rnd-write" in line for line in table.splitlines()
+    )
+    page = (tmp_path / "c.html").read_text()
+    assert 'id="ssd-baseline"' in page and "build 2 against build 1" in page
+
+
+def test_one_run_against_one_is_unknown_never_a_pass_or_a_fail(
+    run_ssd: Any, loop_device: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    device = loop_device(64)
+    target = (f"--dut={device}", f"--ssd-confirm={device}", "-k", "rnd-read")
+    base = run_ssd(*target, "--dut-label=one")
+    _clean(base)
+    with reads_capped(device, CAP_IOPS):
+        new = run_ssd(*target, "--dut-label=other", "--ssd-baseline=one", "-n", "1")
+    _clean(new)
+    # judged on an xdist worker (from the run folder's baseline.json), unknown: the test's
+    # own checks decide
+    new.result.assert_outcomes(passed=1)
+    verdicts = _verdicts(new)
+    assert verdicts and {v["verdict"] for v in verdicts.values()} == {"unknown"}
+    assert all(v["repeats_needed"] == 4 for v in verdicts.values())
+    db = str(new.report_dir / "results.sqlite")
+    capsys.readouterr()
+    assert (
+        main(["--db", db, "compare", "one", "other", "--gate", "-o", str(tmp_path / "c.html")]) == 0
+    )
+    table = capsys.readouterr().out
+    assert table.splitlines()[-1].startswith("0 regressed, 0 improved, 0 same,"), table
+
+
+def test_a_baseline_the_database_lacks_refuses_the_run_in_one_line(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    run = run_ssd("--dut=scratch:64M", "--ssd-baseline=build 0")
+    out = _clean(run)
+    assert run.result.ret == 4, out  # a usage error, before the first test
+    errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
+    assert errors == [
+        f"ERROR: {tmp_path / 'reports' / 'results.sqlite'}: no results database here"
+        " (a pytest-ssd run creates it)"
+    ]
+    assert not (tmp_path / "reports").exists(), "nothing was made"
