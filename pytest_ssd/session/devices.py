@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,7 +249,7 @@ class Devices:
                 "address": dataclasses.asdict(d.address) if d.address else None,
                 "lock_pid": d.lock_pid,
                 "pinned": d.pinned.as_dict() if d.pinned else None,
-                "identity": pickle.dumps(d.identity),  # the controller's own reading
+                "identity": d.identity.as_dict(),  # the controller's own reading
             }
             for d in self.duts.values()
         ]
@@ -266,7 +265,7 @@ class Devices:
         places = [SshAddress(**i["address"]) if i["address"] else None for i in items]
         sites = [self.sites.of(address) for address in places]
         for index, (item, address, site) in enumerate(zip(items, places, sites, strict=True)):
-            identity = pickle.loads(item["identity"])  # our own controller's
+            identity = DeviceIdentity.from_dict(item["identity"])
             dut = Dut(
                 id=item["id"],
                 path=Path(item["path"]),
