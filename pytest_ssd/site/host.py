@@ -15,7 +15,7 @@ from pytest_ssd.device.node import canonical
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.remote import SshView
 from pytest_ssd.device.remote_identity import identify_all, identify_remote
-from pytest_ssd.device.remote_links import sysfs_copies, sysfs_copy
+from pytest_ssd.device.remote_links import sysfs_copies
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import Node, View
 from pytest_ssd.errors import DeviceError, SafetyError, SsdError
@@ -148,14 +148,9 @@ class HostSite(Site):
 
     def summary(self, identity: DeviceIdentity, warnings: list[str]) -> DeviceSummary:
         """From a copy of what the host's sysfs says of the device."""
-        with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
-            try:
-                name = identity.kernel_name or ""
-                root = sysfs_copy(self.machine, name, Path(tmp)) if name else None
-            except SsdError as exc:  # the summary says "not exposed" rather than stop the run
-                warnings.append(f"the host's sysfs could not be read: {exc}")
-                root = None
-            return self._summarized(identity, root)
+        ((found, said),) = self.summaries([identity])
+        warnings.extend(said)
+        return found
 
     def summaries(self, identities: list[DeviceIdentity]) -> list[tuple[DeviceSummary, list[str]]]:
         """From one copy of what the host's sysfs says of all the devices."""
