@@ -81,9 +81,10 @@ class Hosts:
 
     def key(self, address: SshAddress) -> str:
         """One connection per user, host and port as ssh resolves them (``ssh -G``)."""
-        if address not in self._keys:
-            self._keys[address] = resolve(address, self.config)
-        return self._keys[address]
+        machine = dataclasses.replace(address, path="")  # one ``ssh -G`` for a host's drives
+        if machine not in self._keys:
+            self._keys[machine] = resolve(address, self.config)
+        return self._keys[machine]
 
     def _control_dir(self, index: int) -> Path:
         if self._folder is None:

@@ -16,6 +16,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_ssd.device import nvme
 from pytest_ssd.device.nvme import NvmeInfo
@@ -93,6 +94,13 @@ class DeviceIdentity:
         fields["nvme"] = self.nvme.as_dict() if self.nvme else None
         fields["label"] = self.label
         return fields
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeviceIdentity:
+        """The identity :meth:`as_dict` gave (its ``label`` is computed, not read)."""
+        given = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        nvme_info = data.get("nvme")
+        return cls(**{**given, "nvme": NvmeInfo.from_dict(nvme_info) if nvme_info else None})
 
     def summary(self) -> str:
         """One line: path, model, serial, size, LBA sizes and transport."""

@@ -65,9 +65,9 @@ class Order:
         self.locking.leave(self.index)
 
 
-def prepare(items: Sequence[T], step: Callable[[T, Order], R]) -> list[R]:
-    """``step(item, order)`` for every item at once; the results in order, or the first
-    item's error (in *items*' order) once every thread has ended."""
+def attempt(items: Sequence[T], step: Callable[[T, Order], R]) -> list[R | BaseException]:
+    """``step(item, order)`` for every item at once: each one's result or error, in order,
+    once every thread has ended."""
     naming, locking = Turns(len(items)), Turns(len(items))
 
     def one(index: int) -> R:
@@ -78,14 +78,32 @@ def prepare(items: Sequence[T], step: Callable[[T, Order], R]) -> list[R]:
             order.leave()
 
     if len(items) <= 1:
-        return [one(i) for i in range(len(items))]
+        return [_outcome(one, i) for i in range(len(items))]
     with ThreadPoolExecutor(min(THREADS, len(items)), thread_name_prefix="ssd-dut") as pool:
         futures = [pool.submit(one, i) for i in range(len(items))]
         errors = [f.exception() for f in futures]  # waits for all: nothing is left running
-    for error in errors:
-        if error is not None:
-            raise error
-    return [f.result() for f in futures]
+    return [f.result() if e is None else e for f, e in zip(futures, errors, strict=True)]
+
+
+def _outcome(call: Callable[[int], R], index: int) -> R | BaseException:
+    try:
+        return call(index)
+    except Exception as exc:  # noqa: BLE001 - kept as the item's outcome, raised by first()
+        return exc
+
+
+def first(outcomes: Sequence[R | BaseException]) -> list[R]:
+    """The results, or the first item's error (in order)."""
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return list(outcomes)  # type: ignore[arg-type]  # no error among them
+
+
+def prepare(items: Sequence[T], step: Callable[[T, Order], R]) -> list[R]:
+    """``step(item, order)`` for every item at once; the results in order, or the first
+    item's error (in *items*' order) once every thread has ended."""
+    return first(attempt(items, step))
 
 
 def each(items: Sequence[T], step: Callable[[T], R]) -> list[R]:

@@ -93,6 +93,12 @@ class NvmeController:
         """Plain values for JSON results."""
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NvmeController:
+        """The controller :meth:`as_dict` gave."""
+        states = tuple(PowerState(**state) for state in data.get("power_states", ()))
+        return cls(**{**data, "power_states": states})
+
 
 @dataclass(frozen=True)
 class NvmeNamespace:
@@ -115,6 +121,12 @@ class NvmeNamespace:
         """Plain values for JSON results."""
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NvmeNamespace:
+        """The namespace :meth:`as_dict` gave."""
+        formats = tuple(LbaFormat(**lbaf) for lbaf in data.get("lba_formats", ()))
+        return cls(**{**data, "lba_formats": formats})
+
 
 @dataclass(frozen=True)
 class NvmeInfo:
@@ -126,6 +138,14 @@ class NvmeInfo:
     def as_dict(self) -> dict[str, object]:
         """Plain values for JSON results."""
         return {"controller": self.controller.as_dict(), "namespace": self.namespace.as_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NvmeInfo:
+        """The device :meth:`as_dict` gave."""
+        return cls(
+            NvmeController.from_dict(data["controller"]),
+            NvmeNamespace.from_dict(data["namespace"]),
+        )
 
 
 def load_object(text: str, what: str) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pytest_ssd.device import openers as local_openers
+from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.openers import describe
 from pytest_ssd.device.view import Block, Node, View, devname, parse_dev, signatures_of
 from pytest_ssd.errors import DeviceError
@@ -111,21 +112,23 @@ echo "{MARK}fds $$"; checked "{_GONE}|$hidden" fds
 #: the end of every script's output: a snapshot without it was cut short
 END = f'echo "{MARK}end"'
 
-#: ``sh -c SNAPSHOT sh TARGET WRITE``
+#: ``sh -c SNAPSHOT sh WRITE TARGET...``: the host's facts once, then each target's own
+#: (its real path and probes, after a ``target`` mark)
 SNAPSHOT = f"""{PRELUDE}
-t=$1 write=$2
-real=$(readlink -m -- "$t") || fail "readlink cannot resolve $t"
-echo "{MARK}real"; printf '%s\\n' "$real"
+write=$1; shift
+for t; do readlink -m -- "$t" >/dev/null || fail "readlink cannot resolve $t"; done
 files() {{
-  printf '%s\\n' "$t" "$real"
+  for t; do printf '%s\\n' "$t"; readlink -m -- "$t"; done
   for f in /sys/class/block/*/loop/backing_file; do
     [ -e "$f" ] && IFS= read -r b < "$f" && printf '%s\\n' "${{b% (deleted)}}"
   done
   while read -r name rest; do [ "$name" = Filename ] || printf '%s\\n' "$name"; done < /proc/swaps
   while read -r src rest; do case $src in /*) printf '%s\\n' "$src";; esac; done < /proc/mounts
 }}
-nodes() {{ listed files; listed find /dev -ignore_readdir_race \\( -type b -o -type l \\) -print; }}
-echo "{MARK}stat"; checked "{_GONE}" nodes
+nodes() {{
+  listed files "$@"; listed find /dev -ignore_readdir_race \\( -type b -o -type l \\) -print
+}}
+echo "{MARK}stat"; checked "{_GONE}" nodes "$@"
 [ -d /sys/class/block ] || fail "/sys/class/block is missing: is sysfs mounted?"
 echo "{MARK}sys"
 for d in /sys/class/block/*; do show "$d/dev"; show "$d/uevent"; show "$d/loop/backing_file"; done
@@ -136,7 +139,12 @@ for p in /sys/class/block/*/holders/* /sys/class/block/*/slaves/*; do [ -e "$p" 
 echo "{MARK}mountinfo"; cat /proc/self/mountinfo || fail "cannot read /proc/self/mountinfo"
 echo "{MARK}swaps"; cat /proc/swaps || fail "cannot read /proc/swaps"
 {FDS}
-{PROBE}
+for t; do
+  real=$(readlink -m -- "$t")
+  echo "{MARK}target"
+  echo "{MARK}real"; printf '%s\\n' "$real"
+  {PROBE}
+done
 {END}
 """
 
@@ -163,6 +171,12 @@ def sections(text: str) -> dict[str, list[str]]:
         else:
             current.append(line)
     return found
+
+
+def _targets(text: str) -> list[dict[str, list[str]]]:
+    """The sections of the host's facts, then of each target's (after each ``target`` mark)."""
+    chunks = text.split(f"\n{MARK}target\n")
+    return [sections(chunk) for chunk in chunks]
 
 
 def _section(parts: Mapping[str, list[str]], word: str) -> tuple[str, list[str]] | None:
@@ -243,6 +257,9 @@ class SshView(View):
     #: pids on the host that are pytest-ssd's own (the session's lock holder)
     ours: frozenset[int] = frozenset()
     claimed: frozenset[int] = frozenset()
+    #: identities of block devices read with these facts, by node (one copy for a host's
+    #: devices: :func:`~.remote_identity.identify_all`)
+    identified: dict[str, DeviceIdentity] = field(default_factory=dict)
     _parts: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _stats: dict[str, Node] = field(default_factory=dict, repr=False)
     _blocks: dict[str, Block] = field(default_factory=dict, repr=False)
@@ -259,28 +276,54 @@ class SshView(View):
         claimed: frozenset[int] = frozenset(),
     ) -> SshView:
         """The host's facts about *target* as of now (one command over *ssh*)."""
-        view = cls(ssh, target, write, frozenset(ours), claimed)
-        view._parts = view._sh(SNAPSHOT, target, "1" if write else "0")
-        view._stats = parse_stats(view._parts.get("stat", []))
-        view._blocks = parse_blocks(view._parts)
-        view._probes[target] = view._parts
-        return view
+        return cls.snapshots(ssh, {target: tuple(ours)}, write=write, claimed=claimed)[target]
+
+    @classmethod
+    def snapshots(
+        cls,
+        ssh: Ssh,
+        targets: Mapping[str, Iterable[int]],
+        *,
+        write: bool,
+        claimed: frozenset[int] = frozenset(),
+    ) -> dict[str, SshView]:
+        """The host's facts about each of *targets* as of now, all in one command over *ssh*.
+
+        *targets*: each target's pids that are pytest-ssd's own (:attr:`ours`).  The host's
+        facts are read once for all; each target's real path and probes are its own.
+        """
+        names = list(targets)
+        head, *own = _targets(cls(ssh, "", write)._run(SNAPSHOT, "1" if write else "0", *names))
+        if len(own) != len(names):
+            raise DeviceError(f"{ssh.where}: the guard's facts were cut short there; refusing")
+        stats, blocks = parse_stats(head.get("stat", [])), parse_blocks(head)
+        views = {}
+        for target, parts in zip(names, own, strict=True):
+            view = cls(ssh, target, write, frozenset(targets[target]), claimed)
+            view._parts = {**head, **parts}
+            view._stats, view._blocks = stats, blocks
+            view._probes[target] = parts
+            views[target] = view
+        return views
 
     @property
     def where(self) -> str:
         return self.ssh.where
 
-    def _sh(self, script: str, *args: str) -> dict[str, list[str]]:
+    def _run(self, script: str, *args: str) -> str:
+        """The output of *script* run there, whole (it ends with its end mark)."""
         done = self.ssh.run(["sh", "-c", script, "sh", *args], timeout=SNAPSHOT_TIMEOUT_S)
         if done.returncode != 0:
             raise DeviceError(
                 f"{self.where}: the guard cannot read the device facts there"
                 f" ({done.last_error_line()}); refusing"
             )
-        found = sections(done.stdout)
-        if "end" not in found:
+        if f"{MARK}end" not in done.stdout.splitlines():
             raise DeviceError(f"{self.where}: the guard's facts were cut short there; refusing")
-        return found
+        return done.stdout
+
+    def _sh(self, script: str, *args: str) -> dict[str, list[str]]:
+        return sections(self._run(script, *args))
 
     def stat(self, path: str) -> Node | None:
         return self._stats.get(path)

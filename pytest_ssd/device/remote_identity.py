@@ -5,19 +5,21 @@ The files :func:`~.identity.identify_block` reads are those it declares
 into a small copy of the host's ``/sys`` (the same paths and links, so the transport
 is told by the same rules, :mod:`pytest_ssd.machine.snapshot`), which
 ``identify_block`` reads.  NVMe devices are asked ``nvme id-ctrl`` and ``id-ns`` on
-the host.  The identity names the device by its path on the host.
+the host.  The identity names the device by its path on the host.  :func:`identify_all` identifies
+a host's devices from one copy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 
 from pytest_ssd.device import nvme
 from pytest_ssd.device.identity import READS, DeviceIdentity, identify_block
-from pytest_ssd.errors import DeviceError
+from pytest_ssd.errors import DeviceError, SsdError
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.snapshot import SnapshotError, take
+from pytest_ssd.machine.snapshot import SnapshotError, take, take_all
 
 
 def identify_remote(
@@ -35,3 +37,28 @@ def identify_remote(
             sysfs_root=copy.sysfs,
             query_nvme=lambda device: nvme.query(device, artifacts, machine),
         )
+
+
+def identify_all(
+    machine: Machine, paths: dict[str, str], artifacts: Path | None = None
+) -> dict[str, DeviceIdentity]:
+    """Identify the block devices of *machine* (*paths*: each one's path there -> kernel
+    name) from one copy of its sysfs; those that could not be are left out (:func:`identify_remote`
+    tells why)."""
+    found: dict[str, DeviceIdentity] = {}
+    with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
+        try:
+            names = sorted(set(paths.values()))
+            copies = take_all(machine, READS, Path(tmp), devices=names, what="sysfs")
+        except SnapshotError:
+            return found
+        for path, name in paths.items():
+            if name in copies:
+                with contextlib.suppress(SsdError):
+                    found[path] = identify_block(
+                        Path(path),
+                        name,
+                        sysfs_root=copies[name].sysfs,
+                        query_nvme=lambda device: nvme.query(device, artifacts, machine),
+                    )
+    return found

@@ -17,7 +17,7 @@ from pathlib import Path
 from pytest_ssd.device.summary import READS
 from pytest_ssd.errors import DeviceError
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.snapshot import SnapshotError, take
+from pytest_ssd.machine.snapshot import SnapshotError, take, take_all
 
 
 def sysfs_copy(machine: Machine, kernel_name: str, root: Path) -> Path:
@@ -26,3 +26,13 @@ def sysfs_copy(machine: Machine, kernel_name: str, root: Path) -> Path:
         return take(machine, READS, root, device=kernel_name, what="sysfs links").sysfs
     except SnapshotError as exc:
         raise DeviceError(str(exc)) from None
+
+
+def sysfs_copies(machine: Machine, kernel_names: list[str], root: Path) -> dict[str, Path]:
+    """:func:`sysfs_copy` of several devices, in one command: each one's copy of /sys (one
+    the host does not have is left out)."""
+    try:
+        found = take_all(machine, READS, root, devices=kernel_names, what="sysfs links")
+    except SnapshotError as exc:
+        raise DeviceError(str(exc)) from None
+    return {name: copy.sysfs for name, copy in found.items()}

@@ -49,7 +49,6 @@ from pytest_ssd.host.tune import (
 )
 from pytest_ssd.machine.flock import CONFLICT, HostFlock, hold_script
 from pytest_ssd.machine.machine import Machine, SshMachine
-from pytest_ssd.machine.snapshot import SnapshotError
 from pytest_ssd.machine.ssh import MARK
 
 TIMEOUT_S = 60.0
@@ -223,13 +222,7 @@ class HostTuner(MachineTuner):
     def _recover(self, left: tuple[Journal, list[dict[str, Any]]], tree: Tree) -> None:
         """Put back a dead session's journal: its entries checked on a copy of the host."""
         journal, entries = left
-        mapped = [
-            {**e, "path": _copied(tree, str(e["path"]))} if "path" in e else e for e in entries
-        ]
-        good, refused = checked(mapped, tree.now, tree.node_of)
-        back = [_to_host(c, tree) for c in good]
-        copy = f"{tree.root}/"  # the host's paths, not the copy's, in what is said
-        said = [line.replace(copy, "/") for line in refused]
+        back, said = checked_on(tree, entries)
         put_back(back, said, self.io, self.log, f"pid {journal.pid} on {self.label}")
         _run(self.machine, DROP, what="remove its tune journal")
 
@@ -263,17 +256,28 @@ class HostTuner(MachineTuner):
         return [f"{self.label}: {line}" for line in tune_lines(self.log, self.journal)]
 
 
-def _copied(tree: Tree, path: str) -> str:
-    """The copy's file for a journal entry's host path.
+def checked_on(tree: Tree, entries: list[dict[str, Any]]) -> tuple[list[Change], list[str]]:
+    """A dead session's journal *entries* checked on *tree*, the copy of its host's files:
+    the changes to put back at the host's paths, and one line for each entry refused.
 
-    A path the copy cannot hold (not under /sys or /proc: not a file --ssd-tune sets)
-    stays absent from it, so :func:`~pytest_ssd.host.journal.checked` refuses the entry
-    naming the host's path; never a file outside the copy.
+    An entry's path is read where the copy's own rules put it (:meth:`Tree.read_path`): a
+    path the copy cannot hold (not under /sys or /proc: no file --ssd-tune sets) is found
+    absent, so :func:`~pytest_ssd.host.journal.checked` refuses the entry, naming the
+    host's path; nothing outside the copy is ever read.
     """
-    try:
-        return str(tree.copy_path(path))
-    except SnapshotError:
-        return f"{tree.root}/{path.lstrip('/').replace('..', '__')}"
+    host = {str(tree.read_path(str(e["path"]))): str(e["path"]) for e in entries if "path" in e}
+    mapped = [
+        {**e, "path": str(tree.read_path(str(e["path"])))} if "path" in e else e for e in entries
+    ]
+    good, refused = checked(mapped, tree.now, tree.node_of)
+    return [_to_host(c, tree) for c in good], [tree.shown(_named(line, host)) for line in refused]
+
+
+def _named(line: str, host: dict[str, str]) -> str:
+    """*line* naming the journal's own paths (*host*: each one's by its place in the copy)."""
+    for copy in sorted(host, key=len, reverse=True):
+        line = line.replace(copy, host[copy])
+    return line
 
 
 def _to_host(change: Change, tree: Tree) -> Change:

@@ -8,6 +8,7 @@ measures a local drive and a drive in a test host alike.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -131,6 +132,8 @@ class SshMachine(Machine):
 
     ssh: Ssh
     _paths: dict[str, str] = field(default_factory=dict, repr=False)
+    #: a host's devices are prepared in threads: each program is looked for there once
+    _looking: threading.Lock = field(default_factory=threading.Lock, repr=False)
     place: Place = field(default="host", init=False)
 
     @property
@@ -153,15 +156,16 @@ class SshMachine(Machine):
         return self.ssh.run(argv, timeout=timeout, stdin=stdin, artifacts=artifacts, name=name)
 
     def which(self, program: str, install_hint: str) -> str:
-        if program not in self._paths:
-            done = self.ssh.run(
-                ["sh", "-c", 'command -v "$1"', "sh", program], timeout=READ_TIMEOUT_S
-            )
-            path = done.stdout.strip()
-            if done.returncode != 0 or not path.startswith("/"):
-                raise ToolError(f"{program} is not installed on {self.where}: {install_hint}")
-            self._paths[program] = path
-        return self._paths[program]
+        with self._looking:
+            if program not in self._paths:
+                done = self.ssh.run(
+                    ["sh", "-c", 'command -v "$1"', "sh", program], timeout=READ_TIMEOUT_S
+                )
+                path = done.stdout.strip()
+                if done.returncode != 0 or not path.startswith("/"):
+                    raise ToolError(f"{program} is not installed on {self.where}: {install_hint}")
+                self._paths[program] = path
+            return self._paths[program]
 
     def read(self, path: str) -> str | None:
         done = self.ssh.run(["cat", "--", path], timeout=READ_TIMEOUT_S)

@@ -25,8 +25,8 @@ from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.ssh import MARK, need
 
 READ_TIMEOUT_S = 60.0
-#: the script's exit code when the block device named is not in the host's /sys
-NO_DEVICE = 3
+#: the copy's folder of host paths it cannot hold: never written (:meth:`Snapshot.read_path`)
+OUTSIDE = "outside"
 
 
 class SnapshotError(SsdError):
@@ -87,35 +87,44 @@ up() {{
     lines {_words("p", reads.above)}
     p=${{p%/*}}
   done
-}}
-up "$dev"
-for c in "$dev"/nvme*; do
-  case ${{c##*/}} in nvme*n*) continue ;; esac
-  r=$(readlink -e "$c") || continue
-  echo "{MARK}controller ${{c##*/}} $r"
-  up "$r"
-done"""
+}}"""
+        up_each = f"""
+    up "$dev"
+    for c in "$dev"/nvme*; do
+      case ${{c##*/}} in nvme*n*) continue ;; esac
+      r=$(readlink -e "$c") || continue
+      echo "{MARK}controller ${{c##*/}} $r"
+      up "$r"
+    done"""
+    else:
+        up_each = ""
     return f"""
 if [ -n "$1" ]; then
-  {need("readlink", "grep", "xargs")}
-  n=$(readlink -e "/sys/class/block/$1") || exit {NO_DEVICE}
-  d=$n; [ -e "$n/partition" ] && d=${{n%/*}}
-  echo "{MARK}node $n"
-  echo "{MARK}disk $d"
-  lines {_words("n", reads.node)} {_words("d", reads.disk)}
-  if dev=$(readlink -e "$d/device"); then
-    echo "{MARK}device $dev"
-    lines {_words("dev", reads.device)}{up}
-  fi
+  {need("readlink", "grep", "xargs")}{up}
+  set -f
+  for b in $1; do
+    echo "{MARK}block $b"
+    n=$(readlink -e "/sys/class/block/$b") || {{ echo "{MARK}missing $b"; continue; }}
+    d=$n; [ -e "$n/partition" ] && d=${{n%/*}}
+    echo "{MARK}node $n"
+    echo "{MARK}disk $d"
+    lines {_words("n", reads.node)} {_words("d", reads.disk)}
+    if dev=$(readlink -e "$d/device"); then
+      echo "{MARK}device $dev"
+      lines {_words("dev", reads.device)}{up_each}
+    fi
+  done
+  set +f
 fi"""
 
 
 def script(reads: Reads) -> str:
-    """``sh -c SCRIPT sh NAME SECONDS``: every file *reads* declares, as ``path:line``.
+    """``sh -c SCRIPT sh NAMES SECONDS``: every file *reads* declares, as ``path:line``.
 
-    *NAME*: the block device (``nvme0n1``; empty: none); *SECONDS*: between the two samples
-    of :attr:`Reads.sampled`.  ``lines`` is a shell function, so a glob of every process is
-    no program's argument list (``xargs`` splits it).
+    *NAMES*: the block devices, blank-separated (``nvme0n1 sda``; empty: none), each after
+    a ``block NAME`` mark (``missing NAME``: not in the host's /sys); *SECONDS*: between
+    the two samples of :attr:`Reads.sampled`.  ``lines`` is a shell function, so a glob of
+    every process is no program's argument list (``xargs`` splits it).
     """
     nodes = ""
     if reads.nodes:
@@ -242,15 +251,31 @@ class Snapshot:
         return self.nodes.get(str(path))
 
     def host_path(self, path: Path) -> Path:
-        """The host's path of a file of the copy."""
-        for top in (self.root / "sample", self.root):
+        """The host's path of a file of the copy (or of a path it cannot hold)."""
+        for top in (self.root / OUTSIDE, self.root / "sample", self.root):
             if path.is_relative_to(top):
                 return Path("/") / path.relative_to(top)
         return path
 
     def copy_path(self, path: Path | str) -> Path:
-        """The copy's file for a host path."""
+        """The copy's file for a host path (:class:`SnapshotError` outside /sys and /proc)."""
         return _target(self.root, str(path))
+
+    def read_path(self, path: Path | str) -> Path:
+        """Where a reader of the copy finds a host path: its file in the copy, or, for a path
+        the copy cannot hold (outside /sys and /proc), a path under :data:`OUTSIDE` that the
+        copy never writes, so the reader finds nothing there (never a file outside the copy)."""
+        try:
+            return self.copy_path(path)
+        except SnapshotError:
+            parts = [p for p in str(path).split("/") if p not in ("", ".", "..")]
+            return self.root.joinpath(OUTSIDE, *parts)
+
+    def shown(self, text: str) -> str:
+        """*text* with the paths of the copy (:meth:`read_path`) as the host's."""
+        for top in (self.root / OUTSIDE, self.root / "sample", self.root):
+            text = text.replace(f"{top}/", "/")
+        return text
 
 
 def _target(root: Path, path: str) -> Path:
@@ -312,8 +337,21 @@ def _stat(rest: str) -> tuple[str, tuple[int, int]] | None:
         return None  # not a node the host described: unknown, so refused
 
 
-def parse(text: str, reads: Reads, root: Path, name: str = "") -> Snapshot:
-    """Write the output of :func:`script` under *root*, as the host's ``/sys`` and ``/proc``.
+def _by_block(marked: list[tuple[str, str]]) -> dict[str | None, list[tuple[str, str]]]:
+    """The marks of the host (under None) and of each ``block NAME`` that follows."""
+    found: dict[str | None, list[tuple[str, str]]] = {None: []}
+    current = found[None]
+    for word, rest in marked:
+        if word == "block":
+            current = found.setdefault(rest, [])
+        else:
+            current.append((word, rest))
+    return found
+
+
+def parse_all(text: str, reads: Reads, root: Path, names: list[str]) -> dict[str, Snapshot]:
+    """Write the output of :func:`script` under *root*, as the host's ``/sys`` and ``/proc``:
+    one copy, with each block device of *names* the host has (a ``missing`` one is left out).
 
     A line is ``PATH:VALUE`` and paths hold colons (``pci0000:00``, ``2:0:0:0``): its path
     is the shortest prefix that is a declared file.
@@ -325,8 +363,15 @@ def parse(text: str, reads: Reads, root: Path, name: str = "") -> Snapshot:
         if line.startswith(MARK)
         for word, _, rest in [line[len(MARK) :].partition(" ")]
     ]
-    places = _structure(root, name, marked)
-    pattern = re.compile(f"({declared(reads, places).pattern}):(.*)")
+    by_block = _by_block(marked)
+    host = by_block[None]
+    # one device without block marks: every mark is its own
+    own = {n: by_block.get(n, host if len(names) == 1 else []) for n in names}
+    places = {n: _structure(root, n, marks) for n, marks in own.items()}
+    each = [declared(reads, where).pattern for where in places.values()] or [
+        declared(reads).pattern
+    ]
+    pattern = re.compile(f"((?:{'|'.join(each)})):(.*)")
     contents: dict[Path, list[str]] = {}
     base = root / "sample"
     for line in lines:
@@ -343,8 +388,42 @@ def parse(text: str, reads: Reads, root: Path, name: str = "") -> Snapshot:
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text("\n".join(content) + "\n")
     _block_links(root / "sys")
-    nodes = dict(found for word, rest in marked if word == "stat" and (found := _stat(rest)))
-    return Snapshot(root, dict(marked), places, nodes)
+    nodes = dict(found for word, rest in host if word == "stat" and (found := _stat(rest)))
+    return {
+        n: Snapshot(root, dict(host + marks), places[n], nodes)
+        for n, marks in own.items()
+        if ("missing", n) not in marks
+    }
+
+
+def parse(text: str, reads: Reads, root: Path, name: str = "") -> Snapshot:
+    """:func:`parse_all` of one block device *name* (empty: none)."""
+    return parse_all(text, reads, root, [name])[name]
+
+
+def take_all(
+    machine: Machine,
+    reads: Reads,
+    root: Path,
+    *,
+    devices: list[str],
+    seconds: float = 0.0,
+    what: str = "sysfs",
+) -> dict[str, Snapshot]:
+    """Copy what *reads* declares of *machine* and of each block device of *devices* under
+    *root*, in one command; a device the host does not have is left out.
+
+    *what* names the copy in a message ("its *what* could not be read") and in artifacts.
+    """
+    for device in devices:
+        if not re.fullmatch(r"[A-Za-z0-9_.:+-]+", device):
+            raise SnapshotError(f"{machine.where}: not a block device name: {device[:200]!r}")
+    argv = ["sh", "-c", script(reads), "sh", " ".join(devices), f"{seconds:g}"]
+    done = machine.run(argv, timeout=READ_TIMEOUT_S + seconds, name=what.replace(" ", "-"))
+    if done.returncode != 0:
+        why = done.last_error_line() or f"exit code {done.returncode}"
+        raise SnapshotError(f"{machine.where}: its {what} could not be read: {why}")
+    return parse_all(done.stdout, reads, root, devices or [""])
 
 
 def take(
@@ -356,15 +435,10 @@ def take(
     seconds: float = 0.0,
     what: str = "sysfs",
 ) -> Snapshot:
-    """Copy what *reads* declares of *machine* (and of its block *device*) under *root*.
-
-    *what* names the copy in a message ("its *what* could not be read") and in artifacts.
-    """
-    argv = ["sh", "-c", script(reads), "sh", device, f"{seconds:g}"]
-    done = machine.run(argv, timeout=READ_TIMEOUT_S + seconds, name=what.replace(" ", "-"))
-    if done.returncode == NO_DEVICE and device:
+    """Copy what *reads* declares of *machine* (and of its block *device*) under *root*."""
+    found = take_all(
+        machine, reads, root, devices=[device] if device else [], seconds=seconds, what=what
+    )
+    if device not in found:
         raise SnapshotError(f"{machine.where}: block device {device} is not in its /sys")
-    if done.returncode != 0:
-        why = done.last_error_line() or f"exit code {done.returncode}"
-        raise SnapshotError(f"{machine.where}: its {what} could not be read: {why}")
-    return parse(done.stdout, reads, root, device)
+    return found[device]

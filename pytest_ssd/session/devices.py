@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import pickle
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_ssd.device import guard
 from pytest_ssd.device.dut import MIN_SCRATCH_SIZE, DutSpec, unique_ids
 from pytest_ssd.device.identity import DeviceIdentity, binary_size
-from pytest_ssd.device.in_order import Order, each, prepare
+from pytest_ssd.device.in_order import Order, attempt, each, first
 from pytest_ssd.device.node import LockOpenError, canonical
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.job import fio_path
@@ -38,6 +39,16 @@ SCRATCH_DIR = ".scratch"
 MIN_TARGET_SIZE = MIN_SCRATCH_SIZE
 
 Key = tuple[str, int, int]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Held:
+    """A named device resolved and locked on its site, before its guard."""
+
+    dut: Dut
+    site: Site
+    lock: SiteLock
 
 
 def check_size(node: Path, size: int, kind: str | None) -> None:
@@ -116,32 +127,59 @@ class Devices:
             self.warnings.append(f"released {leaked}, a scratch device of a session that died")
 
     def resolve(self) -> None:
-        """Resolve, lock and guard every device (all at once): the named ones before scratch."""
+        """Resolve, lock and guard every device (all at once): the named ones before scratch.
+
+        Each test host is looked at once for all its devices before they are locked (their
+        nodes, keys and identities) and once after (the guard, and that each node is still
+        the device identified): two snapshots of a host, however many drives it holds.
+        """
         specs = list(zip(self.ids, self.options.duts, strict=True))
         seen: dict[Key, str] = {}
         wanted = [(dut_id, spec) for dut_id, spec in specs if spec.path is not None]
-        found = prepare(wanted, lambda item, order: self._resolve_named(*item, seen, order))
-        named = dict(zip((dut_id for dut_id, _ in wanted), found, strict=True))
+        looks = self._look([spec for _, spec in wanted])
+        found = attempt(
+            wanted, lambda item, order: self._resolve_named(*item, seen, order, looks[order.index])
+        )
+        named = dict(
+            zip((dut_id for dut_id, _ in wanted), first(self._hold_all(found)), strict=True)
+        )
         self._check_scratch_space()
         duts = [
             named[dut_id] if dut_id in named else self._make_scratch(dut_id, spec, index)
             for index, (dut_id, spec) in enumerate(specs)
         ]
         self.duts = {}  # in the order given
-        for index, (dut, summary) in enumerate(zip(duts, each(duts, self._summary), strict=True)):
+        for index, (dut, summary) in enumerate(zip(duts, self._summaries(duts), strict=True)):
             dut.summary = summary
             dut.classify(self.options.classes, index, self.extensions)
             dut.label = default_label(dut, self.services[dut.id].site, self.options.labels, index)
             self.duts[dut.id] = dut
         self._check_purge()
 
-    def _resolve_named(self, dut_id: str, spec: DutSpec, seen: dict[Key, str], order: Order) -> Dut:
-        """A device or file the user named, here or on a test host: its node, lock, size,
-        guard and confirmation, each on the device's site."""
+    def _look(self, specs: list[DutSpec]) -> list[View | None]:
+        """Each named device's facts, one snapshot per site for all its devices (None: the
+        device is looked at alone, as on this machine)."""
+        groups = self._by_machine(list(enumerate(specs)), lambda item: item[1].address)
+
+        def look(group: list[tuple[int, DutSpec]]) -> dict[int, View | None]:
+            site = self.sites.of(group[0][1].address)
+            views = site.snapshots([str(spec.path) for _, spec in group])
+            return {index: views.get(str(spec.path)) for index, spec in group}
+
+        found: dict[int, View | None] = {}
+        for looked in each(groups, look):
+            found.update(looked)
+        return [found[index] for index in range(len(specs))]
+
+    def _resolve_named(
+        self, dut_id: str, spec: DutSpec, seen: dict[Key, str], order: Order, look: View | None
+    ) -> Held:
+        """A device or file the user named, here or on a test host: its node, lock, size and
+        identity, each on the device's site (*look*: its site's facts, None: look now)."""
         site = self.sites.of(spec.address)
         site.check_tools()  # a host unreachable, or without fio: one line, before anything
         path = present(spec.path, "the device path")
-        view = site.snapshot(str(path))
+        view = look or site.snapshot(str(path))
         node = canonical(path, view)
         facts = guard.check_readable(node, view)
         fio_path(str(node))  # a name fio would split or cut is refused before anything
@@ -161,7 +199,8 @@ class Devices:
                 if not self.options.readonly:  # the guard's reason (mounted at /) says more
                     guard.check_writable(node, view)
                 raise
-        identity = site.read(node)[1]
+        # read before the lock: the guard's check after it (:meth:`_hold_all`) compares
+        identity = site.read(node, view)[1]
         check_size(node, identity.size_bytes, facts.kind)
         dut = Dut(
             id=dut_id,
@@ -173,19 +212,41 @@ class Devices:
             lock_pid=lock.pid,
             pinned=lock.pinned(identity),
         )
-        self._hold(dut, site, lock)
-        return dut
+        return Held(dut, site, lock)
 
-    def _hold(self, dut: Dut, site: Site, lock: SiteLock) -> None:
-        """Check *dut* is what *lock* holds; to write it, guard and confirm it and claim it."""
+    def _hold_all(self, found: list[Held | BaseException]) -> list[Dut | BaseException]:
+        """:meth:`_hold` every device locked, each site's looked at once after all its locks."""
+        held = [h for h in found if isinstance(h, Held)]
+        groups = self._by_machine(held, lambda h: h.dut.address)
+
+        def hold(group: list[Held]) -> dict[str, Dut | BaseException]:
+            site = group[0].site
+            views = site.views({str(h.dut.path): h.dut.lock_pid for h in group})
+            done: dict[str, Dut | BaseException] = {}
+            for h in group:
+                try:
+                    self._hold(h.dut, h.site, h.lock, views.get(str(h.dut.path)))
+                    done[h.dut.id] = h.dut
+                except Exception as exc:  # noqa: BLE001 - the device's outcome, raised in order
+                    done[h.dut.id] = exc
+            return done
+
+        outcome: dict[str, Dut | BaseException] = {}
+        for done in each(groups, hold):
+            outcome.update(done)
+        return [f if not isinstance(f, Held) else outcome[f.dut.id] for f in found]
+
+    def _hold(self, dut: Dut, site: Site, lock: SiteLock, view: View | None = None) -> None:
+        """Check *dut* is what *lock* holds; to write it, guard and confirm it and claim it
+        (*view*: its site's facts, taken after the lock; None: look now)."""
         services = self._serve(dut, site)
         if dut.readonly:
-            services.same()
+            services.same(view)
             return
         if dut.scratch:  # the session's own file: nothing to guard or confirm
-            services.same()
+            services.same(view)
         else:
-            services.guard(claimed=False)
+            services.guard(claimed=False, view=view)
         lock.claim()
 
     def _check_scratch_space(self) -> None:
@@ -220,11 +281,30 @@ class Devices:
         self._hold(dut, site, lock)
         return dut
 
-    def _summary(self, dut: Dut) -> DeviceSummary:
-        said: list[str] = []
-        summary = self.services[dut.id].site.summary(dut.identity, said)
-        self.warnings.extend(f"{dut.id}: {line}" for line in said)
-        return summary
+    def _summaries(self, duts: list[Dut]) -> list[DeviceSummary]:
+        """Each device's summary, one look at each machine for all its devices."""
+        groups = self._by_machine(duts, lambda dut: dut.address)
+
+        def summarize(group: list[Dut]) -> dict[str, DeviceSummary]:
+            site = self.services[group[0].id].site
+            found = site.summaries([dut.identity for dut in group])
+            for dut, (_, said) in zip(group, found, strict=True):
+                self.warnings.extend(f"{dut.id}: {line}" for line in said)
+            return {dut.id: summary for dut, (summary, _) in zip(group, found, strict=True)}
+
+        summaries: dict[str, DeviceSummary] = {}
+        for done in each(groups, summarize):
+            summaries.update(done)
+        return [summaries[dut.id] for dut in duts]
+
+    def _by_machine(
+        self, items: list[T], address: Callable[[T], SshAddress | None]
+    ) -> list[list[T]]:
+        """*items* by the machine of their *address*, in the order first met."""
+        groups: dict[SshAddress | None, list[T]] = {}
+        for item in items:
+            groups.setdefault(self.sites.machine_of(address(item)), []).append(item)
+        return list(groups.values())
 
     def _check_purge(self) -> None:
         """Refuse a ``--ssd-purge`` no device can run (the plan must not promise it)."""
@@ -255,7 +335,7 @@ class Devices:
                 "address": dataclasses.asdict(d.address) if d.address else None,
                 "lock_pid": d.lock_pid,
                 "pinned": d.pinned.as_dict() if d.pinned else None,
-                "identity": pickle.dumps(d.identity),  # the controller's own reading
+                "identity": d.identity.as_dict(),  # the controller's own reading
             }
             for d in self.duts.values()
         ]
@@ -271,7 +351,7 @@ class Devices:
         places = [SshAddress(**i["address"]) if i["address"] else None for i in items]
         sites = [self.sites.of(address) for address in places]
         for index, (item, address, site) in enumerate(zip(items, places, sites, strict=True)):
-            identity = pickle.loads(item["identity"])  # our own controller's
+            identity = DeviceIdentity.from_dict(item["identity"])
             dut = Dut(
                 id=item["id"],
                 path=Path(item["path"]),

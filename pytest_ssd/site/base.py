@@ -86,9 +86,19 @@ class Site(ABC):
     def snapshot(self, path: str) -> View:
         """The machine's facts about *path* now, for reading."""
 
+    def snapshots(self, paths: list[str]) -> dict[str, View]:
+        """:meth:`snapshot` of several *paths* at once, where one look costs: a path left
+        out of the answer is looked at alone."""
+        return {}
+
     @abstractmethod
     def view(self, path: str, lock_pid: int | None, claimed: frozenset[int]) -> View:
         """The guard's facts about *path* now, for writing, knowing the session's lock and claim."""
+
+    def views(self, held: dict[str, int | None]) -> dict[str, View]:
+        """:meth:`view` of several paths at once (*held*: each one's lock holder), before the
+        session's claim, where one look costs: a path left out is looked at alone."""
+        return {}
 
     @abstractmethod
     def key(self, node: Path, view: View, raw: str) -> Key:
@@ -106,6 +116,15 @@ class Site(ABC):
     @abstractmethod
     def summary(self, identity: DeviceIdentity, warnings: list[str]) -> DeviceSummary:
         """The device's summary; what kept it short goes to *warnings*."""
+
+    def summaries(self, identities: list[DeviceIdentity]) -> list[tuple[DeviceSummary, list[str]]]:
+        """:meth:`summary` of several devices of the machine (what kept each short), at once
+        where one look costs."""
+        found = []
+        for identity in identities:
+            said: list[str] = []
+            found.append((self.summary(identity, said), said))
+        return found
 
     @abstractmethod
     def health_source(self, identity: DeviceIdentity) -> tuple[Source | None, str]:

@@ -64,11 +64,12 @@ class DeviceSite:
             return
         pinned.check(node, now)
 
-    def guard(self, claimed: bool = True) -> None:
+    def guard(self, claimed: bool = True, view: View | None = None) -> None:
         """Refuse (SafetyError) unless the device may be written now: the same device, the
-        guard and ``--ssd-confirm`` (before the session's claim: not *claimed*)."""
+        guard and ``--ssd-confirm`` (before the session's claim: not *claimed*; *view*: the
+        site's facts taken for it now, None: look now)."""
         dut = self.dut
-        view = self.view(str(dut.path), claimed)
+        view = view or self.view(str(dut.path), claimed)
         self.same(view)
         guard.check_writable(dut.path, view)
         if not dut.scratch:

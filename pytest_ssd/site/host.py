@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tempfile
@@ -10,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.device.node import canonical
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.remote import SshView
-from pytest_ssd.device.remote_identity import identify_remote
-from pytest_ssd.device.remote_links import sysfs_copy
+from pytest_ssd.device.remote_identity import identify_all, identify_remote
+from pytest_ssd.device.remote_links import sysfs_copies
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import Node, View
 from pytest_ssd.errors import DeviceError, SafetyError, SsdError
@@ -87,9 +89,38 @@ class HostSite(Site):
     def snapshot(self, path: str) -> View:
         return SshView.snapshot(self.host.ssh, path, write=False)
 
+    def snapshots(self, paths: list[str]) -> dict[str, View]:
+        return self._identified({path: () for path in paths}, write=False)
+
     def view(self, path: str, lock_pid: int | None, claimed: frozenset[int]) -> View:
         ours = (lock_pid,) if lock_pid else ()
         return self.hosts.view(self.address, path, write=True, ours=ours, claimed=claimed)
+
+    def views(self, held: dict[str, int | None]) -> dict[str, View]:
+        return self._identified(
+            {path: (pid,) if pid else () for path, pid in held.items()}, write=True
+        )
+
+    def _identified(self, targets: dict[str, tuple[int, ...]], write: bool) -> dict[str, View]:
+        """One snapshot of the host for every target, and one copy of its sysfs identifying
+        every block device they name; nothing when either fails (each is looked at alone)."""
+        try:
+            self.check_tools()  # once for all (each device asks again: a one-line refusal)
+            views = SshView.snapshots(self.host.ssh, targets, write=write)
+        except SsdError:
+            return {}
+        nodes = {}
+        for target, view in views.items():
+            with contextlib.suppress(SsdError):
+                node = str(canonical(Path(target), view))
+                found = view.stat(node)
+                block = view.block_of(found.rdev) if found is not None else None
+                if block is not None:
+                    nodes[node] = block.name
+        identities = identify_all(self.machine, nodes)
+        for view in views.values():
+            view.identified.update(identities)
+        return dict(views)
 
     def key(self, node: Path, view: View, raw: str) -> Key:
         real = view.realpath(str(node))
@@ -112,18 +143,34 @@ class HostSite(Site):
         block = view.block_of(found.rdev) if found is not None else None
         if found is None or block is None:
             raise DeviceError(f"{host.ssh.where}: {path} is not a block device there")
-        return key_now(found), identify_remote(host.machine, str(path), block.name)
+        known = view.identified.get(str(path)) if isinstance(view, SshView) else None
+        return key_now(found), known or identify_remote(host.machine, str(path), block.name)
 
     def summary(self, identity: DeviceIdentity, warnings: list[str]) -> DeviceSummary:
         """From a copy of what the host's sysfs says of the device."""
+        ((found, said),) = self.summaries([identity])
+        warnings.extend(said)
+        return found
+
+    def summaries(self, identities: list[DeviceIdentity]) -> list[tuple[DeviceSummary, list[str]]]:
+        """From one copy of what the host's sysfs says of all the devices."""
+        names = sorted({i.kernel_name for i in identities if i.kernel_name})
         with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
             try:
-                name = identity.kernel_name or ""
-                root = sysfs_copy(self.machine, name, Path(tmp)) if name else None
+                roots, failed = sysfs_copies(self.machine, names, Path(tmp)), ""
             except SsdError as exc:  # the summary says "not exposed" rather than stop the run
-                warnings.append(f"the host's sysfs could not be read: {exc}")
-                root = None
-            found = summarize(identity, sysfs_root=root)
+                roots, failed = {}, str(exc)
+            found = []
+            for identity in identities:
+                name = identity.kernel_name or ""
+                root = roots.get(name)
+                why = failed or f"{self.host.ssh.where}: block device {name} is not in its /sys"
+                said = [f"the host's sysfs could not be read: {why}"] if name and not root else []
+                found.append((self._summarized(identity, root), said))
+            return found
+
+    def _summarized(self, identity: DeviceIdentity, root: Path | None) -> DeviceSummary:
+        found = summarize(identity, sysfs_root=root)
         return dataclasses.replace(found, path=f"{found.path} on {self.address.label}")
 
     def health_source(self, identity: DeviceIdentity) -> tuple[Source | None, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from pytest_ssd.hosts import Hosts
@@ -24,6 +25,11 @@ class Sites:
         The one place the choice between this machine and a test host is made.
         """
         return self.local if address is None else HostSite(self.hosts, address)
+
+    @staticmethod
+    def machine_of(address: SshAddress | None) -> SshAddress | None:
+        """What tells the devices of one machine from others' (a path of it stands for all)."""
+        return address and dataclasses.replace(address, path="")
 
     def close_hosts(self) -> list[str]:
         """Stop this process's fio servers on test hosts, unlock, disconnect; what was left."""

@@ -137,28 +137,54 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
 
 
-def _most_at_once(log: Path) -> int:
-    running = most = 0
-    for line in log.read_text().split():
-        running += 1 if line == "start" else -1
-        most = max(most, running)
-    return most
+#: logs each guard snapshot of the host (with the session's lock holder at that moment) and
+#: each copy of devices' sysfs (identities, summaries)
+COUNTED = """
+case "$SSH_ORIGINAL_COMMAND" in
+  *mountinfo*) {{ echo guard; pgrep -af '^pytest-ssd lock'; }} >> {log} ;;
+  *'readlink -e "/sys/class/block/'*) echo sysfs >> {log} ;;
+esac
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+"""
+
+#: the log as it was when the first test started
+FIRST = """
+import shutil
 
 
-def test_the_drives_of_a_host_are_prepared_at_once(
+def test_0_first():
+    shutil.copy({log!r}, {copy!r})
+"""
+
+
+def test_a_hosts_drives_are_looked_at_once_before_their_locks_and_once_after(
     loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
 ) -> None:
+    """Four drives of a host: two guard snapshots and three sysfs copies before the first test
+    (one look before the locks, one after them, one for the summaries), not three and
+    three for each drive; the second guard snapshot sees every drive locked."""
     devs = [loop_device(64) for _ in range(4)]
-    log = tmp_path / "snapshots.log"
-    with wrapped_host(tmp_path / "slow", SLOW_SNAPSHOTS.format(log=log)) as server:
+    log, copy = tmp_path / "looks.log", tmp_path / "at-start.log"
+    suite = _suite(tmp_path / "s")
+    (suite / "test_0.py").write_text(FIRST.format(log=str(log), copy=str(copy)))
+    with wrapped_host(tmp_path / "counted", COUNTED.format(log=log)) as server:
         args = [f"--dut={server.url(str(d))}" for d in devs] + [f"--ssd-confirm={d}" for d in devs]
-        run = run_ssd(*args, f"--ssd-ssh-config={server.config}", suite=_suite(tmp_path / "s"))
+        run = run_ssd(*args, f"--ssd-ssh-config={server.config}", suite=suite)
         assert server.logins() == 1
     out = run.result.stdout.str()
     _clean(out)
     assert run.result.ret == 0, out
-    run.result.assert_outcomes(passed=len(devs))
-    assert _most_at_once(log) > 1, "the drives' snapshots ran one after another"
+    run.result.assert_outcomes(passed=len(devs) + 1)
+    lines = copy.read_text().splitlines()
+    assert lines.count("sysfs") == 3, lines
+    looks = "\n".join(line for line in lines if line != "sysfs").split("guard")[1:]
+    assert len(looks) == 2, lines
+
+    def locked(look: str) -> set[str]:
+        return {d for line in look.splitlines() for d in map(str, devs) if d in line.split()}
+
+    assert locked(looks[0]) == set(), "the first look is before the locks"
+    assert locked(looks[1]) == set(map(str, devs)), "the guard's look is after all of them"
 
 
 def test_of_drives_refused_at_once_the_first_named_is_told(

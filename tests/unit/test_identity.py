@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.device.identity import (
+    DeviceIdentity,
     binary_size,
     decimal_size,
     identify,
@@ -181,6 +183,54 @@ def test_as_dict_and_summary(fake_sysfs: Path) -> None:
         "nvme",
     ):
         assert part in summary
+
+
+def _every_field_set(value: object) -> None:
+    """No field of *value* (nor of the dataclasses in it) is empty, None or its default."""
+    for f in dataclasses.fields(value):  # type: ignore[arg-type]
+        found = getattr(value, f.name)
+        assert found not in (None, (), "", f.default), f"{type(value).__name__}.{f.name}"
+        for inner in found if isinstance(found, tuple) else (found,):
+            if dataclasses.is_dataclass(inner):
+                _every_field_set(inner)
+
+
+def test_identity_round_trips_as_plain_data() -> None:
+    """What xdist workers get of the controller's identification: plain data, no pickle."""
+    info = golden_info()
+    info = dataclasses.replace(
+        info,
+        controller=dataclasses.replace(
+            info.controller, format_all_namespaces=True, vwc=1, volatile_write_cache=True
+        ),
+        namespace=dataclasses.replace(
+            info.namespace, lba_format_index=1, indirection_unit_bytes=16384
+        ),
+    )
+    ident = DeviceIdentity(
+        path="/dev/nvme0n1",
+        kind="block",
+        kernel_name="nvme0n1",
+        size_bytes=2 << 30,
+        logical_block_size=4096,
+        physical_block_size=8192,
+        rotational=True,
+        discard=True,
+        model="QEMU NVMe Ctrl",
+        serial="GOLDEN0001",
+        firmware="8.2.2",
+        transport="nvme",
+        backing_file="/srv/disk.img",
+        direct_io=True,
+        scheduler="mq-deadline",
+        nvme=info,
+    )
+    _every_field_set(ident)
+    plain = json.loads(json.dumps(ident.as_dict()))
+    assert DeviceIdentity.from_dict(plain) == ident
+    assert DeviceIdentity.from_dict(ident.as_dict()) == ident
+    without = {**plain, "nvme": None}
+    assert DeviceIdentity.from_dict(without) == dataclasses.replace(ident, nvme=None)
 
 
 def test_real_direct_io_loop_device(loop_device: Callable[..., Path], tmp_path: Path) -> None:

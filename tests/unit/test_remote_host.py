@@ -18,8 +18,10 @@ from pytest_ssd.host.io import SystemIo, TuneError
 from pytest_ssd.host.journal import checked
 from pytest_ssd.host.record import device_settings, side_by_side
 from pytest_ssd.host.remote import HostIo, copy_tree, read_host
+from pytest_ssd.host.remote_tune import checked_on
 from pytest_ssd.host.settings import host_settings
 from pytest_ssd.machine.machine import LOCAL, Machine, Place
+from pytest_ssd.machine.snapshot import OUTSIDE
 from pytest_ssd.machine.ssh import MARK
 from pytest_ssd.proc import Completed
 
@@ -212,3 +214,30 @@ def test_an_apst_entry_of_a_dead_session_is_checked_against_the_hosts_node(
     assert not good and "not the kernel's nvme0n1" in refused[0]
     good, refused = checked([{**entry, "device": "/dev/nvme1n1"}], tree.now, tree.node_of)
     assert not good and "no such device here" in refused[0]
+
+
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def _entry(setting: str, path: str, original: str) -> dict[str, object]:
+    return {"kind": "file", "setting": setting, "path": path, "original": original, "target": "0"}
+
+
+@pytest.mark.parametrize("path", ["/etc/hostname", "/sys/../etc/hostname", "/sample/proc/1/stat"])
+def test_a_dead_sessions_entry_the_copy_cannot_hold_is_refused_naming_the_hosts_path(
+    tmp_path: Path, path: str
+) -> None:
+    """The copy's own rules place a journal's path: one outside /sys and /proc is absent
+    there (never a file outside the copy, nor the copy's first sample), so it is refused."""
+    root = tmp_path / "copy"
+    tree = copy_tree(f"{MARK}pid 1\n{THP}:always madvise [never]\n", root)
+    (root / "sample" / "proc" / "1").mkdir(parents=True)
+    (root / "sample" / "proc" / "1" / "stat").write_text("1 (init)\n")
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "hostname").write_text("x\n")
+    back, said = checked_on(tree, [_entry("thp", THP, "always"), _entry("aslr", path, "x")])
+    assert [c.path for c in back] == [Path(THP)], "the good entry, at the host's path"  # type: ignore[union-attr]
+    assert len(said) == 1 and said[0].startswith(f"setting 'aslr', value 'x', at '{path}'")
+    assert str(tmp_path) not in said[0]
+    assert tree.read_path(path).is_relative_to(root / OUTSIDE)
+    assert not tree.read_path(path).exists()
