@@ -90,8 +90,11 @@ def shared_test_id(nodeid: str, dut_id: str) -> str:
     """A test's node id without the device parameter, so runs on other devices compare.
 
     ``suites/smoke/test_corners.py::test_corner[scratch-seq-read]`` ->
-    ``suites/smoke/test_corners.py::test_corner[seq-read]``.
+    ``suites/smoke/test_corners.py::test_corner[seq-read]``. Under ``-n N`` xdist's
+    loadgroup ends the id in the device's group (``...]@dut-scratch``): left out too, so a
+    run with workers compares with one without.
     """
+    nodeid = nodeid.removesuffix(f"@dut-{dut_id}")
     match = _PARAMS.search(nodeid)
     if match is None:
         return nodeid

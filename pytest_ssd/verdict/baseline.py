@@ -32,10 +32,7 @@ def runs_of(measurements: Iterable[Measurement], dut_id: str) -> dict[str, list[
     """Point key -> the metrics of each of its runs (the repeats, or every recording)."""
     points: dict[str, list[dict[str, Any]]] = {}
     for m in measurements:
-        # under xdist a test's id ends in its device's group ("...]@dut-loop3"): a run with -n
-        # compares with one without
-        test = m.test.removesuffix(f"@dut-{dut_id}")
-        key = point_key(shared_test_id(test, dut_id), m.name)
+        key = point_key(shared_test_id(m.test, dut_id), m.name)
         points.setdefault(key, []).append(m.metrics)
     return points
 

@@ -139,6 +139,9 @@ def test_resolve_labels_runs_and_all(tmp_path: Path) -> None:
         ("s/t.py::test_x[nvme0n1]", "nvme0n1", "s/t.py::test_x"),
         ("s/t.py::test_x[qd1-sdb-read]", "sdb", "s/t.py::test_x[qd1-read]"),
         ("s/t.py::test_x", "sdb", "s/t.py::test_x"),
+        # under -n N: xdist's loadgroup suffix goes too (a run with workers matches one without)
+        ("s/t.py::test_x[scratch-seq-read]@dut-scratch", "scratch", "s/t.py::test_x[seq-read]"),
+        ("s/t.py::test_x[loop3]@dut-loop3", "loop3", "s/t.py::test_x"),
     ],
 )
 def test_test_key_drops_the_device(nodeid: str, dut: str, key: str) -> None:
