@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.e2e.browsing import reads_in_a_window
 from tests.e2e.conftest import REPO, SMOKE, attached_loops
+from tests.e2e.latencies import SCALED, table_after, unscaled
 
 ESD = REPO / "suites" / "esd"
 SECTION_FIGURES = (
@@ -65,10 +66,21 @@ def test_esd_quick_walks_the_flow_and_reports_every_graph(
     section = html[html.index('id="ssd-suite-esd"') :]
     captions = re.findall(r"<figcaption>(.*?)</figcaption>", section.split("</section>")[0])
     assert captions == list(SECTION_FIGURES)
-    assert "typical (mean, µs)" in section and "p99.99 (µs)" in section
+    assert_qos_latencies_scaled(section)
     assert "a scratch device (every suite applies)" in html, "the class in the devices table"
     assert str(run.report_dir) not in attached_loops()
     reads_in_a_window(run.run_dir / "report.html", "ssd-suite-esd", artifacts)
+
+
+def assert_qos_latencies_scaled(section: str) -> None:
+    """The QoS table: typical, p99 and p99.99 columns, every latency cell in its unit."""
+    header, rows = table_after(section, "QoS at QD1</h3>")
+    assert header[-3:] == ["typical (mean) latency", "p99 latency", "p99.99 latency"], header
+    assert not [h for h in header if "µs" in h], "no column in unscaled µs"
+    assert len(rows) == 3, rows
+    for cells in rows:
+        assert unscaled(cells[-3:]) == [], cells
+        assert SCALED.fullmatch(cells[-3]), "the mean is always resolved"
 
 
 def test_bad_dut_class_is_one_line(run_ssd: Any) -> None:

@@ -23,7 +23,7 @@ from pytest_ssd.figures import esd as figs
 from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import Context, Section, notes, row, table
-from pytest_ssd.text import significant
+from pytest_ssd.text import latency, significant
 
 ID = "ssd-suite-esd"
 TITLE = "Enterprise SSD suite (suites/esd)"
@@ -204,7 +204,7 @@ def _qos(drives: EsdDrives) -> str:
                 why = values.get("skipped", {}).get(name, "not measured")
                 drives.missing.append(f"{drives.name(drive)}: {heading}: {why}")
                 continue
-            cells = [_us(numbers.get(k)) for k in ("mean_us", "p99_us", "p99.99_us")]
+            cells = [_latency(numbers.get(k)) for k in ("mean_us", "p99_us", "p99.99_us")]
             rows.append([_e(heading), _e(drives.name(drive)), f"{numbers['ios']:,}", *cells])
             sample = _sample(drive, test, name)
             if sample is not None:
@@ -212,12 +212,20 @@ def _qos(drives: EsdDrives) -> str:
         if curves:
             fig = figs.qos_figure(curves, f"QoS: {heading}", drives.colours)
             figures.append(drives.ctx.figures.html(fig, f"esd {name}"))
-    header = ["workload", "drive", "I/Os", "typical (mean, µs)", "p99 (µs)", "p99.99 (µs)"]
+    # each latency in its unit (716.8 µs, 2.21 ms, 2.16 s), as the results table writes it
+    header = [
+        "workload",
+        "drive",
+        "I/Os",
+        "typical (mean) latency",
+        "p99 latency",
+        "p99.99 latency",
+    ]
     return "<h3>QoS at QD1</h3>" + row(*figures, table(header, rows))
 
 
-def _us(value: float | None) -> str:
-    return "n/r" if value is None else f"{value:,.1f}"
+def _latency(us: float | None) -> str:
+    return "n/r" if us is None else latency(us)
 
 
 def _sample(drive: DriveResults, test: str, name: str) -> LatencySample | None:
