@@ -9,7 +9,7 @@ import pytest
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.report.build import gather
 from pytest_ssd.report.sections import build
-from pytest_ssd.report.sections.pair import printed, spearman, verdict
+from pytest_ssd.report.sections.pair import _latency_panel, printed, spearman, verdict
 from tests.unit.db_fixtures import write_run
 
 
@@ -62,7 +62,11 @@ def test_two_labels_get_ratios_and_agreeing_trends(tmp_path: Path) -> None:
     rows = body.split("<tr>")[2:6]
     assert len(rows) == 4 and all("<td>0.50</td>" in row for row in rows)  # IOPS, MB/s halved
     assert "<td>IOPS</td><td>1.00</td><td>trends agree</td>" in body
-    assert "<td>p50 (µs)</td><td>—</td><td>cannot be ranked" in body  # same p50 everywhere
+    assert "<td>p50 latency</td><td>—</td><td>cannot be ranked" in body  # same p50 everywhere
+    # p50 and p99 in their unit (was '100.0' under 'p50 (µs)'), their ratio a plain number
+    assert all("<td>100.0 µs</td><td>100.0 µs</td><td>1.00</td>" in row for row in rows)
+    assert all("<td>300.0 µs</td><td>300.0 µs</td><td>1.00</td>" in row for row in rows)
+    assert "(µs)" not in body.split("<img")[0]
     assert body.count("<img") == 1
     assert len(list((tmp_path / "figures").glob("*.svg"))) >= 2
 
@@ -89,3 +93,10 @@ def test_one_drive_against_its_own_earlier_run_gets_two_names(tmp_path: Path) ->
     assert (
         sections["ssd-pair"].title
     ) == "Two-device comparison: drive A (run run-2) and drive A (run run-1)"
+
+
+def test_a_latency_panel_is_in_the_unit_of_its_highest_bar() -> None:
+    bars = {"RND 4K": {"a": (2_164_260.86, 120_000.0), "b": (float("nan"), 0.0)}}
+    title, scaled = _latency_panel("p99 latency", bars)
+    assert title == "p99 latency (s)"
+    assert scaled["RND 4K"]["a"] == pytest.approx((2.16426086, 0.12))

@@ -636,3 +636,20 @@ def test_figures_render_into_the_run_folder(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     export(Path(sys.argv[1]), GOLDEN)
+
+
+def test_the_fill_table_writes_latencies_in_their_unit(pair: Any) -> None:
+    built, _, _ = pair
+    part = built.body[built.body.index("Fill drive and full-span read") :]
+    part = part[part.index("<table") : part.index("</table>")]
+    header = re.findall(r"<th>(.*?)</th>", part)
+    rows = [
+        dict(zip(header, re.findall(r"<td>(.*?)</td>", r), strict=True))
+        for r in re.findall(r"<tr><td>.*?</tr>", part)
+    ]
+    assert len(rows) == 2, rows
+    # the fill's mean completion latency (was '–': read under a name never stored) and its
+    # highest window (was '14.8' under 'max window latency ms', '2.24e+03' at seconds)
+    assert [(r["mean latency"], r["max window latency"]) for r in rows] == [
+        ("8.59 ms", "14.77 ms")
+    ] * 2

@@ -20,13 +20,14 @@ import numpy.typing as npt
 from pytest_ssd.report.sections.base import Context, Section, notes, table
 from pytest_ssd.report.sections.match import Matched, match, measurement_keys
 from pytest_ssd.report.sections.workloads import Bars, grouped_bars, value_of, workload_label
+from pytest_ssd.text import latency, latency_unit
 
 #: (metric key, column title, decimals)
 METRICS = (
     ("iops", "IOPS", 0),
     ("bw_mb_s", "MB/s", 1),
-    ("p50_us", "p50 (µs)", 1),
-    ("p99_us", "p99 (µs)", 1),
+    ("p50_us", "p50 latency", 1),
+    ("p99_us", "p99 latency", 1),
 )
 AGREE, PARTLY = 0.8, 0.4
 
@@ -109,7 +110,7 @@ def _row(pair: Pair) -> list[str]:
     for key, _, digits in METRICS:
         va, vb = value_of(a, direction, key)[0], value_of(b, direction, key)[0]
         ratio = vb / va if np.isfinite(va) and np.isfinite(vb) and va else np.nan
-        cells += [_fmt(va, digits), _fmt(vb, digits), _fmt(ratio, 2)]
+        cells += [_fmt(va, key, digits), _fmt(vb, key, digits), _fmt(ratio, "", 2)]
     return cells
 
 
@@ -124,7 +125,7 @@ def section(ctx: Context) -> Section | None:
     panels, trends = [], []
     for key, title, _ in METRICS:
         bars, rho = _metric(pairs, key, labels)
-        panels.append((title, bars))
+        panels.append(_latency_panel(title, bars) if key.endswith("_us") else (title, bars))
         trends.append([html.escape(title), "—" if rho is None else printed(rho), verdict(rho)])
     names = [html.escape(label) for label in labels]
     header = ["workload"]
@@ -137,5 +138,20 @@ def section(ctx: Context) -> Section | None:
     return Section("ssd-pair", title, body + notes(left_out))
 
 
-def _fmt(value: float, digits: int) -> str:
-    return "not resolved" if not np.isfinite(value) else f"{value:,.{digits}f}"
+def _fmt(value: float, key: str, digits: int) -> str:
+    """A cell: a latency (*key* in µs) in its unit (716.8 µs, 2.21 ms), else *digits* decimals."""
+    if not np.isfinite(value):
+        return "not resolved"
+    return latency(value) if key.endswith("_us") else f"{value:,.{digits}f}"
+
+
+def _latency_panel(title: str, bars: Bars) -> tuple[str, Bars]:
+    """A latency panel's bars (µs) in the unit of its highest bar: ``p99 latency (ms)``."""
+    heights = [mean for drives in bars.values() for mean, _ in drives.values()]
+    finite = [h for h in heights if np.isfinite(h)]
+    unit, scale, _ = latency_unit(max(finite, default=0.0))
+    scaled = {
+        label: {drive: (mean / scale, sd / scale) for drive, (mean, sd) in drives.items()}
+        for label, drives in bars.items()
+    }
+    return f"{title} ({unit})", scaled

@@ -19,7 +19,7 @@ from pytest_ssd.figures.fill import DriveFill, bw_vs_data_drives, latency_vs_tim
 from pytest_ssd.figures.grid import Bar, mib_bars
 from pytest_ssd.report.sections.base import table
 from pytest_ssd.report.sections.csd.common import CSD, Drives, Part, derived, series
-from pytest_ssd.text import significant
+from pytest_ssd.text import latency, significant
 
 FILL = f"{CSD}test_fill_drive.py::test_fill_drive"
 READ = f"{CSD}test_fill_drive.py::test_speed_profile_read"
@@ -63,6 +63,11 @@ def _number(value: object, fmt: str = ",.0f") -> str:
     return "–" if not isinstance(value, int | float) else format(value, fmt)
 
 
+def _latency_ms(value: object) -> str:
+    """A latency given in ms in its unit (2.24 s, not 2.24e+03 ms), as the results table."""
+    return "–" if not isinstance(value, int | float) else latency(value * 1000)
+
+
 #: the table's columns: header, and the cell from the fill's and the read's derived values
 COLUMNS: tuple[tuple[str, Callable[[Values, Values], str]], ...] = (
     ("pass 1 MiB/s", lambda fill, _: _number(fill.get("pass1_mib_s"))),
@@ -70,8 +75,8 @@ COLUMNS: tuple[tuple[str, Callable[[Values, Values], str]], ...] = (
     ("cache (pass 1)", lambda fill, _: _cache_text(fill, 1)),
     ("after the cache MiB/s", lambda fill, _: _number(fill.get("pass1_post_cache_mib_s"))),
     ("cache (pass 2)", lambda fill, _: _cache_text(fill, 2)),
-    ("mean latency ms", lambda fill, _: _number(fill.get("lat_mean_ms"), ",.3g")),
-    ("max window latency ms", lambda fill, _: _number(fill.get("lat_max_window_ms"), ",.3g")),
+    ("mean latency", lambda fill, _: _latency_ms(fill.get("clat_mean_ms"))),
+    ("max window latency", lambda fill, _: _latency_ms(fill.get("lat_max_window_ms"))),
     ("read MiB/s", lambda _, read: _number(read.get("plugin_mib_s"))),
     ("dd MiB/s", lambda _, read: _number(read.get("dd_mib_s"))),
 )
