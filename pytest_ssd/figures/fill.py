@@ -250,9 +250,9 @@ def latency_vs_time(passes: Sequence[FillPass], gap_s: float) -> Figure:
     windows = np.concatenate([fill.lat_ns for fill in passes]) / 1e6
     ax.set_xlim(0, offset)
     _latency_axis(ax)
-    interval = passes[0].log_interval_s * 1000
+    interval = significant(passes[0].log_interval_s)
     highest = latency(float(windows.max()) * 1000)
-    _finish(fig, ax, f"Fill drive: latency ({interval:g} ms means), highest {highest}")
+    _finish(fig, ax, f"Fill drive: latency ({interval} s means), highest {highest}")
     return fig
 
 

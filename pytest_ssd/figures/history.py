@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from matplotlib.figure import Figure
 
-from pytest_ssd.figures import legend_below
+from pytest_ssd.figures import latency_axis, legend_below
 from pytest_ssd.results.history import HistoryRow
 
 #: markers told apart by drive (serial), in the order drives first appear
@@ -39,7 +39,7 @@ def history_figure(rows: Sequence[HistoryRow], title: str, p: float = 99.0) -> F
             top.plot(xs, [_value(r.iops) for r in mine], **style, label=label)
             bottom.plot(xs, [_value(r.percentiles.get(p)) for r in mine], **style)
     top.set_ylabel("IOPS")
-    bottom.set_ylabel(f"p{p:g} latency (µs)")
+    latency_axis(bottom.yaxis, f"p{p:g} latency")
     top.set_title(title, fontsize="medium", loc="left")
     every = -(-len(runs) // MAX_TICKS) or 1
     ticks = list(range(0, len(runs), every))

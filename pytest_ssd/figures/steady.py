@@ -15,7 +15,7 @@ from matplotlib.ticker import MaxNLocator
 
 from pytest_ssd.figures import PALETTE, legend_below, render, value_axis
 from pytest_ssd.steady import FioSteadyState, SniaVerdict
-from pytest_ssd.text import significant
+from pytest_ssd.text import latency, rate, significant
 
 _SIZE = (6.4, 3.6)
 _DATA, _MEAN, _FIT = PALETTE[0], PALETTE[1], PALETTE[2]
@@ -51,7 +51,7 @@ def snia_convergence(
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("round")
     value_axis(ax.yaxis, quantity, unit)
-    return _finish(fig, ax, verdict.summary(), "SNIA convergence")
+    return _finish(fig, ax, verdict.summary(_window_figures(verdict, unit)[0]), "SNIA convergence")
 
 
 def snia_window(
@@ -68,7 +68,8 @@ def snia_window(
     mean = verdict.mean
     half_pct = verdict.range_limit_pct / 2
     ax.plot(rounds, verdict.window_values, marker="o", color=_DATA, label=quantity)
-    ax.axhline(mean, color=_MEAN, label=f"mean {mean:,.6g} {unit}")
+    mean_text, slope_text = _window_figures(verdict, unit)
+    ax.axhline(mean, color=_MEAN, label=f"mean {mean_text}")
     ax.axhspan(
         mean * (1 - half_pct / 100),
         mean * (1 + half_pct / 100),
@@ -81,12 +82,19 @@ def snia_window(
         verdict.slope * rounds + verdict.intercept,
         linestyle="--",
         color=_FIT,
-        label=f"least-squares line, slope {significant(verdict.slope, 4, sign=True)} {unit}/round",
+        label=f"least-squares line, slope {slope_text}",
     )
     ax.set_xticks(rounds)
     ax.set_xlabel("round")
     value_axis(ax.yaxis, quantity, unit)
-    return _finish(fig, ax, verdict.summary(), "SNIA measurement window")
+    return _finish(fig, ax, verdict.summary(mean_text), "SNIA measurement window")
+
+
+def _window_figures(verdict: SniaVerdict, unit: str) -> tuple[str, str]:
+    """The window's mean and slope as the legend writes them: a latency in µs in the
+    unit of its mean, as the axis and the tables write it (2.34 s, -0.1515 s/round)."""
+    mean = latency(verdict.mean) if unit == "µs" else f"{significant(verdict.mean, 6)} {unit}"
+    return mean, rate(verdict.slope, unit, verdict.mean, "round")
 
 
 def fio_steadystate(state: FioSteadyState) -> Figure:

@@ -130,11 +130,14 @@ class SniaVerdict:
         """The least-squares line at ``round_no``."""
         return self.slope * round_no + self.intercept
 
-    def summary(self) -> str:
-        """One line: the outcome, both excursions against their limits, and the mean."""
+    def summary(self, mean: str | None = None) -> str:
+        """One line: the outcome, both excursions against their limits, and the mean.
+
+        *mean*: the mean as written (a graph gives a latency in its unit), else a plain number.
+        """
         spread = _check_text("range", self.range_excursion_pct, self.range_ok, self.range_limit_pct)
         drift = _check_text("slope", self.slope_excursion_pct, self.slope_ok, self.slope_limit_pct)
-        checks = f"{spread}, {drift} of mean {_quantity(self.mean)}"
+        checks = f"{spread}, {drift} of mean {mean or _quantity(self.mean)}"
         if self.attained:
             return f"steady state reached at round {self.reached_round}: {checks}"
         window = f"(window rounds {self.window_first}–{self.window_last})"

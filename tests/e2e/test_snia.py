@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.e2e.browsing import reads_in_a_window
 from tests.e2e.conftest import REPO
+from tests.e2e.latencies import table_after, unscaled
 
 SNIA = REPO / "suites" / "snia"
 TESTS = {"snia-iops": 9, "snia-throughput-1MiB": 2, "snia-throughput-128KiB": 2, "snia-latency": 9}
@@ -49,4 +50,21 @@ def test_snia_quick_reports_steady_state_and_its_window(
     ]
     assert not missing, missing
     assert "R/W mix \\ IOPS (IOPS)" in html and "p99.999 completion latency (clat)" in html
+    assert_latencies_scaled(html[html.index('id="ssd-suite-snia"') :])
     reads_in_a_window(run.run_dir / "report.html", "ssd-suite-snia", artifacts)
+
+
+def assert_latencies_scaled(section: str) -> None:
+    """The latency test's steady-state row (window values, mean, slope) and its three
+    per-cell tables (mean, p99.999, max) each in their unit, no column in bare µs."""
+    part = section[section.index("0/100 mean completion latency (clat)") :]
+    header, (steady, *_) = table_after(part, "<table")
+    values, mean = steady[header.index("window values")], steady[header.index("mean")]
+    assert unscaled([*values.split(", "), mean]) == [], steady
+    slope = steady[header.index("fitted slope")]
+    assert slope.endswith(f" {mean.split()[-1]}/round"), f"{slope}: in the mean's unit"
+    for what in ("mean", "p99.999", "max"):
+        marker = part.index(f"R/W mix \\ {what} completion latency (clat)</th>")
+        header, rows = table_after(part[part.rindex("<table", 0, marker) :], "<table")
+        assert len(rows) == 3 and all(len(r) == 4 for r in rows), rows
+        assert unscaled([c for r in rows for c in r[1:]]) == [], rows

@@ -19,9 +19,11 @@ from pytest_ssd.analysis.fill import FillPass
 from pytest_ssd.figures import latency_percentiles, render
 from pytest_ssd.figures.esd import PreconditionLog, QosCurve, precondition_figure, qos_figure
 from pytest_ssd.figures.fill import DriveFill, latency_vs_time, latency_vs_time_drives
+from pytest_ssd.figures.history import history_figure
 from pytest_ssd.figures.latency import LatencySample, TailCurve, distribution, tail_curves
 from pytest_ssd.figures.snia import CellTable, by_block_size
 from pytest_ssd.figures.steady import snia_convergence, snia_window
+from pytest_ssd.results.history import HistoryRow
 from pytest_ssd.results.record import Measurement
 from pytest_ssd.steady.snia import evaluate
 
@@ -46,6 +48,26 @@ def unscaled(fig: Figure) -> list[str]:
         if big:
             found.append(f"{label!r}: ticks {big}")
     return found
+
+
+#: a number as a figure's text writes it (1,234.5, 2.16426e+06), with its unit if any
+NUMBER = re.compile(r"(\d[\d,]*)(?:\.\d+)?(e[+-]?\d+)?(?: ?(µs|ms|s)\b)?")
+
+
+def unscaled_text(fig: Figure) -> list[str]:
+    """The legend entries and titles of *fig* once rendered that write a number in
+    e-notation or of four digits or more before the point: in a latency figure that
+    is a latency left in µs (a window's mean, a slope, an interval)."""
+    render(fig)
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    texts = [t.get_text() for legend in legends for t in legend.get_texts()]
+    texts += [t.get_text() for ax in fig.axes for t in (ax.title, *ax.texts)]
+    return [
+        text
+        for text in texts
+        for whole, exponent, _ in NUMBER.findall(text)
+        if exponent or int(whole.replace(",", "")) >= 1000
+    ]
 
 
 def _shown_ticks(axis: Axis) -> list[str]:
@@ -99,6 +121,13 @@ def _log(us: float) -> PreconditionLog:
     return PreconditionLog("drive A", t, np.full(30, 9000.0), t * us / 30, "IOPS", 10.0, None)
 
 
+def _history(run: str, us: float) -> HistoryRow:
+    percentiles: dict[float, float | None] = {99.0: us}
+    return HistoryRow(
+        run, "2026-11-26T10:00", "A", "1.0", "S1", "read", 1, 9.0, 1.0, percentiles, "fio"
+    )
+
+
 FIGURES: dict[str, Callable[[float], Figure]] = {
     "tail latency of a measurement": lambda us: latency_percentiles(
         _measurement([us, 2 * us, 3 * us, 4 * us])
@@ -117,6 +146,7 @@ FIGURES: dict[str, Callable[[float], Figure]] = {
         quantity="mean completion latency",
         unit="µs",
     ),
+    "history": lambda us: history_figure([_history("run-1", us), _history("run-2", 2 * us)], "h"),
     "snia window": lambda us: snia_window(
         evaluate([us * f for f in (1.3, 1.1, 1.0, 1.02, 0.99)]),
         quantity="mean completion latency",
@@ -129,6 +159,34 @@ FIGURES: dict[str, Callable[[float], Figure]] = {
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_a_latency_axis_is_in_its_unit(name: str, us: float) -> None:
     assert unscaled(FIGURES[name](us)) == []
+
+
+@pytest.mark.parametrize("us", [2_164_260.86, 38_000.0, 45.0], ids=["seconds", "ms", "µs"])
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_a_latency_in_a_legend_or_title_is_in_its_unit(name: str, us: float) -> None:
+    assert unscaled_text(FIGURES[name](us)) == []
+
+
+def test_the_snia_window_legend_gives_mean_and_slope_in_the_axis_unit() -> None:
+    fig = FIGURES["snia window"](2_164_260.86)
+    render(fig)
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "mean 2.34 s" in texts, texts
+    assert "least-squares line, slope -0.1515 s/round" in texts, texts
+    assert fig.axes[0].get_ylabel() == "mean completion latency (s)"
+    assert "of mean 2.34 s" in fig.axes[0].get_title()
+
+
+def test_an_unscaled_legend_is_found() -> None:
+    # the check itself: the window legend and title as they were written before
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.plot([1, 2], [1, 2], label="mean 2.34e+06 µs")
+    ax.plot([1, 2], [1, 2], label="least-squares line, slope -1,515 µs/round")
+    ax.set_title("range 28.7 % > 20 % of mean 2,340,000")
+    ax.legend()
+    assert len(unscaled_text(fig)) == 3
 
 
 def test_seconds_of_latency_read_in_seconds() -> None:

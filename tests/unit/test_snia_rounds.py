@@ -16,7 +16,9 @@ import pytest
 from pytest_ssd.figures.snia import CellTable
 from pytest_ssd.fio.results import parse_output, percentiles_from_bins
 from pytest_ssd.methods.snia import CellStats, Rounds, window_results
+from pytest_ssd.report.sections.snia import STEADY_HEADER, cell_table, steady_row
 from pytest_ssd.state.profile import Profile
+from pytest_ssd.steady.snia import evaluate
 from pytest_ssd.workloads.snia import plan
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "fio"
@@ -110,3 +112,29 @@ def test_the_tail_never_reads_above_the_maximum_fio_measured() -> None:
     assert result["clat_p99999_us"] == below == result["clat_max_us"]
     (result,) = window_results([[cell]] * 5)
     assert result["clat_p99999_us"] == tail.ns / 1000 < result["clat_max_us"]
+
+
+def test_a_latency_cell_table_writes_each_latency_in_its_unit() -> None:
+    meta = {"mixes": [100, 0], "block_sizes": [4096, 512]}
+    cells = [
+        {"read_pct": 100, "block_size": 4096, "clat_mean_us": 2_164_260.86},
+        {"read_pct": 100, "block_size": 512, "clat_mean_us": 716.84},
+        {"read_pct": 0, "block_size": 4096, "clat_mean_us": 2211.84},
+    ]
+    html = cell_table(CellTable.of(meta, cells, "clat_mean_us"))
+    # was '2,164,261' and '716.8' under '(µs)'
+    assert "<td>2.16 s</td><td>716.8 µs</td>" in html and "<td>2.21 ms</td><td>n/r</td>" in html
+    assert "R/W mix \\ mean completion latency (clat)</th>" in html
+    iops = cell_table(CellTable.of(meta, [{**cells[0], "iops": 19_520.4}], "iops"))
+    assert "R/W mix \\ IOPS (IOPS)</th>" in iops and "<td>19,520</td>" in iops
+
+
+def test_a_latency_steady_state_row_is_in_the_unit_of_its_mean() -> None:
+    verdict = evaluate([2_164_260.86 * f for f in (1.3, 1.1, 1.0, 1.02, 0.99)])
+    row = dict(zip(STEADY_HEADER, steady_row("scratch", verdict, "µs"), strict=True))
+    assert row["window values"] == "2.81 s, 2.38 s, 2.16 s, 2.21 s, 2.14 s"
+    assert row["mean"] == "2.34 s" and row["fitted slope"] == "-0.1515 s/round"
+    iops = dict(
+        zip(STEADY_HEADER, steady_row("scratch", evaluate([9000.0] * 5), "IOPS"), strict=True)
+    )
+    assert iops["mean"] == "9,000" and iops["fitted slope"] == "+0 IOPS/round"

@@ -25,7 +25,7 @@ from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
 from pytest_ssd.results.record import Derived
 from pytest_ssd.steady.snia import SniaRule, SniaVerdict, SteadyStateError, evaluate
-from pytest_ssd.text import significant
+from pytest_ssd.text import latency, rate
 from pytest_ssd.workloads.snia import mix_label
 
 ID = "ssd-suite-snia"
@@ -44,7 +44,7 @@ def verdict_of(values: Mapping[str, Any]) -> SniaVerdict:
     return evaluate(values["values"], SniaRule(**values["rule"]))
 
 
-def _steady_row(name: str, v: SniaVerdict) -> list[str]:
+def steady_row(name: str, v: SniaVerdict, unit: str) -> list[str]:
     outcome = (
         f"reached at round {v.reached_round}"
         if v.attained
@@ -54,12 +54,17 @@ def _steady_row(name: str, v: SniaVerdict) -> list[str]:
         html.escape(name),
         outcome,
         f"{v.window_first}–{v.window_last}",
-        ", ".join(f"{x:,.6g}" for x in v.window_values),
-        f"{v.mean:,.6g}",
+        ", ".join(_tracked(x, unit) for x in v.window_values),
+        _tracked(v.mean, unit),
         f"{v.range_excursion_pct:.1f} % (≤ {v.range_limit_pct:g} %)",
-        f"{significant(v.slope, 4, sign=True)} / round",
+        rate(v.slope, unit, v.mean, "round"),
         f"{v.slope_excursion_pct:.1f} % (≤ {v.slope_limit_pct:g} %)",
     ]
+
+
+def _tracked(value: float, unit: str) -> str:
+    """A tracked value: a latency in its unit (2.34 s), else as fio gave it (9,222.5)."""
+    return latency(value) if unit == "µs" else f"{value:,.6g}"
 
 
 STEADY_HEADER = [
@@ -74,17 +79,24 @@ STEADY_HEADER = [
 ]
 
 
-def _format(value: float) -> str:
-    return "n/r" if np.isnan(value) else f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
+def _format(value: float, unit: str) -> str:
+    if np.isnan(value):
+        return "n/r"
+    if unit == "µs":
+        return latency(value)
+    return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
 
 
 def cell_table(result: figs.CellTable) -> str:
-    """Mixes as rows, block sizes as columns; 'n/r': not resolved by the window's I/Os."""
-    header = [f"R/W mix \\ {html.escape(result.what)} ({result.unit})"] + [
-        format_bytes(bs) for bs in result.block_sizes
-    ]
+    """Mixes as rows, block sizes as columns; 'n/r': not resolved by the window's I/Os.
+
+    A latency is in its unit in each cell (716.8 µs, 2.21 ms), as the results table writes it.
+    """
+    what = html.escape(result.what)
+    unit = "" if result.unit == "µs" else f" ({result.unit})"
+    header = [f"R/W mix \\ {what}{unit}"] + [format_bytes(bs) for bs in result.block_sizes]
     rows = [
-        [mix_label(mix), *(_format(v) for v in result.values[i])]
+        [mix_label(mix), *(_format(v, result.unit) for v in result.values[i])]
         for i, mix in enumerate(result.mixes)
     ]
     return table(header, rows)
@@ -134,7 +146,8 @@ def section(ctx: Context) -> Section | None:
         rows, bodies = [], []
         for drive, record in found[name]:
             try:
-                rows.append(_steady_row(drive.drive.label, verdict_of(record.values)))
+                verdict = verdict_of(record.values)
+                rows.append(steady_row(drive.drive.label, verdict, record.values["unit"]))
             except SteadyStateError as exc:
                 left_out.append(f"{drive.drive.label}: {name}: {exc}")
                 continue
