@@ -33,7 +33,7 @@ def _on_host(server: Sshd, dev: Path) -> tuple[str, str, str]:
     return (server.url(str(dev)), f"--ssd-confirm={dev}", f"--ssd-ssh-config={server.config}")
 
 
-def _host_lost(server: Sshd, dev: Path, reports: Path) -> tuple[str, list[str]]:
+def _host_lost(server: Sshd, dev: Path, reports: Path, *args: str) -> tuple[str, list[str]]:
     """A run whose host's sshd is stopped once tests are recorded: its output, and what the
     host's logins had started there that did not end by itself (killed then)."""
     url, *options = _on_host(server, dev)
@@ -41,7 +41,9 @@ def _host_lost(server: Sshd, dev: Path, reports: Path) -> tuple[str, list[str]]:
     log = reports / "lost.log"
     left: dict[int, str] = {}
     with log.open("w") as out:
-        proc = subprocess.Popen(_argv(url, reports, *options), stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            _argv(url, reports, *options, *args), stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.monotonic() + 600
         while (
@@ -62,8 +64,12 @@ def _host_lost(server: Sshd, dev: Path, reports: Path) -> tuple[str, list[str]]:
     return log.read_text(), survivors
 
 
+@pytest.mark.parametrize("args", [(), ("-n", "2")], ids=["one-process", "workers"])
 def test_a_run_whose_host_was_lost_stops_and_resumes_once_the_host_is_back(
-    loop_device: Any, tmp_path: Path, record_property: Callable[[str, object], None]
+    args: tuple[str, ...],
+    loop_device: Any,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     dev = loop_device(256)
     with local_sshd(tmp_path / "host") as server:
@@ -71,7 +77,7 @@ def test_a_run_whose_host_was_lost_stops_and_resumes_once_the_host_is_back(
         reference = _run(url, tmp_path / "reference", *options)
         assert len(reference.outcomes) == TESTS and set(reference.outcomes.values()) == {"passed"}
         reports = tmp_path / "lost"
-        output, survivors = _host_lost(server, dev, reports)
+        output, survivors = _host_lost(server, dev, reports, *args)
     assert not any(word in output for word in BROKEN), output
     stopped = [line for line in output.splitlines() if "pytest-ssd stopped the run" in line]
     where = f"ssh root@127.0.0.1 port {server.port}: the test host's connection was lost during "
@@ -83,9 +89,9 @@ def test_a_run_whose_host_was_lost_stops_and_resumes_once_the_host_is_back(
     # what the host's logins ran there (the lock holder, the agent, fio) ended with them
     assert survivors == []
     with restarted(server):
-        resumed = _run(url, reports, "--ssd-resume=last", *options)
+        resumed = _run(url, reports, "--ssd-resume=last", *options, *args)
     assert f"resuming run {cut.run_ids[0]}" in resumed.output, resumed.output
     _same_as(resumed, reference)
-    said = _said("its test host's sshd was stopped mid-run", resumed, reference)
+    said = _said(f"its test host's sshd was stopped mid-run {args}", resumed, reference)
     print(said)
     record_property("wall_times", said)
