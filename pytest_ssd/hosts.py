@@ -32,7 +32,14 @@ from pytest_ssd.machine import agent
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.slots import Slots
-from pytest_ssd.machine.ssh import RUN_CHANNELS, Held, Ssh, control_folder, resolve
+from pytest_ssd.machine.ssh import (
+    LOST_GRACE_S,
+    RUN_CHANNELS,
+    Held,
+    Ssh,
+    control_folder,
+    resolve,
+)
 
 
 @dataclass
@@ -188,6 +195,18 @@ class Hosts:
             self._keys[SshAddress(**address)] = key
         for key, found in shared.get("hosts", {}).items():
             self._joined[key] = Shared(**found)
+
+    def lost(self, said: str) -> str | None:
+        """The host whose connection this process opened has ended, in one line (None: none).
+
+        Its sshd stopped, it rebooted or lost power: every command for it fails from
+        then on, so the run cannot go on there.  A connection that *said* (a failed
+        test's report) names may be ending still: it is given a moment.
+        """
+        for host in list(self.hosts.values()):
+            if host.ssh.lost(LOST_GRACE_S if host.ssh.where in said else 0.0):
+                return f"{host.ssh.where}: the test host's connection was lost"
+        return None
 
     def close(self) -> list[str]:
         """Stop every fio server, release every lock, disconnect; what was left behind.

@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -113,19 +114,84 @@ def local_sshd(folder: Path, options: str = "", max_sessions: int = 64) -> Itera
         f"MaxSessions {max_sessions}\nMaxStartups 64\nLogLevel VERBOSE\n" + options
     )
     config = ssh_config(folder, port, host_pub)
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
-    log = (folder / "sshd.log").open("wb")
-    server = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", str(folder / "sshd_config")], stdout=log, stderr=log
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _banner(port):
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"sshd did not start: {(folder / 'sshd.log').read_text()}")
-            time.sleep(0.1)
+    with _serving(folder, port):
         yield Sshd(port, config, folder)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        log.close()
+
+
+@contextlib.contextmanager
+def _serving(folder: Path, port: int) -> Iterator[None]:
+    """sshd of *folder*'s sshd_config, listening on *port* until the block ends."""
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    with (folder / "sshd.log").open("ab") as log:
+        server = subprocess.Popen(
+            [SSHD, "-D", "-e", "-f", str(folder / "sshd_config")], stdout=log, stderr=log
+        )
+        try:
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not _banner(port):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"sshd did not start: {(folder / 'sshd.log').read_text()}")
+                time.sleep(0.1)
+            yield
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def restarted(server: Sshd) -> Iterator[Sshd]:
+    """*server* started again (after :func:`stop`): the same port, keys and config."""
+    with _serving(server.folder, server.port):
+        yield server
+
+
+def _children() -> dict[int, list[int]]:
+    """Every process's children, by parent pid (from /proc)."""
+    found: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rpartition(")")[2].split()
+            found.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    children, found, todo = _children(), [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo += children.get(found[-1], [])
+    return found
+
+
+def _command(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    return ""
+
+
+def stop_sshd(server: Sshd) -> dict[int, str]:
+    """Stop *server* as a host loses it: its listener and the sshd processes of its connections
+    killed (only this server's); the other processes its logins had started, pid: name
+    (:func:`end_left` ends those still there once the caller is done)."""
+    tree = {
+        pid: _command(pid) for pid in _descendants(int((server.folder / "sshd.pid").read_text()))
+    }
+    for pid, name in tree.items():
+        if name.startswith("sshd"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return {pid: name for pid, name in tree.items() if not name.startswith("sshd")}
+
+
+def end_left(started: dict[int, str], timeout: float) -> list[str]:
+    """Give *started* (:func:`stop_sshd`) *timeout* to end by themselves, then kill those
+    still running; their names."""
+    deadline = time.monotonic() + timeout
+    while (left := {p: n for p, n in started.items() if _command(p) == n}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return [f"{name} ({pid})" for pid, name in left.items()]

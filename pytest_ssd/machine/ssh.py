@@ -37,6 +37,8 @@ CONNECT_TIMEOUT_S = 10
 OPEN_TIMEOUT_S = 30.0
 #: ssh's own exit code for its failures (the remote command's are passed through)
 SSH_FAILED = 255
+#: how long a master connection that is ending (its host's sshd gone) may take to exit
+LOST_GRACE_S = 1.0
 #: how a script on the host marks a line of its output for pytest-ssd ("@@ssd:word rest")
 MARK = "@@ssd:"
 #: how long a held command may take to end by itself once its input is closed
@@ -315,6 +317,19 @@ class Ssh:
     def alive(self) -> bool:
         """True while the master connection this process owns runs."""
         return self._master is not None and self._master.alive()
+
+    def lost(self, grace: float) -> bool:
+        """The master connection this process opened has ended by itself (the host's sshd went
+        away, the host with it), waiting up to *grace* for a master that is ending."""
+        master = self._master
+        if master is None:  # never opened here, or closed by :meth:`close`
+            return False
+        deadline = time.monotonic() + grace
+        while master.alive():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def _mux(self, *extra: str) -> list[str]:
         """ssh's argv for a channel of the master, never a login of its own (:meth:`command`)."""

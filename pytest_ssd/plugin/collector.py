@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.db import TestDone, TestRecords
-from pytest_ssd.errors import SsdError, present
+from pytest_ssd.errors import DeviceError, SsdError, present
 from pytest_ssd.results.files import STORAGE_ERRNOS, StorageError
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
@@ -42,7 +42,9 @@ class RunRecorder:
     A record that cannot be stored (full or read-only filesystem, damaged
     database) stops the run the way ``-x`` does: the test running finishes, fio
     and the devices are released as after any run, and nothing more is written
-    to the file that failed, so what it holds stays as last written.
+    to the file that failed, so what it holds stays as last written.  A test that
+    failed as its test host's connection ended stops the run the same way, its
+    outcome not recorded: the run resumed (``--ssd-resume``) runs it again.
     """
 
     def __init__(self, session: SsdSession, report_lines: list[str]) -> None:
@@ -69,6 +71,10 @@ class RunRecorder:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.fault is not None:  # the run is stopping: nothing more is recorded
+            return
+        lost = self.session.lost_host(report.longreprtext) if report.failed else None
+        if lost is not None:
+            self._stop(DeviceError(self._cut_short(report.nodeid, lost)))
             return
         try:
             self._record(report)
@@ -138,6 +144,15 @@ class RunRecorder:
             dsession = plugins.get_plugin("dsession")
             if dsession is not None:
                 dsession.shouldstop = self.fault
+
+    def _cut_short(self, nodeid: str, lost: str) -> str:
+        """A test failed as its host went away: no outcome is recorded for it, so the run
+        resumed (``--ssd-resume``) forgets what it wrote and runs it again."""
+        test = nodeid.rpartition("::")[2]
+        return (
+            f"{lost} during {test} (not recorded); resume the run once the host is back:"
+            f" --ssd-resume={self.session.run_id}"
+        )
 
     def _new_records(self, report: pytest.TestReport) -> TestRecords:
         seen = self._seen.setdefault(report.nodeid, set())

@@ -313,6 +313,11 @@ class SsdSession:
         for problem in self.devices.close_hosts():
             sys.stderr.write(f"pytest-ssd: {problem}\n")
 
+    def lost_host(self, said: str) -> str | None:
+        """A test host whose connection this process opened ended, in one line (None: none);
+        *said*: a failed test's report (the hosts it names are given a moment)."""
+        return self.devices.sites.hosts.lost(said)
+
     def artifacts_for(self, nodeid: str) -> Path:
         """The test's artifact folder under the run directory."""
         safe = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in nodeid)
