@@ -53,3 +53,22 @@ def test_the_quick_start_commands_are_those_of_run_and_ci() -> None:
     run = (REPO / "run").read_text()
     assert re.search(r"^    smoke\)$", run, re.M) and re.search(r"^    tests\)$", run, re.M)
     assert "./run tests" in (REPO / ".ci" / "run").read_text()
+
+
+#: a merge left unresolved: git's markers at the start of a line (built here, not written out)
+CONFLICT = re.compile("^(" + "<" * 7 + " |" + "=" * 7 + "$|" + ">" * 7 + " )", re.MULTILINE)
+TEXT_SUFFIXES = {".md", ".py", ".cfg", ".toml", ".pl", ".yml", ".sh", ""}
+
+
+def test_no_file_holds_an_unresolved_merge() -> None:
+    roots = [REPO / name for name in ("pytest_ssd", "suites", "tests", "docs", "examples")]
+    files = [REPO / "README.md", REPO / "setup.cfg", REPO / "run", *PAGES]
+    files += [p for root in roots for p in root.rglob("*") if p.is_file()]
+    found = [
+        str(p.relative_to(REPO))
+        for p in sorted(set(files))
+        if p.suffix in TEXT_SUFFIXES
+        and "__pycache__" not in p.parts
+        and CONFLICT.search(p.read_text(errors="replace"))
+    ]
+    assert not found, f"unresolved merge markers in {found}"
