@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import load_object
 from pytest_ssd.errors import ToolError
-from pytest_ssd.health.sources import KELVIN, READ_TIMEOUT_S
+from pytest_ssd.health.sources import KELVIN, READ_TIMEOUT_S, without
 from pytest_ssd.machine.machine import Machine
 
 #: what a rule may name, and what it is
@@ -185,10 +185,8 @@ class SmartctlLogReader:
 
 def find_log_reader(identity: DeviceIdentity, machine: Machine) -> tuple[LogReader | None, str]:
     """The device's health-log reader on *machine* and what it is, or None and why none."""
-    if identity.kind == "file":
-        return None, "a regular file has no health log"
-    if identity.transport == "loop":
-        return None, "a loop device has no health log"
+    if (why := without(identity, "health log")) is not None:
+        return None, why
     if identity.nvme is not None:
         try:
             nvme = machine.which("nvme", "install nvme-cli")

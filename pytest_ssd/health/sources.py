@@ -231,12 +231,19 @@ def hwmon_folder(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> Path |
     return None
 
 
+def without(identity: DeviceIdentity, what: str) -> str | None:
+    """Why a regular file or a loop device has no *what* (a sensor, a health log); None else."""
+    if identity.kind == "file":
+        return f"a regular file has no {what}"
+    if identity.transport == "loop":
+        return f"a loop device has no {what}"
+    return None
+
+
 def _anywhere(identity: DeviceIdentity, machine: Machine) -> tuple[Source | None, str] | None:
     """What holds on every machine: a file or a loop device has no sensor, NVMe its log."""
-    if identity.kind == "file":
-        return None, "a regular file has no temperature sensor"
-    if identity.transport == "loop":
-        return None, "a loop device has no temperature sensor"
+    if (why := without(identity, "temperature sensor")) is not None:
+        return None, why
     if identity.nvme is not None:
         try:
             nvme = machine.which("nvme", "install nvme-cli")
