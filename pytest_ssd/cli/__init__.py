@@ -20,7 +20,7 @@ from pytest_ssd.db.url import ENV, db_url
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.results.files import StorageError
 from pytest_ssd.results.location import default_db
-from pytest_ssd.verdict.judge import parse_tolerance
+from pytest_ssd.verdict.tolerance import parse_tolerance
 
 EXIT_REGRESSED, EXIT_USAGE, EXIT_DB, EXIT_OUTPUT = 1, 2, 3, 4
 
@@ -82,7 +82,15 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         type=_tolerance,
         metavar="METRIC=PERCENT",
-        help="with --gate: the band of 'same' for a metric (default: the baseline's spread)",
+        help="with --gate: the band of 'same' for a metric, before the datasheet's"
+        " (default: the runs' spread)",
+    )
+    p.add_argument(
+        "--datasheet",
+        type=Path,
+        metavar="FILE",
+        help="with --gate: the bands of its [baseline] table, as a run with --datasheet=FILE"
+        " judges",
     )
     p.set_defaults(func=commands.compare)
 

@@ -26,8 +26,10 @@ from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.report.build import Rendered, report_page, to_stderr
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.location import find_config, report_dir
+from pytest_ssd.specs.load import load_datasheet
 from pytest_ssd.verdict import VERDICTS, MetricVerdict
 from pytest_ssd.verdict.source import compare_runs
+from pytest_ssd.verdict.tolerance import Tolerances
 
 __all__ = [
     "TABLES",
@@ -169,12 +171,9 @@ def compare(args: argparse.Namespace) -> bool:
     """The comparison report; with ``--gate`` the verdict table too, and False on a regression."""
     if args.gate and len(args.labels) != 2:  # BASE NEW
         raise ConfigError(f"compare --gate takes two labels, BASE NEW (given: {len(args.labels)})")
+    tolerances = _tolerances(args)  # a bad datasheet is refused before the database is read
     with ResultsDb(args.db) as db:
-        verdicts = (
-            compare_runs(db, args.labels[0], args.labels[1], dict(args.tolerance))
-            if args.gate
-            else []
-        )
+        verdicts = compare_runs(db, args.labels[0], args.labels[1], tolerances) if args.gate else []
         drives = db.resolve(args.labels)
         if not drives:
             raise DatabaseError(f"{args.db}: nothing measured for {', '.join(args.labels)}")
@@ -197,6 +196,16 @@ def compare(args: argparse.Namespace) -> bool:
     if args.gate:
         print_verdicts(verdicts)
     return not any(v.verdict == "regressed" for _, v in verdicts)
+
+
+def _tolerances(args: argparse.Namespace) -> Tolerances:
+    """The gate's bands: ``--tolerance``, then ``--datasheet``'s ``[baseline]`` table."""
+    sheet = None
+    if args.datasheet is not None:
+        if not args.gate:
+            raise ConfigError("compare --datasheet goes with --gate: its [baseline] bands judge")
+        sheet = load_datasheet(args.datasheet).baseline
+    return Tolerances(dict(args.tolerance), "--tolerance", sheet)
 
 
 def print_verdicts(verdicts: list[tuple[str, MetricVerdict]]) -> None:

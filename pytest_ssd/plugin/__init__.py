@@ -471,9 +471,8 @@ def _configure_controller(config: pytest.Config) -> None:
         for line in (line for tuner in session.tuners() for line in tuner.summary_lines()):
             sys.stderr.write(f"pytest-ssd: {line}\n")
         raise pytest.UsageError(str(exc)) from None
-    if judged_against is not None:
-        judged_against.save(session.run_dir)
-        baseline.register(config, session.run_dir)
+    if judged_against is not None:  # with the datasheets' [baseline] bands, now assigned
+        baseline.start(config, session, judged_against)
     if not config.getoption("htmlpath", None):
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Generator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,8 @@ from pytest_ssd.session import SsdSession
 from pytest_ssd.text import name_problem
 from pytest_ssd.verdict import VERDICTS, Baseline, MetricVerdict
 from pytest_ssd.verdict.baseline import RECORD
-from pytest_ssd.verdict.judge import METRICS, parse_tolerance
+from pytest_ssd.verdict.metrics import METRICS
+from pytest_ssd.verdict.tolerance import parse_tolerance
 
 #: the name the judge is registered under
 PLUGIN = "ssd-baseline"
@@ -48,8 +50,9 @@ def add_options(group: pytest.OptionGroup) -> None:
         default=[],
         type=_tolerance,
         metavar="METRIC=PERCENT",
-        help="the band of 'same' for a metric (" + ", ".join(METRICS) + "); default: the"
-        " baseline's own run-to-run spread, at least 5; may repeat",
+        help="the band of 'same' for a metric (" + ", ".join(METRICS) + "); before the"
+        " datasheet's [baseline] table; default: the runs' own run-to-run spread, at least 5;"
+        " may repeat",
     )
 
 
@@ -79,6 +82,18 @@ def prepare(config: pytest.Config, session: SsdSession) -> Baseline | None:
         return read_baseline(session.options.db, ref, session.dut_ids, session.run_id, tolerances)
     except SsdError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def start(config: pytest.Config, session: SsdSession, judged_against: Baseline) -> None:
+    """Once the devices have their datasheets: keep the baseline, with each device's
+    ``[baseline]`` bands, in the run folder, and judge the controller's tests."""
+    sheets = {
+        dut_id: sheet.baseline
+        for dut_id, sheet in session.datasheets.items()
+        if sheet.baseline is not None
+    }
+    replace(judged_against, sheets=sheets).save(session.run_dir)
+    register(config, session.run_dir)
 
 
 def register(config: pytest.Config, run_dir: Path) -> None:

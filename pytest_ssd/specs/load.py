@@ -31,8 +31,9 @@ from pytest_ssd.specs.model import (
 from pytest_ssd.specs.units import UNITS, unit
 from pytest_ssd.state.spec import StateSpec, parse_state
 from pytest_ssd.text import name_problem
+from pytest_ssd.verdict.tolerance import ToleranceError, parse_tolerances
 
-_TOP_KEYS = ("source", "tolerance", "drive", "specs", "health")
+_TOP_KEYS = ("source", "tolerance", "drive", "specs", "health", "baseline")
 _DRIVE_KEYS = ("name", "model", "capacity_gb", "firmware", "form_factor", "interface")
 _LINE_KEYS = (
     "id",
@@ -153,9 +154,17 @@ def _datasheet(name: str, data: Mapping[str, Any]) -> Datasheet:
     source = _opt_str(data, "source", "") or ""
     try:
         health = parse_profile(data["health"], name) if "health" in data else None
-    except HealthProfileError as exc:
+        baseline = parse_tolerances(data["baseline"], name) if "baseline" in data else None
+    except (HealthProfileError, ToleranceError) as exc:
         raise _Problem(exc.where, exc.problem) from None
-    return Datasheet(path=name, drive=drive, specs=tuple(specs), source=source, health=health)
+    return Datasheet(
+        path=name,
+        drive=drive,
+        specs=tuple(specs),
+        source=source,
+        health=health,
+        baseline=baseline,
+    )
 
 
 def _drive(raw: Mapping[str, Any]) -> Drive:

@@ -9,6 +9,7 @@ from pytest_ssd.fio.job import Pattern, format_bytes
 from pytest_ssd.health.profile import HealthProfile
 from pytest_ssd.specs.units import Dimension, Quantity
 from pytest_ssd.state.spec import StateSpec
+from pytest_ssd.verdict.tolerance import SheetTolerances
 
 Kind = Literal["ceiling", "bound"]
 #: tolerance of a ceiling when neither the line nor the file gives one
@@ -148,6 +149,8 @@ class Datasheet:
     source: str = ""
     #: the ``[health]`` rules of the drive (None: the option's or the default profile)
     health: HealthProfile | None = None
+    #: the ``[baseline]`` bands of "same" against a baseline build (None: none set)
+    baseline: SheetTolerances | None = None
 
     def line(self, line_id: str) -> SpecLine:
         """The spec line named *line_id*; KeyError naming the known ids otherwise."""

@@ -18,10 +18,13 @@ from typing import Any
 from pytest_ssd.db.model import shared_test_id
 from pytest_ssd.results.record import Measurement
 from pytest_ssd.verdict.judge import MetricVerdict, judge_point
+from pytest_ssd.verdict.tolerance import SheetTolerances, Tolerances
 
 FILE = "baseline.json"
 #: the derived record of a test judged against the baseline
 RECORD = "baseline"
+#: the option of a run's per-metric bands
+OPTION = "--ssd-baseline-tolerance"
 
 
 def point_key(test: str, name: str) -> str:
@@ -46,8 +49,10 @@ class Baseline:
     #: dut id -> the baseline drive it is judged against ("run <id>, <label>")
     against: dict[str, str]
     points: dict[str, dict[str, list[dict[str, Any]]]]
-    #: metric -> tolerance (a fraction) given for it; others come from the baseline's spread
+    #: metric -> tolerance (a fraction) given for it on the command line
     tolerances: dict[str, float] = field(default_factory=dict)
+    #: dut id -> its datasheet's ``[baseline]`` bands (below the command line's)
+    sheets: dict[str, SheetTolerances] = field(default_factory=dict)
 
     def save(self, run_dir: Path) -> Path:
         path = run_dir / FILE
@@ -56,6 +61,7 @@ class Baseline:
             "against": self.against,
             "points": self.points,
             "tolerances": self.tolerances,
+            "sheets": {dut_id: sheet.as_dict() for dut_id, sheet in self.sheets.items()},
         }
         path.write_text(json.dumps(data))
         return path
@@ -66,12 +72,17 @@ class Baseline:
         if not path.is_file():
             return None
         data = json.loads(path.read_text())
-        return cls(data["ref"], data["against"], data["points"], data["tolerances"])
+        sheets = {k: SheetTolerances.from_dict(v) for k, v in data.get("sheets", {}).items()}
+        return cls(data["ref"], data["against"], data["points"], data["tolerances"], sheets)
+
+    def tolerances_of(self, dut_id: str) -> Tolerances:
+        """The bands device *dut_id* is judged with: the command line's, then its datasheet's."""
+        return Tolerances(self.tolerances, OPTION, self.sheets.get(dut_id))
 
     def judge(self, dut_id: str, measurements: Sequence[Measurement]) -> list[MetricVerdict]:
         """Every metric of every point of *measurements* the baseline measured too."""
         return judge_points(
-            self.points.get(dut_id, {}), runs_of(measurements, dut_id), self.tolerances
+            self.points.get(dut_id, {}), runs_of(measurements, dut_id), self.tolerances_of(dut_id)
         )
 
 
@@ -79,7 +90,7 @@ Points = Mapping[str, Sequence[Mapping[str, Any]]]
 
 
 def judge_points(
-    base: Points, new: Points, tolerances: Mapping[str, float] | None = None
+    base: Points, new: Points, tolerances: Tolerances | None = None
 ) -> list[MetricVerdict]:
     """Every point of *new* that *base* has too (both from :func:`runs_of`), judged."""
     verdicts: list[MetricVerdict] = []

@@ -14,7 +14,8 @@ Mann-Whitney test:
   One run against one run is always unknown.
 
 The band is ``[1 / (1 + t), 1 + t]`` around a ratio of 1.  The tolerance *t* of a
-metric is given (``--ssd-baseline-tolerance``) or derived from the run-to-run spread:
+metric is given (the command line, the datasheet's ``[baseline]``: see
+:mod:`pytest_ssd.verdict.tolerance`) or derived from the run-to-run spread:
 the baseline's range over its median, or the new build's when that is wider (a
 difference smaller than a run's own noise is not called: a host busier during one
 run than the other shows as spread), at least :data:`TOLERANCE_FLOOR`;
@@ -29,9 +30,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from pytest_ssd.errors import ConfigError
 from pytest_ssd.results.record import percentile_us
+from pytest_ssd.verdict.metrics import METRICS
 from pytest_ssd.verdict.stats import MAX_EXACT, median_ratio_ci, p_greater, smallest_p
+from pytest_ssd.verdict.tolerance import DERIVED, Tolerances
 
 VERDICTS = ("regressed", "improved", "same", "unknown")
 #: the one-sided significance level, and the interval's confidence
@@ -41,37 +43,6 @@ LEVEL = 0.95
 TOLERANCE_FLOOR = 0.05
 #: a baseline spread wider than this (derived, not given) never makes a verdict "same"
 SAME_AT_MOST = 0.25
-#: the percentiles judged when every sample on both sides resolves them
-PERCENTILES = (50.0, 99.0, 99.9, 99.99)
-#: metric -> (its label in a line, higher is better)
-THROUGHPUT = {"iops": ("IOPS", True), "bw_mib_s": ("MiB/s", True)}
-LATENCY = {"lat_mean_us": ("mean latency", False)}
-
-
-def percentile_metric(p: float) -> str:
-    return f"p{p:g}_us"
-
-
-METRICS: dict[str, tuple[str, bool]] = {
-    **THROUGHPUT,
-    **LATENCY,
-    **{percentile_metric(p): (f"p{p:g}", False) for p in PERCENTILES},
-}
-
-
-def parse_tolerance(text: str) -> tuple[str, float]:
-    """``p99_us=10`` -> ("p99_us", 0.10); ConfigError naming the metrics otherwise."""
-    metric, _, percent = text.partition("=")
-    try:
-        value = float(percent)
-    except ValueError:
-        value = -1.0
-    if metric not in METRICS or not 0 < value < 100:
-        raise ConfigError(
-            f"{text!r}: give METRIC=PERCENT, METRIC one of {', '.join(METRICS)}"
-            " and PERCENT in (0, 100)"
-        )
-    return metric, value / 100
 
 
 def metric_value(direction: Mapping[str, Any], metric: str) -> float | None:
@@ -121,22 +92,35 @@ class MetricVerdict:
     #: for unknown: the repeats a side that would likely decide it
     repeats_needed: int | None = None
     reason: str = ""
+    #: where the band came from (:meth:`Tolerances.pick`); empty in records made before
+    tolerance_from: str = ""
 
     @property
     def label(self) -> str:
         return METRICS[self.metric][0]
 
     def line(self) -> str:
-        """``rnd-4k-qd1 read p99.9: 1.31× the baseline (95 % CI 1.22–1.40, p = 0.004)``."""
+        """``rnd-4k-qd1 read p99.9: 1.31× the baseline (95 % CI 1.22–1.40, p = 0.004;
+        band ±10 % from sheet.toml [baseline] default)``."""
         head = f"{self.point} {self.direction} {self.label}"
         if self.ratio is None or self.low is None or self.high is None:
             return f"{head}: {self.verdict} ({self.reason})"
         p = self.p_better if self.verdict == "improved" else self.p_worse
         shown = f", p = {p:.2g}" if p is not None else ""
-        return (
-            f"{head}: {_x(self.ratio)}× the baseline "
-            f"({LEVEL:.0%} CI {_x(self.low)}–{_x(self.high)}{shown})".replace("%", " %")
-        )
+        band = f"; {self.band()}" if self.tolerance_from else ""
+        ci = f"{LEVEL:.0%} CI {_x(self.low)}–{_x(self.high)}".replace("%", " %")
+        return f"{head}: {_x(self.ratio)}× the baseline ({ci}{shown}{band})"
+
+    @property
+    def band_width(self) -> str:
+        """``±10 %``: the tolerance band around a ratio of 1."""
+        percent = self.tolerance * 100
+        return f"±{percent:.3g} %" if percent < 1000 else f"±{percent:,.0f} %"
+
+    def band(self) -> str:
+        """``band ±10 % from sheet.toml [baseline] iops``: the tolerance and where it came from."""
+        source = self.tolerance_from
+        return f"band {self.band_width} " + (source if source == DERIVED else f"from {source}")
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "line": self.line()}
@@ -168,11 +152,18 @@ def judge(
     new: Sequence[float],
     *,
     tolerance: float | None = None,
+    tolerance_from: str = "given",
 ) -> MetricVerdict:
-    """The verdict of one metric: *new* repeats against *base* repeats (the last 20 a side)."""
+    """The verdict of one metric: *new* repeats against *base* repeats (the last 20 a side).
+
+    *tolerance* None: derived from the runs' spread; *tolerance_from* says where a given
+    one came from."""
     base, new = list(base)[-MAX_EXACT:], list(new)[-MAX_EXACT:]
     tol = default_tolerance(base, new) if tolerance is None else tolerance
-    empty = MetricVerdict(point, direction, metric, "unknown", len(base), len(new), tol)
+    source = DERIVED if tolerance is None else tolerance_from
+    empty = MetricVerdict(
+        point, direction, metric, "unknown", len(base), len(new), tol, tolerance_from=source
+    )
     if min(len(base), len(new)) < 2:
         why = f"{len(new)} run against {len(base)}: repeat (--ssd-repeat) to judge"
         return replace(
@@ -215,10 +206,11 @@ def judge_point(
     point: str,
     base: Sequence[Mapping[str, Any]],
     new: Sequence[Mapping[str, Any]],
-    tolerances: Mapping[str, float] | None = None,
+    tolerances: Tolerances | None = None,
 ) -> list[MetricVerdict]:
-    """Every metric of every direction both sides measured (runs as measurements' ``metrics``)."""
-    given = tolerances or {}
+    """Every metric of every direction both sides measured (runs as measurements' ``metrics``),
+    each with its band from *tolerances* (derived from the spread when none sets it)."""
+    given = tolerances or Tolerances()
     found: list[MetricVerdict] = []
     directions = sorted({d for run in base for d in run} & {d for run in new for d in run})
     for direction in directions:
@@ -226,5 +218,8 @@ def judge_point(
             b, n = samples(base, direction, metric), samples(new, direction, metric)
             if b is None or n is None:  # not measured, or a percentile some run cannot resolve
                 continue
-            found.append(judge(point, direction, metric, b, n, tolerance=given.get(metric)))
+            tol, source = given.pick(point, metric)
+            found.append(
+                judge(point, direction, metric, b, n, tolerance=tol, tolerance_from=source)
+            )
     return found

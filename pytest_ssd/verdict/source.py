@@ -10,6 +10,7 @@ from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError
 from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of
 from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.tolerance import Tolerances
 
 
 def _pair(drives: Sequence[DriveRef], dut_ids: Sequence[str], what: str) -> dict[str, DriveRef]:
@@ -52,9 +53,10 @@ def read_baseline(
 
 
 def compare_runs(
-    db: ResultsDb, base_ref: str, new_ref: str, tolerances: Mapping[str, float]
+    db: ResultsDb, base_ref: str, new_ref: str, tolerances: Tolerances | None = None
 ) -> list[tuple[str, MetricVerdict]]:
-    """(the new drive's label, a verdict) for every point *new_ref* and *base_ref* measured."""
+    """(the new drive's label, a verdict) for every point *new_ref* and *base_ref* measured,
+    judged with *tolerances* (the command line's and a datasheet's; else the runs' spread)."""
     base = db.resolve([base_ref])
     new = db.resolve([new_ref], exclude_run=base[0].run_id if base else None)
     if not base or not new:

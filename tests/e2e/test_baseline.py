@@ -5,6 +5,7 @@ device with ``--ssd-repeat=5``; the new build runs in a cgroup v1 ``blkio`` grou
 caps the device's reads at 300 IOPS (writes untouched).  The slowed read regresses and
 fails its test in one line; the untouched write is same or unknown, never regressed;
 ``pytest-ssd compare --gate`` exits 1; one run against one run is unknown throughout.
+A datasheet's ``[baseline]`` band, in the run and given to the gate, judges alike.
 """
 
 from __future__ import annotations
@@ -111,6 +112,20 @@ def _junit_properties(path: Path, test: str) -> dict[str, str]:
     return {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
 
 
+def _sheet(tmp_path: Path) -> Path:
+    """A datasheet whose ``[baseline]`` gives rnd-read's IOPS a band so wide (1,000×) that
+    the capped reads' IOPS are "same"; its one spec line matches no point of the run."""
+    sheet = tmp_path / "sheet.toml"
+    sheet.write_text(
+        '[drive]\nname = "loop"\nmodel = "*"\ncapacity_gb = 0.134\n'
+        '[[specs]]\nid = "unused"\nmetric = "iops"\nunit = "IOPS"\npattern = "seq"\n'
+        'direction = "write"\nblock_size = 512\nqd = 1\nstate = "fob"\nvalue = 1\n'
+        'kind = "ceiling"\n'
+        "[baseline.workload.rnd-read]\niops = 100000\n"
+    )
+    return sheet
+
+
 def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
     run_ssd: Any, ram_loop: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -121,18 +136,32 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
     base.result.assert_outcomes(passed=2)
 
     junit = tmp_path / "junit.xml"
+    sheet = _sheet(tmp_path)
     with reads_capped(device, CAP_IOPS):
         new = run_ssd(
-            *target, "--dut-label=build 2", "--ssd-baseline=build 1", f"--junitxml={junit}"
+            *target,
+            "--dut-label=build 2",
+            "--ssd-baseline=build 1",
+            f"--junitxml={junit}",
+            f"--datasheet={sheet}",
+            "--datasheet-force",
         )
     out = _clean(new)
     new.result.assert_outcomes(passed=1, failed=1)
     verdicts = _verdicts(new)
-    # the slowed point: fewer IOPS and MiB/s, longer latencies, each beyond the noise
-    for metric in ("iops", "bw_mib_s", "lat_mean_us"):
+    # the slowed point: fewer MiB/s, longer latencies, each beyond the noise
+    for metric in ("bw_mib_s", "lat_mean_us"):
         assert verdicts[("rnd-read", "read", metric)]["verdict"] == "regressed", metric
+    assert verdicts[("rnd-read", "read", "bw_mib_s")]["tolerance_from"] == (
+        "derived from the runs' spread"
+    )
+    # its IOPS as far below the baseline, but inside the datasheet's band: same, and it says so
     slow = verdicts[("rnd-read", "read", "iops")]
+    assert slow["verdict"] == "same", slow
     assert slow["ratio"] < 0.2 and slow["p_worse"] == pytest.approx(1 / 252)
+    where = f'{sheet} [baseline.workload."rnd-read"] iops'
+    assert slow["tolerance_from"] == where and slow["tolerance"] == 1000
+    assert f"band ±100,000 % from {where})" in slow["line"]
     # the failure is one line of the regressed point
     failed = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 1 and "rnd-read" in failed[0], failed
@@ -141,23 +170,30 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
     writes = {k: v["verdict"] for k, v in verdicts.items() if k[0] == "rnd-write"}
     assert writes and set(writes.values()) <= {"same", "unknown"}, writes
     props = _junit_properties(junit, "rnd-read]")
-    assert props["rnd-read.read.iops.baseline"] == "regressed"
+    assert props["rnd-read.read.iops.baseline"] == "same"
+    assert props["rnd-read.read.bw_mib_s.baseline"] == "regressed"
     assert float(props["rnd-read.read.iops.baseline_ratio"]) < 0.2
     assert props["baseline.regressed"] != "0"
 
     db = str(new.report_dir / "results.sqlite")
     capsys.readouterr()
-    code = main(
-        ["--db", db, "compare", "build 1", "build 2", "--gate", "-o", str(tmp_path / "c.html")]
-    )
+    gate = ["--db", db, "compare", "build 1", "build 2", "--gate", "-o", str(tmp_path / "c.html")]
+    code = main(gate)
     table = capsys.readouterr().out
     assert code == 1, table
-    assert "regressed  build 2: rnd-read read IOPS:" in table
+    assert "regressed  build 2: rnd-read read IOPS:" in table, "no datasheet: the runs' spread"
     assert not any(
         line.startswith("regressed") and "rnd-write" in line for line in table.splitlines()
     )
     page = (tmp_path / "c.html").read_text()
     assert 'id="ssd-baseline"' in page and "build 2 against build 1" in page
+    # the gate given the run's datasheet judges as the run did
+    code = main([*gate, "--datasheet", str(sheet)])
+    table = capsys.readouterr().out
+    assert code == 1, table
+    assert "same       build 2: rnd-read read IOPS:" in table
+    assert f"band ±100,000 % from {where})" in table
+    assert "regressed  build 2: rnd-read read MiB/s:" in table
 
 
 def test_one_run_against_one_is_unknown_never_a_pass_or_a_fail(

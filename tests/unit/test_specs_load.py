@@ -330,14 +330,18 @@ def test_a_product_line_sheet_has_capacities_and_per_tb_lines(tmp_path: Path) ->
 def test_bad_datasheet_gives_one_line_naming_file_and_key(
     tmp_path: Path, text: str, where: str, problem: str
 ) -> None:
-    path = write(tmp_path, text)
+    assert_refused(write(tmp_path, text), where, problem)
+
+
+def assert_refused(path: Path, where: str, problem: str) -> None:
+    """Loading *path* fails in one line: the file, *where* (a key path) and *problem*."""
     with pytest.raises(DatasheetError) as caught:
         load_datasheet(path)
     error = caught.value
     assert isinstance(error, ConfigError)
     assert (error.path, error.where) == (str(path), where)
     assert problem in error.problem
-    assert str(error) == f"{path}: {where}: {error.problem}"
+    assert str(error) == f"{path}: {where}: {error.problem}" and "\n" not in str(error)
     assert "\n" not in str(error)
 
 

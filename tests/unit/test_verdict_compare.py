@@ -39,7 +39,7 @@ def test_the_gate_fails_on_the_slowed_corner_alone(
     write_repeated(db, "run-a", "fw 1", {})
     write_repeated(db, "run-b", "fw 2", {"rnd-read": 0.5})
     with ResultsDb(db) as found:
-        verdicts = compare_runs(found, "fw 1", "fw 2", {})
+        verdicts = compare_runs(found, "fw 1", "fw 2")
     regressed = {(v.point, v.metric) for _, v in verdicts if v.verdict == "regressed"}
     assert regressed == {("rnd-read", "iops"), ("rnd-read", "bw_mib_s")}
     others = {v.verdict for _, v in verdicts if v.point != "rnd-read"}
@@ -69,7 +69,7 @@ def test_one_run_each_is_unknown_and_makes_no_section(tmp_path: Path) -> None:
     write_run(db, "run-a", "one")
     write_run(db, "run-b", "other", scale=0.5)
     with ResultsDb(db) as found:
-        verdicts = compare_runs(found, "one", "other", {})
+        verdicts = compare_runs(found, "one", "other")
         drives, runs = gather(found, found.run("run-a").drives, found.resolve(["other"]))
     assert verdicts and {v.verdict for _, v in verdicts} == {"unknown"}
     sections = {s.id for s in build(drives, 1, runs, tmp_path / "figures")}

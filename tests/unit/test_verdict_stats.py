@@ -90,7 +90,7 @@ def test_verdicts() -> None:
     assert slow.verdict == "regressed"
     assert slow.line() == (
         f"rnd-read read IOPS: 0.015× the baseline (95 % CI {slow.low:.2g}–{slow.high:.2g},"
-        " p = 0.004)"
+        f" p = 0.004; band ±{slow.tolerance * 100:.3g} % derived from the runs' spread)"
     )
     assert (
         judge("rnd-read", "read", "p99_us", RECORDED["free_p99"], RECORDED["throttled_p99"]).verdict

@@ -49,7 +49,8 @@ def _cells(v: MetricVerdict) -> list[str]:
         interval,
         "—" if p is None else f"{p:.2g}",
         f"{v.base_n} / {v.new_n}",
-        f"±{v.tolerance:.0%}".replace("%", " %"),
+        v.band_width,
+        html.escape(v.tolerance_from or "—"),
         html.escape(note),
     ]
 
@@ -68,7 +69,8 @@ def section(ctx: Context) -> Section | None:
             return None  # no repeats: nothing to judge, a plain comparison (the pair section)
     if not verdicts:
         return None
-    header = ["point", "metric", "verdict", "new / base", "95 % CI", "p", "runs", "band", "note"]
+    header = ["point", "metric", "verdict", "new / base", "95 % CI", "p", "runs", "band"]
+    header += ["band from", "note"]
     body = table(header, [_cells(v) for v in verdicts])
     rows = [
         Row(f"{v.point} {v.direction} {v.label}", v.ratio, v.low, v.high, v.tolerance, v.verdict)
