@@ -258,6 +258,8 @@ def render(fig: Figure, dpi: int = 100) -> Rendered:
     The Agg draw lays the figure out (constrained layout) and its pixels, cropped, are
     the PNG; the layout is then kept as it is, so the SVG draw does not compute it again
     (savefig for each format drew it five times: 17.5 s of CPU for csd quick's 27 graphs).
+    The crop is what the pixels show (:func:`_inked`), measured again as matplotlib's
+    tight box only when something reaches the canvas's edge.
     Every linear axis reads with thousands separators (:func:`separators`), every latency
     axis in its unit (:func:`scale_latency_axes`).
     """
@@ -269,9 +271,10 @@ def render(fig: Figure, dpi: int = 100) -> Rendered:
     renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
     if untangle(fig, renderer):  # labels turned upright: laid out and drawn again
         canvas.draw()  # type: ignore[no-untyped-call]
-    bbox = fig.get_tightbbox(renderer).padded(PAD_INCHES)
+    pixels = np.asarray(canvas.buffer_rgba())  # type: ignore[no-untyped-call]
+    bbox = (_inked(pixels, dpi) or fig.get_tightbbox(renderer)).padded(PAD_INCHES)
     fig.set_layout_engine(None)  # the positions found stay: savefig draws the SVG once
-    png = _cropped_png(np.asarray(canvas.buffer_rgba()), bbox, dpi)  # type: ignore[no-untyped-call]
+    png = _cropped_png(pixels, bbox, dpi)
     svg = io.BytesIO()
     # text as text, not a path per glyph: a quarter less of the SVG's draw, half its size
     with matplotlib.rc_context({"svg.fonttype": "none"}):
@@ -287,14 +290,37 @@ def render_for_test(fig: Figure) -> Rendered:
     return render(fig, dpi)
 
 
+def _inked(pixels: npt.NDArray[np.uint8], dpi: int) -> Bbox | None:
+    """The box (inches) of the Agg buffer's pixels that are not white; None when there are
+    none, or when they reach the canvas's edge (something may lie beyond it).
+
+    Constrained layout keeps a figure's content inside its canvas, so this is the crop
+    at the price of one look at the pixels: measuring matplotlib's tight box again laid
+    out every tick label a third time (0.55 s of CPU on csd quick's 27 graphs).
+    """
+    inked = pixels.view(np.uint32)[:, :, 0] != 0xFFFFFFFF  # not opaque white: RGBA, a word each
+    rows, columns = np.flatnonzero(inked.any(axis=1)), np.flatnonzero(inked.any(axis=0))
+    height, width = inked.shape
+    if not rows.size or rows[0] == 0 or columns[0] == 0:
+        return None
+    if rows[-1] == height - 1 or columns[-1] == width - 1:
+        return None
+    x0, x1 = columns[0], columns[-1] + 1
+    y0, y1 = height - rows[-1] - 1, height - rows[0]
+    return Bbox.from_extents(x0 / dpi, y0 / dpi, x1 / dpi, y1 / dpi)
+
+
 def _cropped_png(pixels: npt.NDArray[np.uint8], bbox: Bbox, dpi: int) -> bytes:
-    """The part of the Agg buffer *pixels* inside *bbox* (inches), white beyond the figure."""
+    """The part of the Agg buffer *pixels* inside *bbox* (inches), white beyond the figure.
+
+    RGB: the canvas is opaque, so an alpha channel would only add a fifth to the encoding.
+    """
     height, width = pixels.shape[:2]
     x0, y1 = round(bbox.x0 * dpi), height - round(bbox.y0 * dpi)
     x1, y0 = x0 + round(bbox.width * dpi), y1 - round(bbox.height * dpi)
-    out = np.full((y1 - y0, x1 - x0, 4), 255, dtype=np.uint8)
+    out = np.full((y1 - y0, x1 - x0, 3), 255, dtype=np.uint8)
     left, top, right, bottom = max(x0, 0), max(y0, 0), min(x1, width), min(y1, height)
-    out[top - y0 : bottom - y0, left - x0 : right - x0] = pixels[top:bottom, left:right]
+    out[top - y0 : bottom - y0, left - x0 : right - x0] = pixels[top:bottom, left:right, :3]
     buffer = io.BytesIO()
     Image.fromarray(out).save(buffer, format="png")
     return buffer.getvalue()

@@ -9,7 +9,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from pytest_ssd.figures import MAX_WIDTH_PX, render, thousands
+from pytest_ssd.figures import MAX_WIDTH_PX, PAD_INCHES, render, thousands
 from pytest_ssd.figures.grid import Grid, grid_bars, grid_of, results_grid
 from pytest_ssd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
 from pytest_ssd.workloads.profiles import CdmTest
@@ -69,3 +69,16 @@ def test_a_narrow_log_axis_labels_thousands_between_its_decades() -> None:
     assert {"1,000", "2,000", "4,000"} <= set(shown), shown
     assert not any("$" in t or "e" in t for t in shown)
     assert np.isclose(ax.xaxis.get_minor_ticks()[0].label1.get_fontsize(), 10.0)
+
+
+def test_the_crop_is_what_the_pixels_show_and_keeps_what_reaches_past_the_canvas() -> None:
+    inside = Figure(figsize=(4.0, 3.0), layout="constrained")
+    inside.add_subplot().plot([0, 1], [0, 1])
+    width, height = size_px(inside)
+    # constrained layout keeps it on the canvas: the drawn pixels and the pad around them
+    assert 400 <= width <= 400 + 20 and 300 <= height <= 300 + 20, (width, height)
+    beyond = Figure(figsize=(4.0, 3.0))
+    beyond.add_subplot().plot([0, 1], [0, 1])
+    beyond.text(-0.3, 0.5, "a label that starts left of the canvas")
+    width, _ = size_px(beyond)  # cut at the edge: measured as matplotlib's tight box instead
+    assert width > 400 + 2 * PAD_INCHES * 100, f"{width} px: the label was cut at the canvas"

@@ -634,6 +634,21 @@ def test_figures_render_into_the_run_folder(tmp_path: Path) -> None:
     )
 
 
+def test_a_section_drawing_graphs_says_how_far_it_is(tmp_path: Path) -> None:
+    """Between its section's own lines the report is not silent while the graphs draw."""
+    drives = (only(load(FAST), "test_fill_drive.py"),)
+    said: list[str] = []
+    sink = FigureSink(tmp_path, progress=said.append, every_s=0.0)
+    sink.starting("Consumer SSD suite (suites/csd)")
+    ctx = Context(tuple(map(suite_view, drives)), 1, Palette.of(drives), sink)
+    assert section(ctx) is not None
+    assert said == [
+        f"report: Consumer SSD suite (suites/csd): {n} graphs so far" for n in (1, 2, 3, 4)
+    ]
+    quiet = FigureSink(tmp_path / "quiet", progress=said.append, every_s=3600.0)  # an hour apart
+    assert section(Context(ctx.drives, 1, ctx.palette, quiet)) is not None and len(said) == 4
+
+
 if __name__ == "__main__":
     export(Path(sys.argv[1]), GOLDEN)
 

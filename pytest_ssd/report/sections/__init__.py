@@ -146,11 +146,15 @@ def build(
 
     *declared*: the sections suites and plugins declared (``pytest_ssd_report_sections``).
     *tail*: (anchor, title) of what the page shows after the sections (the test results),
-    for the contents.  *progress* gets a line as each section starts.
+    for the contents.  *progress* gets a line as each section starts, and while a section
+    draws its graphs (every 5 s: csd quick's section is 20 s of them on a busy machine).
     """
     _distinct_labels(drives)
     ctx = Context(
-        tuple(suite_view(d) for d in drives), current, Palette.of(drives), FigureSink(figures)
+        tuple(suite_view(d) for d in drives),
+        current,
+        Palette.of(drives),
+        FigureSink(figures, progress=progress),
     )
     builders: list[tuple[Callable[[], Section | None], str, str]] = [
         (partial(general.conformance, ctx), "Datasheet conformance", "pytest-ssd's conformance"),
@@ -179,6 +183,7 @@ def build(
         if progress is not None:
             graphs = len(ctx.figures.saved)
             progress(f"report: {title} ({index + 1} of {len(builders)}; {graphs} graphs so far)")
+        ctx.figures.starting(title)
         built = _built(make, where, dict(ctx.figures.anchors))
         if isinstance(built, str):  # a box in its place, saying why
             anchor = anchor_of(f"ssd-failed-{index}-{title}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -91,12 +92,23 @@ class FigureSink:
     saved: list[Path] = field(default_factory=list)
     #: (anchor, caption) of every figure, in order: the report's table of contents links them
     anchors: list[tuple[str, str]] = field(default_factory=list)
+    #: gets a line while a section draws its graphs, at most one every :attr:`every_s`
+    progress: Callable[[str], None] | None = None
+    every_s: float = 5.0
+    #: the section being built (:meth:`starting`), and when the last line went out
+    section: str = ""
+    last: float = field(default_factory=time.monotonic)
+
+    def starting(self, section: str) -> None:
+        """The next graphs are *section*'s (its own progress line has just gone out)."""
+        self.section, self.last = section, time.monotonic()
 
     def html(self, fig: Figure, title: str) -> str:
         """``<figure>`` with the graph inline and its caption; the files go to *folder*."""
         rendered = render(fig)
         stem = f"{len(self.saved) + 1:02d}-{title}"
         self.saved.append(rendered.save(self.folder, stem))
+        self._drawn()
         anchor = anchor_of(f"fig-{stem}")
         self.anchors.append((anchor, title))
         alt = html.escape(title)
@@ -105,6 +117,14 @@ class FigureSink:
             f'src="data:image/png;base64,{rendered.png_base64}"/>'
             f"<figcaption>{alt}</figcaption></figure>"
         )
+
+    def _drawn(self) -> None:
+        """A line on the graphs drawn so far, if the last line is :attr:`every_s` old:
+        csd quick's section draws 27 graphs, 6 s of CPU, 20 s or more on a busy machine."""
+        now = time.monotonic()
+        if self.progress is not None and now - self.last >= self.every_s:
+            self.progress(f"report: {self.section}: {len(self.saved)} graphs so far")
+            self.last = now
 
 
 @dataclass(frozen=True)
