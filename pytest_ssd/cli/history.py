@@ -11,6 +11,7 @@ from pytest_ssd.db.history import HISTORY_PERCENTILES, FoundSeries, find_series,
 from pytest_ssd.db.reader import ResultsDb
 from pytest_ssd.errors import ConfigError, DatabaseError
 from pytest_ssd.results.history import HistoryRow
+from pytest_ssd.text import latency_unit, significant
 
 #: graph formats by the output's suffix
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -48,22 +49,45 @@ def _number(value: float | None, digits: int) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
 
 
+def _columns(rows: Sequence[HistoryRow]) -> list[tuple[float, str, float, int]]:
+    """Per percentile: (p, unit, µs in one, decimals), the unit that keeps the column's
+    largest value under four digits before the point (as the report and the CSV write it)."""
+    columns = []
+    for p in HISTORY_PERCENTILES:
+        values = [v for r in rows if (v := r.percentiles.get(p)) is not None]
+        columns.append((p, *latency_unit(max(values, default=0.0))))
+    return columns
+
+
 def table(one: FoundSeries, rows: Sequence[HistoryRow]) -> str:
     """One row per run, drive and direction; percentiles over the pooled histograms."""
-    ps = " ".join(f"{f'p{p:g} µs':>10}" for p in HISTORY_PERCENTILES)
+    columns = _columns(rows)
+    ps = " ".join(f"{f'p{p:g} {unit}':>10}" for p, unit, _, _ in columns)
     head = (
         f"{'run start':<19} {'run':<29} {'drive':<20} {'serial':<16} {'firmware':<10}"
         f" {'dir':<5} {'n':>2} {'IOPS':>10} {'MiB/s':>9} {ps}  percentiles from"
     )
     lines = [f"series {one.key}: {one.identity.describe()}", head]
     for r in rows:
-        values = " ".join(f"{_number(r.percentiles.get(p), 1):>10}" for p in HISTORY_PERCENTILES)
+        values = " ".join(
+            f"{_latency(r.percentiles.get(p), scale, decimals):>10}"
+            for p, _, scale, decimals in columns
+        )
         lines.append(
             f"{r.run_start[:19]:<19} {r.run_id:<29} {r.label[:20]:<20} {(r.serial or '—'):<16}"
             f" {(r.firmware or '—'):<10} {r.direction:<5} {r.n:>2} {_number(r.iops, 0):>10}"
             f" {_number(r.bw_mib_s, 1):>9} {values}  {r.source}"
         )
     return "\n".join(lines) + "\n"
+
+
+def _latency(us: float | None, scale: float, decimals: int) -> str:
+    """*us* in its column's unit; a value the column's decimals would write as 0 keeps three
+    significant digits (a 398.3 µs p99.9 beside a 2.16 s one: 0.000398, not 0.00)."""
+    if us is None:
+        return "—"
+    text = f"{us / scale:,.{decimals}f}"
+    return significant(us / scale, 3) if us and not text.strip("0.-") else text
 
 
 def graph(one: FoundSeries, rows: Sequence[HistoryRow], output: Path) -> bytes:

@@ -8,6 +8,7 @@ import pytest
 
 from pytest_ssd.device.identity import SECTOR, DeviceIdentity, binary_size, identify
 from pytest_ssd.errors import SsdError, present
+from pytest_ssd.plugin.estimates import estimates
 from pytest_ssd.plugin.skips import skip_before_state
 from pytest_ssd.session import Dut, SsdSession, speed_key
 from pytest_ssd.state import actions
@@ -88,7 +89,8 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
         stages = simulate(mine, initial, ctx)
         label = identity.label if identity is not None else f"scratch ({binary_size(capacity)})"
         key = speed_key(identity, scratch) if identity is not None else "scratch"
-        measured = times.measured(key, profile.name, [item.nodeid for item in mine])
+        declared = estimates(mine, profile, capacity, session.options.repeat)
+        measured = times.measured(key, profile.name, [item.nodeid for item in mine], declared)
         shown = render(
             dut_id, f"{label}, {profile.describe()}", stages, speeds, key, measured=measured
         )

@@ -15,6 +15,7 @@ import pytest
 
 from pytest_ssd.device.identity import binary_size
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.state.estimate import Estimate
 from pytest_ssd.state.spec import StateSpec, parse_state
 from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import Context, Step, path
@@ -110,12 +111,6 @@ def simulate(items: Sequence[pytest.Item], initial: StateSpec | None, ctx: Conte
     return stages
 
 
-def _seconds(value: float) -> str:
-    if value >= 3600:
-        return f"{value / 3600:.1f} h"
-    return f"{value / 60:.1f} min" if value >= 120 else f"{value:.0f} s"
-
-
 def render(
     device: str,
     header: str,
@@ -128,7 +123,7 @@ def render(
     """The plan of one device as terminal lines (*measured*: the tests' own time, as timed)."""
     lines = [f"plan for {device}: {header}"]
     purges = preconditions = written = discarded = 0
-    total_s, all_measured = 0.0, True
+    steps = Estimate()
     for stage in stages:
         if not stage.steps:
             lines.append(
@@ -136,49 +131,53 @@ def render(
                 f"{'':>4}{len(stage.tests)} test(s)"
             )
             continue
-        estimates = [speeds.estimate(speed_key, step) for step in stage.steps]
-        seconds = sum(e[0] for e in estimates)
-        all_measured &= all(e[1] for e in estimates)
+        estimate = sum((speeds.estimate(speed_key, step) for step in stage.steps), Estimate())
         stage_written = sum(s.write_bytes for s in stage.steps)
         stage_discarded = sum(s.discard_bytes for s in stage.steps)
         purges += sum(1 for s in stage.steps if s.kind == "purge")
         preconditions += int(any(s.kind in ("fio", "discard", "steady") for s in stage.steps))
-        written, discarded, total_s = (
+        written, discarded, steps = (
             written + stage_written,
             discarded + stage_discarded,
-            total_s + seconds,
+            steps + estimate,
         )
         lines.append(f"  {stage.state:<10} from {stage.source}: {len(stage.tests)} test(s)")
         lines += [f"      - {step.text}" for step in stage.steps]
         lines.append(
             f"      writes {binary_size(stage_written)}, discards {binary_size(stage_discarded)},"
-            f" about {_seconds(seconds)}"
+            f" {estimate.describe()}"
         )
-    basis = "measured rates" if all_measured else "assumed rates where not measured yet"
-    lines.append(
+    lines += [
         f"  total: {purges} purge(s), {preconditions} preconditioning(s), "
-        f"{binary_size(written)} written, {binary_size(discarded)} discarded, "
-        f"about {_seconds(total_s)} of steps ({basis}; steady state not estimated)"
-    )
+        f"{binary_size(written)} written, {binary_size(discarded)} discarded",
+        f"  steps: {steps.describe()} (steady state not estimated)",
+    ]
     if measured is not None:
-        lines += _measurements(measured, total_s)
+        lines += _measurements(measured, steps)
     return lines
 
 
-def _measurements(measured: Measured, steps_s: float) -> list[str]:
-    """The tests' time as timed in earlier runs, and the run's total with the steps."""
-    if not measured.timed:
+def _measurements(measured: Measured, steps: Estimate) -> list[str]:
+    """The tests' time (as timed in earlier runs, else from their fio jobs) and the run's total."""
+    if not measured.timed and not measured.from_jobs:
         return [
             f"  measurements: {measured.tests} test(s) not timed on this device yet"
             " (the next plan says how long they take)"
         ]
-    untimed = measured.tests - measured.timed
-    more = f"; {untimed} not timed yet" if untimed else ""
+    sources = [
+        (measured.timed, "as timed in earlier runs"),
+        (measured.from_jobs, "from their fio jobs"),
+    ]
+    said = [(n, words) for n, words in sources if n]
+    basis = said[0][1] if len(said) == 1 else ", ".join(f"{n} {words}" for n, words in said)
+    unknown = measured.unknown
+    more = f"; {unknown} not timed yet and declaring no jobs" if unknown else ""
+    tests = Estimate(measured.seconds) + measured.jobs
     return [
-        f"  measurements: about {_seconds(measured.seconds)} for {measured.timed} of"
-        f" {measured.tests} test(s) (as timed in earlier runs{more})",
-        f"  in all: about {_seconds(steps_s + measured.seconds)}"
-        + (" and the tests not timed yet" if untimed else ""),
+        f"  measurements: {tests.describe()} for {measured.timed + measured.from_jobs} of"
+        f" {measured.tests} test(s) ({basis}{more})",
+        f"  in all: {(steps + tests).describe()}"
+        + (" and the tests not estimated" if unknown else ""),
     ]
 
 

@@ -1,8 +1,9 @@
-"""Rates used to estimate how long a plan takes: assumed, then measured per device.
+"""Rates measured per device, so that the next plan says how long its steps take.
 
 Every transition step that moves data records its rate under the device's
-key in ``<report dir>/.ssd-speeds.json``; the next plan for that device uses
-the measured rate and says so.
+key in ``<report dir>/.ssd-speeds.json``; the next plan for that device turns the
+step's bytes into time at that rate.  A rate not measured yet is not guessed: the
+plan says the bytes at the drive's speed (:class:`~pytest_ssd.state.estimate.Estimate`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.documents import loads_json
+from pytest_ssd.state.estimate import Estimate
 from pytest_ssd.state.steps import Step
 
 MiB = 1 << 20
-#: conservative guesses for a device never measured (SATA-class SEQ, a slow RND)
-ASSUMED_MIB_S = {"seq": 500.0, "rnd": 100.0, "discard": 2000.0}
-ASSUMED_PURGE_S = 60.0
 
 
 def _rate_key(step: Step) -> str:
@@ -45,19 +44,23 @@ class SpeedBook:
                 data = {str(k): dict(v) for k, v in loaded.items() if isinstance(v, dict)}
         return cls(path, data)
 
-    def estimate(self, device: str, step: Step) -> tuple[float, bool]:
-        """(seconds, measured?) for *step* on *device*; idle and steady steps count as given."""
+    def estimate(self, device: str, step: Step) -> Estimate:
+        """*step* on *device*: seconds at its measured rate, else its bytes (or its purge);
+        an idle step takes its time; a steady-state step is not estimated (the plan says so)."""
         known = self.data.get(device, {})
         if step.kind == "idle":
-            return step.idle_s, True
+            return Estimate(step.idle_s)
         if step.kind == "purge":
-            return known.get("purge_s", ASSUMED_PURGE_S), "purge_s" in known
+            return Estimate(known["purge_s"]) if "purge_s" in known else Estimate(purges=1)
         if step.kind == "steady":
-            return 0.0, False
-        key = _rate_key(step)
-        rate = known.get(f"{key}_mib_s", ASSUMED_MIB_S[key])
-        amount = step.discard_bytes if step.kind == "discard" else step.write_bytes
-        return amount / MiB / rate, f"{key}_mib_s" in known
+            return Estimate()
+        rate = known.get(f"{_rate_key(step)}_mib_s")
+        if step.kind == "discard":
+            bytes_ = step.discard_bytes
+            return Estimate(bytes_ / MiB / rate) if rate else Estimate(discarded=bytes_)
+        return (
+            Estimate(step.write_bytes / MiB / rate) if rate else Estimate(written=step.write_bytes)
+        )
 
     def record(self, device: str, step: Step, seconds: float) -> None:
         """Remember how fast *step* ran on *device* (written at once: runs may be killed)."""

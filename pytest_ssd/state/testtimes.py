@@ -11,21 +11,31 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.documents import loads_json
+from pytest_ssd.state.estimate import Estimate
 
 TIMES_FILE = ".ssd-test-times.json"
 
 
 @dataclass(frozen=True)
 class Measured:
-    """The plan's measurements: seconds of the tests timed before, and how many were."""
+    """The plan's measurements: seconds of the tests timed before, and how many were;
+    what the fio jobs of the others declare, and how many did."""
 
     seconds: float
     timed: int
     tests: int
+    from_jobs: int = 0
+    jobs: Estimate = field(default_factory=Estimate)
+
+    @property
+    def unknown(self) -> int:
+        """Tests neither timed before nor declaring their jobs."""
+        return self.tests - self.timed - self.from_jobs
 
 
 @dataclass
@@ -51,11 +61,21 @@ class TestTimes:
                 }
         return cls(path, data)
 
-    def measured(self, device: str, profile: str, nodeids: list[str]) -> Measured:
-        """The seconds the tests *nodeids* took on *device* before (those timed)."""
+    def measured(
+        self,
+        device: str,
+        profile: str,
+        nodeids: list[str],
+        estimates: Mapping[str, Estimate] | None = None,
+    ) -> Measured:
+        """The seconds the tests *nodeids* took on *device* before (those timed); for the
+        others, their *estimates* from their fio jobs (where one is given)."""
         known = self.data.get(f"{device}|{profile}", {})
         timed = [known[n] for n in nodeids if n in known]
-        return Measured(sum(timed), len(timed), len(nodeids))
+        given = estimates or {}
+        estimated = [given[n] for n in nodeids if n not in known and n in given]
+        jobs = sum(estimated, Estimate())
+        return Measured(sum(timed), len(timed), len(nodeids), len(estimated), jobs)
 
     def record(self, device: str, profile: str, nodeid: str, seconds: float) -> None:
         """Remember the call of *nodeid* took *seconds* (a temporary file of this process)."""

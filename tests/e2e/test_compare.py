@@ -17,6 +17,7 @@ import pytest
 
 from pytest_ssd.cli import main
 from pytest_ssd.device.scratch import sweep_stale
+from tests.cli import run_cli
 from tests.e2e.conftest import REPO, SMOKE, attached_loops, kill_everything_of
 
 
@@ -123,13 +124,6 @@ def test_the_ini_report_dir_is_where_runs_go_and_where_pytest_ssd_looks(
     )
     assert result.ret == 0, result.stdout.str()
     assert (lab / "runs" / "ssd" / "results.sqlite").is_file()
-    listed = subprocess.run(
-        [sys.executable, "-m", "pytest_ssd.cli", "list"],
-        cwd=lab / "notes",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    listed = run_cli("list", cwd=lab / "notes", timeout=60)
     assert listed.returncode == 0, listed.stderr
     assert "scratch" in listed.stdout and " yes " in listed.stdout

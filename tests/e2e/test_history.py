@@ -7,8 +7,7 @@ repeats' fio latency histograms.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +15,7 @@ from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.arrays import unpack
 from pytest_ssd.db.history import find_series, history
 from pytest_ssd.fio.results import pooled_percentiles
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest_ssd.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert "Traceback" not in done.stdout + done.stderr
-    return done
+from tests.cli import run_cli
 
 
 def _pairs(arrays: Any) -> list[tuple[int, int]]:
@@ -63,11 +51,16 @@ def test_two_runs_on_a_loop_device_are_one_series(
     assert rows[1].percentiles[99.0] == pooled_percentiles(histograms, [99.0])[99.0]
 
     graph = tmp_path / "history.svg"
-    done = _cli("history", f"--db={db}", "--point", "rnd-read", "-o", str(graph))
+    done = run_cli("history", f"--db={db}", "--point", "rnd-read", "-o", str(graph))
     assert done.returncode == 0, done.stderr
     table = [line for line in done.stdout.splitlines() if "pooled bins" in line]
     assert len(table) == 2 and all(run.run_dir.name in done.stdout for run in (first, second))
+    head = next(line for line in done.stdout.splitlines() if line.startswith("run start"))
+    units = re.findall(r"p(?:50|99|99\.9) (µs|ms|s)\b", head)
+    assert len(units) == 3, head  # each percentile column names its unit
+    cells = [line.split()[-5:-2] for line in table]
+    assert all(float(c) < 1000 for row in cells for c in row if c != "—"), cells
     assert graph.read_text().lstrip().startswith("<?xml") and "<svg" in graph.read_text()
-    refused = _cli("history", f"--db={db}", "--point", "no-such-point")
+    refused = run_cli("history", f"--db={db}", "--point", "no-such-point")
     assert refused.returncode == 3 and refused.stderr.count("\n") == 1
     assert json.loads((second.run_dir / "results.json").read_text())["schema"] == 1

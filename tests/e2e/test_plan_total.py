@@ -37,6 +37,11 @@ def test_the_plan_names_what_it_destroys_and_totals_the_measurements_once_timed(
     plan = _plan(first)
     assert plan[0] == f"  destroys all data on {dev} (model unknown, no serial)", plan
     assert any(line.startswith("  measurements: 3 test(s) not timed on this") for line in plan)
+    steps = next(line for line in plan if line.startswith("  steps:"))  # no rate guessed
+    assert steps.endswith(
+        "written, 64.0 MiB discarded at the drive's speed and 1 purge(s) not timed on it yet"
+        " (steady state not estimated)"
+    ), steps
     assert "Traceback" not in first.result.stdout.str() + first.result.stderr.str()
 
     again = run_ssd(*argv, "--collect-only", suite=suite)  # the plan only: nothing runs
@@ -54,3 +59,44 @@ def test_a_scratch_plan_destroys_nothing_of_yours(run_ssd: Any, tmp_path: Path) 
     run = run_ssd("--dut=scratch:256M", "--collect-only", suite=_suite(tmp_path, ONE_STATE))
     plan = _plan(run)
     assert plan and not any("destroys" in line for line in plan), plan
+
+
+#: a sweep declaring its points' jobs: two time-based (1 s ramp + 1 s run), one by amount
+POINTS = """
+import pytest
+from pytest_ssd.fio.job import FioJob
+
+
+def points(profile):
+    return [pytest.param(n, id=f"p{n}", marks=pytest.mark.dut_state("fob")) for n in range(3)]
+
+
+def jobs_of(ssd, n):
+    r = ssd.region("device")
+    if n == 2:
+        return [FioJob.on(r, name="p2", pattern="seq", block_size=1 << 20, io_bytes=8 << 20)]
+    return [FioJob.on(r, name=f"p{n}", pattern="rnd", block_size=4096, runtime_s=1, ramp_s=1)]
+
+
+@pytest.mark.ssd_points("n", points, jobs=jobs_of)
+def test_point(ssd, n):
+    ssd.run_jobs(*jobs_of(ssd, n))
+"""
+
+
+def test_a_first_run_totals_the_measurements_from_the_jobs_they_declare(
+    run_ssd: Any, tmp_path: Path
+) -> None:
+    suite = _suite(tmp_path, POINTS)
+    first = run_ssd("--dut=scratch:256M", "--ssd-repeat=2", suite=suite)  # a fresh state dir
+    out = first.result.stdout.str() + first.result.stderr.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    first.result.assert_outcomes(passed=3)
+    plan = _plan(first)
+    moved = "plus 16.0 MiB read at the drive's speed"  # 8 MiB, twice
+    assert f"  measurements: about 8 s {moved} for 3 of 3 test(s) (from their fio jobs)" in plan
+    assert f"  in all: about 8 s {moved}" in plan, plan  # scratch starts fob: no steps
+
+    again = run_ssd("--dut=scratch:256M", "--ssd-repeat=2", "--collect-only", suite=suite)
+    timed = next(line for line in _plan(again) if line.startswith("  measurements:"))
+    assert timed.endswith("for 3 of 3 test(s) (as timed in earlier runs)"), timed

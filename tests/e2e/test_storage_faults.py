@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli import run_cli
 from tests.e2e.conftest import attached_loops
 from tests.unit.db_fixtures import corrupt_page, foreign_db, remount, sha256, tmpfs
 
@@ -100,12 +100,6 @@ def _no_loop_left(tmp_path: Path, state_dir: Path, keep: tuple[Path, ...] = ()) 
     assert not mine, mine
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    script = Path(sys.executable).with_name("pytest-ssd")
-    argv = [str(script)] if script.exists() else [sys.executable, "-m", "pytest_ssd.cli"]
-    return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=120, check=False)
-
-
 def _one_line(done: subprocess.CompletedProcess[str], code: int) -> str:
     assert done.returncode == code, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
@@ -134,7 +128,7 @@ def test_a_full_database_filesystem_stops_the_run_and_keeps_what_was_recorded(
     assert list(run.run_dir.glob("artifacts/*seq-write*/*/fio.stdout")), "measured, kept on disk"
     assert data["run"]["complete"] is False
     (small_fs / "filler").unlink()
-    listed = _cli("--db", str(db), "list")
+    listed = run_cli("--db", str(db), "list")
     assert listed.returncode == 0, listed.stderr
     assert f"{data['run']['id']} " in listed.stdout and " NO " in listed.stdout
     # the first test's transaction is in the database; the failed one left nothing half-written
@@ -178,7 +172,7 @@ def test_a_full_report_folder_stops_the_run_and_keeps_results_json(  # noqa: PLR
     assert not list(small_fs.rglob("*.tmp")), "no temporary file left"
     (small_fs / "filler").unlink()
     assert _rows(db, "SELECT name FROM measurements") == [("seq-read",)]
-    rebuilt = _cli("--db", str(db), "report", run_dir.name)
+    rebuilt = run_cli("--db", str(db), "report", run_dir.name)
     assert rebuilt.returncode == 0, rebuilt.stderr
 
 
@@ -228,7 +222,7 @@ def test_a_damaged_database_is_one_line_for_a_run_and_for_list(
     )
     assert sha256(db) == before, "nothing is written into a damaged database"
     _no_loop_left(tmp_path, private_state_dir)
-    assert _one_line(_cli("--db", str(db), "list"), CLI_DB) == (
+    assert _one_line(run_cli("--db", str(db), "list"), CLI_DB) == (
         f"pytest-ssd: {db}: the database is damaged (database disk image is malformed): move it"
         " aside (the next run starts a new one); 'sqlite3 FILE .recover | sqlite3 NEW' saves"
         " what is still readable"
@@ -261,12 +255,12 @@ def test_export_or_report_onto_the_database_is_refused(run_ssd: Any, tmp_path: P
     before = sha256(db)
     for command in (["export", "--format", "csv"], ["report", "latest"]):
         for output in (db, db.with_name(f"{db.name}-wal")):
-            done = _cli("--db", str(db), *command, "-o", str(output))
+            done = run_cli("--db", str(db), *command, "-o", str(output))
             what = "the results database" if output == db else f"{output.name}, beside the database"
             assert _one_line(done, CLI_OUTPUT) == (
                 f"pytest-ssd: refusing to write {output}: it is {what} this command reads ({db});"
                 " give -o another file"
             )
             assert sha256(db) == before
-    listed = _cli("--db", str(db), "list")
+    listed = run_cli("--db", str(db), "list")
     assert listed.returncode == 0 and "1 passed" in listed.stdout

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from tests.cli import run_cli
 from tests.e2e.conftest import REPO
 
 EXAMPLE = REPO / "examples" / "vendor_suite"
@@ -53,40 +53,12 @@ def test_the_example_runs_outside_suites_with_its_own_section(run_ssd: Any, tmp_
         assert [s for (s,) in suites] == ["vendor"]
     # pytest-ssd report has no conftest.py: the suite's measurements as the generic table
     out = tmp_path / "again.html"
-    cli = REPO / ".venv" / "bin" / "pytest-ssd"
-    done = subprocess.run(
-        [
-            str(cli),
-            "--db",
-            str(run.report_dir / "results.sqlite"),
-            "report",
-            run.run_dir.name,
-            "-o",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    db = str(run.report_dir / "results.sqlite")
+    done = run_cli("--db", db, "report", run.run_dir.name, "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert 'id="ssd-suite-vendor"' in out.read_text() and "Tests in vendor/" in out.read_text()
     # results.json is the database's run: the same file again from the command line
-    exported = subprocess.run(
-        [
-            str(cli),
-            "--db",
-            str(run.report_dir / "results.sqlite"),
-            "export",
-            "--format=results-json",
-            "--run",
-            run.run_dir.name,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    exported = run_cli("--db", db, "export", "--format=results-json", "--run", run.run_dir.name)
     assert exported.returncode == 0, exported.stderr
     assert json.loads(exported.stdout) == results
 

@@ -8,8 +8,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from pytest_ssd.cli import EXIT_DB, EXIT_OUTPUT, EXIT_USAGE, main
 from pytest_ssd.cli.export import as_csv
 from pytest_ssd.db import SCHEMA_VERSION, schema
+from tests.cli import cli_argv, run_cli
 from tests.unit.db_fixtures import (
     CORNERS,
     as_older,
@@ -175,14 +174,10 @@ def test_bad_arguments_are_exit_2() -> None:
 
 
 def test_the_console_script_has_help_everywhere() -> None:
-    # pip installs the console script beside the interpreter (.venv/bin), maybe not on PATH
-    beside = Path(sys.executable).with_name("pytest-ssd")
-    script = str(beside) if beside.exists() else shutil.which("pytest-ssd")
-    assert script is not None, "pytest-ssd is not installed: pip install -e ."
+    script = cli_argv()[0]
+    assert Path(script).name == "pytest-ssd", "pytest-ssd is not installed: pip install -e ."
     for sub in ([], ["list"], ["report"], ["compare"], ["export"]):
-        done = subprocess.run(
-            [script, *sub, "--help"], capture_output=True, text=True, timeout=60, check=False
-        )
+        done = run_cli(*sub, "--help", timeout=60)
         assert done.returncode == 0 and "usage: pytest-ssd" in done.stdout
 
 

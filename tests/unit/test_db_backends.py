@@ -7,8 +7,6 @@ server (tests/pgserver.py): the same schema, the same writer and readers.
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from pytest_ssd.db.schema import MIGRATIONS, statements
 from pytest_ssd.db.sync import count_rows, sync_run
 from pytest_ssd.db.url import db_url
 from pytest_ssd.errors import DatabaseError
+from tests.cli import run_cli
 from tests.pgserver import Postgres, local_postgres
 from tests.unit.db_fixtures import CORNERS, as_older, corner, description, write_run
 
@@ -290,13 +289,7 @@ def test_compare_on_a_server_that_is_away_refuses_in_one_line(tmp_path: Path) ->
         server.stop("immediate")
         page = tmp_path / "compare.html"
         argv = ["compare", "drive B", "drive A", f"--db={url}", "-o", str(page)]
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest_ssd.cli", *argv],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = run_cli(*argv)
         server.start()
     assert done.returncode == EXIT_DB and done.stdout == "", done.stdout
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import run_cli
+
 #: the groups of ``pytest --help``, in order, and an option of each
 GROUPS = {
     "pytest-ssd: device and safety:": "--dut=DEVICE",
@@ -46,6 +48,6 @@ def test_pytest_help_groups_the_options_with_their_choices(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("command", [[], ["list"], ["report"], ["compare"], ["export"], ["sync"]])
 def test_pytest_ssd_help_cites_no_private_document(command: list[str], tmp_path: Path) -> None:
-    script = Path(sys.executable).with_name("pytest-ssd")
-    text = _help([str(script), *command, "--help"], tmp_path)
-    assert not PRIVATE.findall(text)
+    done = run_cli(*command, "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not PRIVATE.findall(done.stdout)

@@ -6,12 +6,14 @@ back by the queries and the command line.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_ssd.cli import EXIT_DB, EXIT_USAGE, main
+from pytest_ssd.cli.history import table
 from pytest_ssd.db import ResultsDb, RunWriter, TestDone, TestRecords
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.db.history import find_series, history
@@ -125,3 +127,18 @@ def test_a_tests_records_and_its_outcome_are_one_transaction(tmp_path: Path) -> 
         found = db.results(db.run("run-1").drives[0])
     assert found.tests == {m.test: "passed"} and found.suites == {m.test: "smoke"}
     assert len(found.measurements) == 1
+
+
+def test_the_tables_latencies_keep_under_four_digits_in_the_unit_their_header_says(
+    lab: Path | str,
+) -> None:
+    with ResultsDb(lab) as db:
+        one = next(s for s in find_series(db.conn) if s.runs == 2)
+        first, second = history(db.conn, one.key)
+    slow = {50.0: 716.8, 99.0: 1_500.0, 99.9: 2_164_260.86}
+    fast = {50.0: 95.25, 99.0: 900.0, 99.9: 398.3}
+    rows = [replace(first, percentiles=slow), replace(second, percentiles=fast)]
+    head, *lines = table(one, rows).splitlines()[1:]
+    assert head.split()[-8:] == ["p50", "µs", "p99", "ms", "p99.9", "s", "percentiles", "from"]
+    cells = [line.split()[-5:-2] for line in lines]  # each column in its largest value's unit
+    assert cells == [["716.8", "1.50", "2.16"], ["95.2", "0.90", "0.000398"]], cells
