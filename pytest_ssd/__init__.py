@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# first: pytest would rewrite (and compile) every module imported below (see asserts)
+from pytest_ssd import asserts as _asserts  # noqa: F401
+
+# isort: split
 from pytest_ssd.device.drive_class import ALL_CLASSES, ESD_CLASSES, WSAT_CLASSES, DriveClass
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ConfigError, ParseError, SafetyError, SsdError, ToolError

@@ -10,6 +10,9 @@ one process (no ``-n``).  Printed for each:
   target one per host at N = 16; channels sshd refused (``no more sessions``);
 * start-up: from pytest's start to the first test's start (the test notes the
   time it starts), target: 16 drives at most twice one drive's;
+* CPU before the first test: the CPU seconds (user + system) of the process that runs it,
+  the mean over the xdist workers (in one process, pytest's): 16 workers on 2 vCPUs take
+  8 times one worker's CPU whatever the host does;
 * memory: the largest sum, sampled every 0.2 s, of the PSS
   (``/proc/PID/smaps_rollup``) of pytest and every process under it (xdist
   workers, ssh, fio), target 45 MiB per drive;
@@ -48,7 +51,7 @@ from pytest_ssd.fio.job import FioJob
 
 def test_a_short_read(ssd):
     with open({starts!r}, "a") as fh:
-        fh.write(f"{{time.time()}}\\n")
+        fh.write(f"{{time.time()}} {{time.process_time()}}\\n")
     job = FioJob("read", "rnd", 4096, size=1 << 20, runtime_s=0.2)
     assert ssd.run(job).directions["read"].io_bytes > 0
 """
@@ -64,6 +67,7 @@ class Figures:
     startup_s: float
     pss_mib: float
     wall_s: float
+    cpu_s: float
 
 
 @contextlib.contextmanager
@@ -139,9 +143,12 @@ def measure(work: Path, server: Sshd, devs: list[Path], workers: bool) -> Figure
     wall = time.time() - begun
     if proc.returncode != 0:
         raise SystemExit(f"pytest failed (exit {proc.returncode}):\n{out.read_text()[-3000:]}")
-    first = min(float(line) for line in starts.read_text().split())
+    noted = [line.split() for line in starts.read_text().splitlines()]
+    first = min(float(when) for when, _ in noted)
+    used = [float(cpu) for _, cpu in noted]  # a test a worker; in one process, the first's
+    cpu = sum(used) / len(used) if workers else min(used)
     logins, refused = server.logins() - logins_before, _refused(server) - refused_before
-    return Figures(len(devs), workers, logins, refused, load, first - begun, peak / 1024, wall)
+    return Figures(len(devs), workers, logins, refused, load, first - begun, peak / 1024, wall, cpu)
 
 
 def _refused(server: Sshd) -> int:
@@ -149,7 +156,15 @@ def _refused(server: Sshd) -> int:
     return (server.folder / "sshd.log").read_text().count("no more sessions")
 
 
+def bytecode() -> str:
+    """Whether Python writes bytecode, and whether pytest-ssd's is there (as a pip install's)."""
+    written = "not written" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "written"
+    compiled = any((REPO / "pytest_ssd" / "__pycache__").glob("fixture.*.pyc"))
+    return f"bytecode {written}, pytest-ssd's {'compiled' if compiled else 'not compiled'}"
+
+
 def main() -> int:
+    print(bytecode(), flush=True)
     found: list[Figures] = []
     with tempfile.TemporaryDirectory(prefix="ssd-labscale-") as tmp:
         work = Path(tmp)
@@ -200,7 +215,7 @@ def _line(f: Figures) -> str:
     how = f"-n {f.drives}" if f.workers else "one process"
     return (
         f"N={f.drives:2d} ({how}): logins {f.logins}, refused {f.refused},"
-        f" start-up {f.startup_s:.1f} s,"
+        f" start-up {f.startup_s:.1f} s, CPU before the first test {f.cpu_s:.2f} s,"
         f" PSS {f.pss_mib:.0f} MiB ({f.pss_mib / f.drives:.0f} MiB per drive),"
         f" wall {f.wall_s:.0f} s, load {f.load:.1f}"
     )
