@@ -102,7 +102,8 @@ def test_other_devices_than_the_run_measured_are_refused() -> None:
 
 def test_a_test_is_the_same_whatever_the_workers_of_either_run() -> None:
     plain = "suites/csd/test_low_qd.py::test_low_qd[loop3-seq-cssd1-qd1]"
-    found = FinishedTest(f"{plain}@dut-loop3", "passed", 1.0)  # recorded under -n
+    said = (("seq.read.iops", 1.5), ("seq.read.iops.baseline", "same"))
+    found = FinishedTest(f"{plain}@dut-loop3", "passed", 1.0, None, said)  # recorded under -n
     resumed = Resumed.keeping("20261126-090000-aaaaaaaaaaaa", Path("/r"), [found], ("loop3",))
     assert resumed.kept_test(plain) is found  # resumed without -n
     assert resumed.kept_test(f"{plain}@dut-loop3") is found
