@@ -30,6 +30,8 @@ class FinishedTest:
     #: the test's recorded duration and that of the state transition it ran before it
     seconds: float
     message: str | None = None
+    #: its plain properties as its reports carried them (junit, the report): from the run folder
+    properties: tuple[tuple[str, object], ...] = ()
 
 
 def last_seq(conn: Conn, run_id: str) -> int:

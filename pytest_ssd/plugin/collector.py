@@ -25,6 +25,7 @@ from pytest_ssd.results.record import (
 )
 from pytest_ssd.results.transition import TRANSITION_PROPERTY, Transition
 from pytest_ssd.session import SsdSession
+from pytest_ssd.session.resume import keep_properties
 
 RECORDED = (PROPERTY, DERIVED_PROPERTY, SPEC_PROPERTY, TRANSITION_PROPERTY, SERIES_PROPERTY)
 #: exit statuses after which the run did not go through all its tests
@@ -54,6 +55,8 @@ class RunRecorder:
         self.report_lines = report_lines
         self.outcomes: Counter[str] = Counter()
         self._seen: dict[str, set[str]] = {}
+        #: how many properties each decided test had when they were last kept
+        self._properties: dict[str, int] = {}
         self._pytest_session: pytest.Session | None = None
         #: the one line of the storage fault that stopped the run
         self.fault: str | None = None
@@ -101,10 +104,20 @@ class RunRecorder:
                     report.nodeid, outcome, report.duration, "".join(message) or None, suite
                 )
             self.db.add(records)  # the records and the outcome: one transaction
+        self._keep_properties(report, decided)
         if report.when == "teardown":
             self._due = True
             if not self.defer_export():
                 self._export()
+
+    def _keep_properties(self, report: pytest.TestReport, decided: bool) -> None:
+        """A test's properties in the run folder once its outcome is committed (a resumed
+        run's kept test carries them again); again at teardown if they grew meanwhile."""
+        count = len(report.user_properties)
+        if decided or count > self._properties.get(report.nodeid, count):
+            with self._sink("store"):
+                keep_properties(self.session.run_dir, report.nodeid, report.user_properties)
+            self._properties[report.nodeid] = count
 
     def export_due(self) -> None:
         """Bring results.json up to date if a test ended since (a batch calls this meanwhile).

@@ -81,7 +81,7 @@ def _report(
         duration=test.seconds if when == "call" else 0.0,
         start=now,
         stop=now,
-        user_properties=[(KEPT_PROPERTY, "recorded before the run was resumed")],
+        user_properties=[*test.properties, (KEPT_PROPERTY, "recorded before the run was resumed")],
     )
 
 

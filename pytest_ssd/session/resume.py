@@ -13,30 +13,35 @@ written.  A scratch device is made anew: every state is reached again on it.
 from __future__ import annotations
 
 import argparse
-import re
-from dataclasses import dataclass, field
+import contextlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_ssd.db import ResultsDb, RunInfo
+from pytest_ssd.db import ResultsDb, RunInfo, shared_test_id
 from pytest_ssd.db.lab import RUN_ID
 from pytest_ssd.db.resume import FinishedTest, finished_tests
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.device.identity import DeviceIdentity, binary_size
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.results.files import storage_error
+from pytest_ssd.results.junit import RECORDS
 
 OPTION = "--ssd-resume"
 #: the run's report, made last: a finished run without it was cut short while building it
 REPORT = "report.html"
 #: ``--ssd-resume=last``: the newest run in the database
 LAST = "last"
+#: in the run folder, a JSON line per finished test phase: the test's plain properties (not its
+#: records, which the database holds), written once its outcome is committed; a kept test's
+#: reports carry them again (its junit properties, its row in the report)
+PROPERTIES = "test-properties.jsonl"
 #: what tells one drive from another, and without a serial what tells a loop device or file
 SAME_DRIVE = ("model", "serial", "size_bytes")
 WITHOUT_SERIAL = ("kind", "path", "backing_file")
 #: why a state group cut short is reached again from scratch (the plan and the header say it)
-#: what xdist adds to a test's id under -n (its device's group): a run resumed with or
-#: without -n finds its tests all the same
-_GROUP = re.compile(r"@dut-[^\]]*$")
 UNKNOWN_STATE = (
     "the run stopped at an unknown moment, so the keeper cannot prove the device's state:"
     " the state of a group cut short is reached again from a purge"
@@ -58,8 +63,10 @@ class Resumed:
 
     run_id: str
     run_dir: Path
-    #: the tests the run finished, by node id: reported as recorded, not run again
-    kept: dict[str, FinishedTest] = field(default_factory=dict)
+    #: the run's devices
+    dut_ids: tuple[str, ...] = ()
+    #: the tests the run finished, by :func:`resume_key`: reported as recorded, not run again
+    kept: dict[tuple[str, str], FinishedTest] = field(default_factory=dict)
     #: each device's description as the run recorded it (the controller's only)
     drives: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -68,14 +75,29 @@ class Resumed:
         """The run *ref* names; ConfigError when it cannot be resumed (finished, gone)."""
         with ResultsDb(db_url) as db:
             run = db.run("latest" if ref == LAST else ref)
-            kept = {plain_id(k): test for k, test in finished_tests(db.conn, run.id).items()}
+            recorded = finished_tests(db.conn, run.id).values()
         _resumable(run, ref)
+        said = recorded_properties(Path(run.run_dir))
+        finished = [replace(t, properties=said.get(t.nodeid, ())) for t in recorded]
         drives = {drive.dut_id: drive.description for drive in run.drives}
-        return cls(run.id, Path(run.run_dir), kept, drives)
+        return cls.keeping(run.id, Path(run.run_dir), finished, tuple(drives), drives)
+
+    @classmethod
+    def keeping(
+        cls,
+        run_id: str,
+        run_dir: Path,
+        finished: Iterable[FinishedTest],
+        dut_ids: tuple[str, ...],
+        drives: dict[str, dict[str, Any]] | None = None,
+    ) -> Resumed:
+        """Run *run_id*, keeping its *finished* tests by :func:`resume_key`."""
+        kept = {resume_key(test.nodeid, dut_ids): test for test in finished}
+        return cls(run_id, run_dir, dut_ids, kept, drives or {})
 
     def kept_test(self, nodeid: str) -> FinishedTest | None:
         """The recorded outcome of test *nodeid*, if the run finished it."""
-        return self.kept.get(plain_id(nodeid))
+        return self.kept.get(resume_key(nodeid, self.dut_ids))
 
     @property
     def saved_s(self) -> float:
@@ -112,18 +134,56 @@ class Resumed:
         return {
             "run_id": self.run_id,
             "run_dir": str(self.run_dir),
-            "kept": [[t.nodeid, t.outcome, t.seconds, t.message] for t in self.kept.values()],
+            "dut_ids": list(self.dut_ids),
+            "kept": [
+                [t.nodeid, t.outcome, t.seconds, t.message, [list(p) for p in t.properties]]
+                for t in self.kept.values()
+            ],
         }
 
     @classmethod
     def from_workerinput(cls, data: dict[str, Any]) -> Resumed:
-        kept = {plain_id(row[0]): FinishedTest(*row) for row in data["kept"]}
-        return cls(data["run_id"], Path(data["run_dir"]), kept)
+        finished = (
+            FinishedTest(nodeid, outcome, seconds, message, tuple((k, v) for k, v in properties))
+            for nodeid, outcome, seconds, message, properties in data["kept"]
+        )
+        return cls.keeping(data["run_id"], Path(data["run_dir"]), finished, tuple(data["dut_ids"]))
 
 
-def plain_id(nodeid: str) -> str:
-    """A test's id without what xdist adds to it under -n."""
-    return _GROUP.sub("", nodeid)
+def resume_key(nodeid: str, dut_ids: Iterable[str]) -> tuple[str, str]:
+    """What a test is in any run on these devices, with or without -n: its device, and its id
+    without the device parameter and xdist's group (:func:`shared_test_id`)."""
+    for dut_id in dut_ids:
+        shared = shared_test_id(nodeid, dut_id)
+        if shared != nodeid:
+            return dut_id, shared
+    return "", nodeid  # a test of no device
+
+
+def keep_properties(run_dir: Path, nodeid: str, pairs: Iterable[tuple[str, object]]) -> None:
+    """Append test *nodeid*'s plain properties to the run folder's :data:`PROPERTIES`."""
+    plain = [[name, _plain(value)] for name, value in pairs if name not in RECORDS]
+    path = run_dir / PROPERTIES
+    try:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps([nodeid, plain]) + "\n")
+    except OSError as exc:
+        raise storage_error(path, exc, "--ssd-report-dir") from None
+
+
+def recorded_properties(run_dir: Path) -> dict[str, tuple[tuple[str, object], ...]]:
+    """Each test's properties as last written in *run_dir* (none when the file is gone)."""
+    found: dict[str, tuple[tuple[str, object], ...]] = {}
+    with contextlib.suppress(FileNotFoundError):
+        for line in (run_dir / PROPERTIES).read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):  # a line a kill cut short
+                nodeid, pairs = json.loads(line)
+                found[nodeid] = tuple((name, value) for name, value in pairs)
+    return found
+
+
+def _plain(value: object) -> object:
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
 def _resumable(run: RunInfo, ref: str) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd.session.resume import plain_id
+from pytest_ssd.db import shared_test_id
 from tests.e2e.conftest import REPO, SMOKE, attached_loops, digest, kill_everything_of, pids_naming
 
 #: 4 points in fob, then cssd (a transition) and 6 low-QD points started as one batch
@@ -76,29 +76,34 @@ def _argv(dev: Path | str, reports: Path, *args: str, suite: tuple[str, ...] = C
 def _ended(reports: Path, seconds: float, output: str) -> Ended:
     with contextlib.closing(sqlite3.connect(reports / "results.sqlite")) as conn:
         runs = [row[0] for row in conn.execute("SELECT id FROM runs")]
-        outcomes = {plain_id(n): o for n, o in conn.execute("SELECT nodeid, outcome FROM tests")}
-        tests = Counter(plain_id(row[0]) for row in conn.execute("SELECT test FROM measurements"))
+        # the one device's tests, whatever the -n of the runs that recorded them
+        dut = conn.execute("SELECT dut_id FROM run_devices").fetchone()[0]
+        outcomes = {
+            shared_test_id(n, dut): o for n, o in conn.execute("SELECT nodeid, outcome FROM tests")
+        }
+        found = conn.execute("SELECT test FROM measurements")
+        tests = Counter(shared_test_id(row[0], dut) for row in found)
         moves = [
-            (plain_id(test), target)
+            (shared_test_id(test, dut), target)
             for test, target in conn.execute("SELECT test, target FROM transitions ORDER BY seq")
         ]
         complete = conn.execute("SELECT max(complete) FROM runs").fetchone()[0]
     return Ended(runs, outcomes, tests, moves, complete, seconds, output)
 
 
+def exited(argv: list[str], code: int) -> subprocess.CompletedProcess[str]:
+    """Run *argv* to its end: it must exit with *code*, no traceback in what it printed."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == code, output
+    assert not any(word in output for word in BROKEN), output
+    return done
+
+
 def _run(dev: Path | str, reports: Path, *args: str, suite: tuple[str, ...] = CSD) -> Ended:
     started = time.monotonic()
-    done = subprocess.run(
-        _argv(dev, reports, *args, suite=suite),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output
-    assert not any(word in output for word in BROKEN), output
-    return _ended(reports, time.monotonic() - started, output)
+    done = exited(_argv(dev, reports, *args, suite=suite), pytest.ExitCode.OK)
+    return _ended(reports, time.monotonic() - started, done.stdout + done.stderr)
 
 
 def _rows(reports: Path, sql: str) -> int:
@@ -175,16 +180,7 @@ def _in_report(log: Path) -> bool:
 
 def _refused(dev: Path, reports: Path) -> list[str]:
     """The error lines of a resume of the last run refused (exit 4, no traceback)."""
-    done = subprocess.run(
-        _argv(dev, reports, "--ssd-resume=last"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == pytest.ExitCode.USAGE_ERROR, output
-    assert not any(word in output for word in BROKEN), output
+    done = exited(_argv(dev, reports, "--ssd-resume=last"), pytest.ExitCode.USAGE_ERROR)
     return [line for line in done.stderr.splitlines() if line.startswith("ERROR:")]
 
 
@@ -228,6 +224,8 @@ class Moment:
     plan: tuple[Any, Any]
     #: the resumed run's own options
     args: tuple[str, ...] = ()
+    #: the options of the run cut short
+    cut_args: tuple[str, ...] = ()
 
 
 BATCH_CUT = ("kept: all 4 test(s) finished", "redone: cut short after ")
@@ -261,6 +259,15 @@ MOMENTS = (
         BATCH_CUT,
         ("-n", "2"),
     ),
+    # and the other way: the tests a run under -n recorded (its ids end in the device's
+    # xdist group) are kept by a resumed run without workers
+    Moment(
+        "kill -9 under -n 2 during a batched low-QD point, resumed without -n",
+        _low_qd_recorded,
+        signal.SIGKILL,
+        BATCH_CUT,
+        cut_args=("-n", "2"),
+    ),
 )
 
 
@@ -284,7 +291,7 @@ def test_a_run_cut_short_at_any_moment_resumes_to_what_an_uninterrupted_run_reco
     said = [f"uninterrupted run: {reference.seconds:.1f} s"]
     for number, moment in enumerate(MOMENTS):
         reports = tmp_path / f"cut-{number}"
-        _stopped(dev, reports, moment.when(reports), moment.signum)
+        _stopped(dev, reports, moment.when(reports), moment.signum, *moment.cut_args)
         cut = _ended(reports, 0.0, "")
         assert cut.complete == 0 or moment.name.endswith("built"), moment.name
         resumed = _run(dev, reports, "--ssd-resume=last", *moment.args)

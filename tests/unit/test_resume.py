@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.db import ResultsDb, RunWriter, TestRecords
-from pytest_ssd.db.resume import finished_tests
+from pytest_ssd.db.resume import FinishedTest, finished_tests
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.results.record import PROPERTY
 from pytest_ssd.results.transition import Transition
-from pytest_ssd.session.resume import Resumed
+from pytest_ssd.session.resume import PROPERTIES, Resumed, keep_properties, recorded_properties
 from tests.unit.db_fixtures import CORNERS, corner, write_run
 from tests.unit.test_host_settings import LOOP as HOST_LOOP
 
@@ -97,3 +98,33 @@ def test_the_same_drive_passes_and_a_scratch_device_is_said_to_be_new() -> None:
 def test_other_devices_than_the_run_measured_are_refused() -> None:
     with pytest.raises(ConfigError, match="measured d0, this session d1"):
         _resumed(d0=NVME).check_devices({"d1": NVME}, set())
+
+
+def test_a_test_is_the_same_whatever_the_workers_of_either_run() -> None:
+    plain = "suites/csd/test_low_qd.py::test_low_qd[loop3-seq-cssd1-qd1]"
+    said = (("seq.read.iops", 1.5), ("seq.read.iops.baseline", "same"))
+    found = FinishedTest(f"{plain}@dut-loop3", "passed", 1.0, None, said)  # recorded under -n
+    resumed = Resumed.keeping("20261126-090000-aaaaaaaaaaaa", Path("/r"), [found], ("loop3",))
+    assert resumed.kept_test(plain) is found  # resumed without -n
+    assert resumed.kept_test(f"{plain}@dut-loop3") is found
+    other = Resumed.from_workerinput(resumed.workerinput())  # on a worker
+    assert other.kept_test(f"{plain}@dut-loop3") == found
+    # two devices' tests of one point stay two
+    both = Resumed.keeping("r", Path("/r"), [found], ("loop3", "loop4"))
+    assert both.kept_test(plain.replace("loop3", "loop4")) is None
+
+
+def test_a_tests_properties_are_the_last_written_and_a_cut_line_is_skipped(
+    tmp_path: Path,
+) -> None:
+    keep_properties(tmp_path, "t[d0]", [("a.read.iops", 1.5), (PROPERTY, "{...}")])
+    keep_properties(tmp_path, "t[d0]", [("a.read.iops", 2.5), ("note", {"x": 1})])
+    keep_properties(tmp_path, "u[d0]", [("b", "word")])
+    with (tmp_path / PROPERTIES).open("a") as fh:
+        fh.write('["v[d0]", [["c", 1')  # a kill mid-line
+    found = recorded_properties(tmp_path)
+    assert found == {
+        "t[d0]": (("a.read.iops", 2.5), ("note", "{'x': 1}")),
+        "u[d0]": (("b", "word"),),
+    }
+    assert recorded_properties(tmp_path / "gone") == {}
