@@ -190,7 +190,14 @@ def compare(args: argparse.Namespace) -> bool:
         output = args.output or _beside(args.db) / f"compare-{stem}.html"
         figures = output.parent / f"figures-compare-{stem}"
         page = report_page(
-            db, base, others, figures, first, declared=declared_sections(), progress=to_stderr
+            db,
+            base,
+            others,
+            figures,
+            first,
+            declared=declared_sections(),
+            progress=to_stderr,
+            tolerances=tolerances,
         )
         _write_report(output, page, figures)
     if args.gate:

@@ -21,6 +21,7 @@ from pytest_ssd.hookcall import HookCall, calls, listed
 from pytest_ssd.report.sections import STYLE, build
 from pytest_ssd.report.sections.base import Context, ReportSection, Section
 from pytest_ssd.report.sections.builtin import SECTIONS
+from pytest_ssd.verdict.tolerance import Tolerances
 
 #: (anchor, title) of pytest-html's results table in a run's report, of the tests in a rebuilt one
 RESULTS = ("ssd-results", "Test results")
@@ -132,16 +133,25 @@ def report_page(
     *,
     declared: Sequence[ReportSection] = SECTIONS,
     progress: Callable[[str], None] | None = None,
+    tolerances: Tolerances | None = None,
 ) -> Rendered:
     """A run's report rebuilt from the database (its drives, or *current* of them), compared.
 
-    *progress* gets a line as each section starts (the graphs take seconds).
+    *progress* gets a line as each section starts (the graphs take seconds); *tolerances*
+    are the bands a two-label comparison judges with.
     """
     mine = run.drives if current is None else tuple(current)
     drives, runs = gather(db, mine, compared)
     listed = [TESTS] if any(d.tests for d in drives[: len(mine)]) else []
     parts = build(
-        drives, len(mine), runs or [run], folder, declared, tail=listed, progress=progress
+        drives,
+        len(mine),
+        runs or [run],
+        folder,
+        declared,
+        tail=listed,
+        progress=progress,
+        tolerances=tolerances,
     )
     title = f"pytest-ssd run {run.id}"
     if compared:

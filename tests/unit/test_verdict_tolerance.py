@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,9 @@ def test_the_gate_takes_the_datasheet_and_refuses_a_bad_one_in_one_line(
     assert "same       fw 2: rnd-read read IOPS: 0.50× the baseline" in table
     assert f'band ±150 % from {path} [baseline.workload."rnd-read"] iops)' in table
     assert "regressed  fw 2: rnd-read read MiB/s:" in table
+    # the page the gate writes judges with the same bands as its table
+    page = (tmp_path / "c.html").read_text()
+    assert html.escape(f'{path} [baseline.workload."rnd-read"] iops') in page
     bad = sheet(tmp_path, "[baseline]\np99_us = -1\n")
     assert main([*gate, "--datasheet", str(bad)]) == 2
     err = capsys.readouterr().err

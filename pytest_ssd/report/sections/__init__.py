@@ -33,6 +33,7 @@ from pytest_ssd.report.sections.base import (
     anchor_of,
 )
 from pytest_ssd.report.sections.suites import suite_view
+from pytest_ssd.verdict.tolerance import Tolerances
 
 Builder = Callable[[Context], Section | None]
 
@@ -141,6 +142,7 @@ def build(
     *,
     tail: Sequence[tuple[str, str]] = (),
     progress: Callable[[str], None] | None = None,
+    tolerances: Tolerances | None = None,
 ) -> list[Section]:
     """The summary, then every section for *drives* (this run's first *current*, then compared).
 
@@ -148,6 +150,7 @@ def build(
     *tail*: (anchor, title) of what the page shows after the sections (the test results),
     for the contents.  *progress* gets a line as each section starts, and while a section
     draws its graphs (every 5 s: csd quick's section is 20 s of them on a busy machine).
+    *tolerances*: the bands a two-label comparison's verdicts judge with.
     """
     _distinct_labels(drives)
     ctx = Context(
@@ -155,6 +158,7 @@ def build(
         current,
         Palette.of(drives),
         FigureSink(figures, progress=progress),
+        tolerances=tolerances,
     )
     builders: list[tuple[Callable[[], Section | None], str, str]] = [
         (partial(general.conformance, ctx), "Datasheet conformance", "pytest-ssd's conformance"),

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from pytest_ssd.db import DriveResults
 from pytest_ssd.figures import PALETTE, render
 from pytest_ssd.results.record import Derived
+from pytest_ssd.verdict.tolerance import Tolerances
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,8 @@ class Context:
     figures: FigureSink
     #: the suite of the section being built
     suite: str = ""
+    #: the bands of "same" a two-label comparison judges with (``compare --datasheet``)
+    tolerances: Tolerances | None = None
 
     @property
     def compared(self) -> tuple[DriveResults, ...]:

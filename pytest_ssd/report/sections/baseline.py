@@ -16,6 +16,7 @@ from pytest_ssd.figures.verdicts import Row, ratio_intervals
 from pytest_ssd.report.sections.base import Context, Section, table
 from pytest_ssd.verdict.baseline import RECORD, judge_points, runs_of
 from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.tolerance import Tolerances
 
 TITLE = "Against the baseline"
 
@@ -31,10 +32,12 @@ def recorded(drives: Sequence[DriveResults]) -> list[MetricVerdict]:
     ]
 
 
-def between(base: DriveResults, new: DriveResults) -> list[MetricVerdict]:
+def between(
+    base: DriveResults, new: DriveResults, tolerances: Tolerances | None = None
+) -> list[MetricVerdict]:
     """Every point both drives measured, *new*'s runs judged against *base*'s."""
     old = runs_of(base.measurements, base.drive.dut_id)
-    return judge_points(old, runs_of(new.measurements, new.drive.dut_id))
+    return judge_points(old, runs_of(new.measurements, new.drive.dut_id), tolerances)
 
 
 def _cells(v: MetricVerdict) -> list[str]:
@@ -64,7 +67,7 @@ def section(ctx: Context) -> Section | None:
             return None
         base = next(d for d in ctx.drives if d.drive.label == labels[0])
         new = next(d for d in ctx.drives if d.drive.label == labels[1])
-        verdicts, title = between(base, new), f"{labels[1]} against {labels[0]}"
+        verdicts, title = between(base, new, ctx.tolerances), f"{labels[1]} against {labels[0]}"
         if all(min(v.base_n, v.new_n) < 2 for v in verdicts):
             return None  # no repeats: nothing to judge, a plain comparison (the pair section)
     if not verdicts:
