@@ -43,6 +43,7 @@ from pytest_ssd.plugin.params import (
     spec_params,
 )
 from pytest_ssd.plugin.points import (
+    JOBS_HELP,
     POINTS_HELP,
     WORKLOAD_HELP,
     link_datasheet_lines,
@@ -417,6 +418,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", APPLIES_HELP)
     config.addinivalue_line("markers", SPEC_MARKER_HELP)
     config.addinivalue_line("markers", POINTS_HELP)
+    config.addinivalue_line("markers", JOBS_HELP)
     config.addinivalue_line("markers", WORKLOAD_HELP)
     config.addinivalue_line("markers", BLOCK_HELP)
     config.addinivalue_line("markers", f"{COVERS_MARKER}(line): set by pytest-ssd")
