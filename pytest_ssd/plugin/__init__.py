@@ -46,6 +46,7 @@ from pytest_ssd.plugin.points import (
     JOBS_HELP,
     POINTS_HELP,
     WORKLOAD_HELP,
+    check_jobs_markers,
     link_datasheet_lines,
     point_params,
 )
@@ -583,6 +584,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     try:
         plan.check(items)
         check_spec_markers(config.stash[SESSION_KEY], items)
+        check_jobs_markers(items)
     except SsdError as exc:
         raise pytest.UsageError(str(exc)) from None
     plan.order(items)

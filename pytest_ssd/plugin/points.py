@@ -77,6 +77,12 @@ def jobs_declared(item: pytest.Item) -> Callable[..., Any] | None:
     return lambda ssd: jobs_of(ssd, **params)
 
 
+def check_jobs_markers(items: Sequence[pytest.Item]) -> None:
+    """A malformed ``ssd_jobs`` is refused before the first test, not left unsaid."""
+    for item in items:
+        jobs_declared(item)
+
+
 def point_params(session: SsdSession, definition: pytest.Function) -> tuple[list[str], list[Any]]:
     """("dut" and the point's argnames, a param per device and point); ([], []) if undeclared."""
     found = declared(definition)

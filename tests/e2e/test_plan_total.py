@@ -137,3 +137,29 @@ def test_a_first_esd_plan_times_every_point_and_the_qos_leaving_only_preconditio
         measurements,
     )
     assert found is not None and int(found[3]) - int(found[2]) == 2, measurements
+
+
+WRONGLY_DECLARED = """
+import pytest
+
+
+def jobs_of(ssd):
+    return []
+
+
+@pytest.mark.ssd_jobs.with_args(jobs_of)
+@pytest.mark.dut_state("cssd")
+def test_x(ssd):
+    pass
+"""
+
+
+def test_jobs_declared_without_jobs_are_refused_in_one_line(run_ssd: Any, tmp_path: Path) -> None:
+    run = run_ssd("--dut=scratch:256M", "--collect-only", suite=_suite(tmp_path, WRONGLY_DECLARED))
+    assert run.result.ret == 4
+    err = run.result.stderr.str()
+    assert "Traceback" not in err + run.result.stdout.str(), err
+    refusal = [line for line in err.splitlines() if line.strip()]
+    assert refusal == [
+        "ERROR: test_states.py::test_x[scratch]: @pytest.mark.ssd_jobs takes (jobs=jobs_function)"
+    ], err
