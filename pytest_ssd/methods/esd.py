@@ -217,10 +217,19 @@ def qos_curve(label: str, result: JobResult) -> figs.QosCurve:
     return figs.QosCurve(label, sample, mean_ns / 1000)
 
 
+def qos_points(ssd: SsdBench) -> list[Point]:
+    """The QoS mixes over the whole span, a mix the drive cannot take with why."""
+    return qos_jobs(ssd.region("device").size, timing(ssd.profile), limits_of(ssd))
+
+
+def qos_run_jobs(ssd: SsdBench) -> list[FioJob]:
+    """The QoS jobs that run (``ssd_jobs``: the plan counts them before a first run)."""
+    return [p.job for p in qos_points(ssd) if p.skipped is None]
+
+
 def run_qos(ssd: SsdBench) -> list[tuple[Point, figs.QosCurve]]:
     """RND 4 KiB QD1 read, write, 70/30 in one fio process; the nines graph and the table."""
-    span = ssd.region("device").size
-    points = qos_jobs(span, timing(ssd.profile), limits_of(ssd))
+    points = qos_points(ssd)
     skipped = {p.job.name: p.skipped for p in points if p.skipped is not None}
     _skip_note(ssd, skipped)
     kept = [p for p in points if p.skipped is None]

@@ -43,8 +43,10 @@ from pytest_ssd.plugin.params import (
     spec_params,
 )
 from pytest_ssd.plugin.points import (
+    JOBS_HELP,
     POINTS_HELP,
     WORKLOAD_HELP,
+    check_jobs_markers,
     link_datasheet_lines,
     point_params,
 )
@@ -417,6 +419,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", APPLIES_HELP)
     config.addinivalue_line("markers", SPEC_MARKER_HELP)
     config.addinivalue_line("markers", POINTS_HELP)
+    config.addinivalue_line("markers", JOBS_HELP)
     config.addinivalue_line("markers", WORKLOAD_HELP)
     config.addinivalue_line("markers", BLOCK_HELP)
     config.addinivalue_line("markers", f"{COVERS_MARKER}(line): set by pytest-ssd")
@@ -581,6 +584,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     try:
         plan.check(items)
         check_spec_markers(config.stash[SESSION_KEY], items)
+        check_jobs_markers(items)
     except SsdError as exc:
         raise pytest.UsageError(str(exc)) from None
     plan.order(items)

@@ -89,7 +89,7 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
         stages = simulate(mine, initial, ctx)
         label = identity.label if identity is not None else f"scratch ({binary_size(capacity)})"
         key = speed_key(identity, scratch) if identity is not None else "scratch"
-        declared = estimates(mine, profile, capacity, session.options.repeat)
+        declared = estimates(mine, profile, capacity, session.options.repeat, identity)
         measured = times.measured(key, profile.name, [item.nodeid for item in mine], declared)
         shown = render(
             dut_id, f"{label}, {profile.describe()}", stages, speeds, key, measured=measured

@@ -28,6 +28,15 @@ POINTS_HELP = (
     "one fio process"
 )
 
+#: ``pytest.mark.ssd_jobs(jobs=jobs_of)`` on a test that is not a sweep: ``jobs_of(ssd, **params)``,
+#: called with the test's parameters (less ``dut``), builds the fio jobs its body runs; the plan
+#: counts them on a device's first run.  Unlike ``ssd_points(jobs=)`` it does not batch.
+JOBS_MARKER = "ssd_jobs"
+JOBS_HELP = (
+    f"{JOBS_MARKER}(jobs=jobs_of): jobs_of(ssd, **params) builds the fio jobs the test runs (the "
+    "test's own builder); the plan counts them before the drive's first run; nothing is batched"
+)
+
 #: ``points(profile_name)``: the sweep's points under that profile, in the method's order
 Points = Callable[[str], Sequence[Any]]
 
@@ -43,6 +52,35 @@ def declared(item: pytest.Item) -> tuple[list[str], Points, Any] | None:
         )
     names = [name.strip() for name in str(marker.args[0]).split(",") if name.strip()]
     return names, marker.args[1], marker.kwargs.get("jobs")
+
+
+def jobs_declared(item: pytest.Item) -> Callable[..., Any] | None:
+    """A test's jobs function, called ``(ssd, *values)`` or ``(ssd, **params)``, or None.
+
+    The sweep's ``ssd_points(jobs=)`` takes the point's values in order; ``ssd_jobs``
+    the test's parameters by name (``dut`` left out).  None when it declares neither.
+    """
+    callspec = getattr(item, "callspec", None)
+    found = declared(item)
+    if callspec is None:
+        return None
+    if found is not None and found[2] is not None:
+        names, jobs_of = found[0], found[2]
+        return lambda ssd: jobs_of(ssd, *(callspec.params[name] for name in names))
+    marker = item.get_closest_marker(JOBS_MARKER)
+    if marker is None:
+        return None
+    jobs_of = marker.kwargs.get("jobs")
+    if marker.args or not callable(jobs_of):
+        raise ConfigError(f"{item.nodeid}: @pytest.mark.{JOBS_MARKER} takes (jobs=jobs_function)")
+    params = {name: value for name, value in callspec.params.items() if name != "dut"}
+    return lambda ssd: jobs_of(ssd, **params)
+
+
+def check_jobs_markers(items: Sequence[pytest.Item]) -> None:
+    """A malformed ``ssd_jobs`` is refused before the first test, not left unsaid."""
+    for item in items:
+        jobs_declared(item)
 
 
 def point_params(session: SsdSession, definition: pytest.Function) -> tuple[list[str], list[Any]]:

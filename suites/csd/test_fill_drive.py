@@ -135,7 +135,19 @@ def pass_values(passes: list[FillPass], caches: list[CacheEstimate]) -> dict[str
     return values
 
 
+def fill_jobs(ssd: SsdBench) -> list[FioJob]:
+    """The passes' jobs (the plan counts them before the drive's first run)."""
+    row, span = timing(ssd.profile), ssd.region("device").size
+    return [fill_job(number, span, row) for number in range(1, row.passes + 1)]
+
+
+def read_jobs(ssd: SsdBench) -> list[FioJob]:
+    """The read pass's job (the plan counts it before the drive's first run)."""
+    return [read_job(ssd.region("device").size, timing(ssd.profile))]
+
+
 @FILL_DRIVE_STATE
+@pytest.mark.ssd_jobs(jobs=fill_jobs)
 def test_fill_drive(ssd: SsdBench) -> None:
     row = timing(ssd.profile)
     span = ssd.region("device").size
@@ -143,10 +155,9 @@ def test_fill_drive(ssd: SsdBench) -> None:
     passes: list[FillPass] = []
     runs: list[FioRun] = []
     temperatures: list[dict[str, Any] | None] = []
-    for number in range(1, row.passes + 1):
+    for number, job in enumerate(fill_jobs(ssd), 1):
         if number > 1:
             time.sleep(gap)
-        job = fill_job(number, span, row)
         runs.append(ssd.run_jobs(job))
         health = ssd.health
         temperatures.append(health.arrays() if health and health.samples else None)
@@ -230,10 +241,11 @@ def judge_cross_check(check: CrossCheck) -> None:
 
 
 @pytest.mark.dut_state("filled", phase=2)
+@pytest.mark.ssd_jobs(jobs=read_jobs)
 def test_speed_profile_read(ssd: SsdBench) -> None:
     row = timing(ssd.profile)
     span = ssd.region("device").size
-    job = read_job(span, row)
+    (job,) = read_jobs(ssd)
     fio_run = ssd.run_jobs(job)
     read = fio_run.result(job).directions["read"]
     assert read.io_bytes == job.size, "fio read the whole span"

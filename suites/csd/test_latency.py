@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_ssd import ALL_CLASSES, DEFAULT_PERCENTILES, SsdBench
+from pytest_ssd import ALL_CLASSES, DEFAULT_PERCENTILES, FioJob, SsdBench
 from pytest_ssd.figures.latency import LatencySample, distribution, tail, tail_table
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import LATENCY_MIXES, LATENCY_SIZE, latency_jobs
@@ -37,10 +37,16 @@ def check_sample(sample: LatencySample, ios: int) -> None:
         assert p.resolved == (sample.total >= needed_ios(p.p)), f"{sample.label} p{p.p:g}"
 
 
+def jobs_of(ssd: SsdBench, phase: int) -> tuple[FioJob, ...]:
+    """The three mixes' jobs (the plan counts them before the drive's first run)."""
+    return latency_jobs(LATENCY_SIZE[ssd.profile.name], ssd.region("rnd"))
+
+
+@pytest.mark.ssd_jobs(jobs=jobs_of)
 @pytest.mark.parametrize("phase", CSSD_ROUNDS)
 def test_percentile_and_tail_latency(ssd: SsdBench, phase: int) -> None:
     size = LATENCY_SIZE[ssd.profile.name]
-    jobs = latency_jobs(size, ssd.region("rnd"))
+    jobs = jobs_of(ssd, phase)
 
     run = ssd.run_jobs(*jobs)
 

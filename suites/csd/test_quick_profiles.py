@@ -110,6 +110,25 @@ def run_passes(
     return measured
 
 
+def passes_of(ssd: SsdBench, profile: str, index: int, direction: Direction) -> list[CdmPass]:
+    """The line's passes in the test's state."""
+    timing = CDM_TIMING[ssd.profile.name]
+    test = CDM_PROFILES[profile][index]
+    return [
+        one
+        for one in cdm_passes(profile, timing, spans(ssd, timing.span))
+        if (one.test, one.direction) == (test, direction)
+    ]
+
+
+def jobs_of(
+    ssd: SsdBench, phase: int, profile: str, index: int, direction: Direction
+) -> list[FioJob]:
+    """The line's passes' jobs (the plan counts them before the drive's first run)."""
+    return [one.job for one in passes_of(ssd, profile, index, direction)]
+
+
+@pytest.mark.ssd_jobs(jobs=jobs_of)
 @pytest.mark.parametrize(("phase", "profile", "index", "direction"), lines())
 def test_quick_profiles(
     ssd: SsdBench, phase: int, profile: str, index: int, direction: Direction
@@ -118,11 +137,7 @@ def test_quick_profiles(
     assert ssd.need is not None and ssd.need.phase == phase
     where = spans(ssd, timing.span)
     test = CDM_PROFILES[profile][index]
-    passes = [
-        one
-        for one in cdm_passes(profile, timing, where)
-        if (one.test, one.direction) == (test, direction)
-    ]
+    passes = passes_of(ssd, profile, index, direction)
     # a read reads data, as CDM's do: at FOB its span is written first by CDM's "preparing"
     # pass (once: the lines after the first find it written); cssd and used75 hold data
     prepare = ssd.unwritten(cdm_prepare(where[test.pattern])) if direction == "read" else ()

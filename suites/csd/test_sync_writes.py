@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ssd import ALL_CLASSES, SsdBench
+from pytest_ssd import ALL_CLASSES, FioJob, SsdBench
 from pytest_ssd.figures.grid import Bar, mib_bars
 from pytest_ssd.workloads.csd import CSSD_ROUNDS
 from pytest_ssd.workloads.profiles import SYNC_SIZE, sync_jobs
@@ -18,11 +18,17 @@ from pytest_ssd.workloads.profiles import SYNC_SIZE, sync_jobs
 pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 
 
+def jobs_of(ssd: SsdBench, phase: int) -> tuple[FioJob, ...]:
+    """SEQ and RND synced writes (the plan counts them before the drive's first run)."""
+    return sync_jobs(SYNC_SIZE[ssd.profile.name], ssd.region("seq"), ssd.region("rnd"))
+
+
+@pytest.mark.ssd_jobs(jobs=jobs_of)
 @pytest.mark.parametrize("phase", CSSD_ROUNDS)
 def test_sync_writes(ssd: SsdBench, phase: int) -> None:
     size = SYNC_SIZE[ssd.profile.name]
     seq, rnd = ssd.region("seq"), ssd.region("rnd")
-    jobs = sync_jobs(size, seq, rnd)
+    jobs = jobs_of(ssd, phase)
 
     run = ssd.run_jobs(*jobs)
 

@@ -15,11 +15,12 @@ workload and state (``--datasheet``) is checked in that point's test.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from pytest_ssd import ESD_CLASSES, Pattern, SsdBench
+from pytest_ssd import ESD_CLASSES, FioJob, Pattern, SsdBench
 from pytest_ssd.methods.esd import limits_of, run_point
 from pytest_ssd.workloads.esd import (
     MIXED_READ_PCT,
@@ -69,31 +70,49 @@ def points(build: Any, pattern: Pattern, mixed: bool = False) -> list[Any]:
     return params
 
 
-def measure(ssd: SsdBench, build: Any, pattern: Pattern, read_pct: int, index: int) -> None:
+def sweep_of(ssd: SsdBench, build: Any, pattern: Pattern, read_pct: int) -> Sweep:
+    """The sweep over the whole span of the test's state."""
     span = ssd.region("device").size
-    sweep = build(pattern, read_pct, span, timing(ssd.profile), limits_of(ssd))
-    run_point(ssd, sweep, index)
+    return build(pattern, read_pct, span, timing(ssd.profile), limits_of(ssd))
+
+
+def point_jobs(build: Any, pattern: Pattern) -> Callable[..., list[FioJob]]:
+    """The ``ssd_jobs`` of a sweep's tests: a point's job (none for a skipped point)."""
+
+    def jobs_of(ssd: SsdBench, read_pct: int, index: int) -> list[FioJob]:
+        point = sweep_of(ssd, build, pattern, read_pct).points[index]
+        return [] if point.skipped is not None else [point.job]
+
+    return jobs_of
+
+
+def measure(ssd: SsdBench, build: Any, pattern: Pattern, read_pct: int, index: int) -> None:
+    run_point(ssd, sweep_of(ssd, build, pattern, read_pct), index)
 
 
 @SEQ_STATE
+@pytest.mark.ssd_jobs(jobs=point_jobs(by_block_size, "seq"))
 @pytest.mark.parametrize(("read_pct", "index"), points(by_block_size, "seq"))
 def test_seq_by_block_size(ssd: SsdBench, read_pct: int, index: int) -> None:
     measure(ssd, by_block_size, "seq", read_pct, index)
 
 
 @SEQ_STATE
+@pytest.mark.ssd_jobs(jobs=point_jobs(qd_sweep, "seq"))
 @pytest.mark.parametrize(("read_pct", "index"), points(qd_sweep, "seq"))
 def test_seq_by_qd(ssd: SsdBench, read_pct: int, index: int) -> None:
     measure(ssd, qd_sweep, "seq", read_pct, index)
 
 
 @RND_STATE
+@pytest.mark.ssd_jobs(jobs=point_jobs(by_block_size, "rnd"))
 @pytest.mark.parametrize(("read_pct", "index"), points(by_block_size, "rnd"))
 def test_rnd_by_block_size(ssd: SsdBench, read_pct: int, index: int) -> None:
     measure(ssd, by_block_size, "rnd", read_pct, index)
 
 
 @RND_STATE
+@pytest.mark.ssd_jobs(jobs=point_jobs(qd_sweep, "rnd"))
 @pytest.mark.parametrize(("read_pct", "index"), points(qd_sweep, "rnd", mixed=True))
 def test_rnd_by_qd(ssd: SsdBench, read_pct: int, index: int) -> None:
     measure(ssd, qd_sweep, "rnd", read_pct, index)

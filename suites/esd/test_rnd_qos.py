@@ -11,12 +11,13 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd import ESD_CLASSES, SsdBench
-from pytest_ssd.methods.esd import run_qos
+from pytest_ssd.methods.esd import qos_run_jobs, run_qos
 from pytest_ssd.workloads.esd import RND_STATE
 
 pytestmark = [pytest.mark.ssd_applies(*ESD_CLASSES), RND_STATE]
 
 
+@pytest.mark.ssd_jobs(jobs=qos_run_jobs)
 def test_qos_qd1(ssd: SsdBench) -> None:
     found = run_qos(ssd)
     for point, curve in found:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.conftest import REPO
 from tests.e2e.test_states import READ_IN_STATE, _suite
 
 ONE_STATE = (
@@ -100,3 +101,65 @@ def test_a_first_run_totals_the_measurements_from_the_jobs_they_declare(
     again = run_ssd("--dut=scratch:256M", "--ssd-repeat=2", "--collect-only", suite=suite)
     timed = next(line for line in _plan(again) if line.startswith("  measurements:"))
     assert timed.endswith("for 3 of 3 test(s) (as timed in earlier runs)"), timed
+
+
+def test_a_first_csd_plan_totals_every_test_from_the_jobs_its_body_runs(run_ssd: Any) -> None:
+    """suites/csd (quick) on a new drive: each test declares the builder its body runs its
+    jobs from (``ssd_points(jobs=)`` or ``ssd_jobs(jobs=)``), so the plan counts them all."""
+    argv = ("--dut=scratch:4G", "--ssd-profile=quick", "--collect-only")
+    run = run_ssd(*argv, suite=REPO / "suites" / "csd")
+    out = run.result.stdout.str() + run.result.stderr.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    plan = _plan(run)
+    measurements = next(line for line in plan if line.startswith("  measurements:"))
+    found = re.fullmatch(
+        r"  measurements: about \d+ s plus [\d.]+ GiB written, [\d.]+ GiB read at the drive's "
+        r"speed for (\d+) of (\d+) test\(s\) \(from their fio jobs\)",
+        measurements,
+    )
+    assert found is not None and found[1] == found[2], measurements
+    total = next(line for line in plan if line.startswith("  in all:"))
+    assert "not estimated" not in total, total
+
+
+def test_a_first_esd_plan_times_every_point_and_the_qos_leaving_only_preconditioning(
+    run_ssd: Any,
+) -> None:
+    """esd's points and QoS run time-based jobs: a first plan has their time; the two
+    preconditioning tests run to steady state, of a length nobody knows beforehand."""
+    run = run_ssd("--dut=scratch:4G", "--collect-only", suite=REPO / "suites" / "esd")
+    out = run.result.stdout.str() + run.result.stderr.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    measurements = next(line for line in _plan(run) if line.startswith("  measurements:"))
+    found = re.fullmatch(
+        r"  measurements: about [\d.]+ (s|min) for (\d+) of (\d+) test\(s\) "
+        r"\(from their fio jobs; 2 not timed yet and declaring no jobs\)",
+        measurements,
+    )
+    assert found is not None and int(found[3]) - int(found[2]) == 2, measurements
+
+
+WRONGLY_DECLARED = """
+import pytest
+
+
+def jobs_of(ssd):
+    return []
+
+
+@pytest.mark.ssd_jobs.with_args(jobs_of)
+@pytest.mark.dut_state("cssd")
+def test_x(ssd):
+    pass
+"""
+
+
+def test_jobs_declared_without_jobs_are_refused_in_one_line(run_ssd: Any, tmp_path: Path) -> None:
+    run = run_ssd("--dut=scratch:256M", "--collect-only", suite=_suite(tmp_path, WRONGLY_DECLARED))
+    assert run.result.ret == 4
+    err = run.result.stderr.str()
+    assert "Traceback" not in err + run.result.stdout.str(), err
+    refusal = [line for line in err.splitlines() if line.strip()]
+    assert refusal == [
+        "ERROR: test_states.py::test_x[scratch]: @pytest.mark.ssd_jobs takes (jobs=jobs_function)"
+    ], err

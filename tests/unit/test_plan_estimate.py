@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.device.identity import binary_size
+from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.plugin.estimates import estimate
 from pytest_ssd.state.estimate import Estimate, of_job, of_jobs
@@ -81,6 +82,7 @@ def test_a_first_run_of_jobs_by_time_only_gives_a_plain_total() -> None:
 SWEEP = """
 import pytest
 from pytest_ssd.device.identity import binary_size
+from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import FioJob
 
 def points(profile):  # the plugin's parametrization (with --dut) is not under test here
@@ -100,12 +102,17 @@ def test_point(n):
 """
 
 
+def _items(pytester: pytest.Pytester, source: str, marker: str) -> list[pytest.Item]:
+    """The tests of *source*, collected without the plugin's parametrization."""
+    pytester.makepyfile(source)
+    pytester.makeini(f"[pytest]\nmarkers =\n    dut_state\n    {marker}\n")
+    return pytester.inline_genitems()[0]
+
+
 def test_a_point_is_estimated_on_its_state_and_a_jobs_function_the_plan_cannot_serve_is_not(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(SWEEP)
-    pytester.makeini("[pytest]\nmarkers =\n    dut_state\n    ssd_points\n")
-    items, _ = pytester.inline_genitems()
+    items = _items(pytester, SWEEP, "ssd_points")
     profile = profile_for("full", False)
     first, second = (estimate(item, profile, 1 << 30, repeat=2) for item in items)
     assert first == Estimate(2 * profile.snia_round_s)
@@ -131,3 +138,40 @@ def test_steps_take_time_only_at_rates_measured_on_the_drive(tmp_path: Path) -> 
         f" {binary_size(sum(s.discard_bytes for s in steps))} discarded",
         f"  steps: {unmeasured.describe()} (steady state not estimated)",
     ], lines
+
+
+TEST_JOBS = """
+import pytest
+from pytest_ssd.fio.job import FioJob
+
+def jobs_of(ssd, n, label):  # the test's parameters by name, dut left out
+    assert ssd.need.state.name == "cssd" and label == "x"
+    assert ssd.dut.identity.logical_block_size == 512 and ssd.dut.iu.bytes is None  # scratch
+    r, size = ssd.region("rnd"), ssd.dut.identity.size_bytes
+    return [FioJob.on(r, name=f"j{n}", pattern="rnd", block_size=4096, io_bytes=size >> n)]
+
+@pytest.mark.ssd_jobs(jobs=jobs_of)
+@pytest.mark.dut_state("cssd")
+@pytest.mark.parametrize("dut", ["d"])
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("label", ["x"])
+def test_plain(dut, n, label):
+    pass
+
+@pytest.mark.ssd_jobs.with_args(jobs_of)  # positional: refused
+@pytest.mark.dut_state("cssd")
+@pytest.mark.parametrize("n", [1])
+def test_wrongly_declared(n):
+    pass
+"""
+
+
+def test_a_test_declaring_its_jobs_builder_is_estimated_from_it_with_its_parameters(
+    pytester: pytest.Pytester,
+) -> None:
+    items = _items(pytester, TEST_JOBS, "ssd_jobs")
+    profile = profile_for("quick", True)
+    half, quarter = (estimate(item, profile, 1 << 30, repeat=1) for item in items[:2])
+    assert (half, quarter) == (Estimate(read=1 << 29), Estimate(read=1 << 28))
+    with pytest.raises(ConfigError, match=r"test_wrongly_declared\[1\]: .*ssd_jobs takes \(jobs="):
+        estimate(items[2], profile, 1 << 30, repeat=1)
