@@ -60,11 +60,13 @@ class PlanBench:
 
     profile: Profile
     dut: PlanDut
-    #: the state the test runs in
-    need: Need
-    _layout: Layout
+    #: the state the test runs in (None: a test that asks for none, such as smoke's)
+    need: Need | None
+    _layout: Layout | None
 
     def region(self, name: str) -> Region:
+        if self._layout is None:  # no state, no regions: the estimate is given up
+            raise KeyError(name)
         return self._layout.region(name)
 
 
@@ -77,10 +79,11 @@ def estimate(
 ) -> Estimate | None:
     """*item*'s measurement from its declared jobs; None when it declares none."""
     jobs_of, need = jobs_declared(item), need_of(item)
-    if jobs_of is None or need is None:
+    if jobs_of is None:
         return None
     dut = PlanDut.of(identity, capacity)
-    bench = PlanBench(profile, dut, need, layout(need.state, capacity, profile.span(capacity)))
+    regions = None if need is None else layout(need.state, capacity, profile.span(capacity))
+    bench = PlanBench(profile, dut, need, regions)
     try:
         jobs = jobs_of(bench)
     except (AttributeError, KeyError, TypeError, SsdError):

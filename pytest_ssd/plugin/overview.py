@@ -13,7 +13,7 @@ from pytest_ssd.plugin.skips import skip_before_state
 from pytest_ssd.session import Dut, SsdSession, speed_key
 from pytest_ssd.state import actions
 from pytest_ssd.state.layout import layout
-from pytest_ssd.state.plan import device_of, need_of, render, simulate
+from pytest_ssd.state.plan import device_of, need_of, render, render_stateless, simulate
 from pytest_ssd.state.profile import profile_for
 from pytest_ssd.state.steps import FOB, Context
 from pytest_ssd.state.testtimes import TestTimes
@@ -62,19 +62,20 @@ def destroys(identity: DeviceIdentity | None, readonly: bool) -> list[str]:
 
 
 def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
-    """Terminal lines of the plan for every device some test needs a state of."""
+    """Terminal lines of the plan for every device a test runs on (a suite without device
+    states, such as smoke, gets whose data goes and its tests' time)."""
     lines: list[str] = []
     speeds = session.speeds
     times = TestTimes.load(session.options.report_dir)
     for index, dut_id in enumerate(session.dut_ids):
         mine = [item for item in items if device_of(item) == dut_id]
-        if all(need_of(item) is None for item in mine):
+        if not mine:
             continue
         identity, capacity = _identity(session, dut_id, index)
         mine = _runs(mine, session.duts.get(dut_id), identity)
-        needs = [n for n in (need_of(item) for item in mine) if n is not None]
-        if not needs:
+        if not mine:  # every test skips before its state: nothing to plan
             continue
+        needs = [n for n in (need_of(item) for item in mine) if n is not None]
         if capacity <= 0:
             lines.append(f"plan for {dut_id}: its size is unknown until it can be opened")
             continue
@@ -86,13 +87,16 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
         ctx = Context(capacity, profile, purge)
         keeper = session.keepers.get(dut_id)
         initial = keeper.state.current if keeper else (FOB if scratch else None)
-        stages = simulate(mine, initial, ctx)
+        stages = simulate(mine, initial, ctx) if needs else []
         label = identity.label if identity is not None else f"scratch ({binary_size(capacity)})"
         key = speed_key(identity, scratch) if identity is not None else "scratch"
         declared = estimates(mine, profile, capacity, session.options.repeat, identity)
         measured = times.measured(key, profile.name, [item.nodeid for item in mine], declared)
-        shown = render(
-            dut_id, f"{label}, {profile.describe()}", stages, speeds, key, measured=measured
+        header = f"{label}, {profile.describe()}"
+        shown = (
+            render(dut_id, header, stages, speeds, key, measured=measured)
+            if needs
+            else render_stateless(dut_id, header, measured)
         )
         gone = [] if scratch else destroys(identity, session.options.readonly)
         lines += shown[:1] + gone + shown[1:]  # whose data goes: right under the device's name

@@ -157,6 +157,12 @@ def render(
     return lines
 
 
+def render_stateless(device: str, header: str, measured: Measured) -> list[str]:
+    """The plan of a device whose tests ask for no state (no step): their time alone."""
+    lines = [f"plan for {device}: {header}", f"  {measured.tests} test(s), no device state asked"]
+    return lines + _measurements(measured, Estimate())[:1]
+
+
 def _measurements(measured: Measured, steps: Estimate) -> list[str]:
     """The tests' time (as timed in earlier runs, else from their fio jobs) and the run's total."""
     if not measured.timed and not measured.from_jobs:

@@ -163,3 +163,22 @@ def test_jobs_declared_without_jobs_are_refused_in_one_line(run_ssd: Any, tmp_pa
     assert refusal == [
         "ERROR: test_states.py::test_x[scratch]: @pytest.mark.ssd_jobs takes (jobs=jobs_function)"
     ], err
+
+
+def test_a_smoke_plan_names_the_drive_it_destroys_and_times_the_corners(
+    run_ssd: Any, loop_device: Any
+) -> None:
+    """smoke asks for no device state, yet it writes the drive: its plan (``--collect-only``:
+    nothing runs) says whose data goes and the corners' time from their jobs (quick profile:
+    4 × 4 s, and the prefill of the span the read corners measure)."""
+    dev: Path = loop_device(256)
+    argv = (f"--dut={dev}", f"--ssd-confirm={dev}", "--collect-only")
+    run = run_ssd(*argv, suite=REPO / "suites" / "smoke")
+    out = run.result.stdout.str() + run.result.stderr.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    assert _plan(run) == [
+        f"  destroys all data on {dev} (model unknown, no serial)",
+        "  4 test(s), no device state asked",
+        "  measurements: about 16 s plus 512.0 MiB written at the drive's speed for 4 of 4"
+        " test(s) (from their fio jobs)",
+    ]
