@@ -552,7 +552,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return []
     from pytest_ssd.plugin import controller  # noqa: PLC0415  # see _configure_controller
 
-    return controller.terminal_lines(session)
+    return controller.terminal_lines(session, bool(getattr(config.option, "numprocesses", 0)))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

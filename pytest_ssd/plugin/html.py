@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.device.scratch import SCRATCH_BANNER
+from pytest_ssd.plugin.overview import destroys
 from pytest_ssd.report.build import declared_sections, sections_html
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SsdSession
@@ -77,13 +78,19 @@ def _cells(measurements: list[Measurement], run_dir: Path, page_dir: Path) -> di
     return {**cells, "fio": "<br>".join(links)}
 
 
-def terminal_lines(session: SsdSession) -> list[str]:
-    """Lines for the terminal header: the run folder and every device."""
+def terminal_lines(session: SsdSession, distributed: bool = False) -> list[str]:
+    """Lines for the terminal header: the run folder and every device.
+
+    *distributed* (``-n N``): the controller collects nothing, so no plan is printed; whose
+    data goes is said here instead, under each device.
+    """
     lines = [f"pytest-ssd {session.run_id}: {session.run_dir}"]
     lines += [f"  warning: {line}" for line in session.warnings]
     for dut in session.duts.values():
         shown = session.services(dut.id).site.described(dut.identity.summary())
         lines.append(f"  {dut.id}: {shown}")
+        if distributed and not dut.scratch:
+            lines += [f"  {dut.id}:{line[1:]}" for line in destroys(dut.identity, dut.readonly)]
         if dut.scratch:
             lines.append(f"  {dut.id}: SCRATCH DEVICE ({dut.note}): {SCRATCH_BANNER}")
         if dut.readonly:

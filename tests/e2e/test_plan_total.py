@@ -182,3 +182,15 @@ def test_a_smoke_plan_names_the_drive_it_destroys_and_times_the_corners(
         "  measurements: about 16 s plus 512.0 MiB written at the drive's speed for 4 of 4"
         " test(s) (from their fio jobs)",
     ]
+
+
+def test_under_xdist_the_header_names_the_drive_it_destroys(run_ssd: Any, loop_device: Any) -> None:
+    """``-n N``: the controller collects nothing and prints no plan, so whose data goes is
+    said in the header, under the device."""
+    dev: Path = loop_device(256)
+    argv = (f"--dut={dev}", f"--ssd-confirm={dev}", "-n", "1", "-k", "seq-write")
+    run = run_ssd(*argv, suite=REPO / "suites" / "smoke")
+    run.result.assert_outcomes(passed=1)
+    out = run.result.stdout.str()
+    assert f"  {dev.name}: destroys all data on {dev} (model unknown, no serial)" in out, out
+    assert "pytest-ssd plan" not in out
