@@ -9,7 +9,7 @@ of each method), :mod:`pytest_ssd.methods` (drivers of long methods),
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # first: pytest would rewrite (and compile) every module imported below (see asserts)
 from pytest_ssd import asserts as _asserts  # noqa: F401
@@ -23,15 +23,12 @@ from pytest_ssd.fio.job import FioJob, Pattern
 from pytest_ssd.fio.results import DEFAULT_PERCENTILES, DirectionResult, JobResult
 from pytest_ssd.fixture import SsdBench
 from pytest_ssd.health.sources import HealthSample
+from pytest_ssd.lazy import exports
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.extra import PurgeProvider
 from pytest_ssd.purge.methods import Capabilities as PurgeCapabilities
 from pytest_ssd.results.record import Derived
-from pytest_ssd.specs import SpecLine, Verdict
-from pytest_ssd.specs import plan as spec_plan
-from pytest_ssd.specs.units import Quantity
 from pytest_ssd.state.layout import Region
-from pytest_ssd.verdict.noise import CrossCheck, cross_check
 from pytest_ssd.version import __version__
 
 if TYPE_CHECKING:
@@ -43,20 +40,29 @@ if TYPE_CHECKING:
         notes,
         table,
     )
-
-#: the report's names, loaded when first asked for: an xdist worker that runs tests
-#: never loads the report (nor matplotlib, which its figures draw with)
-_REPORT_NAMES = ("Context", "KeyFigure", "ReportSection", "Section", "notes", "table")
-
-
-if not TYPE_CHECKING:  # mypy sees the imports above, and no catch-all attribute
-
-    def __getattr__(name: str) -> Any:
-        if name in _REPORT_NAMES:
-            from pytest_ssd.report.sections import base  # noqa: PLC0415  # loaded when asked for
-
-            return getattr(base, name)
-        raise AttributeError(f"module 'pytest_ssd' has no attribute {name!r}")
+    from pytest_ssd.specs import SpecLine, Verdict
+    from pytest_ssd.specs import plan as spec_plan
+    from pytest_ssd.specs.units import Quantity
+    from pytest_ssd.verdict.noise import CrossCheck, cross_check
+else:  # mypy sees the imports above, and no catch-all attribute
+    # loaded when first asked for: an xdist worker that runs tests never loads the report
+    # (nor matplotlib, which its figures draw with), nor datasheets and verdicts unless used
+    __getattr__ = exports(
+        __name__,
+        {
+            ".report.sections.base": (
+                "Context",
+                "KeyFigure",
+                "ReportSection",
+                "Section",
+                "notes",
+                "table",
+            ),
+            ".specs": ("SpecLine", "Verdict", "spec_plan=plan"),
+            ".specs.units": ("Quantity",),
+            ".verdict.noise": ("CrossCheck", "cross_check"),
+        },
+    )
 
 
 __all__ = [

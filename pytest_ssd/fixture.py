@@ -39,7 +39,6 @@ from pytest_ssd.results.record import (
 )
 from pytest_ssd.results.transition import TRANSITION_PROPERTY
 from pytest_ssd.site import Dut
-from pytest_ssd.specs import Datasheet, SpecCheck, SpecLine, Verdict, measured, unknown_line
 from pytest_ssd.state.actions import discard
 from pytest_ssd.state.keeper import StateKeeper
 from pytest_ssd.state.layout import Layout, Region
@@ -54,6 +53,9 @@ from pytest_ssd.text import file_stem
 if TYPE_CHECKING:  # a worker loads matplotlib only when a test hands it a Figure
     from matplotlib.figure import Figure
     from numpy.typing import ArrayLike
+
+    # and the datasheet machinery only when its device has a datasheet
+    from pytest_ssd.specs import Datasheet, SpecLine, Verdict
 
 #: the conformance row of a line checked on a device without a datasheet
 NOT_CHECKED: dict[str, object] = {
@@ -491,6 +493,8 @@ class SsdBench:
             return None
         found = next((line for line in sheet.specs if line.id == line_id), None)
         if found is None:
+            from pytest_ssd.specs.check import unknown_line  # noqa: PLC0415
+
             raise ConfigError(unknown_line(line_id, sheet))
         return found
 
@@ -513,6 +517,8 @@ class SsdBench:
             row = {**where, **NOT_CHECKED, "id": line, "line": line}
             self._node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))
             return None
+        from pytest_ssd.specs import SpecCheck, measured  # noqa: PLC0415  # a spec line's test
+
         verdict = SpecCheck(spec, self.dut.identity.size_bytes).evaluate(measured(spec, result))
         row = {**where, **verdict.as_dict()}
         self._node.user_properties.append((SPEC_PROPERTY, json.dumps(row, sort_keys=True)))

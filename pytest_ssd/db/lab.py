@@ -10,9 +10,7 @@ goes on on the spool, and says so in one line (the summary and the report).
 
 from __future__ import annotations
 
-import re
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,19 +23,6 @@ from pytest_ssd.results.record import iso
 
 #: the run's own records in its folder, beside a lab's database server
 SPOOL_FILE = "spool.sqlite"
-
-
-#: a run id of :func:`new_run_id` (or of a pytest-ssd before it: time and process id)
-RUN_ID = re.compile(r"^\d{8}-\d{6}-(\d+|[0-9a-f]{12})$")
-
-
-def new_run_id() -> str:
-    """A run id unique across a lab: when it started, readable, and 48 random bits.
-
-    Sessions on many machines write into one database: a time and a process id
-    can meet there, a random part does not (at 1,000 runs a second: once in ~10^5 years).
-    """
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:12]
 
 
 class RunRecords(Protocol):

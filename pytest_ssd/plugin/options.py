@@ -14,7 +14,7 @@ from pytest_ssd.health.profile import HealthProfile, load_profile
 from pytest_ssd.results.location import DB_FILE, DB_OPTION, INI_OPTION
 from pytest_ssd.results.location import report_dir as report_dir_of
 from pytest_ssd.session.options import Options
-from pytest_ssd.specs.selection import DatasheetOptions
+from pytest_ssd.specs.options import DatasheetOptions
 
 
 def _fio_safe(option: str, given: str | None, report_dir: Path) -> None:

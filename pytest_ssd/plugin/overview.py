@@ -8,7 +8,6 @@ import pytest
 
 from pytest_ssd.device.identity import SECTOR, DeviceIdentity, binary_size, identify
 from pytest_ssd.errors import SsdError, present
-from pytest_ssd.plugin.estimates import estimates
 from pytest_ssd.plugin.skips import skip_before_state
 from pytest_ssd.session import Dut, SsdSession, speed_key
 from pytest_ssd.state import actions
@@ -64,6 +63,9 @@ def destroys(identity: DeviceIdentity | None, readonly: bool) -> list[str]:
 def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
     """Terminal lines of the plan for every device a test runs on (a suite without device
     states, such as smoke, gets whose data goes and its tests' time)."""
+    # the controller's plan: a worker never loads the suites' estimates
+    from pytest_ssd.plugin.estimates import estimates  # noqa: PLC0415
+
     lines: list[str] = []
     speeds = session.speeds
     times = TestTimes.load(session.options.report_dir)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.plugin.skips import BLOCK_MARKER
 from pytest_ssd.session import SsdSession
-from pytest_ssd.specs.check import unknown_line
-from pytest_ssd.specs.measure import plan
-from pytest_ssd.specs.model import Datasheet
-from pytest_ssd.specs.selection import load_given
+
+# the datasheet machinery is loaded by a run with a datasheet (or spec-line tests) only
+if TYPE_CHECKING:
+    from pytest_ssd.specs.model import Datasheet
 
 #: the argument name a test takes to get one spec line
 SPEC_FIXTURE = "spec_line"
@@ -22,12 +22,16 @@ def _datasheets(session: SsdSession) -> dict[str, Datasheet]:
     if session.duts:  # the session opened: datasheets are matched to identified devices
         return session.datasheets
     # --collect-only touches no device: the given files, unmatched
+    from pytest_ssd.specs.selection import load_given  # noqa: PLC0415
+
     given = load_given(session.options.datasheets, len(session.dut_ids))
     return {d: given[i if len(given) > 1 else 0] for i, d in enumerate(session.dut_ids) if given}
 
 
 def spec_params(session: SsdSession) -> list[Any]:
     """``pytest.param(dut, line)`` per spec line, marked with the state the line names."""
+    from pytest_ssd.specs.measure import plan  # noqa: PLC0415
+
     sheets = _datasheets(session)
     params: list[Any] = []
     for dut_id in session.dut_ids:
@@ -66,4 +70,6 @@ def check_spec_markers(session: SsdSession, items: list[pytest.Item]) -> None:
         for marker in item.iter_markers(SPEC_MARKER):
             for line_id in marker.args:
                 if line_id not in known:
+                    from pytest_ssd.specs.check import unknown_line  # noqa: PLC0415
+
                     raise ConfigError(f"{item.nodeid}: {unknown_line(str(line_id), sheet)}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import selectors
 import shlex
@@ -33,7 +32,9 @@ KEEP_TIMEOUT_S = 5.0
 _PR_SET_PDEATHSIG = 1
 #: the capability that lets a process give another the normal CPU policy back (capability.h)
 _CAP_SYS_NICE = 23
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+#: the C library, from the symbols the process already has (Python links it):
+#: ``ctypes.util.find_library`` ran ``ldconfig -p`` in every process importing this module
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def die_with_parent(signum: int = signal.SIGTERM, parent: int | None = None) -> None:

@@ -17,7 +17,6 @@ project's top wrote.
 
 from __future__ import annotations
 
-import configparser
 import tomllib
 from pathlib import Path
 
@@ -90,6 +89,9 @@ def _read(path: Path, section: tuple[str, ...], option: str) -> tuple[bool, str 
             return False, None
         value = table.get(option)
         return True, str(value) if value is not None else None
+    # the command's (pytest reads its own ini): the plugin's processes never load configparser
+    import configparser  # noqa: PLC0415
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text, str(path))

@@ -8,14 +8,16 @@ import platform
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_ssd.errors import ToolError
-from pytest_ssd.host import HostRecord
 from pytest_ssd.proc import run, which
 from pytest_ssd.version import __version__
+
+if TYPE_CHECKING:
+    from pytest_ssd.host import HostRecord
 
 
 def _program() -> list[str]:

@@ -19,21 +19,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_ssd.db import DriveRef
-from pytest_ssd.db.export import ResultsExport
-from pytest_ssd.db.lab import RunRecords, new_run_id
+from pytest_ssd.db.runid import new_run_id
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.fio.watch import stall_override
 from pytest_ssd.health.log import find_log_reader
 from pytest_ssd.health.profile import default_profile
 from pytest_ssd.health.watch import HealthWatch
-from pytest_ssd.host import HostRecord
-from pytest_ssd.host.tune import MachineTuner
 from pytest_ssd.proc import which
 from pytest_ssd.proc.sweep import SessionMark
 from pytest_ssd.results import runinfo
@@ -43,9 +39,6 @@ from pytest_ssd.session.options import Options
 from pytest_ssd.session.resume import UNKNOWN_STATE, Resumed
 from pytest_ssd.session.store import RunStore
 from pytest_ssd.site import DeviceSite, Dut
-from pytest_ssd.specs.load import load_datasheet
-from pytest_ssd.specs.model import Datasheet
-from pytest_ssd.specs.selection import assign, load_candidates, load_given
 from pytest_ssd.state.keeper import StateKeeper
 from pytest_ssd.state.profile import Profile, profile_for
 from pytest_ssd.state.progress import Write
@@ -53,6 +46,17 @@ from pytest_ssd.state.speeds import SpeedBook
 from pytest_ssd.state.steps import FOB
 from pytest_ssd.state.tracker import DeviceState
 from pytest_ssd.steady import FioSteadyState, SniaVerdict
+
+if TYPE_CHECKING:
+    # a worker never opens the database (the controller records the run): not its modules
+    from pytest_ssd.db import DriveRef
+    from pytest_ssd.db.export import ResultsExport
+    from pytest_ssd.db.lab import RunRecords
+    from pytest_ssd.host import HostRecord
+    from pytest_ssd.host.tune import MachineTuner
+
+    # and loads the datasheet machinery only when its device has a datasheet
+    from pytest_ssd.specs.model import Datasheet
 
 __all__ = [
     "PURGE_NAMES",
@@ -127,8 +131,12 @@ class SsdSession:
             options, data["run_id"], Path(data["run_dir"]), True, extensions, resumed=resumed
         )
         session.devices.adopt(data["duts"], data["hosts"])  # all at once: mostly a host's answers
-        for dut_id, sheet in data.get("datasheets", {}).items():
-            session.datasheets[dut_id] = load_datasheet(sheet)
+        sheets = data.get("datasheets", {})
+        if sheets:
+            from pytest_ssd.specs.load import load_datasheet  # noqa: PLC0415
+
+            for dut_id, sheet in sheets.items():
+                session.datasheets[dut_id] = load_datasheet(sheet)
         return session
 
     def workerinput(self) -> dict[str, Any]:
@@ -186,6 +194,9 @@ class SsdSession:
         # first of all: put back what a session that died left tuned
         self.environment.recover()
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
+        # the controller's (a worker is handed its datasheets)
+        from pytest_ssd.specs.selection import assign, load_candidates, load_given  # noqa: PLC0415
+
         given = load_given(self.options.datasheets, len(self.options.duts))
         candidates = () if given else load_candidates(self.options.datasheets)
         self.run_store.compare(self.options.compare)

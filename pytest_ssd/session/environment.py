@@ -8,12 +8,14 @@ tuned); once the devices are known, each machine with a device records its setti
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pytest_ssd.errors import present
-from pytest_ssd.host import HostRecord, Tuner
-from pytest_ssd.host.remote_tune import combined
-from pytest_ssd.host.tune import MachineTuner
 from pytest_ssd.site import Tuning
+
+if TYPE_CHECKING:  # a worker neither records nor tunes its machine
+    from pytest_ssd.host import HostRecord, Tuner
+    from pytest_ssd.host.tune import MachineTuner
 
 
 @dataclass
@@ -29,6 +31,8 @@ class HostEnvironment:
 
     def recover(self) -> None:
         """Put back what a session that died left tuned on this machine (its state folder)."""
+        from pytest_ssd.host import Tuner  # noqa: PLC0415  # the controller's (see the class)
+
         self.tuner = Tuner(None, self.tune)
         self.tuner.recover()
 
@@ -41,6 +45,9 @@ class HostEnvironment:
         here = tuning.here
         mine = local.start(here, warnings) if here or not hosts else []
         theirs = [reading for tuner, devices in hosts for reading in tuner.start(devices, warnings)]
+        from pytest_ssd.host import HostRecord  # noqa: PLC0415
+        from pytest_ssd.host.remote_tune import combined  # noqa: PLC0415
+
         self.record = HostRecord((*mine, *theirs), combined(self.tuners()))
         return self.record
 

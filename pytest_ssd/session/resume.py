@@ -18,16 +18,18 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_ssd.db import ResultsDb, RunInfo, shared_test_id
-from pytest_ssd.db.lab import RUN_ID
-from pytest_ssd.db.resume import FinishedTest, finished_tests
+from pytest_ssd.db.runid import RUN_ID
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.device.identity import DeviceIdentity, binary_size
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.results.files import storage_error
 from pytest_ssd.results.junit import RECORDS
+
+if TYPE_CHECKING:  # a worker never opens the database
+    from pytest_ssd.db import RunInfo
+    from pytest_ssd.db.resume import FinishedTest
 
 OPTION = "--ssd-resume"
 #: the run's report, made last: a finished run without it was cut short while building it
@@ -73,6 +75,9 @@ class Resumed:
     @classmethod
     def load(cls, db_url: DbUrl, ref: str) -> Resumed:
         """The run *ref* names; ConfigError when it cannot be resumed (finished, gone)."""
+        from pytest_ssd.db import ResultsDb  # noqa: PLC0415  # the controller reads the run
+        from pytest_ssd.db.resume import finished_tests  # noqa: PLC0415
+
         with ResultsDb(db_url) as db:
             run = db.run("latest" if ref == LAST else ref)
             recorded = finished_tests(db.conn, run.id).values()
@@ -143,6 +148,8 @@ class Resumed:
 
     @classmethod
     def from_workerinput(cls, data: dict[str, Any]) -> Resumed:
+        from pytest_ssd.db.resume import FinishedTest  # noqa: PLC0415  # a resumed run's
+
         finished = (
             FinishedTest(nodeid, outcome, seconds, message, tuple((k, v) for k, v in properties))
             for nodeid, outcome, seconds, message, properties in data["kept"]
@@ -153,6 +160,8 @@ class Resumed:
 def resume_key(nodeid: str, dut_ids: Iterable[str]) -> tuple[str, str]:
     """What a test is in any run on these devices, with or without -n: its device, and its id
     without the device parameter and xdist's group (:func:`shared_test_id`)."""
+    from pytest_ssd.db.model import shared_test_id  # noqa: PLC0415  # a resumed run's
+
     for dut_id in dut_ids:
         shared = shared_test_id(nodeid, dut_id)
         if shared != nodeid:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_ssd.db import DriveRef, ResultsDb
-from pytest_ssd.db.export import ResultsExport
-from pytest_ssd.db.lab import RUN_ID, RunRecords, open_run
+from pytest_ssd.db.runid import RUN_ID
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.results.files import storage_error
+
+if TYPE_CHECKING:  # the controller's: a worker never opens the database
+    from pytest_ssd.db import DriveRef
+    from pytest_ssd.db.export import ResultsExport
+    from pytest_ssd.db.lab import RunRecords
 
 LATEST = "latest"
 
@@ -37,6 +40,8 @@ class RunStore:
     def compare(self, names: tuple[str, ...]) -> None:
         """The drives named to compare with; a name not in the database stops the run here."""
         if names:
+            from pytest_ssd.db import ResultsDb  # noqa: PLC0415  # the controller's
+
             with ResultsDb(self.db_url) as db:
                 self.compared = db.resolve(names)
 
@@ -54,6 +59,9 @@ class RunStore:
         self, environment: dict[str, Any], devices: dict[str, tuple[dict[str, Any], str]]
     ) -> None:
         """The database's run and its devices (*devices*: description and label), results.json."""
+        from pytest_ssd.db.export import ResultsExport  # noqa: PLC0415  # the controller's
+        from pytest_ssd.db.lab import open_run  # noqa: PLC0415
+
         self.db = open_run(self.db_url, self.run_id, self.run_dir, environment)
         if self.resuming:  # the tests cut short run again: their rows would be there twice
             cut = self.db.forget_unfinished()

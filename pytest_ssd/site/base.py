@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.pinned import Pinned
@@ -16,11 +16,13 @@ from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.fio.runners import FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source
-from pytest_ssd.host.tune import MachineTuner
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.state.accounting import Counters
 from pytest_ssd.state.progress import Progress
+
+if TYPE_CHECKING:  # the controller's: a worker neither records nor tunes its machine
+    from pytest_ssd.host.tune import MachineTuner
 
 #: what makes two targets the same device (:func:`~pytest_ssd.device.node.device_key`)
 Key = tuple[str, int, int]

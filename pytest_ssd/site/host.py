@@ -22,7 +22,6 @@ from pytest_ssd.errors import DeviceError, SafetyError, SsdError
 from pytest_ssd.fio.runners import FioRunner, HostFio
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source, find_host_source
-from pytest_ssd.host.remote_tune import HostTuner
 from pytest_ssd.hosts import Hosts, TestHost
 from pytest_ssd.machine.address import SshAddress, parse_address
 from pytest_ssd.machine.machine import Machine
@@ -192,6 +191,9 @@ class HostSite(Site):
         label = self.address.label
         if label not in tuning.hosts:
             host = self.host
+            # the controller's: a worker neither records nor tunes its host
+            from pytest_ssd.host.remote_tune import HostTuner  # noqa: PLC0415
+
             tuner = HostTuner(host.machine, tune, host.ssh.control_dir / "tune")
             tuning.hosts[label] = (tuner, {})
         tuning.hosts[label][1][dut_id] = identity

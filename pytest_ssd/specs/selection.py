@@ -9,7 +9,6 @@ Bad files are refused before any device is touched.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
@@ -17,18 +16,10 @@ from pytest_ssd.errors import ConfigError
 from pytest_ssd.specs.load import datasheet_files, load_datasheet, load_datasheets
 from pytest_ssd.specs.match import require_match, select
 from pytest_ssd.specs.model import Datasheet
+from pytest_ssd.specs.options import DatasheetOptions
 
 #: the datasheets shipped beside the package (a source checkout or an editable install)
 SHIPPED = Path(__file__).resolve().parents[2] / "datasheets"
-
-
-@dataclass(frozen=True)
-class DatasheetOptions:
-    """``--datasheet``, ``--datasheet-dir`` and ``--datasheet-force``."""
-
-    files: tuple[Path, ...] = ()
-    dirs: tuple[Path, ...] = ()
-    force: bool = False
 
 
 def load_given(options: DatasheetOptions, devices: int) -> tuple[Datasheet, ...]:

@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.db import RunWriter, TestDone, TestRecords
-from pytest_ssd.db.lab import LabWriter, new_run_id
+from pytest_ssd.db.lab import LabWriter
 from pytest_ssd.db.opening import open_reader
 from pytest_ssd.db.reader import measurement_of
+from pytest_ssd.db.runid import new_run_id
 from pytest_ssd.db.sync import count_rows
 from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.results.record import Derived, SeriesRecord

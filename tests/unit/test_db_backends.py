@@ -17,9 +17,10 @@ import pytest
 from pytest_ssd.cli import EXIT_DB, EXIT_USAGE, main
 from pytest_ssd.db import SCHEMA_VERSION, ResultsDb, RunWriter, TestRecords
 from pytest_ssd.db.conn import Unreachable, pg_ddl
-from pytest_ssd.db.lab import SPOOL_FILE, LabWriter, new_run_id
+from pytest_ssd.db.lab import SPOOL_FILE, LabWriter
 from pytest_ssd.db.opening import open_reader
 from pytest_ssd.db.pg import VERSION_TABLE
+from pytest_ssd.db.runid import new_run_id
 from pytest_ssd.db.schema import MIGRATIONS, statements
 from pytest_ssd.db.sync import count_rows, sync_run
 from pytest_ssd.db.url import db_url

@@ -1,0 +1,71 @@
+"""The baseline's judge (``--ssd-baseline``, see :mod:`pytest_ssd.plugin.baseline`): after a
+test's body, its points against the baseline's.  Loaded only by a run that asks for it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from pytest_ssd.fixture import SsdBench
+from pytest_ssd.verdict import VERDICTS, Baseline, MetricVerdict
+from pytest_ssd.verdict.baseline import RECORD
+
+
+class BaselineJudge:
+    """After each test's body: its points against the baseline's (see the module docstring)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._baseline: Baseline | None = None
+
+    @property
+    def baseline(self) -> Baseline | None:
+        if self._baseline is None:
+            self._baseline = Baseline.load(self.run_dir)
+        return self._baseline
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        try:
+            result = yield
+        except BaseException:
+            self._judge(item)  # recorded all the same; the test's own failure is what it says
+            raise
+        regressed = self._judge(item)
+        if regressed:
+            pytest.fail(_failure(regressed), pytrace=False)
+        return result
+
+    def _judge(self, item: pytest.Item) -> list[MetricVerdict]:
+        bench = getattr(item, "funcargs", {}).get("ssd")
+        baseline = self.baseline
+        if not isinstance(bench, SsdBench) or baseline is None:
+            return []
+        verdicts = baseline.judge(bench.dut.id, bench.measurements)
+        if not verdicts:
+            return []
+        counts = {word: sum(v.verdict == word for v in verdicts) for word in VERDICTS}
+        against = baseline.against.get(bench.dut.id, baseline.ref)
+        bench.derive(
+            RECORD,
+            {"against": against, **counts, "verdicts": [v.as_dict() for v in verdicts]},
+        )
+        for v in verdicts:
+            key = f"{v.point}.{v.direction}.{v.metric}"
+            bench.note(f"{key}.baseline", v.verdict)
+            if v.ratio is not None:
+                bench.note(f"{key}.baseline_ratio", f"{v.ratio:.6g}")
+        return [v for v in verdicts if v.verdict == "regressed"]
+
+
+def _failure(regressed: list[MetricVerdict]) -> str:
+    """One line: the worst regression, and how many more there are."""
+    ranked = sorted(regressed, key=lambda v: -abs(math.log(v.ratio or 1.0)))
+    line = ranked[0].line()
+    if len(ranked) > 1:
+        more = ", ".join(f"{v.direction} {v.label}" for v in ranked[1:])
+        line += f"; {len(ranked) - 1} more regressed: {more}"
+    return line
