@@ -21,6 +21,7 @@ import pytest
 
 from pytest_ssd.session import SsdSession
 from pytest_ssd.session.resume import UNKNOWN_STATE
+from pytest_ssd.state.estimate import duration
 from pytest_ssd.state.plan import device_of, need_of
 
 if TYPE_CHECKING:  # a resumed run's (the database's module)
@@ -102,7 +103,7 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
     scratch = {dut_id for dut_id, spec in specs if spec.is_scratch}
     lines = [
         f"resuming run {resumed.run_id}: {len(resumed.kept)} test(s) it finished are kept as"
-        f" recorded; estimated time saved: about {_seconds(resumed.saved_s)} (their recorded"
+        f" recorded; estimated time saved: about {duration(resumed.saved_s)} (their recorded"
         " time, with their state transitions)"
     ]
     for (dut_id, state), group in groupby(items, key=_group):
@@ -128,7 +129,3 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
         for dut_id in sorted(scratch)
     ]
     return lines
-
-
-def _seconds(value: float) -> str:
-    return f"{value / 60:.1f} min" if value >= 120 else f"{value:.0f} s"
