@@ -90,7 +90,8 @@ def terminal_lines(session: SsdSession, distributed: bool = False) -> list[str]:
         shown = session.services(dut.id).site.described(dut.identity.summary())
         lines.append(f"  {dut.id}: {shown}")
         if distributed and not dut.scratch:
-            lines += [f"  {dut.id}:{line[1:]}" for line in destroys(dut.identity, dut.readonly)]
+            gone = destroys(dut.identity, dut.readonly)
+            lines += [f"  {dut.id}: {line.strip()}" for line in gone]
         if dut.scratch:
             lines.append(f"  {dut.id}: SCRATCH DEVICE ({dut.note}): {SCRATCH_BANNER}")
         if dut.readonly:
