@@ -25,6 +25,7 @@ import pytest
 
 from pytest_ssd.device import guard
 from pytest_ssd.device.remote import SshView
+from pytest_ssd.host.facts import BUSY_TITLE
 from pytest_ssd.machine.ssh import Ssh
 from tests.e2e.conftest import REPO, cssd_suite
 from tests.qemu_nvme import SERIAL, nvme_guest
@@ -194,7 +195,9 @@ def test_ssd_tune_sets_a_hosts_settings_and_puts_them_back(
     assert f"{label}: --ssd-tune changed: {ASLR}: 2 -> 0" in out
     assert f"{label}: --ssd-tune restored: {THP}: always again" in out
     assert "could not set" not in out, "APST: QEMU's controller has none, so none is planned"
-    assert "warning:" not in out, "every setting of the guest as the method recommends"
+    # busy processes are the guest's load (a TCG guest's rcu_preempt can pass 10 %), not a setting
+    unset = [line for line in out.splitlines() if "warning:" in line and BUSY_TITLE not in line]
+    assert unset == [], "every setting of the guest as the method recommends"
     readings = {r["key"]: r for r in run.results()["run"]["host_settings"]}
     assert (readings["thp"]["value"], readings["aslr"]["value"]) == ("never", "0")
     tune = run.results()["run"]["tune"]
