@@ -69,8 +69,8 @@ MiB, GiB = 1 << 20, 1 << 30
 DD_TIMEOUT_MARGIN_S = 60.0
 #: how far the windows' bytes may miss fio's byte count (they are the same I/Os)
 COVERAGE_TOLERANCE = 0.005
-#: how far the quanta's running mean may miss fio's mean (the last partial quantum and
-#: fio's runtime clock against the last completion)
+#: how far the quanta's running mean may miss fio's mean (the last partial quantum; fio's
+#: runtime past the last completion is measured and allowed on top)
 MEAN_TOLERANCE = 0.05
 
 
@@ -112,7 +112,15 @@ def profile_of(one: FillPass, row: FillTiming) -> SpeedProfile:
     # the quanta's running mean is the bytes completed over the time they took: fio's mean
     if one.mean_bw is not None and profile.samples:
         ratio = float(profile.running_mean[-1]) / one.mean_bw
-        assert abs(ratio - 1) <= MEAN_TOLERANCE, f"{one.name}: quanta mean / fio mean {ratio:.3f}"
+        # fio's runtime goes on past the last completion (to the job's end: tens of ms on a
+        # busy CPU), which no window sees: that tail, measured, and a window's rounding are
+        # allowed on top of the tolerance (a short quick pass would judge the CPU's load)
+        tail_s = max(one.runtime_s - float(one.t_s[-1]), 0.0)
+        allowed = MEAN_TOLERANCE + (tail_s + row.log_ms / 1000) / one.runtime_s
+        assert abs(ratio - 1) <= allowed, (
+            f"{one.name}: quanta mean / fio mean {ratio:.3f}, beyond {1 + allowed:.3f}"
+            f" (fio's runtime {one.runtime_s:.3f} s, the last completion at {one.t_s[-1]:.3f} s)"
+        )
     return profile
 
 
