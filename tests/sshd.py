@@ -180,14 +180,16 @@ def stop_sshd(server: Sshd) -> dict[int, str]:
         if name.startswith("sshd"):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    return {pid: name for pid, name in tree.items() if not name.startswith("sshd")}
+    # a process that ended while the tree was read has no name left: it did not survive
+    return {pid: name for pid, name in tree.items() if name and not name.startswith("sshd")}
 
 
 def end_left(started: dict[int, str], timeout: float) -> list[str]:
     """Give *started* (:func:`stop_sshd`) *timeout* to end by themselves, then kill those
     still running; their names."""
     deadline = time.monotonic() + timeout
-    while (left := {p: n for p, n in started.items() if _command(p) == n}) and (
+    # an ended process reads as "": only a named one still there is left
+    while (left := {p: n for p, n in started.items() if n and _command(p) == n}) and (
         time.monotonic() < deadline
     ):
         time.sleep(0.2)

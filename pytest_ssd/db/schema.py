@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from pytest_ssd.errors import DatabaseError
 
 #: seconds a connection waits for another writer's lock before it gives up
 BUSY_TIMEOUT_S = 30.0
+#: how long :func:`check` looks again at a file its lock-free probe finds damaged or not
+#: ours: a file another session is writing reads torn without locks (a write lasts ms)
+PROBE_RETRY_S = 1.0
+PROBE_PAUSE_S = 0.05
 
 _V1 = """
 CREATE TABLE hosts (
@@ -281,6 +286,23 @@ def check(path: Path) -> Found | None:
         return None
     except OSError as exc:
         raise database_error(path, exc) from None
+    deadline = time.monotonic() + PROBE_RETRY_S
+    while True:
+        try:
+            found = _probe(path)
+            _accept(path, found)
+        except DatabaseError:
+            # a page caught mid-write reads as damage (8 sessions starting at once on a busy
+            # machine met it): only what still reads so after PROBE_RETRY_S is said
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(PROBE_PAUSE_S)
+        else:
+            return found
+
+
+def _probe(path: Path) -> Found:
+    """What the file at *path* holds, read without a lock (DatabaseError: it cannot be read)."""
     try:
         # immutable: no lock, no -wal or -shm made beside someone else's file; the header and
         # the table list are all it reads, and migrate() looks again inside its transaction
@@ -289,13 +311,11 @@ def check(path: Path) -> Found | None:
     except sqlite3.Error as exc:
         raise database_error(path, exc) from None
     try:
-        found = _look(probe)
+        return _look(probe)
     except sqlite3.Error as exc:
         raise database_error(path, exc) from None
     finally:
         probe.close()
-    _accept(path, found)
-    return found
 
 
 def _beside(path: Path, suffix: str) -> Path:

@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from pytest_ssd.db import (
     ResultsDb,
     TestRecords,
     connect,
+    schema,
     shared_test_id,
 )
 from pytest_ssd.db.arrays import pack, unpack
@@ -253,6 +255,32 @@ def test_an_empty_sqlite_file_is_foreign_but_an_empty_file_is_new(tmp_path: Path
     write_run(touched, "run-1", "A")
     with ResultsDb(touched) as db:
         assert [r.id for r in db.runs()] == ["run-1"]
+
+
+def test_a_database_caught_mid_write_is_looked_at_again_not_called_damaged(
+    tmp_path: Path,
+) -> None:
+    """The lock-free first look reads torn pages while another session writes: it looks
+    again (8 sessions starting at once on a busy machine were refused as 'damaged')."""
+    path = tmp_path / "results.sqlite"
+    write_run(path, "run-1", "A")
+    whole = path.read_bytes()
+    page = int.from_bytes(whole[16:18], "big")
+    torn = whole[:100] + b"\xff" * (page - 100) + whole[page:]  # the schema page mid-write
+    path.write_bytes(torn)
+    with pytest.raises(DatabaseError, match="the database is damaged"):
+        schema.check(path)  # torn for longer than the retries: damaged, in one line
+    path.write_bytes(torn)
+    mended = threading.Timer(0.2, path.write_bytes, (whole,))  # the write completes
+    mended.start()
+    try:
+        found = schema.check(path)
+    finally:
+        mended.join()
+    assert found is not None and found.ours and found.version == SCHEMA_VERSION
+    write_run(path, "run-2", "B")
+    with ResultsDb(path) as db:
+        assert sorted(r.id for r in db.runs()) == ["run-1", "run-2"]
 
 
 def test_a_damaged_page_is_one_line_for_the_writer_and_the_reader(tmp_path: Path) -> None:
