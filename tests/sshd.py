@@ -188,8 +188,7 @@ def end_left(started: dict[int, str], timeout: float) -> list[str]:
     """Give *started* (:func:`stop_sshd`) *timeout* to end by themselves, then kill those
     still running; their names."""
     deadline = time.monotonic() + timeout
-    # an ended process reads as "": only a named one still there is left
-    while (left := {p: n for p, n in started.items() if n and _command(p) == n}) and (
+    while (left := {p: n for p, n in started.items() if _command(p) == n}) and (
         time.monotonic() < deadline
     ):
         time.sleep(0.2)
