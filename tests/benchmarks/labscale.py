@@ -27,6 +27,7 @@ Run: ``python -m tests.benchmarks.labscale [--report-only]``.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import statistics
 import subprocess
@@ -47,6 +48,8 @@ SAMPLE_S = 0.2
 MEMORY_TARGET_MIB = 45.0
 #: unsampled -n 1 / -n 16 pairs the start-up verdict takes the medians of
 STARTUP_PAIRS = 3
+#: numbers the runs (each its own suite, starts file and reports)
+_RUNS = itertools.count(1)
 
 SUITE = """
 import time
@@ -121,7 +124,7 @@ def measure(
     work: Path, server: Sshd, devs: list[Path], workers: bool, sample: bool = True
 ) -> Figures:
     """One run; *sample*: the memory sampled every SAMPLE_S (else PSS is 0)."""
-    name = f"{len(devs)}{'n' if workers else ''}{'' if sample else 'u'}{len(list(work.iterdir()))}"
+    name = f"{next(_RUNS)}-{len(devs)}{'n' if workers else ''}{'' if sample else 'u'}"
     suite = work / f"suite-{name}"
     suite.mkdir()
     starts = work / f"starts-{name}"
