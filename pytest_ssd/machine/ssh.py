@@ -28,6 +28,7 @@ from pytest_ssd.errors import DeviceError, SsdError, ToolError
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.slots import Slots
 from pytest_ssd.machine.stream import Channel, Piped, Socketed
+from pytest_ssd.proc.pauses import pauses
 from pytest_ssd.proc.runner import Background, Completed, run, spawn, which
 
 SSH_INSTALL_HINT = "install openssh-client (apt-get install openssh-client)"
@@ -43,6 +44,8 @@ LOST_GRACE_S = 1.0
 MARK = "@@ssd:"
 #: how long a held command may take to end by itself once its input is closed
 HELD_CLOSE_TIMEOUT_S = 15.0
+#: the longest pause while waiting for a held command's answer (it starts at 1 ms)
+POLL_S = 0.02
 #: channels of short commands (:meth:`Ssh.run`) open at once on one connection, by every
 #: process of the session together: with the held ones (a host's locks, its tuning, its
 #: agent) under sshd's default MaxSessions 10
@@ -191,6 +194,7 @@ class Held:
             return None
         out = self.channel.out
         deadline = time.monotonic() + timeout
+        waits = pauses(POLL_S)
         while True:
             text = out.read_text()
             for got in text[self._read :].splitlines(keepends=True):
@@ -202,7 +206,7 @@ class Held:
                     return found
             if not self.channel.alive() or time.monotonic() > deadline:
                 return None
-            time.sleep(0.02)
+            time.sleep(next(waits))
 
     @property
     def alive(self) -> bool:
@@ -215,10 +219,11 @@ class Held:
             return None
         out = self.channel.out
         deadline = time.monotonic() + timeout
+        waits = pauses(POLL_S)
         while not any(word in (found := marks(out.read_text())) for word in answers):
             if not self.channel.alive() or time.monotonic() > deadline:
                 return None
-            time.sleep(0.02)
+            time.sleep(next(waits))
         self.marks.update(found)
         return found
 
@@ -434,8 +439,9 @@ def _ready(channel: Channel, ready: str, timeout: float) -> Held | Completed:
     """*channel*'s command held once it printed the mark *ready*, or how it ended (ended at
     *timeout*)."""
     deadline = time.monotonic() + timeout
+    waits = pauses(POLL_S)
     while ready not in (found := marks(channel.out.read_text())):
         if not channel.alive() or time.monotonic() > deadline:
             return channel.kill()
-        time.sleep(0.02)
+        time.sleep(next(waits))
     return Held(channel, found)

@@ -57,6 +57,7 @@ from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.results import junit
 from pytest_ssd.results.location import DB_OPTION, INI_OPTION
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
+from pytest_ssd.session.handoff import wait_for
 from pytest_ssd.session.resume import resume_option
 from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
@@ -428,11 +429,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if getattr(config.option, "help", False) or getattr(config.option, "version", False):
         return
     if _is_worker(config) and WORKERINPUT_KEY in config.workerinput:  # type: ignore[attr-defined]
+        data = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
         # a worker whose controller was killed must not go on measuring (and writing)
-        controller = config.workerinput[WORKERINPUT_KEY].get("controller_pid")  # type: ignore[attr-defined]
-        die_with_parent(signal.SIGTERM, controller)
+        die_with_parent(signal.SIGTERM, data.get("controller_pid"))
         try:
-            data = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
+            if "handoff" in data:  # the controller is still opening the devices
+                data = wait_for(Path(data["handoff"]))
             worker = SsdSession.for_worker(from_config(config), data, extensions(config))
         except SsdError as exc:  # a plugin's hook that answers the controller, not a worker
             raise pytest.UsageError(str(exc)) from None
@@ -467,15 +469,18 @@ def _configure_controller(config: pytest.Config) -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill, a closed terminal or ssh
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, _sigterm_as_interrupt)
+    args = list(config.invocation_params.args)
+    distributed = bool(getattr(config.option, "numprocesses", None))
     try:
-        session.open(list(config.invocation_params.args))
+        if distributed:
+            session.prepare()
+        else:
+            session.open(args)
     except SsdError as exc:
         # what recovery put back (or refused) stays said, even when the session is refused
         for line in (line for tuner in session.tuners() for line in tuner.summary_lines()):
             sys.stderr.write(f"pytest-ssd: {line}\n")
         raise pytest.UsageError(str(exc)) from None
-    if judged_against is not None:  # with the datasheets' [baseline] bands, now assigned
-        baseline.start(config, session, judged_against)
     if not config.getoption("htmlpath", None):
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True
@@ -484,6 +489,26 @@ def _configure_controller(config: pytest.Config) -> None:
     config.pluginmanager.register(controller.Plots(), "ssd-plots")
     if config.getoption("xmlpath", None):
         config.pluginmanager.register(controller.JunitProperties(layout), "ssd-junit")
+
+    def started() -> list[str]:
+        """The rest, once the run has started (under -n: once the workers are): its header."""
+        _record(config, session, judged_against)
+        return controller.terminal_lines(session, distributed)
+
+    if distributed:  # the devices open while xdist starts the workers
+        from pytest_ssd.plugin.workers import PLUGIN, WorkersStart  # noqa: PLC0415
+
+        config.pluginmanager.register(WorkersStart(config, session, args, started), PLUGIN)
+    else:
+        started()
+
+
+def _record(config: pytest.Config, session: SsdSession, judged_against: Any) -> None:
+    """What records the run once it has started: the baseline, the recorder, the host."""
+    from pytest_ssd.plugin import controller  # noqa: PLC0415  # see _configure_controller
+
+    if judged_against is not None:  # with the datasheets' [baseline] bands, now assigned
+        baseline.start(config, session, judged_against)
     if getattr(config.option, "numprocesses", None):  # xdist: the workers' progress lines
         config.stash[RELAY_KEY] = _relay(config, session.run_dir)
     store = present(session.store, "the results store")
@@ -531,6 +556,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     relay = config.stash.get(RELAY_KEY, None)
     if relay is not None:
         relay.stop()
+    starting = config.pluginmanager.get_plugin("ssd-workers-start")
+    if starting is not None:  # a run that ends before its workers got their devices
+        starting.end()
+        starting.opening.remove()
     session = config.stash.get(SESSION_KEY, None)
     if session is not None and session.worker:
         session.close_hosts()  # a worker's own connections and fio servers
@@ -541,8 +570,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist: hand the resolved devices and the run folder to each worker."""
+    starting = node.config.pluginmanager.get_plugin("ssd-workers-start")
     session = node.config.stash.get(SESSION_KEY, None)
-    if session is not None:
+    if starting is not None:  # the devices are still being opened: where they will be
+        starting.configure_node(node)
+    elif session is not None:
         node.workerinput[WORKERINPUT_KEY] = session.workerinput()
 
 
@@ -550,9 +582,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     session = config.stash.get(SESSION_KEY, None)
     if session is None or session.worker:  # a worker's header is never shown
         return []
+    if config.pluginmanager.has_plugin("ssd-workers-start"):  # shown once the devices are
+        return []
     from pytest_ssd.plugin import controller  # noqa: PLC0415  # see _configure_controller
 
-    return controller.terminal_lines(session, bool(getattr(config.option, "numprocesses", 0)))
+    return controller.terminal_lines(session, False)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

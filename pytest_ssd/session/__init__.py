@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_ssd.db.runid import new_run_id
+from pytest_ssd.errors import present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.fio.watch import stall_override
@@ -98,6 +99,10 @@ class SsdSession:
     health_watches: dict[str, HealthWatch] = field(default_factory=dict)
     #: the run this session continues (--ssd-resume), None for a new run
     resumed: Resumed | None = None
+    #: the datasheets given and the candidates (:meth:`prepare`), assigned to the devices
+    _sheets: tuple[tuple[Datasheet, ...], tuple[Datasheet, ...]] = field(
+        default=((), ()), init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         options = self.options
@@ -186,6 +191,18 @@ class SsdSession:
 
         Datasheets are read first: a bad one stops the run before a device is touched.
         """
+        self.prepare()
+        try:
+            self.open_devices()
+            self.start_run(args)
+        except BaseException:
+            self.close()  # devices unlocked, scratch released, settings back
+            raise
+
+    def prepare(self) -> None:
+        """What comes before the devices, all on this machine: the session's mark and
+        recovery, fio, the datasheets and the drives to compare with (a refusal here has
+        touched no device)."""
         # released at exit too: pytest skips its unconfigure when a sessionfinish hook raises
         # (a closed pipe: `pytest ... | tee log` after Ctrl-C)
         atexit.register(self.close)
@@ -195,44 +212,41 @@ class SsdSession:
         self.environment.recover()
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
         # the controller's (a worker is handed its datasheets)
-        from pytest_ssd.specs.selection import assign, load_candidates, load_given  # noqa: PLC0415
+        from pytest_ssd.specs.selection import load_candidates, load_given  # noqa: PLC0415
 
         given = load_given(self.options.datasheets, len(self.options.duts))
-        candidates = () if given else load_candidates(self.options.datasheets)
+        self._sheets = (given, () if given else load_candidates(self.options.datasheets))
         self.run_store.compare(self.options.compare)
+        # before pytest-html makes the run folder (under -n, at configure): was it there?
         self.devices.sweep()
-        try:
-            self.devices.resolve()
-            self.devices.check_health()
-            self._check_resumed()  # the same drives, before anything is written
-            identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
-            force = self.options.datasheets.force
-            self.datasheets = assign(identities, given, candidates, force)
-            # a refused run leaves nothing: the run folder comes once every check has passed
-            self._start_run(args)
-        except BaseException:
-            self.close()  # devices unlocked, scratch released, settings back
-            raise
 
-    def _check_resumed(self) -> None:
-        """A resumed run's devices are the drives it measured; say what is kept and why."""
-        if self.resumed is None:
-            return
+    def open_devices(self) -> None:
+        """Resolve, lock, guard and identify every device, give each its datasheet and record
+        every machine's settings (tuned with ``--ssd-tune``): mostly waits on test hosts, so
+        under xdist it runs while the workers start (:mod:`.handoff`).  Nothing is written
+        in the report folder but scratch devices.  After a refusal, :meth:`close` puts
+        everything back (the caller's: not from a thread while xdist starts workers)."""
+        from pytest_ssd.specs.selection import assign  # noqa: PLC0415
+
+        self.devices.resolve()
+        self.devices.check_health()
+        self._check_resumed()  # the same drives, before anything is written
         identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
-        scratch = {dut_id for dut_id, dut in self.duts.items() if dut.scratch}
-        notes = self.resumed.check_devices(identities, scratch)
-        kept = len(self.resumed.kept)
-        self.warnings.append(
-            f"resuming run {self.run_id}: {kept} test(s) it finished are kept as recorded"
-            f" (about {self.resumed.saved_s:.0f} s of their time not spent again); {UNKNOWN_STATE}"
-        )
-        self.warnings.extend(notes)
-
-    def _start_run(self, args: list[str]) -> None:
-        """The run folder, the ``latest`` link, the host record, results.json and the database."""
-        self.run_store.make_folder()
+        given, candidates = self._sheets
+        force = self.options.datasheets.force
+        self.datasheets = assign(identities, given, candidates, force)
         # the record says what the run measures under: after --ssd-tune, with every device
-        host = self.environment.start(self.devices.tuning(), self.warnings)
+        self.environment.start(self.devices.tuning(), self.warnings)
+        for dut_id in self.duts:  # each health log's reader, found on its machine
+            self.health_watch(dut_id)
+
+    def start_run(self, args: list[str]) -> None:
+        """The run folder, the ``latest`` link, results.json and the database.
+
+        A refused run leaves nothing: the run folder comes once every check has passed.
+        """
+        self.run_store.make_folder()
+        host = present(self.environment.record, "the host record")
         described = {}
         for dut_id, dut in self.duts.items():
             sheet = self.datasheets.get(dut_id)
@@ -247,6 +261,20 @@ class SsdSession:
             }
             described[dut_id] = (description, dut.label)
         self.run_store.start(runinfo.collect(args, host), described)
+
+    def _check_resumed(self) -> None:
+        """A resumed run's devices are the drives it measured; say what is kept and why."""
+        if self.resumed is None:
+            return
+        identities = {dut_id: dut.identity for dut_id, dut in self.duts.items()}
+        scratch = {dut_id for dut_id, dut in self.duts.items() if dut.scratch}
+        notes = self.resumed.check_devices(identities, scratch)
+        kept = len(self.resumed.kept)
+        self.warnings.append(
+            f"resuming run {self.run_id}: {kept} test(s) it finished are kept as recorded"
+            f" (about {self.resumed.saved_s:.0f} s of their time not spent again); {UNKNOWN_STATE}"
+        )
+        self.warnings.extend(notes)
 
     def profile(self, dut: Dut) -> Profile:
         """The profile for *dut*: the option's, else quick on scratch and full on real devices."""

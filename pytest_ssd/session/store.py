@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,15 @@ class RunStore:
             raise storage_error(
                 Path(exc.filename or self.run_dir), exc, "--ssd-report-dir"
             ) from None
+
+    def unmake_folder(self, report_dir_made: bool) -> None:
+        """Remove the run folder while it is empty (pytest-html makes it at configure: under
+        ``-n`` a refusal comes after that), and the report folder when this session made it:
+        a refused run leaves nothing."""
+        with contextlib.suppress(OSError):
+            self.run_dir.rmdir()
+            if report_dir_made:
+                self.report_dir.rmdir()
 
     def start(
         self, environment: dict[str, Any], devices: dict[str, tuple[dict[str, Any], str]]

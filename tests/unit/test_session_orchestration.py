@@ -3,6 +3,7 @@ are files in a temporary folder, each machine a name; no root, no device, no fio
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,8 @@ def test_a_worker_adopts_the_devices_the_controller_resolved(tmp_path: Path) -> 
     controller, _ = _devices(options)
     controller.resolve()
     worker, sites = _devices(options)
-    worker.adopt(controller.workerinput(), {})
+    # as the handoff file carries it under -n (pytest_ssd.session.handoff): through JSON
+    worker.adopt(json.loads(json.dumps(controller.workerinput())), {})
     for dut_id, dut in controller.duts.items():
         again = worker.duts[dut_id]
         assert (again.path, again.address, again.pinned) == (dut.path, dut.address, dut.pinned)
@@ -175,9 +177,8 @@ def test_close_runs_every_step_when_one_fails(
     assert parts.closed == ORDER, "the steps after the failing one ran all the same"
 
 
-def test_a_refused_device_closes_the_session_it_opened(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _locked_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[SsdSession, _Parts]:
+    """A session of one device on host h that another session holds locked."""
     parts = _Parts()
     spec = _spec(_file(tmp_path, "a.img"), "h")
     session = SsdSession(_options(tmp_path, spec), "run", tmp_path / "run", worker=False)
@@ -189,7 +190,30 @@ def test_a_refused_device_closes_the_session_it_opened(
     monkeypatch.setattr(session.environment, "restore", parts.step("restore settings"))
     monkeypatch.setattr(session.mark, "open", parts.step("mark"))
     monkeypatch.setattr(session.mark, "close", parts.step("stop leftovers"))
+    return session, parts
+
+
+def test_a_refused_device_closes_the_session_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session, parts = _locked_elsewhere(tmp_path, monkeypatch)
     with pytest.raises(SafetyError, match="locked by another session"):
         session.open([])
     assert parts.closed == ["mark", "recover settings", "restore settings", "stop leftovers"]
     assert not (tmp_path / "run").exists(), "a refused run leaves no run folder"
+
+
+def test_under_workers_the_devices_open_apart_and_a_refusal_leaves_the_closing_to_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-n: :meth:`open_devices` runs in a thread while xdist starts workers; closing there would
+    sweep the workers as "left running", so the plugin closes once they have ended."""
+    session, parts = _locked_elsewhere(tmp_path, monkeypatch)
+    session.prepare()
+    assert parts.closed == ["mark", "recover settings"], "marked before any worker starts"
+    with pytest.raises(SafetyError, match="locked by another session"):
+        session.open_devices()
+    assert parts.closed == ["mark", "recover settings"], "not closed from the thread"
+    session.close()
+    assert parts.closed[2:] == ["restore settings", "stop leftovers"]
+    assert not (tmp_path / "run").exists(), "no run folder before start_run"
