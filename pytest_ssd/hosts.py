@@ -126,8 +126,14 @@ class Hosts:
 
     def claim(self, address: SshAddress, node: str) -> None:
         """Claim *node*, locked on the host, for writing (``O_EXCL`` in the lock's process)."""
-        host = self.host(address)
-        next(lock for lock in host.locks if lock.node == node).claim()
+        self._lock(address, node).claim()
+
+    def claim_ahead(self, address: SshAddress, node: str) -> None:
+        """Send *node*'s claim now (:meth:`claim` waits for its answer only)."""
+        self._lock(address, node).claim_ahead()
+
+    def _lock(self, address: SshAddress, node: str) -> RemoteLock:
+        return next(lock for lock in self.host(address).locks if lock.node == node)
 
     def view(
         self,

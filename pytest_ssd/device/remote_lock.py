@@ -118,6 +118,8 @@ class HostLocks:
     _holder: Held | None = field(default=None, repr=False)
     #: one question at a time (devices are prepared in threads)
     _asking: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: questions sent ahead (:meth:`send_ahead`), each answered to the :meth:`ask` that follows
+    _ahead: set[tuple[str, str]] = field(default_factory=set, repr=False)
 
     def start(self) -> Completed | None:
         """Start the process once; how its start failed (None: it runs, or the host has no perl)."""
@@ -139,11 +141,23 @@ class HostLocks:
                 return None
             return held
 
+    def send_ahead(self, do: str, node: str) -> None:
+        """Send ``do node`` now; the :meth:`ask` of it that follows waits for its answer only.
+
+        The claims of a host's drives go out together, one round trip for all of them
+        instead of one each (16 drives: 0.3–0.6 s of a busy controller's start)."""
+        with self._asking:
+            if self._holder is not None and self._holder.send(f"{do} {node}"):
+                self._ahead.add((do, node))
+
     def ask(self, do: str, node: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
         """Its answer to ``do node`` (None: it ended or did not answer within *timeout*)."""
         with self._asking:
             if self._holder is None:
                 return None
+            if (do, node) in self._ahead:
+                self._ahead.discard((do, node))
+                return self._holder.answer(node, answers, timeout)
             return self._holder.reply(f"{do} {node}", node, answers, timeout)
 
     def close(self) -> None:
@@ -243,6 +257,12 @@ class RemoteLock:
             self.ssh.run(["sh", "-c", COMMANDS, "sh", *map(str, pids)], timeout=timeout).stdout
         )
         return [describe(p, " ".join(commands.get(f"pid {p}", []))) for p in pids]
+
+    def claim_ahead(self) -> None:
+        """Send the claim :meth:`claim` then waits for (the device is guarded already)."""
+        host = self.host
+        if host is not None and host.perl and not self._claimed and self.pid is not None:
+            host.send_ahead("claim", self.node)
 
     def claim(self) -> None:
         """Hold the device ``O_EXCL`` in the lock's process, or raise :class:`SafetyError`."""

@@ -192,6 +192,16 @@ class Held:
         (None: it ended or did not answer within *timeout*)."""
         if not self._write(line):
             return None
+        return self.answer(key, answers, timeout)
+
+    def send(self, line: str) -> bool:
+        """Write *line* without waiting: its answer is read later by :meth:`answer`, in the
+        order asked (False: the command has ended)."""
+        return self._write(line)
+
+    def answer(self, key: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
+        """The first mark not read yet ``word key[\\trest]`` with *word* among *answers*; the
+        marks before it are passed over (None: it ended or did not answer within *timeout*)."""
         out = self.channel.out
         deadline = time.monotonic() + timeout
         waits = pauses(POLL_S)

@@ -223,10 +223,18 @@ class Devices:
             site = group[0].site
             views = site.views({str(h.dut.path): h.dut.lock_pid for h in group})
             done: dict[str, Dut | BaseException] = {}
-            for h in group:
+            for h in group:  # every device checked (guarded) before any is claimed
                 try:
-                    self._hold(h.dut, h.site, h.lock, views.get(str(h.dut.path)))
+                    self._check(h.dut, h.site, views.get(str(h.dut.path)))
                     done[h.dut.id] = h.dut
+                except Exception as exc:  # noqa: BLE001 - the device's outcome, raised in order
+                    done[h.dut.id] = exc
+            writable = [h for h in group if done[h.dut.id] is h.dut and not h.dut.readonly]
+            for h in writable:  # a test host's claims go out together: one round trip
+                h.lock.claim_ahead()
+            for h in writable:
+                try:
+                    h.lock.claim()
                 except Exception as exc:  # noqa: BLE001 - the device's outcome, raised in order
                     done[h.dut.id] = exc
             return done
@@ -239,15 +247,18 @@ class Devices:
     def _hold(self, dut: Dut, site: Site, lock: SiteLock, view: View | None = None) -> None:
         """Check *dut* is what *lock* holds; to write it, guard and confirm it and claim it
         (*view*: its site's facts, taken after the lock; None: look now)."""
+        self._check(dut, site, view)
+        if not dut.readonly:
+            lock.claim()
+
+    def _check(self, dut: Dut, site: Site, view: View | None) -> None:
+        """Serve *dut* on *site* and check it is the device identified; to write it, guard
+        and confirm it too (its claim comes after)."""
         services = self._serve(dut, site)
-        if dut.readonly:
-            services.same(view)
-            return
-        if dut.scratch:  # the session's own file: nothing to guard or confirm
+        if dut.readonly or dut.scratch:  # the session's own file: nothing to guard or confirm
             services.same(view)
         else:
             services.guard(claimed=False, view=view)
-        lock.claim()
 
     def _check_scratch_space(self) -> None:
         sizes = [spec.scratch_size for spec in self.options.duts if spec.scratch_size]

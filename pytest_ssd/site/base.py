@@ -42,6 +42,10 @@ class SiteLock(Protocol):
         """Claim the device for writing (``O_EXCL``); :class:`SafetyError` when in use."""
         ...
 
+    def claim_ahead(self) -> None:
+        """Start the claim :meth:`claim` finishes, where asking costs a round trip."""
+        ...
+
 
 @dataclass
 class Tuning:

@@ -51,6 +51,9 @@ class HostLock:
     def claim(self) -> None:
         self.hosts.claim(self.address, self.node)
 
+    def claim_ahead(self) -> None:
+        self.hosts.claim_ahead(self.address, self.node)
+
 
 @dataclass
 class HostSite(Site):

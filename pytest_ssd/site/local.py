@@ -34,6 +34,9 @@ class LocalLock:
     def claim(self) -> None:
         self.held.claim()
 
+    def claim_ahead(self) -> None:
+        """Nothing to send: a claim here is one open(2)."""
+
 
 @dataclass
 class LocalSite(Site):

@@ -72,6 +72,9 @@ class FakeLock:
     def claim(self) -> None:
         self.site.events.append(f"claim {self.node.name}")
 
+    def claim_ahead(self) -> None:
+        self.site.events.append(f"ahead {self.node.name}")
+
 
 @dataclass
 class FakeSite(Site):

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ssd.device.remote_lock import RemoteLock
+from pytest_ssd.device.remote_lock import HostLocks, RemoteLock
 from pytest_ssd.errors import SafetyError
 from pytest_ssd.machine.ssh import Mark
+
+NODES = ("/dev/sdb", "/dev/sdc", "/dev/sdd")
 
 
 @dataclass
@@ -59,3 +61,41 @@ def test_a_claim_held_is_not_asked_again() -> None:
     lock.claim()
     lock.claim()
     assert holder.asked == ["claim /dev/sdb"]
+
+
+@dataclass
+class _Held:
+    """The lock process's channel: what was written, and answers in the order asked."""
+
+    written: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+
+    def send(self, line: str) -> bool:
+        self.written.append(line)
+        return True
+
+    def answer(self, key: str, answers: tuple[str, ...], timeout: float) -> Mark:
+        self.answered.append(key)
+        return Mark(answers[0], key, "")
+
+    def reply(self, line: str, key: str, answers: tuple[str, ...], timeout: float) -> Mark:
+        self.send(line)
+        return self.answer(key, answers, timeout)
+
+
+def test_claims_sent_ahead_are_written_once_and_answered_in_order() -> None:
+    held = _Held()
+    host = HostLocks(_Ssh(), Path("unused"), pid=12)  # type: ignore[arg-type]
+    host._holder = held  # type: ignore[assignment]
+    locks = [RemoteLock(_Ssh(), node, Path("unused"), host=host, pid=12) for node in NODES]  # type: ignore[arg-type]
+    for lock in locks:
+        lock.claim_ahead()
+    assert held.written == [f"claim {node}" for node in NODES], "all out before any answer"
+    for lock in locks:
+        lock.claim()
+    assert held.written == [f"claim {node}" for node in NODES], "none written twice"
+    assert held.answered == list(NODES)
+    locks[0].release()
+    assert held.written[-1] == f"release {NODES[0]}", "a question not sent ahead is written"
+    locks[1].claim_ahead()  # claimed already: nothing more to send
+    assert held.written[-1] == f"release {NODES[0]}"

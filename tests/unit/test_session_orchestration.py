@@ -58,12 +58,29 @@ def test_one_resolution_for_every_site(tmp_path: Path) -> None:
     devices.resolve()
     assert list(devices.duts) == ["a.img", "b.img"], "in the order given"
     local, host = sites.sites["here"], sites.sites["host-b"]
-    assert local.events == ["lock a.img", "view a.img", "claim a.img"], "locked, guarded, claimed"
-    assert host.events == ["lock b.img", "view b.img", "claim b.img"], "the same steps there"
+    steps = ["view a.img", "ahead a.img", "claim a.img"]
+    assert local.events == ["lock a.img", *steps], "locked, guarded, claimed"
+    assert host.events == ["lock b.img", *(e.replace("a.img", "b.img") for e in steps)], "there"
     b = devices.duts["b.img"]
     assert b.label.endswith(" on host-b") and b.lock_pid == 4242 and b.pinned is not None
     assert devices.warnings == ["a.img: a fake summary", "b.img: a fake summary"]
     assert devices.services["b.img"].machine.where == "host-b"
+
+
+def test_a_sites_devices_are_all_guarded_before_their_claims_go_out_together(
+    tmp_path: Path,
+) -> None:
+    names = ("a.img", "b.img", "c.img")
+    specs = [_spec(_file(tmp_path, name), "h") for name in names]
+    devices, sites = _devices(_options(tmp_path, *specs))
+    devices.resolve()
+    events = sites.sites["h"].events
+    assert events == [
+        *(f"lock {n}" for n in names),
+        *(f"view {n}" for n in names),
+        *(f"ahead {n}" for n in names),
+        *(f"claim {n}" for n in names),
+    ], "each claim sent once every device is guarded, then each answer taken in order"
 
 
 def test_a_device_named_twice_is_refused_on_its_site(tmp_path: Path) -> None:
