@@ -52,6 +52,8 @@ from pytest_ssd.plugin.points import (
 )
 from pytest_ssd.plugin.skips import BLOCK_HELP, skip_before_state
 from pytest_ssd.plugin.suites import SUITE_FLAG
+from pytest_ssd.plugin.workers import PLUGIN as WORKERS_START
+from pytest_ssd.plugin.workers import WorkersStart
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.results import junit
@@ -496,11 +498,10 @@ def _configure_controller(config: pytest.Config) -> None:
         return controller.terminal_lines(session, distributed)
 
     if distributed:  # the devices open while xdist starts the workers
-        from pytest_ssd.plugin.workers import PLUGIN, WorkersStart  # noqa: PLC0415
-
-        config.pluginmanager.register(WorkersStart(config, session, args, started), PLUGIN)
+        starting = WorkersStart(config, session, args, started)
+        config.pluginmanager.register(starting, WORKERS_START)
     else:
-        started()
+        started()  # its header lines: pytest asks for them (pytest_report_header)
 
 
 def _record(config: pytest.Config, session: SsdSession, judged_against: Any) -> None:
@@ -556,7 +557,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     relay = config.stash.get(RELAY_KEY, None)
     if relay is not None:
         relay.stop()
-    starting = config.pluginmanager.get_plugin("ssd-workers-start")
+    starting = config.pluginmanager.get_plugin(WORKERS_START)
     if starting is not None:  # a run that ends before its workers got their devices
         starting.end()
         starting.opening.remove()
@@ -570,7 +571,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist: hand the resolved devices and the run folder to each worker."""
-    starting = node.config.pluginmanager.get_plugin("ssd-workers-start")
+    starting = node.config.pluginmanager.get_plugin(WORKERS_START)
     session = node.config.stash.get(SESSION_KEY, None)
     if starting is not None:  # the devices are still being opened: where they will be
         starting.configure_node(node)
@@ -582,7 +583,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     session = config.stash.get(SESSION_KEY, None)
     if session is None or session.worker:  # a worker's header is never shown
         return []
-    if config.pluginmanager.has_plugin("ssd-workers-start"):  # shown once the devices are
+    if config.pluginmanager.has_plugin(WORKERS_START):  # shown once the devices are
         return []
     from pytest_ssd.plugin import controller  # noqa: PLC0415  # see _configure_controller
 
