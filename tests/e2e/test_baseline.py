@@ -166,9 +166,10 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
     failed = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 1 and "rnd-read" in failed[0], failed
     assert "× the baseline (95 % CI" in out and "p = 0.004" in out
-    # the write the cgroup left alone: never regressed
+    # the write the cgroup left alone: never regressed (a machine busier during the baseline's
+    # run than during this one can make it truly faster: "improved" is a real difference)
     writes = {k: v["verdict"] for k, v in verdicts.items() if k[0] == "rnd-write"}
-    assert writes and set(writes.values()) <= {"same", "unknown"}, writes
+    assert writes and set(writes.values()) <= {"same", "unknown", "improved"}, writes
     props = _junit_properties(junit, "rnd-read]")
     assert props["rnd-read.read.iops.baseline"] == "same"
     assert props["rnd-read.read.bw_mib_s.baseline"] == "regressed"
