@@ -184,20 +184,17 @@ class Held:
     #: how much of its output :meth:`reply` has read
     _read: int = field(default=0, repr=False)
 
-    def _write(self, line: str) -> bool:
+    def send(self, line: str) -> bool:
+        """Write *line* to its input without waiting: its answer is read by :meth:`answer`,
+        in the order asked (False: the command has ended)."""
         return self.channel.send(f"{line}\n".encode())
 
     def reply(self, line: str, key: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
         """Write *line*; its first new mark ``word key[\\trest]`` with *word* among *answers*
         (None: it ended or did not answer within *timeout*)."""
-        if not self._write(line):
+        if not self.send(line):
             return None
         return self.answer(key, answers, timeout)
-
-    def send(self, line: str) -> bool:
-        """Write *line* without waiting: its answer is read later by :meth:`answer`, in the
-        order asked (False: the command has ended)."""
-        return self._write(line)
 
     def answer(self, key: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
         """The first mark not read yet ``word key[\\trest]`` with *word* among *answers*; the
@@ -225,7 +222,7 @@ class Held:
     def ask(self, line: str, answers: tuple[str, ...], timeout: float) -> dict[str, str] | None:
         """Write *line* to its input; its marks once one of *answers* is among them (None: it
         ended or did not answer within *timeout*)."""
-        if not self._write(line):
+        if not self.send(line):
             return None
         out = self.channel.out
         deadline = time.monotonic() + timeout

@@ -53,7 +53,7 @@ from pytest_ssd.plugin.points import (
 from pytest_ssd.plugin.skips import BLOCK_HELP, skip_before_state
 from pytest_ssd.plugin.suites import SUITE_FLAG
 from pytest_ssd.plugin.workers import PLUGIN as WORKERS_START
-from pytest_ssd.plugin.workers import WorkersStart
+from pytest_ssd.plugin.workers import WorkersStart, refusal
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.results import junit
@@ -479,10 +479,7 @@ def _configure_controller(config: pytest.Config) -> None:
         else:
             session.open(args)
     except SsdError as exc:
-        # what recovery put back (or refused) stays said, even when the session is refused
-        for line in (line for tuner in session.tuners() for line in tuner.summary_lines()):
-            sys.stderr.write(f"pytest-ssd: {line}\n")
-        raise pytest.UsageError(str(exc)) from None
+        raise refusal(session, exc) from None
     if not config.getoption("htmlpath", None):
         config.option.htmlpath = str(session.run_dir / "report.html")
         config.option.self_contained_html = True
@@ -492,20 +489,16 @@ def _configure_controller(config: pytest.Config) -> None:
     if config.getoption("xmlpath", None):
         config.pluginmanager.register(controller.JunitProperties(layout), "ssd-junit")
 
-    def started() -> list[str]:
-        """The rest, once the run has started (under -n: once the workers are): its header."""
-        _record(config, session, judged_against)
-        return controller.terminal_lines(session, distributed)
-
     if distributed:  # the devices open while xdist starts the workers
-        starting = WorkersStart(config, session, args, started)
-        config.pluginmanager.register(starting, WORKERS_START)
+        started = functools.partial(_record, config, session, judged_against)
+        config.pluginmanager.register(WorkersStart(config, session, args, started), WORKERS_START)
     else:
-        started()  # its header lines: pytest asks for them (pytest_report_header)
+        _record(config, session, judged_against)
 
 
 def _record(config: pytest.Config, session: SsdSession, judged_against: Any) -> None:
-    """What records the run once it has started: the baseline, the recorder, the host."""
+    """What records the run once it has started (under -n: once the workers are): the
+    baseline, the recorder, the host."""
     from pytest_ssd.plugin import controller  # noqa: PLC0415  # see _configure_controller
 
     if judged_against is not None:  # with the datasheets' [baseline] bands, now assigned

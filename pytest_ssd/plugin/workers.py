@@ -26,6 +26,14 @@ from pytest_ssd.session.handoff import Opening
 PLUGIN = "ssd-workers-start"
 
 
+def refusal(session: SsdSession, exc: SsdError) -> pytest.UsageError:
+    """The one-line refusal of a controller's session (with or without ``-n``); what
+    recovery put back (or refused) is said first, even when the session is refused."""
+    for line in (line for tuner in session.tuners() for line in tuner.summary_lines()):
+        sys.stderr.write(f"pytest-ssd: {line}\n")
+    return pytest.UsageError(str(exc))
+
+
 class WorkersStart:
     """The devices' opening while the workers start, joined before the first test."""
 
@@ -34,12 +42,12 @@ class WorkersStart:
         config: pytest.Config,
         session: SsdSession,
         args: list[str],
-        started: Callable[[], list[str]],
+        started: Callable[[], None],
     ) -> None:
         self.config = config
         self.session = session
         self.args = args
-        #: the rest of the controller's set-up, once the run has started: its header lines
+        #: the rest of the controller's set-up, once the run has started
         self.started = started
         self.opening = Opening.start(session.open_devices)
 
@@ -66,22 +74,22 @@ class WorkersStart:
             self.session.start_run(self.args)
         except SsdError as exc:
             self.end()
-            # what recovery put back (or refused) stays said, even when the session is refused
-            for line in (line for tuner in self.session.tuners() for line in tuner.summary_lines()):
-                sys.stderr.write(f"pytest-ssd: {line}\n")
-            raise pytest.UsageError(str(exc)) from None
+            raise refusal(self.session, exc) from None
         except BaseException:
             self.end()
             raise
         self.opening.hand_over(self.session.workerinput())
-        self._show(self.started())
+        self.started()
+        self._show_header()
 
-    def _show(self, lines: list[str]) -> None:
+    def _show_header(self) -> None:
         """The header lines pytest asked for before the devices were known, shown now."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None or not reporter.showheader or reporter.no_header:
             return
-        for line in lines:
+        from pytest_ssd.plugin import controller  # noqa: PLC0415  # the controller's own
+
+        for line in controller.terminal_lines(self.session, distributed=True):
             reporter.write_line(line)
 
     def end(self) -> None:

@@ -255,7 +255,7 @@ class Devices:
         """Serve *dut* on *site* and check it is the device identified; to write it, guard
         and confirm it too (its claim comes after)."""
         services = self._serve(dut, site)
-        if dut.readonly or dut.scratch:  # the session's own file: nothing to guard or confirm
+        if dut.readonly or dut.scratch:  # never written, or the session's own file: no guard
             services.same(view)
         else:
             services.guard(claimed=False, view=view)
