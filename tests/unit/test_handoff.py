@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import threading
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from pytest_ssd.errors import ConfigError, SafetyError
 from pytest_ssd.proc.pauses import pauses
-from pytest_ssd.session.handoff import Opening, wait_for
+from pytest_ssd.session.handoff import PREFIX, Opening, sweep_stale, wait_for
 
 
 def _waiter(path: str, out: Any) -> None:
@@ -113,3 +114,26 @@ def test_pauses_start_short_and_stop_growing_at_the_longest() -> None:
     assert got[:5] == [0.001, 0.002, 0.004, 0.008, 0.016]
     assert got[5:] == [0.02, 0.02, 0.02]
     assert next(pauses(0.0005)) == 0.0005, "never longer than the longest"
+
+
+def test_the_handoff_of_a_killed_controller_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    dead = multiprocessing.get_context("fork").Process(target=lambda: None)
+    dead.start()
+    dead.join()
+    gone = tmp_path / f"{PREFIX}{dead.pid}-abc"
+    alive = tmp_path / f"{PREFIX}{os.getpid()}-def"
+    other = tmp_path / "pytest-ssd-other-1-x"
+    for folder in (gone, alive, other):
+        folder.mkdir()
+        (folder / "devices.json").write_text("null")
+    assert sweep_stale(tmp_path) == [gone]
+    assert not gone.exists() and alive.is_dir() and other.is_dir()
+
+
+def test_a_handoff_folder_is_named_for_its_controller() -> None:
+    opening = Opening.start(lambda: None)
+    try:
+        assert opening.folder.name.startswith(f"{PREFIX}{os.getpid()}-")
+        assert opening.folder.stat().st_mode & 0o777 == 0o700
+    finally:
+        opening.remove()
