@@ -258,7 +258,7 @@ class SshView(View):
     ours: frozenset[int] = frozenset()
     claimed: frozenset[int] = frozenset()
     #: identities of block devices read with these facts, by node (one copy for a host's
-    #: devices: :func:`~.remote_identity.identify_all`)
+    #: devices: :func:`~.remote_identity.identify_copied`)
     identified: dict[str, DeviceIdentity] = field(default_factory=dict)
     _parts: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _stats: dict[str, Node] = field(default_factory=dict, repr=False)

@@ -5,8 +5,8 @@ The files :func:`~.identity.identify_block` reads are those it declares
 into a small copy of the host's ``/sys`` (the same paths and links, so the transport
 is told by the same rules, :mod:`pytest_ssd.machine.snapshot`), which
 ``identify_block`` reads.  NVMe devices are asked ``nvme id-ctrl`` and ``id-ns`` on
-the host.  The identity names the device by its path on the host.  :func:`identify_all` identifies
-a host's devices from one copy.
+the host.  The identity names the device by its path on the host.  :func:`copy_blocks` and
+:func:`identify_copied` identify a host's devices from one copy.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pytest_ssd.device import nvme
 from pytest_ssd.device.identity import READS, DeviceIdentity, identify_block
 from pytest_ssd.errors import DeviceError, SsdError
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.snapshot import SnapshotError, take, take_all
+from pytest_ssd.machine.snapshot import Snapshot, SnapshotError, take, take_all
 
 
 def identify_remote(
@@ -39,26 +39,34 @@ def identify_remote(
         )
 
 
-def identify_all(
-    machine: Machine, paths: dict[str, str], artifacts: Path | None = None
+def copy_blocks(machine: Machine, names: list[str], root: Path) -> dict[str, Snapshot]:
+    """One copy under *root* of what identifies each block device of *names* on *machine*
+    (a name it does not have is left out; nothing when the copy fails, or for no name)."""
+    if not names:
+        return {}
+    try:
+        return take_all(machine, READS, root, devices=names, what="sysfs")
+    except SnapshotError:
+        return {}
+
+
+def identify_copied(
+    machine: Machine,
+    paths: dict[str, str],
+    copies: dict[str, Snapshot],
+    artifacts: Path | None = None,
 ) -> dict[str, DeviceIdentity]:
     """Identify the block devices of *machine* (*paths*: each one's path there -> kernel
-    name) from one copy of its sysfs; those that could not be are left out (:func:`identify_remote`
-    tells why)."""
+    name) from *copies* of its sysfs (:func:`copy_blocks`); those that could not be are
+    left out (:func:`identify_remote` tells why)."""
     found: dict[str, DeviceIdentity] = {}
-    with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
-        try:
-            names = sorted(set(paths.values()))
-            copies = take_all(machine, READS, Path(tmp), devices=names, what="sysfs")
-        except SnapshotError:
-            return found
-        for path, name in paths.items():
-            if name in copies:
-                with contextlib.suppress(SsdError):
-                    found[path] = identify_block(
-                        Path(path),
-                        name,
-                        sysfs_root=copies[name].sysfs,
-                        query_nvme=lambda device: nvme.query(device, artifacts, machine),
-                    )
+    for path, name in paths.items():
+        if name in copies:
+            with contextlib.suppress(SsdError):
+                found[path] = identify_block(
+                    Path(path),
+                    name,
+                    sysfs_root=copies[name].sysfs,
+                    query_nvme=lambda device: nvme.query(device, artifacts, machine),
+                )
     return found

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +16,7 @@ from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.node import canonical
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.remote import SshView
-from pytest_ssd.device.remote_identity import identify_all, identify_remote
+from pytest_ssd.device.remote_identity import copy_blocks, identify_copied, identify_remote
 from pytest_ssd.device.remote_links import sysfs_copies
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import Node, View
@@ -28,6 +30,9 @@ from pytest_ssd.machine.machine import Machine
 from pytest_ssd.site.base import Key, Site, Tuning
 from pytest_ssd.state.accounting import Counters, counters_on
 from pytest_ssd.state.progress import Progress, host_feeding
+
+#: a target's name that may be its block device's (``nvme0n1``, ``loop3``, ``sdb``)
+BLOCK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
 
 
 def key_now(found: Node) -> Key:
@@ -105,21 +110,40 @@ class HostSite(Site):
 
     def _identified(self, targets: dict[str, tuple[int, ...]], write: bool) -> dict[str, View]:
         """One snapshot of the host for every target, and one copy of its sysfs identifying
-        every block device they name; nothing when either fails (each is looked at alone)."""
-        try:
-            self.check_tools()  # once for all (each device asks again: a one-line refusal)
-            views = SshView.snapshots(self.host.ssh, targets, write=write)
-        except SsdError:
-            return {}
-        nodes = {}
-        for target, view in views.items():
-            with contextlib.suppress(SsdError):
-                node = str(canonical(Path(target), view))
-                found = view.stat(node)
-                block = view.block_of(found.rdev) if found is not None else None
-                if block is not None:
-                    nodes[node] = block.name
-        identities = identify_all(self.machine, nodes)
+        every block device they name; nothing when either fails (each is looked at alone).
+
+        The copy is taken while the snapshot is, of the block devices the targets' names
+        guess (``/dev/nvme0n1``: ``nvme0n1``); a device whose node the snapshot resolves to
+        another name (a link such as ``/dev/disk/by-id/…``) is copied after it.  Either way
+        a device is identified from a copy of the block device the snapshot found, taken in
+        the same step (before the locks, or after them all).
+        """
+        with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
+            guessed = sorted({name for t in targets if BLOCK_NAME.fullmatch(name := Path(t).name)})
+            try:
+                machine = self.machine  # connected first: an unreachable host is tried once
+            except SsdError:
+                return {}
+            with ThreadPoolExecutor(1, thread_name_prefix="ssd-copy") as pool:
+                copying = pool.submit(copy_blocks, machine, guessed, Path(tmp) / "guessed")
+                try:
+                    self.check_tools()  # once for all (each device asks again: a one-line refusal)
+                    views = SshView.snapshots(self.host.ssh, targets, write=write)
+                except SsdError:
+                    return {}
+                copies = copying.result()
+            nodes = {}
+            for target, view in views.items():
+                with contextlib.suppress(SsdError):
+                    node = str(canonical(Path(target), view))
+                    found = view.stat(node)
+                    block = view.block_of(found.rdev) if found is not None else None
+                    if block is not None:
+                        nodes[node] = block.name
+            late = sorted(set(nodes.values()) - set(copies))
+            if late:
+                copies = {**copies, **copy_blocks(machine, late, Path(tmp) / "found")}
+            identities = identify_copied(machine, nodes, copies)
         for view in views.values():
             view.identified.update(identities)
         return dict(views)

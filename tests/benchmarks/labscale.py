@@ -21,11 +21,19 @@ one process (no ``-n``).  Printed for each:
   workers, ssh, fio), target 45 MiB per drive;
 * the load average when the run started (the machine is shared: its figures move with it).
 
+As ``./run bench`` runs it: pytest-ssd's bytecode compiled first (as ``./run`` and a pip
+install do; a module whose bytecode is stale is compiled again by every worker, 16 times
+on 2 vCPUs), and each suite in a folder of its own that is its rootdir, as a lab's suites
+sit in its repository: pytest lists every entry of each folder from the rootdir down to
+the suite, and a suite under a crowded /tmp with the rootdir elsewhere costs each worker
+a stat of every entry of /tmp (365 here: 40 ms of CPU a worker).
+
 Run: ``python -m tests.benchmarks.labscale [--report-only]``.
 """
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import itertools
 import os
@@ -47,7 +55,7 @@ TIMEOUT_S = 900
 SAMPLE_S = 0.2
 MEMORY_TARGET_MIB = 45.0
 #: unsampled -n 1 / -n 16 pairs the start-up verdict takes the medians of
-STARTUP_PAIRS = 3
+STARTUP_PAIRS = 5
 #: numbers the runs (each its own suite, starts file and reports)
 _RUNS = itertools.count(1)
 
@@ -125,12 +133,12 @@ def measure(
 ) -> Figures:
     """One run; *sample*: the memory sampled every SAMPLE_S (else PSS is 0)."""
     name = f"{next(_RUNS)}-{len(devs)}{'n' if workers else ''}{'' if sample else 'u'}"
-    suite = work / f"suite-{name}"
-    suite.mkdir()
+    suite = work / "suites" / f"suite-{name}"
+    suite.mkdir(parents=True)
     starts = work / f"starts-{name}"
     (suite / "conftest.py").write_text("pytest_ssd_suite = True\n")
     (suite / "test_read.py").write_text(SUITE.format(starts=str(starts)))
-    argv = [sys.executable, "-m", "pytest", str(suite), f"--rootdir={REPO}", "-q"]
+    argv = [sys.executable, "-m", "pytest", str(suite), f"--rootdir={suite}", "-q"]
     argv += ["-p", "no:cacheprovider", f"--ssd-report-dir={work / f'reports-{name}'}"]
     argv += [f"--ssd-ssh-config={server.config}", "--ssd-profile=quick"]
     argv += [f"--dut={server.url(str(d))}" for d in devs] + [f"--ssd-confirm={d}" for d in devs]
@@ -170,10 +178,20 @@ def _refused(server: Sshd) -> int:
 
 
 def bytecode() -> str:
-    """Whether Python writes bytecode, and whether pytest-ssd's is there (as a pip install's)."""
+    """Compile pytest-ssd's bytecode where it is missing or stale, as ``./run`` does; say
+    whether Python writes bytecode and how many modules were compiled."""
     written = "not written" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "written"
-    compiled = any((REPO / "pytest_ssd" / "__pycache__").glob("fixture.*.pyc"))
-    return f"bytecode {written}, pytest-ssd's {'compiled' if compiled else 'not compiled'}"
+    package = REPO / "pytest_ssd"
+    stale = sum(
+        1
+        for source in package.rglob("*.py")
+        if not any(
+            pyc.stat().st_mtime >= source.stat().st_mtime
+            for pyc in (source.parent / "__pycache__").glob(f"{source.stem}.*.pyc")
+        )
+    )
+    compileall.compile_dir(package, quiet=1)
+    return f"bytecode {written}, pytest-ssd's compiled ({stale} modules compiled now)"
 
 
 def main() -> int:

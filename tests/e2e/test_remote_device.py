@@ -27,8 +27,11 @@ from pytest_ssd.device.remote import SshView
 from pytest_ssd.device.remote_identity import identify_remote
 from pytest_ssd.device.remote_lock import RemoteLock
 from pytest_ssd.errors import SafetyError, ToolError
+from pytest_ssd.hosts import Hosts
+from pytest_ssd.machine.address import parse_address
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.site.host import HostSite
 from tests.sshd import Sshd
 
 LoopFactory = Callable[..., Path]
@@ -199,6 +202,7 @@ def test_a_lock_ends_with_the_session_that_held_it(
         from pytest_ssd.device.remote_lock import RemoteLock
         from pytest_ssd.machine.address import parse_address
         from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.site.host import HostSite
         ssh = Ssh(parse_address({server.url("/dev/null")!r}), Path({str(control)!r}),
                   config=Path({str(server.config)!r}))
         ssh.open()
@@ -238,6 +242,35 @@ def test_a_device_is_identified_as_here(host: Ssh, loop_device: LoopFactory) -> 
     remote = identify_remote(SshMachine(host), str(dev), block.name)
     assert remote == identify(dev)
     assert remote.size_bytes == 24 << 20 and remote.backing_file and remote.direct_io
+
+
+def test_a_hosts_devices_are_identified_whatever_their_paths_names_guess(
+    server: Sshd, loop_device: LoopFactory, tmp_path: Path
+) -> None:
+    """The identities' copy is taken beside the guard's snapshot, of the block devices the
+    paths' names guess; a path whose name guesses wrong (a link, one named for another
+    device) is still identified as the device its node is, before and after the locks."""
+    first, second = loop_device(24), loop_device(32)
+    links = tmp_path / "links"
+    links.mkdir()
+    misleading = links / second.name  # names the other device
+    misleading.symlink_to(first)
+    plain = links / "disk-a"
+    plain.symlink_to(second)
+    hosts = Hosts()
+    hosts.config = server.config
+    site = HostSite(hosts, parse_address(server.url(str(first))))
+    try:
+        targets = {first: first, misleading: first, plain: second}
+        looked = site.snapshots([str(t) for t in targets])
+        held = site.views({str(t): None for t in targets})
+        for views in (looked, held):
+            for target, dev in targets.items():
+                view = views[str(target)]
+                assert canonical(target, view) == dev
+                assert view.identified[str(dev)] == identify(dev)
+    finally:
+        assert hosts.close() == []
 
 
 def test_a_missing_tool_on_the_host_is_named_with_the_host(host: Ssh) -> None:
