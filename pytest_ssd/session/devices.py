@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -312,7 +312,7 @@ class Devices:
         self, items: list[T], address: Callable[[T], SshAddress | None]
     ) -> list[list[T]]:
         """*items* by the machine of their *address*, in the order first met."""
-        groups: dict[SshAddress | None, list[T]] = {}
+        groups: dict[Hashable, list[T]] = {}
         for item in items:
             groups.setdefault(self.sites.machine_of(address(item)), []).append(item)
         return list(groups.values())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from pytest_ssd.errors import SsdError
 from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.site.base import Site
@@ -26,10 +28,17 @@ class Sites:
         """
         return self.local if address is None else HostSite(self.hosts, address)
 
-    @staticmethod
-    def machine_of(address: SshAddress | None) -> SshAddress | None:
-        """What tells the devices of one machine from others' (a path of it stands for all)."""
-        return address and dataclasses.replace(address, path="")
+    def machine_of(self, address: SshAddress | None) -> Hashable:
+        """What tells the devices of one machine from others': the host as ssh resolves
+        it (``root@lab-07`` and ``lab-07`` with ``User root`` are one host, looked at once,
+        and connected as the first ``--dut`` spells it), else the address without its path
+        (its refusal comes in its own ``--dut``'s turn); None for this machine."""
+        if address is None:
+            return None
+        try:
+            return self.hosts.key(address)
+        except SsdError:
+            return dataclasses.replace(address, path="")
 
     def close_hosts(self) -> list[str]:
         """Stop this process's fio servers on test hosts, unlock, disconnect; what was left."""

@@ -202,7 +202,6 @@ def test_a_lock_ends_with_the_session_that_held_it(
         from pytest_ssd.device.remote_lock import RemoteLock
         from pytest_ssd.machine.address import parse_address
         from pytest_ssd.machine.ssh import Ssh
-from pytest_ssd.site.host import HostSite
         ssh = Ssh(parse_address({server.url("/dev/null")!r}), Path({str(control)!r}),
                   config=Path({str(server.config)!r}))
         ssh.open()

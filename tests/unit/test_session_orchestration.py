@@ -16,7 +16,7 @@ from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.session import SsdSession
 from pytest_ssd.session.devices import Devices
 from pytest_ssd.session.options import Options
-from pytest_ssd.site import Tuning
+from pytest_ssd.site import Sites, Tuning
 from tests.unit.session_fakes import FakeSites
 
 MIB = 1 << 20
@@ -234,3 +234,18 @@ def test_under_workers_the_devices_open_apart_and_a_refusal_leaves_the_closing_t
     session.close()
     assert parts.closed[2:] == ["restore settings", "stop leftovers"]
     assert not (tmp_path / "run").exists(), "no run folder before start_run"
+
+
+def test_two_spellings_of_one_host_are_one_machine(tmp_path: Path) -> None:
+    """``root@h`` and ``h`` with ``User root`` are one host: looked at once and connected
+    as the first ``--dut`` spells it (a refusal names it so, whichever thread is first)."""
+    config = tmp_path / "ssh_config"
+    config.write_text("Host *\n  User root\n")
+    sites = Sites()
+    sites.hosts.config = config
+    spelled = SshAddress("127.0.0.1", "/dev/loop0", user="root", port=2222)
+    bare = SshAddress("127.0.0.1", "/dev/loop1", port=2222)
+    other_port = SshAddress("127.0.0.1", "/dev/loop0", user="root", port=2223)
+    assert sites.machine_of(spelled) == sites.machine_of(bare) == "root@127.0.0.1:2222"
+    assert sites.machine_of(other_port) != sites.machine_of(spelled)
+    assert sites.machine_of(None) is None
