@@ -12,6 +12,7 @@ import threading
 import zipfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from pytest_ssd.db import (
 )
 from pytest_ssd.db.arrays import pack, unpack
 from pytest_ssd.db.export import ResultsExport, results_json
+from pytest_ssd.db.schema import _to_wal
 from pytest_ssd.errors import DatabaseError
 from pytest_ssd.results import StorageError
 from pytest_ssd.results.record import SeriesRecord
@@ -407,3 +409,40 @@ def test_results_json_in_a_read_only_folder_is_one_line(tmp_path: Path) -> None:
             f"cannot write {mnt / 'results.json'}: Read-only file system: make its folder"
             " writable or give --ssd-report-dir another folder"
         )
+
+
+class _SwitchMet:
+    """A connection whose switch to the write-ahead log meets another connection *busy*
+    times (SQLite then says "database is locked" at once, without its busy wait)."""
+
+    def __init__(self, busy: int, code: int = sqlite3.SQLITE_BUSY) -> None:
+        self.busy, self.code, self.mode, self.tries = busy, code, "delete", 0
+
+    def execute(self, statement: str) -> Any:
+        if statement == "PRAGMA journal_mode = WAL":
+            self.tries += 1
+            if self.tries <= self.busy:
+                met = sqlite3.OperationalError("database is locked")
+                met.sqlite_errorcode = self.code
+                raise met
+            self.mode = "wal"
+        return _Rows([(self.mode,)])
+
+
+class _Rows:
+    def __init__(self, rows: list[tuple[str]]) -> None:
+        self.rows = rows
+
+    def fetchone(self) -> tuple[str]:
+        return self.rows[0]
+
+
+def test_the_switch_to_wal_is_tried_again_when_another_session_meets_it() -> None:
+    # before: 8 sessions creating one database at once, 1 in 200 failed "database is locked"
+    conn = _SwitchMet(busy=3)
+    _to_wal(conn)  # type: ignore[arg-type]  # the two calls it makes
+    assert (conn.tries, conn.mode) == (4, "wal")
+    other = _SwitchMet(busy=1, code=sqlite3.SQLITE_READONLY)
+    with pytest.raises(sqlite3.OperationalError):
+        _to_wal(other)  # type: ignore[arg-type]
+    assert other.tries == 1, "only a busy switch is tried again"
