@@ -25,6 +25,8 @@ from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.ssh import MARK, need
 
 READ_TIMEOUT_S = 60.0
+#: a block device's kernel name (``nvme0n1``, ``loop3``, ``dm-0``): never ``.`` or ``..``
+BLOCK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
 #: the copy's folder of host paths it cannot hold: never written (:meth:`Snapshot.read_path`)
 OUTSIDE = "outside"
 
@@ -416,7 +418,7 @@ def take_all(
     *what* names the copy in a message ("its *what* could not be read") and in artifacts.
     """
     for device in devices:
-        if not re.fullmatch(r"[A-Za-z0-9_.:+-]+", device):
+        if not BLOCK_NAME.fullmatch(device):
             raise SnapshotError(f"{machine.where}: not a block device name: {device[:200]!r}")
     argv = ["sh", "-c", script(reads), "sh", " ".join(devices), f"{seconds:g}"]
     done = machine.run(argv, timeout=READ_TIMEOUT_S + seconds, name=what.replace(" ", "-"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -27,12 +26,10 @@ from pytest_ssd.health import Source, find_host_source
 from pytest_ssd.hosts import Hosts, TestHost
 from pytest_ssd.machine.address import SshAddress, parse_address
 from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.snapshot import BLOCK_NAME
 from pytest_ssd.site.base import Key, Site, Tuning
 from pytest_ssd.state.accounting import Counters, counters_on
 from pytest_ssd.state.progress import Progress, host_feeding
-
-#: a target's name that may be its block device's (``nvme0n1``, ``loop3``, ``sdb``)
-BLOCK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
 
 
 def key_now(found: Node) -> Key:

@@ -11,7 +11,7 @@ from pytest_ssd.device.link import pcie_link, sata_link
 from pytest_ssd.device.remote_links import sysfs_copy
 from pytest_ssd.device.summary import READS, summarize
 from pytest_ssd.machine.machine import LOCAL
-from pytest_ssd.machine.snapshot import SnapshotError, parse
+from pytest_ssd.machine.snapshot import SnapshotError, parse, take_all
 
 PCI = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
 # what the script prints for an NVMe namespace behind a PCIe x4 link (a host's real layout)
@@ -73,3 +73,13 @@ def test_this_machines_disk_summarizes_the_same_from_the_copy(tmp_path: Path) ->
     identity = identify(Path("/dev") / disks[0])
     copied = summarize(identity, sysfs_root=sysfs_copy(LOCAL, disks[0], tmp_path))
     assert copied == summarize(identity)
+
+
+@pytest.mark.parametrize("name", ["..", ".", "-x", "a b", "sda;true"])
+def test_a_name_that_is_no_block_devices_is_refused_before_the_host_is_asked(
+    tmp_path: Path, name: str
+) -> None:
+    # ".." passed before: /sys/class/block/.. is /sys/class, read as if a device's folder
+    with pytest.raises(SnapshotError, match="not a block device name"):
+        take_all(LOCAL, READS, tmp_path, devices=[name])
+    assert not any(tmp_path.iterdir()), "nothing asked, nothing copied"
