@@ -1,0 +1,127 @@
+"""A lab's database password end to end: written nowhere, kept out of the command line.
+
+A real server (tests/pgserver.py) whose test role logs in only with its password (SCRAM),
+real sessions of suites/smoke: every file the run leaves, its output and the server's whole
+database (pg_dump) are searched for the password.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import SsdRun
+from tests.e2e.test_lab_db import _measured
+from tests.pgserver import OWNER, Postgres, _tool
+
+pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
+
+
+class Lab:
+    """A role of the server with its password and its database (URLs without the password)."""
+
+    def __init__(self, postgres: Postgres) -> None:
+        self.server = postgres
+        self.user = f"lab_{secrets.token_hex(4)}"
+        self.password = f"Pw{secrets.token_hex(8)}"
+        self.url = postgres.password_user(self.user, self.password)
+
+    def with_password(self) -> str:
+        return self.url.replace(f"{self.user}@", f"{self.user}:{self.password}@")
+
+    def dump(self) -> str:
+        """The whole database as SQL (every table's every row)."""
+        argv = [_tool("pg_dump"), "-h", str(self.server.socket), "-U", OWNER, self.user]
+        done = subprocess.run(
+            ["runuser", "-u", OWNER, "--", *argv],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return done.stdout
+
+    def measured(self) -> int:
+        return _measured(self.server.url(self.user))
+
+
+@pytest.fixture
+def lab(postgres: Postgres) -> Lab:
+    return Lab(postgres)
+
+
+def _out(run: SsdRun) -> str:
+    out = run.result.stdout.str() + run.result.stderr.str()
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out
+    return out
+
+
+def _written_nowhere(secret: str, run: SsdRun, lab: Lab, *more: Path) -> None:
+    """*secret* is in no file of the run's folder, in no file *more*, not in the run's
+    output, nor anywhere in the lab's database; the run is there."""
+    files = [p for p in run.run_dir.rglob("*") if p.is_file()]
+    assert {"results.json", "report.html", "spool.sqlite"} <= {p.name for p in files}
+    for path in (*files, *more):
+        assert secret.encode() not in path.read_bytes(), path
+    assert secret not in _out(run)
+    dump = lab.dump()
+    assert run.run_dir.name in dump and secret not in dump
+
+
+def _passed(run: SsdRun, lab: Lab) -> None:
+    out = _out(run)
+    assert run.result.ret == 0, out
+    assert "4 passed" in out and "unreachable" not in out, out
+    assert lab.measured() > 0
+
+
+@pytest.mark.parametrize("given", ["userinfo", "query"])
+def test_a_password_in_the_url_is_written_nowhere(
+    run_ssd: Any, lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """``--ssd-db=postgresql://u:PASSWORD@…`` or ``…?password=PASSWORD``: the run reaches the
+    server, and neither the password nor a PGPASSWORD beside it is recorded anywhere."""
+    url = lab.with_password() if given == "userinfo" else f"{lab.url}&password={lab.password}"
+    unused = f"Env{secrets.token_hex(8)}"
+    monkeypatch.setenv("PGPASSWORD", unused)  # the URL's password comes first
+    junit = tmp_path / "junit.xml"
+    run = run_ssd("--dut=scratch:128M", f"--ssd-db={url}", f"--junitxml={junit}")
+    _passed(run, lab)
+    argv = run.results()["run"]["argv"]
+    assert any(arg.startswith("--ssd-db=postgresql://") for arg in argv), argv
+    _written_nowhere(lab.password, run, lab, junit)
+    _written_nowhere(unused, run, lab, junit)
+
+
+@pytest.mark.parametrize("kept", ["PGPASSWORD", "pgpass", "PGSERVICE"])
+def test_a_password_kept_out_of_the_command_line_reaches_the_server(
+    run_ssd: Any,
+    lab: Lab,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    kept: str,
+) -> None:
+    """What docs/database.md recommends: the URL names no password, libpq finds it in the
+    environment, ``~/.pgpass`` or a service's file; nothing records it."""
+    url = lab.url
+    socket = lab.server.socket
+    if kept == "PGPASSWORD":
+        monkeypatch.setenv("PGPASSWORD", lab.password)
+    else:  # ~/.pgpass (pytester's HOME), mode 0600 or libpq ignores it
+        pgpass = pytester.path / ".pgpass"
+        pgpass.write_text(f"{socket}:*:{lab.user}:{lab.user}:{lab.password}\n")
+        pgpass.chmod(0o600)
+        monkeypatch.setenv("HOME", str(pytester.path))
+    if kept == "PGSERVICE":  # the service names the server, database and user
+        services = pytester.path / "pg_service.conf"
+        services.write_text(f"[lab]\nhost={socket}\ndbname={lab.user}\nuser={lab.user}\n")
+        monkeypatch.setenv("PGSERVICEFILE", str(services))
+        url = "postgresql://?service=lab"
+    monkeypatch.delenv("PYTEST_SSD_DB", raising=False)
+    run = run_ssd("--dut=scratch:128M", f"--ssd-db={url}")
+    _passed(run, lab)
+    _written_nowhere(lab.password, run, lab)

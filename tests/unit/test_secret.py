@@ -1,0 +1,59 @@
+"""Secrets are masked wherever the command line or the environment is written."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ssd.db.url import db_url
+from pytest_ssd.results.runinfo import collect
+from pytest_ssd.secret import masked, masked_text
+
+MASKED_TEXT = {
+    "postgresql://lab:S3cret@results.lab/ssd": "postgresql://lab:***@results.lab/ssd",
+    "--ssd-db=postgres://lab:a:b?c@h,h2:5433/ssd": "--ssd-db=postgres://lab:***@h,h2:5433/ssd",
+    "postgresql://lab@/ssd?host=/run/pg&password=S3cret&sslmode=require": (
+        "postgresql://lab@/ssd?host=/run/pg&password=***&sslmode=require"
+    ),
+    "postgresql:///ssd?sslpassword=S3cret": "postgresql:///ssd?sslpassword=***",
+    "ssd_db=host=h password='a b' user=lab": "ssd_db=host=h password=*** user=lab",
+    "--vendor-token=S3cret": "--vendor-token=***",
+    "PGPASSWORD=S3cret": "PGPASSWORD=***",
+    # nothing to hide
+    "--ssd-db=postgresql://lab@results.lab/ssd": "--ssd-db=postgresql://lab@results.lab/ssd",
+    "ssh://root@host/dev/nvme0n1": "ssh://root@host/dev/nvme0n1",
+    "-k": "-k",
+    "password and not token": "password and not token",
+    "--ssd-confirm=/dev/loop1": "--ssd-confirm=/dev/loop1",
+}
+
+
+@pytest.mark.parametrize(("given", "shown"), list(MASKED_TEXT.items()))
+def test_a_secret_in_a_text_is_masked(given: str, shown: str) -> None:
+    assert masked_text(given) == shown
+    if given.startswith("postgresql://"):  # messages name a database so
+        assert str(db_url(given)) == shown
+
+
+def test_the_recorded_environment_masks_every_secret_of_the_command_line() -> None:
+    args = [
+        "--ssd-db=postgresql://lab:S3cret@h/ssd",
+        "--token",
+        "S3cret",
+        "-o",
+        "ssd_db=postgresql://h/ssd?password=S3cret",
+        "--dut=scratch:128M",
+    ]
+    environment = collect(args)
+    assert "S3cret" not in repr(environment)
+    assert environment["argv"][-6:] == [
+        "--ssd-db=postgresql://lab:***@h/ssd",
+        "--token",
+        "***",
+        "-o",
+        "ssd_db=postgresql://h/ssd?password=***",
+        "--dut=scratch:128M",
+    ]
+    assert masked({"api_key": "S3cret", "nested": ("x", {"password": ""})}) == {
+        "api_key": "***",
+        "nested": ("x", {"password": ""}),
+    }
