@@ -1,4 +1,5 @@
-"""A lab's database password end to end: written nowhere, kept out of the command line.
+"""A lab's database password end to end: written nowhere, kept out of the command line, and a
+server refusing it stops the run at configure.
 
 A real server (tests/pgserver.py) whose test role logs in only with its password (SCRAM),
 real sessions of suites/smoke: every file the run leaves, its output and the server's whole
@@ -14,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import SsdRun
+from tests.e2e.conftest import SsdRun, digest
 from tests.e2e.test_lab_db import _measured
+from tests.e2e.test_safety_config import USAGE_ERROR
 from tests.pgserver import OWNER, Postgres, _tool
 
 pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
@@ -125,3 +127,25 @@ def test_a_password_kept_out_of_the_command_line_reaches_the_server(
     run = run_ssd("--dut=scratch:128M", f"--ssd-db={url}")
     _passed(run, lab)
     _written_nowhere(lab.password, run, lab)
+
+
+def test_a_wrong_password_is_refused_at_configure(
+    run_ssd: Any, lab: Lab, random_loop: Path, tmp_path: Path
+) -> None:
+    """The server refuses the login: one line, exit 4, before any test (a server away is
+    'spool and go on': test_lab_db)."""
+    wrong = f"Wrong{secrets.token_hex(8)}"
+    url = lab.url.replace(f"{lab.user}@", f"{lab.user}:{wrong}@")
+    before = digest(random_loop)
+    run = run_ssd(f"--dut={random_loop}", f"--ssd-confirm={random_loop}", f"--ssd-db={url}")
+    out = _out(run)
+    assert run.result.ret == USAGE_ERROR, out
+    errors = [line for line in run.result.errlines if "error:" in line.lower()]
+    assert len(errors) == 1, run.result.errlines
+    assert f'password authentication failed for user "{lab.user}"' in errors[0]
+    assert wrong not in out and "passed" not in out, out
+    assert digest(random_loop) == before, "nothing written"
+    # nothing recorded: the run folder itself is left to the refusal's clean-up (item 4)
+    reports = tmp_path / "reports"
+    assert not [p for p in reports.rglob("results.json")]
+    assert lab.measured() == 0

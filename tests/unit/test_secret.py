@@ -1,12 +1,18 @@
-"""Secrets are masked wherever the command line or the environment is written."""
+"""Secrets are masked wherever the command line or the environment is written, and a server
+that refuses the login is told apart from a server away (a real server: tests/pgserver.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from pytest_ssd.db.conn import Refused, Unreachable
+from pytest_ssd.db.opening import open_reader, open_writer
 from pytest_ssd.db.url import db_url
 from pytest_ssd.results.runinfo import collect
 from pytest_ssd.secret import masked, masked_text
+from tests.pgserver import Postgres
 
 MASKED_TEXT = {
     "postgresql://lab:S3cret@results.lab/ssd": "postgresql://lab:***@results.lab/ssd",
@@ -57,3 +63,26 @@ def test_the_recorded_environment_masks_every_secret_of_the_command_line() -> No
         "api_key": "***",
         "nested": ("x", {"password": ""}),
     }
+
+
+def test_a_server_refusing_the_login_is_not_a_server_away(
+    postgres: Postgres, tmp_path: Path
+) -> None:
+    url = postgres.password_user("login_test", "S3cret")
+    refused = {
+        "wrong password": url.replace("login_test@", "login_test:wrong@"),
+        "no password": url,
+        "unknown role": url.replace("login_test@", "nobody:S3cret@"),
+        "unknown database": url.replace("/login_test?", "/nothere?").replace("@", ":S3cret@"),
+    }
+    for what, given in refused.items():
+        for open_db in (open_writer, open_reader):
+            with pytest.raises(Refused) as caught:
+                open_db(given)
+            line = str(caught.value)
+            assert "\n" not in line and "wrong" not in line, what
+            assert "the server refused the login" in line, line
+    away = f"postgresql://login_test:S3cret@/login_test?host={tmp_path}"
+    with pytest.raises(Unreachable):
+        open_writer(away)
+    open_writer(url.replace("login_test@", "login_test:S3cret@")).close()
