@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.db.url import ENV as PYTEST_SSD_DB
+from pytest_ssd.secret import masked
 from tests.e2e.conftest import SsdRun, digest
 from tests.e2e.test_lab_db import _measured
 from tests.e2e.test_safety_config import USAGE_ERROR
@@ -81,20 +83,25 @@ def _passed(run: SsdRun, lab: Lab) -> None:
     assert lab.measured() > 0
 
 
-@pytest.mark.parametrize("given", ["userinfo", "query"])
+@pytest.mark.parametrize("given", ["userinfo", "query", "ini", PYTEST_SSD_DB])
 def test_a_password_in_the_url_is_written_nowhere(
     run_ssd: Any, lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
 ) -> None:
-    """``--ssd-db=postgresql://u:PASSWORD@…`` or ``…?password=PASSWORD``: the run reaches the
-    server, and neither the password nor a PGPASSWORD beside it is recorded anywhere."""
-    url = lab.with_password() if given == "userinfo" else f"{lab.url}&password={lab.password}"
+    """``postgresql://u:PASSWORD@…`` or ``…?password=PASSWORD`` in ``--ssd-db``, ``-o ssd_db``
+    or PYTEST_SSD_DB: the run reaches the server, and neither the password nor a PGPASSWORD
+    beside it is recorded anywhere."""
+    url = lab.with_password() if given != "query" else f"{lab.url}&password={lab.password}"
     unused = f"Env{secrets.token_hex(8)}"
     monkeypatch.setenv("PGPASSWORD", unused)  # the URL's password comes first
+    monkeypatch.delenv(PYTEST_SSD_DB, raising=False)
     junit = tmp_path / "junit.xml"
-    run = run_ssd("--dut=scratch:128M", f"--ssd-db={url}", f"--junitxml={junit}")
+    db = {"ini": ["-o", f"ssd_db={url}"], PYTEST_SSD_DB: []}.get(given, [f"--ssd-db={url}"])
+    if given == PYTEST_SSD_DB:
+        monkeypatch.setenv(PYTEST_SSD_DB, url)
+    run = run_ssd("--dut=scratch:128M", *db, f"--junitxml={junit}")
     _passed(run, lab)
     argv = run.results()["run"]["argv"]
-    assert any(arg.startswith("--ssd-db=postgresql://") for arg in argv), argv
+    assert all(arg in argv for arg in masked(db)), argv
     _written_nowhere(lab.password, run, lab, junit)
     _written_nowhere(unused, run, lab, junit)
 
@@ -123,7 +130,7 @@ def test_a_password_kept_out_of_the_command_line_reaches_the_server(
         services.write_text(f"[lab]\nhost={socket}\ndbname={lab.user}\nuser={lab.user}\n")
         monkeypatch.setenv("PGSERVICEFILE", str(services))
         url = "postgresql://?service=lab"
-    monkeypatch.delenv("PYTEST_SSD_DB", raising=False)
+    monkeypatch.delenv(PYTEST_SSD_DB, raising=False)
     run = run_ssd("--dut=scratch:128M", f"--ssd-db={url}")
     _passed(run, lab)
     _written_nowhere(lab.password, run, lab)
