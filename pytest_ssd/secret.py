@@ -45,9 +45,10 @@ def secret_name(name: str) -> bool:
 def masked(value: Any) -> Any:
     """*value* as it may be written: every secret in it ``***``, whatever holds it.
 
-    A string is :func:`masked_text`; a list is a command line: an argument after an
-    option naming a secret (``--token VALUE``) is one too; a mapping's value under a key
-    naming a secret is one.  What a list or a mapping holds is masked in turn.
+    A string is :func:`masked_text`; a list is a command line: an argument after one
+    naming a secret (``--token VALUE``, ``--metadata api_key VALUE``) is one too; a
+    mapping's value under a key naming a secret is one.  What a list or a mapping holds
+    is masked in turn.
     """
     if isinstance(value, str):
         return masked_text(value)
@@ -59,8 +60,7 @@ def masked(value: Any) -> Any:
     if isinstance(value, list | tuple):
         items = [masked(item) for item in value]
         for i, prior in enumerate(value[:-1]):
-            option = isinstance(prior, str) and prior.startswith("-")
-            if option and secret_name(prior) and isinstance(value[i + 1], str):
+            if isinstance(prior, str) and secret_name(prior) and isinstance(value[i + 1], str):
                 items[i + 1] = MASK
         return items if isinstance(value, list) else tuple(items)
     return value

@@ -89,16 +89,19 @@ def test_a_password_in_the_url_is_written_nowhere(
 ) -> None:
     """``postgresql://u:PASSWORD@…`` or ``…?password=PASSWORD`` in ``--ssd-db``, ``-o ssd_db``
     or PYTEST_SSD_DB: the run reaches the server, and neither the password nor a PGPASSWORD
-    beside it is recorded anywhere."""
+    beside it (nor a token pytest-metadata would show) is recorded anywhere."""
     url = lab.with_password() if given != "query" else f"{lab.url}&password={lab.password}"
     unused = f"Env{secrets.token_hex(8)}"
     monkeypatch.setenv("PGPASSWORD", unused)  # the URL's password comes first
     monkeypatch.delenv(PYTEST_SSD_DB, raising=False)
+    # what pytest-metadata puts in report.html: a CI's variable, a --metadata pair
+    monkeypatch.setenv("GIT_URL", f"https://ci:{lab.password}@git.lab/ssd.git")
+    metadata = ("--metadata", "deploy_token", unused)
     junit = tmp_path / "junit.xml"
     db = {"ini": ["-o", f"ssd_db={url}"], PYTEST_SSD_DB: []}.get(given, [f"--ssd-db={url}"])
     if given == PYTEST_SSD_DB:
         monkeypatch.setenv(PYTEST_SSD_DB, url)
-    run = run_ssd("--dut=scratch:128M", *db, f"--junitxml={junit}")
+    run = run_ssd("--dut=scratch:128M", *db, *metadata, f"--junitxml={junit}")
     _passed(run, lab)
     argv = run.results()["run"]["argv"]
     assert all(arg in argv for arg in masked(db)), argv

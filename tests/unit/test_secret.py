@@ -47,16 +47,22 @@ def test_the_recorded_environment_masks_every_secret_of_the_command_line() -> No
         "S3cret",
         "-o",
         "ssd_db=postgresql://h/ssd?password=S3cret",
+        "--metadata",
+        "api_key",
+        "S3cret",
         "--dut=scratch:128M",
     ]
     environment = collect(args)
     assert "S3cret" not in repr(environment)
-    assert environment["argv"][-6:] == [
+    assert environment["argv"][-9:] == [
         "--ssd-db=postgresql://lab:***@h/ssd",
         "--token",
         "***",
         "-o",
         "ssd_db=postgresql://h/ssd?password=***",
+        "--metadata",
+        "api_key",
+        "***",
         "--dut=scratch:128M",
     ]
     assert masked({"api_key": "S3cret", "nested": ("x", {"password": ""})}) == {
