@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psycopg
 import pytest
 
-from pytest_ssd.db.conn import Refused, Unreachable
+from pytest_ssd.db.conn import Refused, Unreachable, pg_error
 from pytest_ssd.db.opening import open_reader, open_writer
 from pytest_ssd.db.url import db_url
 from pytest_ssd.results.runinfo import collect
@@ -92,3 +93,20 @@ def test_a_server_refusing_the_login_is_not_a_server_away(
     with pytest.raises(Unreachable):
         open_writer(away)
     open_writer(url.replace("login_test@", "login_test:S3cret@")).close()
+
+
+#: what libpq says of a server whose pg_hba.conf has no line for the login, and of a server
+#: that is starting (away for a moment: the run goes on in its spool)
+NO_ENTRY = (
+    'connection failed: connection to server on socket "/run/postgresql/.s.PGSQL.5432" failed:'
+    ' FATAL:  no pg_hba.conf entry for host "[local]", user "lab", database "ssd", no encryption'
+)
+STARTING = (
+    'connection failed: connection to server at "10.0.0.5", port 5432 failed:'
+    " FATAL:  the database system is starting up"
+)
+
+
+def test_no_pg_hba_entry_is_refused_and_a_starting_server_is_away() -> None:
+    assert isinstance(pg_error("lab", psycopg.OperationalError(NO_ENTRY)), Refused)
+    assert isinstance(pg_error("lab", psycopg.OperationalError(STARTING)), Unreachable)
