@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.own import untagged_env
+
 #: the newest PostgreSQL Debian installed (./run tests installs its postgresql package)
 BIN = max(
     Path("/usr/lib/postgresql").glob("*/bin"),
@@ -59,6 +61,7 @@ def _as_owner(argv: list[str], *, check: bool = True) -> subprocess.CompletedPro
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
+        env=untagged_env(),  # the server outlives the test that started it: not its process
     )
 
 
