@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_ssd.db.faults import database_error
+from pytest_ssd.db.faults import damaged, database_error
 from pytest_ssd.errors import DatabaseError
 
 #: seconds a connection waits for another writer's lock before it gives up
@@ -282,6 +282,33 @@ def connect_reader(path: Path) -> sqlite3.Connection:
         conn.close()
         raise database_error(path, exc) from None
     return conn
+
+
+def check_intact(path: Path) -> None:
+    """Refuse (:class:`DatabaseError`) a file at *path* a run cannot add its run to: not
+    ours, newer than this pytest-ssd, or damaged.  Only read (nothing is made where there
+    is no database yet): a session asks before its run folder exists."""
+    if check(path) is None:
+        return
+    try:
+        uri = f"{path.absolute().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from None
+    try:
+        intact(conn, path)
+    finally:
+        conn.close()
+
+
+def intact(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse the database *conn* reads when SQLite's quick_check finds it damaged."""
+    try:
+        problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from None
+    if problem != "ok":
+        raise damaged(path, "quick_check: " + " ".join(str(problem).split()))
 
 
 def _readable(old: int) -> bool:
