@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.db.faults import damaged, database_error
+from pytest_ssd.documents import not_a_file
 from pytest_ssd.errors import DatabaseError
 
 #: seconds a connection waits for another writer's lock before it gives up
@@ -323,9 +324,11 @@ def check(path: Path) -> Found | None:
     for a file that is not a pytest-ssd database, or one newer than this pytest-ssd.
     """
     try:
-        if path.is_dir():
-            raise DatabaseError(f"{path}: a folder, not a results database: give a file")
-        if path.stat().st_size == 0 and not _beside(path, "-wal").exists():
+        status = path.stat()
+        kind = not_a_file(status.st_mode)
+        if kind is not None:  # SQLite would wait forever on a FIFO's open or read
+            raise DatabaseError(f"{path}: {kind}, not a results database: give a file")
+        if status.st_size == 0 and not _beside(path, "-wal").exists():
             return None
     except FileNotFoundError:
         return None
