@@ -21,7 +21,7 @@ from pytest_ssd import newhooks
 from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.device.pinned import DeviceChanged
-from pytest_ssd.errors import SsdError, present
+from pytest_ssd.errors import ExtensionInterrupt, SsdError, present
 from pytest_ssd.extensions import Extensions, from_hooks
 from pytest_ssd.fixture import (
     COVERS_MARKER,
@@ -448,7 +448,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if _is_worker(config) or not _active(config):
         return
-    _configure_controller(config)
+    try:
+        _configure_controller(config)
+    except ExtensionInterrupt as exc:  # pytest's terminal, not configured yet, would say nothing
+        sys.stderr.write(f"pytest-ssd: {exc}\n")
+        raise
 
 
 def _configure_controller(config: pytest.Config) -> None:
