@@ -26,6 +26,7 @@ from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.proc import Completed
+from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.history import PROFILE_KEY, STATE_KEY
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
@@ -557,7 +558,10 @@ class SsdBench:
         self.artifacts.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in stem)
         path = self.artifacts / f"{safe}.npz"
-        path.write_bytes(pack(arrays))
+        try:  # whole or not at all: a full folder leaves no empty .npz
+            write_atomic(path, pack(arrays))
+        except OSError as exc:
+            raise storage_error(path, exc, "--ssd-report-dir") from None
         file = str(path.relative_to(self._env.run_dir))
         record = SeriesRecord(device=self.dut.id, name=name, meta=meta, file=file)
         self._node.user_properties.append((SERIES_PROPERTY, record.to_json()))
