@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_ssd.errors import ConfigError, SafetyError
+from pytest_ssd.proc.folders import sweep_stale
 from pytest_ssd.proc.pauses import pauses
-from pytest_ssd.session.handoff import PREFIX, Opening, sweep_stale, wait_for
+from pytest_ssd.session.handoff import PREFIX, Opening, wait_for
 
 
 def _waiter(path: str, out: Any) -> None:
@@ -126,7 +127,7 @@ def test_the_handoff_of_a_killed_controller_is_removed_and_a_live_ones_kept(tmp_
     for folder in (gone, alive, other):
         folder.mkdir()
         (folder / "devices.json").write_text("null")
-    assert sweep_stale(tmp_path) == [gone]
+    assert sweep_stale(tmp_path, PREFIX) == [gone]
     assert not gone.exists() and alive.is_dir() and other.is_dir()
 
 
