@@ -257,9 +257,7 @@ class SsdBench:
         if planned.long and not self._ticking:  # inside progress(): its line only
             follow = Progress(label, planned, self._writer(folder))
         # planned short, yet running long (a slow device, a busy host): its elapsed time
-        ticker = (
-            self.progress(every[-1].name, folder) if follow is None else contextlib.nullcontext()
-        )
+        ticker = self.progress(every[-1].name, folder) if follow is None else follow
         with (
             ticker,
             self._env.services.sampler() as sampler,
@@ -273,8 +271,6 @@ class SsdBench:
                 runner=runner,
                 on_status=on_status,
             )
-        if follow is not None:
-            follow.close()
         self._keep_health(sampler, every[0].name)
         for job in every:
             self._note_written(job)
