@@ -5,12 +5,16 @@ levels deep raises ``RecursionError`` (a traceback of thousands of lines), and
 one a few hundred levels deep parses but breaks whatever walks it later.  Every
 document a user, a tool or a test host hands pytest-ssd is read here instead:
 too deep is a decoding error like any other (a subclass of the module's own, so
-each caller's handling of bad JSON or TOML applies unchanged).
+each caller's handling of bad JSON or TOML applies unchanged).  Files are read here too
+(:func:`read_bounded`): a regular file only, and no further than a bound.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -90,13 +94,50 @@ class TooLarge(ValueError):
     """A file larger than a reader takes."""
 
 
-def read_text_bounded(path: Path, limit: int) -> str:
-    """The UTF-8 text of *path*, reading at most *limit* bytes (TooLarge beyond).
+class NotAFile(OSError):
+    """A path to read that is not a regular file (an OSError: each reader's handling applies)."""
 
-    Bounded as it is read, not by its size beforehand: ``/dev/zero`` or a pipe has none.
-    """
-    with path.open("rb") as fh:
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"{kind}, not a regular file", str(path))
+
+
+#: what a path is, by its type bits, where it is not a regular file
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def not_a_file(mode: int) -> str | None:
+    """What a path of *mode* (``st_mode``) is when it is not a regular file (None: it is)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a file")
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file at *path* (links followed), at most *limit* (TooLarge
+    beyond); :class:`NotAFile` for anything else.  Every file handed to pytest-ssd is read
+    here: a FIFO's open would wait for a writer forever, a device's has effects, and
+    ``/dev/zero`` has no end.  What it is is looked at before the open and again on the
+    descriptor, opened without waiting (it may have been replaced in between)."""
+    kind = not_a_file(path.stat().st_mode)
+    if kind is not None:
+        raise NotAFile(path, kind)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        kind = not_a_file(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise NotAFile(path, kind)
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(f"larger than {limit:,} bytes")
-    return data.decode("utf-8")
+    return data
+
+
+def read_text_bounded(path: Path, limit: int) -> str:
+    """The UTF-8 text of the regular file at *path* (:func:`read_bounded`)."""
+    return read_bounded(path, limit).decode("utf-8")

@@ -68,23 +68,39 @@ class ExtensionError(SsdError):
     the wrong thing: the message names the plugin, the hook (or the method) and what was wrong."""
 
 
+class ExtensionInterrupt(KeyboardInterrupt):
+    """A KeyboardInterrupt while extension code ran (it raised one, or Ctrl-C came then): the
+    run is interrupted as by Ctrl-C; the message names the plugin and the hook."""
+
+
 def raised(exc: BaseException) -> str:
     """``raised ValueError: boom``: what extension code raised, on one line."""
+    return f"raised {described(exc)}"
+
+
+def described(exc: BaseException) -> str:
+    """``ValueError: boom`` (``KeyboardInterrupt``: without a message), on one line."""
     text = " ".join(str(exc).split())
     text = text if len(text) <= 300 else text[:299] + "…"
-    return f"raised {type(exc).__name__}: {text}" if text else f"raised {type(exc).__name__}"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def call_extension(
     where: str, function: Callable[..., T], *args: Any, keep: tuple[type[Exception], ...] = ()
 ) -> T:
     """``function(*args)``, extension code: what it raises is one :class:`ExtensionError`
-    (``<where> raised ValueError: boom``), but for the errors in *keep* (its documented ones)."""
+    (``<where> raised ValueError: boom``; ``SystemExit`` too), but for the errors in *keep*
+    (its documented ones); a KeyboardInterrupt stays one, naming *where*
+    (:class:`ExtensionInterrupt`)."""
     try:
         return function(*args)
     except keep:
         raise
-    except Exception as exc:  # noqa: BLE001  extension code may raise anything: one line naming it
+    except ExtensionInterrupt:  # said where it came from already (a hook calling another)
+        raise
+    except KeyboardInterrupt as exc:  # still an interrupt: the run stops as after Ctrl-C
+        raise ExtensionInterrupt(f"interrupted in {where} ({described(exc)})") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001  extension code may raise anything
         raise ExtensionError(f"{where} {raised(exc)}") from None
 
 

@@ -26,6 +26,7 @@ from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.proc import Completed
+from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.history import PROFILE_KEY, STATE_KEY
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
@@ -256,9 +257,7 @@ class SsdBench:
         if planned.long and not self._ticking:  # inside progress(): its line only
             follow = Progress(label, planned, self._writer(folder))
         # planned short, yet running long (a slow device, a busy host): its elapsed time
-        ticker = (
-            self.progress(every[-1].name, folder) if follow is None else contextlib.nullcontext()
-        )
+        ticker = self.progress(every[-1].name, folder) if follow is None else follow
         with (
             ticker,
             self._env.services.sampler() as sampler,
@@ -272,8 +271,6 @@ class SsdBench:
                 runner=runner,
                 on_status=on_status,
             )
-        if follow is not None:
-            follow.close()
         self._keep_health(sampler, every[0].name)
         for job in every:
             self._note_written(job)
@@ -557,7 +554,10 @@ class SsdBench:
         self.artifacts.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in stem)
         path = self.artifacts / f"{safe}.npz"
-        path.write_bytes(pack(arrays))
+        try:  # whole or not at all: a full folder leaves no empty .npz
+            write_atomic(path, pack(arrays))
+        except OSError as exc:
+            raise storage_error(path, exc, "--ssd-report-dir") from None
         file = str(path.relative_to(self._env.run_dir))
         record = SeriesRecord(device=self.dut.id, name=name, meta=meta, file=file)
         self._node.user_properties.append((SERIES_PROPERTY, record.to_json()))

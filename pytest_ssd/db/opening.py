@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from pytest_ssd.db.conn import Conn
-from pytest_ssd.db.schema import connect, connect_reader
+from pytest_ssd.db.schema import check_intact, connect, connect_reader
 from pytest_ssd.db.url import DbUrl, db_url
 
 
@@ -30,3 +30,16 @@ def open_reader(target: Path | str | DbUrl) -> Conn:
     from pytest_ssd.db.pg import connect_pg  # noqa: PLC0415
 
     return connect_pg(url, reader=True)
+
+
+def check_writer(target: Path | str | DbUrl) -> None:
+    """Refuse (one line) a database a session could not record its run into, before the run
+    folder is made: not ours, newer, damaged, or (a server's) not writable by the role.
+    Nothing is written, nor made where there is no database yet."""
+    url = db_url(target)
+    if url.path is not None:
+        check_intact(url.path)
+        return
+    from pytest_ssd.db.pg import check_writer as check_server  # noqa: PLC0415
+
+    check_server(url)

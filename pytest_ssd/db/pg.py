@@ -9,9 +9,10 @@ version table is not ours and is refused untouched; a newer one is refused.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pytest_ssd.db.conn import PgConn, _pg_rows, pg_ddl, pg_error
+from pytest_ssd.db.conn import PgConn, Unreachable, _pg_rows, pg_ddl, pg_error
 from pytest_ssd.db.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, statements
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import DatabaseError
@@ -23,6 +24,20 @@ CONNECT_TIMEOUT_S = 10
 
 def connect_pg(url: DbUrl, *, reader: bool = False) -> PgConn:
     """A connection to the server at *url*, migrated (a writer's) or checked (a reader's)."""
+    conn = _connect(url, reader=reader)
+    try:
+        found = _look(conn)
+        _accept(conn.where, found, reader=reader)
+        if found[0] < SCHEMA_VERSION:
+            _migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _connect(url: DbUrl, *, reader: bool) -> PgConn:
+    """A connection to the server at *url*, as it is (nothing looked at)."""
     import psycopg  # noqa: PLC0415  # SQLite users never load it
     from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
 
@@ -45,16 +60,60 @@ def connect_pg(url: DbUrl, *, reader: bool = False) -> PgConn:
         raw = psycopg.connect(url.url, autocommit=True, row_factory=_pg_rows, **extra)
     except psycopg.Error as exc:
         raise pg_error(where, exc, reader=reader) from None
-    conn = PgConn(raw, where, reader=reader)
+    return PgConn(raw, where, reader=reader)
+
+
+#: the tables a run adds rows to (all of the schema's), and those whose rows it changes
+WRITTEN = tuple(
+    name for _, script in MIGRATIONS for name in re.findall(r"CREATE TABLE (\w+)", script)
+)
+UPDATED = ("runs", "tests")
+
+
+def check_writer(url: DbUrl) -> None:
+    """Refuse (:class:`DatabaseError`, one line) a server's database a session cannot record
+    its run into: not ours, newer than this pytest-ssd, read-only, or a role without the
+    privileges a run needs; before anything is made.  Nothing is written.  A server that
+    cannot be reached passes: the session records into its spool and says so."""
+    try:
+        conn = _connect(url, reader=False)
+    except Unreachable:
+        return
     try:
         found = _look(conn)
-        _accept(where, found, reader=reader)
-        if found[0] < SCHEMA_VERSION:
-            _migrate(conn)
-    except BaseException:
+        _accept(conn.where, found)
+        missing = _missing(conn, migrate=found[0] < SCHEMA_VERSION)
+    finally:
         conn.close()
-        raise
-    return conn
+    if missing:
+        raise DatabaseError(
+            f"{conn.where}: this role may not record a run here ({missing}): a session adds"
+            f" rows to every table of pytest-ssd's and updates {' and '.join(UPDATED)}; grant"
+            " that, or give a role that has it (list, report and compare need only SELECT)"
+        )
+
+
+def _missing(conn: PgConn, *, migrate: bool) -> str | None:
+    """What the connection's role lacks to record a run (*migrate*: and to make the schema)."""
+    read_only, create = conn.execute(
+        "SELECT current_setting('transaction_read_only') = 'on',"
+        " has_schema_privilege(current_schema(), 'CREATE')"
+    ).fetchone()
+    if read_only:
+        return "its transactions are read-only"
+    if migrate and not create:
+        return "no CREATE on the schema, to make pytest-ssd's tables"
+    wanted = [(t, "INSERT") for t in WRITTEN] + [(t, "UPDATE") for t in UPDATED]
+    rows = ", ".join("(CAST(? AS TEXT), CAST(? AS TEXT))" for _ in wanted)
+    lacking = conn.execute(
+        f"SELECT p, t FROM (VALUES {rows}) AS v(t, p) WHERE to_regclass(t) IS NOT NULL"
+        " AND NOT has_table_privilege(t, p)",
+        [value for pair in wanted for value in pair],
+    ).fetchall()
+    if not lacking:
+        return None
+    shown = ", ".join(f"{p} on {t}" for p, t in lacking[:4])
+    return f"no {shown}" + (f" and {len(lacking) - 4} more" if len(lacking) > 4 else "")
 
 
 def _look(conn: PgConn) -> tuple[int, frozenset[str]]:

@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_ssd.db.faults import database_error
+from pytest_ssd.db.faults import damaged, database_error
+from pytest_ssd.documents import not_a_file
 from pytest_ssd.errors import DatabaseError
 
 #: seconds a connection waits for another writer's lock before it gives up
@@ -284,6 +285,33 @@ def connect_reader(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def check_intact(path: Path) -> None:
+    """Refuse (:class:`DatabaseError`) a file at *path* a run cannot add its run to: not
+    ours, newer than this pytest-ssd, or damaged.  Only read (nothing is made where there
+    is no database yet): a session asks before its run folder exists."""
+    if check(path) is None:
+        return
+    try:
+        uri = f"{path.absolute().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from None
+    try:
+        intact(conn, path)
+    finally:
+        conn.close()
+
+
+def intact(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse the database *conn* reads when SQLite's quick_check finds it damaged."""
+    try:
+        problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from None
+    if problem != "ok":
+        raise damaged(path, "quick_check: " + " ".join(str(problem).split()))
+
+
 def _readable(old: int) -> bool:
     """Whether :data:`READ_AS` shows a database at version *old* as the current schema."""
     return old >= 1 and all(n in READ_AS for n in range(old + 1, SCHEMA_VERSION + 1))
@@ -296,9 +324,11 @@ def check(path: Path) -> Found | None:
     for a file that is not a pytest-ssd database, or one newer than this pytest-ssd.
     """
     try:
-        if path.is_dir():
-            raise DatabaseError(f"{path}: a folder, not a results database: give a file")
-        if path.stat().st_size == 0 and not _beside(path, "-wal").exists():
+        status = path.stat()
+        kind = not_a_file(status.st_mode)
+        if kind is not None:  # SQLite would wait forever on a FIFO's open or read
+            raise DatabaseError(f"{path}: {kind}, not a results database: give a file")
+        if status.st_size == 0 and not _beside(path, "-wal").exists():
             return None
     except FileNotFoundError:
         return None

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.db.conn import Conn
-from pytest_ssd.db.faults import damaged, database_error
+from pytest_ssd.db.faults import database_error
 from pytest_ssd.db.model import shared_test_id
 from pytest_ssd.db.opening import open_writer
 from pytest_ssd.db.resume import forget_unfinished, last_seq
+from pytest_ssd.db.schema import intact
 from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.results.history import (
     PROFILE_KEY,
@@ -184,12 +185,7 @@ class RunWriter:
         """Refuse to add a run to a damaged file: writing into it could spread the damage."""
         if self.url.path is None:  # a server keeps its own pages
             return
-        try:
-            problem = self.conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-        except sqlite3.Error as exc:
-            raise database_error(self.url.path, exc) from None
-        if problem != "ok":
-            raise damaged(self.url.path, "quick_check: " + " ".join(str(problem).split()))
+        intact(self.conn.raw, self.url.path)
 
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:

@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from pytest_ssd.errors import DeviceError, SsdError, ToolError
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.slots import Slots
 from pytest_ssd.machine.stream import Channel, Piped, Socketed
+from pytest_ssd.proc.folders import pid_folder
 from pytest_ssd.proc.pauses import pauses
 from pytest_ssd.proc.runner import Background, Completed, run, spawn, which
 
@@ -90,18 +90,23 @@ _PLAIN = re.compile(r"/[A-Za-z0-9_./-]*")
 _SHORT = 40
 
 
+#: a control folder's name: this prefix, the process's pid, a dash and mkdtemp's random part
+CONTROL_PREFIX = "ssd-"
+
+
 def control_folder() -> Path:
     """A new 0700 folder for a session's control sockets, with a short and plain path.
 
     Directly under ``$XDG_RUNTIME_DIR`` when that is short and plain, else under
     ``/tmp``; never under ``$TMPDIR``, which may be long or hold blanks (a unix
     socket's path holds 107 bytes; ssh splits its options at blanks and expands
-    ``%`` tokens).  The caller removes it.
+    ``%`` tokens).  Named for this process: the caller removes it, and the next session
+    the folders of sessions that were killed (:func:`pytest_ssd.proc.folders.sweep_stale`).
     """
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     plain = len(runtime) <= _SHORT and _PLAIN.fullmatch(runtime) is not None
     base = runtime if plain and os.access(runtime, os.W_OK | os.X_OK) else "/tmp"
-    return Path(tempfile.mkdtemp(prefix="ssd-", dir=base))
+    return pid_folder(Path(base), CONTROL_PREFIX)
 
 
 def ssh_path(path: Path) -> str:

@@ -21,7 +21,7 @@ from pytest_ssd import newhooks
 from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.device.pinned import DeviceChanged
-from pytest_ssd.errors import SsdError, present
+from pytest_ssd.errors import ExtensionInterrupt, SsdError, present
 from pytest_ssd.extensions import Extensions, from_hooks
 from pytest_ssd.fixture import (
     COVERS_MARKER,
@@ -57,6 +57,7 @@ from pytest_ssd.plugin.workers import WorkersStart, refusal
 from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.results import junit
+from pytest_ssd.results.files import storage_fault_of
 from pytest_ssd.results.location import DB_OPTION, INI_OPTION
 from pytest_ssd.secret import masked
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
@@ -449,7 +450,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if _is_worker(config) or not _active(config):
         return
-    _configure_controller(config)
+    try:
+        _configure_controller(config)
+    except ExtensionInterrupt as exc:  # pytest's terminal, not configured yet, would say nothing
+        sys.stderr.write(f"pytest-ssd: {exc}\n")
+        raise
 
 
 def _configure_controller(config: pytest.Config) -> None:
@@ -682,6 +687,10 @@ def pytest_runtest_makereport(
     if call.excinfo is not None and call.excinfo.errisinstance(DeviceChanged):
         # no test after this one: under xdist the worker stops and tells the controller
         item.session.shouldstop = f"pytest-ssd stopped the run: {call.excinfo.value}"
+    fault = storage_fault_of(call.excinfo.value) if call.excinfo is not None else None
+    if fault is not None:  # a full or read-only report folder: one line, and the run stops
+        report.longrepr = f"{type(fault).__name__}: {fault}"
+        item.session.shouldstop = f"pytest-ssd stopped the run: {fault}"
     if report.when == "call":
         extras = [*getattr(report, "extras", []), *item.stash.get(FIGURES_KEY, [])]
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's attribute

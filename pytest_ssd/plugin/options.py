@@ -8,6 +8,7 @@ import pytest
 
 from pytest_ssd.db.url import session_db
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec
+from pytest_ssd.documents import not_a_file
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.health.profile import HealthProfile, load_profile
@@ -37,8 +38,12 @@ def _ssh_config(text: str | None) -> Path | None:
     if text is None:
         return None
     path = Path(text).absolute()
-    if not path.is_file():
-        raise pytest.UsageError(f"--ssd-ssh-config={text}: no such file")
+    try:
+        kind = not_a_file(path.stat().st_mode)  # ssh would wait forever on a FIFO
+    except OSError as exc:
+        kind = exc.strerror or "cannot be read"
+    if kind is not None:
+        raise pytest.UsageError(f"--ssd-ssh-config={text}: {kind}: give an ssh_config file")
     return path
 
 

@@ -39,6 +39,17 @@ def storage_error(path: Path, exc: OSError, elsewhere: str) -> StorageError:
     return StorageError(f"cannot write {path}: {reason}: {todo}")
 
 
+def storage_fault_of(exc: BaseException) -> StorageError | None:
+    """What a test raised as a storage fault (full or read-only filesystem: its artifacts'),
+    as one line; None for anything else."""
+    if isinstance(exc, StorageError):
+        return exc
+    if not isinstance(exc, OSError) or exc.errno not in STORAGE_ERRNOS:
+        return None
+    where = Path(exc.filename) if isinstance(exc.filename, str) else Path("the test's artifacts")
+    return storage_error(where, exc, "--ssd-report-dir")
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Replace *path* by *data* through a temporary file beside it, synced, and a rename.
 

@@ -20,13 +20,15 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from pytest_ssd.documents import loads_toml
+from pytest_ssd.documents import TooLarge, loads_toml, read_text_bounded
 
 INI_OPTION = "ssd_report_dir"
 #: the ini option naming the results database (a path from the file's folder, or a URL)
 DB_OPTION = "ssd_db"
 DEFAULT_REPORT_DIR = "reports"
 DB_FILE = "results.sqlite"
+#: the largest pytest configuration file looked into
+MAX_CONFIG_BYTES = 16 << 20
 
 #: pytest's configuration files, in its order, with the section that makes one pytest's
 _CONFIG_FILES = (
@@ -75,8 +77,8 @@ def default_db(cwd: Path) -> Path | str:
 def _read(path: Path, section: tuple[str, ...], option: str) -> tuple[bool, str | None]:
     """(whether *path* has the pytest *section*, its *option*); unreadable: no."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_text_bounded(path, MAX_CONFIG_BYTES)
+    except (OSError, UnicodeDecodeError, TooLarge):
         return False, None
     if path.suffix == ".toml":
         try:

@@ -216,6 +216,7 @@ class SsdSession:
 
         given = load_given(self.options.datasheets, len(self.options.duts))
         self._sheets = (given, () if given else load_candidates(self.options.datasheets))
+        self.run_store.check()  # the database the run is recorded into, before its folder
         self.run_store.compare(self.options.compare)
         # before pytest-html makes the run folder (under -n, at configure): was it there?
         self.devices.sweep()

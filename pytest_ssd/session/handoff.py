@@ -12,7 +12,7 @@ and the run has started; a refused or interrupted run writes ``null``, and a wor
 that reads it exits at once, having opened nothing.  The file's folder is private
 (mode 0700), named for the controller's pid and removed when the session ends; the
 folder of a controller that was killed (``kill -9``) is removed by the next session
-that starts workers (:func:`sweep_stale`).
+that starts workers (:func:`pytest_ssd.proc.folders.sweep_stale`).
 """
 
 from __future__ import annotations
@@ -30,23 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.proc.folders import pid_folder
 
 #: a worker's poll of the handoff file (16 workers: under 2 % of a CPU)
 POLL_S = 0.02
 HANDOFF_FILE = "devices.json"
 #: the folder's name: this prefix, the controller's pid, a dash and mkdtemp's random part
 PREFIX = "pytest-ssd-handoff-"
-
-
-def sweep_stale(folder: Path) -> list[Path]:
-    """Remove the handoff folders in *folder* whose controller is gone; the ones removed."""
-    removed = []
-    for found in folder.glob(f"{PREFIX}*-*"):
-        pid = found.name[len(PREFIX) :].partition("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and found.is_dir():
-            shutil.rmtree(found, ignore_errors=True)
-            removed.append(found)
-    return removed
 
 
 @dataclass
@@ -64,8 +54,7 @@ class Opening:
     @classmethod
     def start(cls, work: Callable[[], None]) -> Opening:
         """Run *work* (the session's :meth:`open_devices`) in a thread of its own."""
-        sweep_stale(Path(tempfile.gettempdir()))
-        opening = cls(Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")))
+        opening = cls(pid_folder(Path(tempfile.gettempdir()), PREFIX))
 
         def run() -> None:
             try:

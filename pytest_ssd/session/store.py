@@ -46,6 +46,12 @@ class RunStore:
             with ResultsDb(self.db_url) as db:
                 self.compared = db.resolve(names)
 
+    def check(self) -> None:
+        """Refuse a database the run could not be recorded into, before anything is made."""
+        from pytest_ssd.db.opening import check_writer  # noqa: PLC0415  # the controller's
+
+        check_writer(self.db_url)
+
     def make_folder(self) -> None:
         """The run folder and the ``latest`` link (a one-line refusal when it cannot be made)."""
         try:

@@ -180,11 +180,10 @@ class StateKeeper:
             planned = Plan(step.write_bytes, directions=("write",))  # a step: its writes
             follow = Progress(f"{self.device} {step.name}", planned, write)
             runner = self.services.runner()
-            with self.services.feeding(follow) as on_status:
+            with follow, self.services.feeding(follow) as on_status:
                 fio_run = run_jobs(
                     step.jobs, self.target, artifacts=artifacts, on_status=on_status, runner=runner
                 )
-            follow.close()
             for job in step.jobs:
                 self.written.note(job, self.state.capacity)
             written = sum(

@@ -38,6 +38,8 @@ MIN_RATE_INTERVAL_S = 0.5
 IOPS_MAX_BLOCK = 64 * 1024
 #: on a test host: how often the block layer's counters are read there
 HOST_EVERY_S = 5.0
+#: nothing moved for this long: the line says the device is stalled, and gives no estimate
+STALLED_S = 10.0
 #: Write(text, final): show a progress line; final closes it
 Write = Callable[[str, bool], None]
 
@@ -86,11 +88,17 @@ def plan_of(jobs: Sequence[FioJob], capacity: int) -> Plan:
 
 
 class Progress:
-    """Follows fio's status reports for one step or measurement (see :class:`Plan`)."""
+    """Follows fio's status reports for one step or measurement (see :class:`Plan`).
+
+    Used as a context manager around the run: its last line says ``done`` only when the
+    run ended well, and ``stopped, not done`` when it raised (a stall, a failure, Ctrl-C).
+    """
 
     def __init__(self, label: str, plan: Plan, write: Write) -> None:
         self.label, self.plan, self.write = label, plan, write
         self.start = time.monotonic()
+        #: when the amount done last grew (a stalled device moves nothing)
+        self.moved_at = self.start
         #: (when, bytes, I/Os) of the last report, *when* on fio's clock (see :meth:`__call__`)
         self._last: tuple[float, int, int] | None = None
         self.rate = 0.0
@@ -111,6 +119,8 @@ class Progress:
             self.rate = rate if first else 0.7 * self.rate + 0.3 * rate
             self.iops = iops if first else 0.7 * self.iops + 0.3 * iops
         self._last = (when, done, ios)
+        if done > self.done or ios > self.ios:
+            self.moved_at = now
         self.done, self.ios = done, ios
         self.write(self.line(done, now), False)
 
@@ -126,6 +136,12 @@ class Progress:
             amount = f"{elapsed:,.0f}/{self.plan.total_s:,.0f} s, {_size(done)}"
             eta = _clock(self.plan.total_s - elapsed) if self.plan.total_s else "?"
             amount = amount if elapsed <= self.plan.total_s else f"{_size(done)}, overrunning"
+        still = now - self.moved_at
+        if still >= STALLED_S:  # no rate, no time left: nothing says when it moves again
+            return (
+                f"{self.label}: {min(pct, 100.0):5.1f} %  {amount}  stalled: no I/O completed"
+                f" for {_clock(still)}  elapsed {_clock(elapsed)}  left: no estimate"
+            )
         return (
             f"{self.label}: {min(pct, 100.0):5.1f} %  {amount}  {self._speed(self.rate, self.iops)}"
             f"  elapsed {_clock(elapsed)}  left {eta}"
@@ -134,11 +150,18 @@ class Progress:
     def _speed(self, rate: float, iops: float) -> str:
         return f"{iops:,.0f} IOPS" if self.plan.iops else f"{rate / MiB:,.0f} MiB/s"
 
-    def close(self) -> None:
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(finished=kind is None)
+
+    def close(self, *, finished: bool = True) -> None:
         took = time.monotonic() - self.start
         size = _size(self.done, self.plan.total_bytes)
         speed = f" ({size}, {self._speed(self.done / took, self.ios / took)})" if took > 0 else ""
-        self.write(f"{self.label}: done in {_clock(took)}{speed}", True)
+        ended = f"done in {_clock(took)}" if finished else f"stopped after {_clock(took)}, not done"
+        self.write(f"{self.label}: {ended}{speed}", True)
 
 
 class Ticker:
@@ -173,11 +196,13 @@ class Ticker:
         planned = f" ({self.planned})" if self.planned else ""
         return f"{self.label}: running{planned}  elapsed {_clock(now - self.start)}"
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        if self.shown:
-            self.write(f"{self.label}: done in {_clock(time.monotonic() - self.start)}", True)
+        if self.shown:  # a run that raised (stalled, failed, interrupted) is not done
+            took = _clock(time.monotonic() - self.start)
+            ended = f"done in {took}" if kind is None else f"stopped after {took}, not done"
+            self.write(f"{self.label}: {ended}", True)
 
 
 class KernelFeed:

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.documents import loads_json
+from pytest_ssd.documents import loads_json, read_bounded
 from pytest_ssd.state.estimate import Estimate
 from pytest_ssd.state.steps import Step
 
@@ -28,6 +28,10 @@ def _rate_key(step: Step) -> str:
     return "seq"
 
 
+#: the largest speeds file read (a device's entry is about 100 bytes)
+MAX_BYTES = 64 << 20
+
+
 @dataclass
 class SpeedBook:
     """Measured rates per device key (MiB/s per kind, purge seconds)."""
@@ -39,7 +43,7 @@ class SpeedBook:
     def load(cls, path: Path) -> SpeedBook:
         data: dict[str, dict[str, float]] = {}
         with contextlib.suppress(OSError, ValueError):
-            loaded = loads_json(path.read_text())
+            loaded = loads_json(read_bounded(path, MAX_BYTES))
             if isinstance(loaded, dict):
                 data = {str(k): dict(v) for k, v in loaded.items() if isinstance(v, dict)}
         return cls(path, data)

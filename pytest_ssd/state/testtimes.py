@@ -15,10 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.documents import loads_json
+from pytest_ssd.documents import loads_json, read_bounded
 from pytest_ssd.state.estimate import Estimate
 
 TIMES_FILE = ".ssd-test-times.json"
+#: the largest times file read (a test's entry is about 100 bytes)
+MAX_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class TestTimes:
         path = folder / TIMES_FILE
         data: dict[str, dict[str, float]] = {}
         with contextlib.suppress(OSError, ValueError):
-            loaded = loads_json(path.read_text())
+            loaded = loads_json(read_bounded(path, MAX_BYTES))
             if isinstance(loaded, dict):
                 data = {
                     str(k): {str(t): float(s) for t, s in v.items() if isinstance(s, int | float)}

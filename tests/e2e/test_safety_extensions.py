@@ -19,6 +19,7 @@ from tests.cli import run_cli
 from tests.e2e.conftest import digest
 
 USAGE_ERROR = 4
+INTERRUPTED = 2
 
 
 def _clean(run: Any) -> str:
@@ -94,6 +95,10 @@ class Probe:
 def {hook}({args}):
     if {mode!r} == "raises":
         raise ValueError("the vendor's code is broken")
+    if {mode!r} == "exits":
+        raise SystemExit(3)
+    if {mode!r} == "interrupts":
+        raise KeyboardInterrupt
     return "not what pytest-ssd asked for"
 """
 
@@ -117,7 +122,7 @@ def _suite(tmp_path: Path, conftest: str, test: str = ONE_TEST) -> Path:
     return suite
 
 
-@pytest.mark.parametrize("mode", ["raises", "returns-a-str"])
+@pytest.mark.parametrize("mode", ["raises", "exits", "returns-a-str"])
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_a_hook_at_fault_refuses_the_run_in_one_line_leaving_nothing(
     run_ssd: Any, tmp_path: Path, random_loop: Path, hook: str, mode: str
@@ -131,8 +136,39 @@ def test_a_hook_at_fault_refuses_the_run_in_one_line_leaving_nothing(
     assert f"{hook} of {suite / 'conftest.py'} " in line, line
     if mode == "raises":
         assert line.endswith("raised ValueError: the vendor's code is broken"), line
+    elif mode == "exits":  # a hook error as any other: not pytest's INTERNALERROR (exit 3)
+        assert line.endswith("raised SystemExit: 3"), line
     else:
         assert f"returned a str where a {expected}" in line or f"list of {expected}" in line, line
+    assert digest(random_loop) == before
+
+
+@pytest.mark.parametrize(
+    ("hook", "workers"),
+    [*((hook, ()) for hook in sorted(HOOKS)), ("pytest_ssd_drive_class", ("-n", "2"))],
+    ids=[*sorted(HOOKS), "pytest_ssd_drive_class-n2"],
+)
+def test_a_hook_raising_keyboard_interrupt_interrupts_the_run_in_one_line_leaving_nothing(
+    run_ssd: Any, tmp_path: Path, random_loop: Path, hook: str, workers: tuple[str, ...]
+) -> None:
+    """Still an interrupt (exit 2, as Ctrl-C), said in one line naming the hook: pytest says
+    nothing of an interrupt before its session starts."""
+    suite = _suite(tmp_path, HOOKED.format(hook=hook, args=HOOKS[hook][0], mode="interrupts"))
+    reports = tmp_path / "reports"
+    _earlier_run(reports)
+    before = digest(random_loop)
+    run = run_ssd(
+        f"--dut={random_loop}", f"--ssd-confirm={random_loop}", *workers, suite=suite, rootdir=None
+    )
+    out = _clean(run)
+    assert run.result.ret == INTERRUPTED, out
+    said = f"interrupted in {hook} of {suite / 'conftest.py'} (KeyboardInterrupt)"
+    if workers:  # in the session (the devices open while the workers start): pytest says it
+        assert f"! pytest_ssd.errors.ExtensionInterrupt: {said} !" in run.result.outlines, out
+    else:
+        assert run.result.errlines == [f"pytest-ssd: {said}"], out
+    assert sorted(p.name for p in reports.iterdir()) == ["20250101-000000-1", "latest"]
+    assert (reports / "latest").readlink() == Path("20250101-000000-1")
     assert digest(random_loop) == before
 
 

@@ -22,8 +22,8 @@ import pytest
 
 from pytest_ssd.device.remote import FAILED, RESCAN
 from pytest_ssd.device.remote_lock import ACQUIRE_TIMEOUT_S
-from tests.e2e.conftest import digest
-from tests.e2e.test_safety_session import _one_error
+from tests.e2e.conftest import digest, kill_everything_of, smoke_argv
+from tests.e2e.test_safety_session import _one_error, _wait_for
 from tests.sshd import Sshd, local_sshd
 
 #: their runs start fio servers on the host: they take turns with the tests that count them
@@ -242,3 +242,35 @@ def test_a_user_who_may_not_read_every_process_is_refused() -> None:
         )
         assert done.returncode == code, done.stderr
     assert done.stderr.splitlines()[-1].endswith("/fd': Permission denied"), done.stderr
+
+
+def test_the_control_folder_of_a_killed_session_is_removed_by_the_next(
+    run_ssd: Any,
+    server: Sshd,
+    loop_device: Any,
+    tmp_path: Path,
+    *,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session's control folder (its ssh sockets, in /tmp) is named for its pid: one killed
+    with ``kill -9`` leaves it, and the next session with a test host removes it."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # the folders go to /tmp
+    dev = loop_device(256)
+    url, config = server.url(str(dev)), f"--ssd-ssh-config={server.config}"
+    reports = tmp_path / "killed"
+    argv = smoke_argv(
+        reports, "--ssd-profile=quick", f"--dut={url}", f"--ssd-confirm={dev}", config
+    )
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mine = f"ssd-{proc.pid}-*"
+    try:
+        _wait_for(lambda: bool(list(Path("/tmp").glob(mine))), "control folder", 120)
+    finally:
+        proc.kill()  # kill -9
+        proc.wait(timeout=30)
+        kill_everything_of(reports)
+    left = list(Path("/tmp").glob(mine))
+    assert [folder.is_dir() for folder in left] == [True], "kill -9 leaves it"
+    run = run_ssd(f"--dut={url}", f"--ssd-confirm={dev}", config, "-k", "rnd-read")
+    run.result.assert_outcomes(passed=1, deselected=3)
+    assert not left[0].exists(), "the next session removed it"

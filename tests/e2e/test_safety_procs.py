@@ -148,6 +148,13 @@ def test_after(ssd):
 """
 
 
+#: a write planned short (its line by elapsed time, shown after 10 s) that stalls longer
+SHORT_WRITE = LONG_WRITE.replace(
+    'FioJob("long-write", "rnd", 4096, read_pct=0, size=32 << 20, io_bytes=64 << 30)',
+    'FioJob("long-write", "rnd", 4096, read_pct=0, size=32 << 20, runtime_s=3)',
+)
+
+
 @pytest.fixture
 def stopped_jobs() -> Iterator[list[int]]:
     """The fio job processes a test stopped: continued at the end whatever happened."""
@@ -156,18 +163,27 @@ def stopped_jobs() -> Iterator[list[int]]:
     _cont(stopped)
 
 
-def test_a_stalled_fio_fails_its_test_in_one_line_and_the_session_goes_on(
-    loop_device: LoopFactory, tmp_path: Path, stall_env: None, stopped_jobs: list[int]
+@pytest.mark.parametrize(
+    ("tests", "stall_s"), [(LONG_WRITE, STALL_S), (SHORT_WRITE, 12)], ids=["long", "short"]
+)
+def test_a_stalled_fio_fails_its_test_in_one_line_and_the_session_goes_on(  # noqa: PLR0917
+    loop_device: LoopFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stopped_jobs: list[int],
+    tests: str,
+    stall_s: int,
 ) -> None:
+    monkeypatch.setenv(STALL_ENV, str(stall_s))
     dev = loop_device(64)
     reports = tmp_path / "reports"
-    proc = _popen(_argv(_suite(tmp_path, LONG_WRITE), reports, dev), tmp_path)
+    proc = _popen(_argv(_suite(tmp_path, tests), reports, dev), tmp_path)
     try:
         _wait_for(lambda: bool(_fio_jobs(str(reports))) or proc.poll() is not None, "fio's jobs")
         stopped_jobs += _fio_jobs(str(reports))
         _stop(stopped_jobs)
         stalled = time.monotonic()
-        out = proc.communicate(timeout=STALL_S + 120)[0]
+        out = proc.communicate(timeout=stall_s + 120)[0]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -175,10 +191,14 @@ def test_a_stalled_fio_fails_its_test_in_one_line_and_the_session_goes_on(
     took = time.monotonic() - stalled
     _clean(out)
     assert re.search(r"1 failed, 1 passed", out), out
-    said = f"fio made no progress on {dev} for {STALL_S} s (no I/O completed"
+    said = f"fio made no progress on {dev} for {stall_s} s (no I/O completed"
     lines = _said(out, said)
     assert len(lines) == 1 and lines[0].endswith("; stopped"), out
-    assert took < STALL_S + 60, f"the stall was stopped after {took:.0f} s"
+    assert took < stall_s + 60, f"the stall was stopped after {took:.0f} s"
+    # its progress line ends saying it did not finish: never "done in"
+    closing = [line for line in out.splitlines() if re.match(r"\S+ long-write: \w", line)]
+    assert len(closing) >= 1 and "long-write: done" not in out, out
+    assert re.fullmatch(r"\S+ long-write: stopped after 0:00:\d\d, not done.*", closing[-1]), out
     assert not _fio(str(reports)), "fio is gone"
     assert all(not Path(f"/proc/{pid}").exists() for pid in stopped_jobs)
 

@@ -264,3 +264,46 @@ def test_export_or_report_onto_the_database_is_refused(run_ssd: Any, tmp_path: P
             assert sha256(db) == before
     listed = run_cli("--db", str(db), "list")
     assert listed.returncode == 0 and "1 passed" in listed.stdout
+
+
+KEEPS_SERIES = """
+import numpy as np
+
+
+def test_a_big_series(ssd):
+    ssd.series("big", values=np.random.default_rng(0).random(1 << 20))  # 8 MiB, incompressible
+
+
+def test_after_it(ssd):
+    pass
+"""
+
+
+def test_a_series_meeting_a_full_report_folder_is_one_line_and_no_file(
+    run_ssd: Any, small_fs: Path, loop_device: Any, tmp_path: Path
+) -> None:
+    """A test's series (an .npz in its artifacts) on a full filesystem: its test fails in one
+    line, the run stops as for any full report folder, and no empty or partial .npz is left."""
+    dev: Path = loop_device(64)
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text('pytest_ssd_suite = "keeps"\n')
+    (suite / "test_keeps.py").write_text(KEEPS_SERIES)
+    reports = small_fs / "reports"
+    run = run_ssd(
+        f"--dut={dev}",
+        f"--ssd-confirm={dev}",
+        f"--ssd-report-dir={reports}",
+        f"--ssd-db={tmp_path / 'results.sqlite'}",
+        suite=suite,
+        rootdir=None,
+    )
+    npz = next((reports / "latest" / "artifacts").glob("*test_a_big_series*")) / "big.npz"
+    said = (
+        f"cannot write {npz.resolve()}: No space left on device: free space on its filesystem"
+        " or give --ssd-report-dir another folder"
+    )
+    assert _stopped(run) == f"Interrupted: pytest-ssd stopped the run: {said}"
+    assert f"StorageError: {said}" in run.result.outlines, run.result.outlines
+    run.result.assert_outcomes(failed=1)
+    assert not list(small_fs.rglob("*.npz")) and not list(small_fs.rglob("*.tmp")), "no file"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from pytest_ssd.documents import (
     MAX_DEPTH,
+    NotAFile,
     TooLarge,
     loads_json,
     loads_toml,
@@ -46,8 +48,16 @@ def test_reading_stops_at_the_limit(tmp_path: Path) -> None:
     with pytest.raises(TooLarge, match="larger than 100 bytes"):
         read_text_bounded(path, 100)
     assert read_text_bounded(path, 101) == "x" * 101
-    with pytest.raises(TooLarge):  # a file without an end: read no further than asked
-        read_text_bounded(Path("/dev/zero"), 1 << 20)
+    # what is not a regular file is never read: a device without an end, a FIFO (whose open
+    # would wait for a writer), a folder
+    os.mkfifo(tmp_path / "fifo")
+    for other, kind in (
+        (Path("/dev/zero"), "a character device"),
+        (tmp_path / "fifo", "a FIFO"),
+        (tmp_path, "a folder"),
+    ):
+        with pytest.raises(NotAFile, match=f"^\\[Errno 22\\] {kind}.*, not a regular file"):
+            read_text_bounded(other, 1 << 20)
 
 
 def test_fio_output_nested_5000_deep_is_a_parse_error() -> None:

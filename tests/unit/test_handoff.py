@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_ssd.errors import ConfigError, SafetyError
+from pytest_ssd.proc.folders import sweep_stale
 from pytest_ssd.proc.pauses import pauses
-from pytest_ssd.session.handoff import PREFIX, Opening, sweep_stale, wait_for
+from pytest_ssd.session.handoff import PREFIX, Opening, wait_for
 
 
 def _waiter(path: str, out: Any) -> None:
@@ -126,8 +127,17 @@ def test_the_handoff_of_a_killed_controller_is_removed_and_a_live_ones_kept(tmp_
     for folder in (gone, alive, other):
         folder.mkdir()
         (folder / "devices.json").write_text("null")
-    assert sweep_stale(tmp_path) == [gone]
+    # a link of that name is never followed, and another user's folder is left alone
+    link = tmp_path / f"{PREFIX}{dead.pid}-link"
+    link.symlink_to(other)
+    theirs = tmp_path / f"{PREFIX}{dead.pid}-theirs"
+    if os.geteuid() == 0:  # only root can give a folder to nobody
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+    assert sweep_stale(tmp_path, PREFIX) == [gone]
     assert not gone.exists() and alive.is_dir() and other.is_dir()
+    assert link.is_symlink() and (other / "devices.json").exists()
+    assert theirs.is_dir() or os.geteuid() != 0
 
 
 def test_a_handoff_folder_is_named_for_its_controller() -> None:

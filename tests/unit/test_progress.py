@@ -205,3 +205,21 @@ def test_a_file_on_a_host_gets_no_feed() -> None:
     follow = Progress("x", Plan(1 << 30), lambda text, final: None)
     with host_feeding(follow, CountingHost(), None) as file:  # type: ignore[arg-type]
         assert file is None, "a file on a host has no counters: the line at the end only"
+
+
+def test_a_stalled_run_says_so_gives_no_estimate_and_never_says_done() -> None:
+    lines: list[tuple[str, bool]] = []
+    follow = Progress(
+        "d0 fill", Plan(total_bytes=GiB), lambda text, final: lines.append((text, final))
+    )
+    with pytest.raises(RuntimeError), follow:
+        follow(status(100 * MiB, 100))
+        assert "left: no estimate" not in lines[-1][0]
+        follow.moved_at -= progress.STALLED_S + 32  # nothing has moved since, for 42 s
+        follow(status(100 * MiB, 100))
+        text = lines[-1][0]
+        assert re.search(r"  stalled: no I/O completed for 0:00:4\d  elapsed ", text), text
+        assert text.endswith("left: no estimate"), text
+        raise RuntimeError("fio made no progress")
+    text, final = lines[-1]
+    assert final and re.fullmatch(r"d0 fill: stopped after 0:00:00, not done \(100 MiB, .*\)", text)
