@@ -30,7 +30,7 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
-from pytest_ssd.plugin import baseline, health, resume, suites
+from pytest_ssd.plugin import baseline, health, resume, shape, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.interrupts import Interrupts
@@ -456,7 +456,9 @@ def _configure_controller(config: pytest.Config) -> None:
     config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
     layout = controller.check_layout(config)
     try:
-        session = SsdSession.for_controller(from_config(config), extensions(config))
+        # a run recorded before runs kept their shape: its command line, read as this one
+        argv_shape = functools.partial(shape.argv_shape, config)
+        session = SsdSession.for_controller(from_config(config), extensions(config), argv_shape)
     except SsdError as exc:  # --ssd-resume of a run that cannot be resumed: nothing made yet
         raise pytest.UsageError(str(exc)) from None
     session.progress = terminal_writer(config)

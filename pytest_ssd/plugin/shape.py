@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_ssd.device.dut import DutSpec
+from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec
 from pytest_ssd.state.profile import IDLE_NAMES, profile_for
 
 #: pytest's selection: what decides which tests are the run's
@@ -56,9 +57,28 @@ _FIELDS = {field: name for name, field in IDLE_NAMES.items()}
 
 def run_shape(config: pytest.Config, duts: Iterable[DutSpec]) -> tuple[tuple[str, str], ...]:
     """(option, normalized value) of everything that makes the run what it is."""
-    here = config.invocation_params.dir
-    option = config.option
-    tests = sorted(_node(here, arg) for arg in config.args)
+    return _shape(config.option, config.args, config.invocation_params.dir, duts)
+
+
+def argv_shape(config: pytest.Config, argv: list[str]) -> dict[str, str] | None:
+    """The shape of a run recorded before runs kept theirs: its command line (``argv``, as
+    :mod:`pytest_ssd.results.runinfo` records it) read by this session's options, its
+    relative paths from this session's folder (None: not a command line they read)."""
+    # runinfo's argv: ["python", "-m", "pytest", *args] or [program, *args]
+    args = argv[3:] if argv[:3] == ["python", "-m", "pytest"] else argv[1:]
+    try:
+        option = config._parser.parse_known_args(args)
+    except pytest.UsageError:  # a value this pytest-ssd refuses: not comparable
+        return None
+    duts = option.ssd_dut or (DutSpec(raw="scratch", scratch_size=DEFAULT_SCRATCH_SIZE),)
+    tests = option.file_or_dir or config.args  # none given: this session's testpaths
+    return dict(_shape(option, tests, config.invocation_params.dir, duts))
+
+
+def _shape(
+    option: Any, args: Iterable[str], here: Path, duts: Iterable[DutSpec]
+) -> tuple[tuple[str, str], ...]:
+    tests = sorted(_node(here, arg) for arg in args)
     shape = [("tests", " ".join(tests))]
     shape += [(name, _text(getattr(option, dest, None))) for name, dest in SELECTION[:2]]
     shape += [(name, _listed(getattr(option, dest, None))) for name, dest in SELECTION[2:]]

@@ -16,7 +16,7 @@ import argparse
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,8 @@ LAST = "last"
 PROPERTIES = "test-properties.jsonl"
 #: the run environment's record of its tests and measuring options (plugin/shape.py)
 SHAPE_KEY = "shape"
+#: the shape of a run recorded before runs kept theirs, from its command line (plugin/shape.py)
+ArgvShape = Callable[[list[str]], "dict[str, str] | None"]
 #: what tells one drive from another, and without a serial what tells a loop device or file
 SAME_DRIVE = ("model", "serial", "size_bytes")
 WITHOUT_SERIAL = ("kind", "path", "backing_file", "backing_inode")
@@ -78,9 +80,16 @@ class Resumed:
     drives: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, db_url: DbUrl, ref: str, shape: tuple[tuple[str, str], ...] = ()) -> Resumed:
+    def load(
+        cls,
+        db_url: DbUrl,
+        ref: str,
+        shape: tuple[tuple[str, str], ...] = (),
+        argv_shape: ArgvShape | None = None,
+    ) -> Resumed:
         """The run *ref* names; ConfigError when it cannot be resumed (finished, gone, not
-        synced, or this session's tests and options, *shape*, are not the run's)."""
+        synced, or this session's tests and options, *shape*, are not the run's: a run that
+        recorded no shape, by its command line read with *argv_shape*)."""
         from pytest_ssd.db import ResultsDb  # noqa: PLC0415  # the controller reads the run
         from pytest_ssd.db.resume import finished_tests  # noqa: PLC0415
         from pytest_ssd.db.sync import count_rows  # noqa: PLC0415
@@ -92,7 +101,7 @@ class Resumed:
         _resumable(run, ref)
         if rows is not None:  # a lab's server: its spool in the run folder may know more
             _synced(run, ref, rows, db_url)
-        _same_run(run, ref, shape)
+        _same_run(run, ref, shape, argv_shape)
         said = recorded_properties(Path(run.run_dir))
         finished = [replace(t, properties=said.get(t.nodeid, ())) for t in recorded]
         drives = {drive.dut_id: drive.description for drive in run.drives}
@@ -236,7 +245,7 @@ def _synced(run: RunInfo, ref: str, rows: int, db_url: DbUrl) -> None:
         found = spooled(spool, run.id)
     except (SsdError, sqlite3.Error) as exc:
         raise ConfigError(f"{OPTION}={ref}: run {run.id}'s spool {spool}: {exc}") from None
-    if found is None or found.rows == rows:
+    if found is None:
         return
     sync = f"'pytest-ssd sync {run.run_dir} --db={db_url}'"
     if found.complete and (Path(run.run_dir) / REPORT).exists():
@@ -245,17 +254,23 @@ def _synced(run: RunInfo, ref: str, rows: int, db_url: DbUrl) -> None:
             f" not had all of it yet: upload it with {sync}): only a run cut short can be"
             " resumed; start a new run"
         )
-    raise ConfigError(
-        f"{OPTION}={ref}: run {run.id}'s spool {spool} holds {found.rows - rows} row(s)"
-        f" {db_url} lacks: upload them first with {sync}, then resume"
-    )
+    if found.rows != rows:
+        raise ConfigError(
+            f"{OPTION}={ref}: run {run.id}'s spool {spool} holds {found.rows} row(s) of it,"
+            f" {db_url} {rows}: upload them first with {sync}, then resume"
+        )
 
 
-def _same_run(run: RunInfo, ref: str, shape: tuple[tuple[str, str], ...]) -> None:
+def _same_run(
+    run: RunInfo, ref: str, shape: tuple[tuple[str, str], ...], argv_shape: ArgvShape | None
+) -> None:
     """This session's tests and measuring options (*shape*) are the run's, or one line."""
     recorded = run.environment.get(SHAPE_KEY)
+    argv = run.environment.get("argv")
+    if recorded is None and argv_shape is not None and isinstance(argv, list):
+        recorded = argv_shape([str(arg) for arg in argv])  # before runs kept their shape
     if not isinstance(recorded, dict) or not shape:
-        return  # a run recorded before pytest-ssd kept its shape
+        return
     differ = [
         f"{name} {_shown(value)} here, {_shown(str(recorded[name]))} in run {run.id}"
         for name, value in shape

@@ -8,10 +8,13 @@ database and the report folder as they were.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
 import signal
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +75,13 @@ def test_a_resume_with_other_tests_or_options_is_refused_and_the_same_one_resume
     line = _refusal(_argv(dev, reports, "--ssd-resume=last", suite=esd))
     assert f"tests {REPO}/suites/esd here, {REPO}/suites/csd in run {run_id}" in line, line
     assert _as_it_was(dev, reports) == before
+    # a run recorded before runs kept their shape: read from its command line (argv)
+    with contextlib.closing(sqlite3.connect(reports / "results.sqlite")) as conn, conn:
+        environment = json.loads(conn.execute("SELECT environment FROM runs").fetchone()[0])
+        assert environment.pop("shape")["--ssd-profile"] == "quick"
+        conn.execute("UPDATE runs SET environment = ?", (json.dumps(environment),))
+    line = _refusal(_argv(dev, reports, "--ssd-resume=last", "--ssd-profile=full"))
+    assert f"--ssd-profile full here, quick in run {run_id}" in line, line
     # the same run, its options spelled otherwise: the same values, so it resumes
     csd = (CSD[0] + "/", CSD[1], "fob-default-seq1m  or seq-cssd1-qd1 or seq-cssd1-qd2")
     resumed = _run(dev, reports, "--ssd-resume=last", "--ssd-repeat=01", suite=csd)
