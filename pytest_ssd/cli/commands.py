@@ -20,6 +20,7 @@ from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.export import results_json
 from pytest_ssd.db.lab import SPOOL_FILE
+from pytest_ssd.db.runid import RUN_ID
 from pytest_ssd.db.sync import sync_run
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
@@ -90,20 +91,43 @@ def _beside(db: DbUrl) -> Path:
 
 
 def sync(args: argparse.Namespace) -> None:
-    """Upload a run's spool (its folder's spool.sqlite) into the database; again adds nothing."""
+    """Upload a run's spool (its folder's spool.sqlite) into the database; again adds nothing.
+
+    RUN is the run's folder, or its id: in the report folder here, else where the database's
+    record of the run says its folder is (a run made with ``--ssd-report-dir`` elsewhere).
+    """
     given = Path(args.run)
     if not (given / SPOOL_FILE).exists() and not given.is_absolute():
         inifile, configured = find_config(Path.cwd())
         given = report_dir(inifile, configured, Path.cwd()) / args.run
+    recorded = None
+    if not (given / SPOOL_FILE).is_file() and RUN_ID.match(args.run):
+        recorded = _recorded_folder(args.db, args.run)
+        given = recorded or given
     spool = given / SPOOL_FILE
     if not spool.is_file():
+        where = (
+            f"{args.db} records its folder as {recorded}"
+            if recorded is not None
+            else f"{args.db} has no record of its folder"
+        )
         raise DatabaseError(
-            f"{spool}: no spool here: give the run's folder (it holds {SPOOL_FILE} when the run"
-            " recorded into a lab's database server)"
+            f"{spool}: no spool here ({where}): give the run's folder, which holds"
+            f" {SPOOL_FILE} when the run recorded into a lab's database server (the 'files:'"
+            " line at the end of the run; <its --ssd-report-dir>/<run id>)"
         )
     run_id, added = sync_run(spool, args.db)
     done = f"{added} rows added" if added else "nothing to add: it was there already"
     print(f"run {run_id} into {args.db}: {done}")
+
+
+def _recorded_folder(db: DbUrl, run_id: str) -> Path | None:
+    """Where the database says run *run_id*'s folder is (None: no record, or no answer)."""
+    try:
+        with ResultsDb(db) as found:
+            return Path(found.run(run_id).run_dir)
+    except SsdError:
+        return None
 
 
 def refuse_missing_folder(output: Path) -> None:

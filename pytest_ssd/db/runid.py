@@ -8,7 +8,8 @@ import time
 import uuid
 
 #: a run id of :func:`new_run_id` (or of a pytest-ssd before it: time and process id)
-RUN_ID = re.compile(r"^\d{8}-\d{6}-(\d+|[0-9a-f]{12})$")
+#: (``\A``/``\Z``: ``$`` would also match before a trailing newline, and such an id passed)
+RUN_ID = re.compile(r"\A\d{8}-\d{6}-(\d+|[0-9a-f]{12})\Z")
 
 
 def new_run_id() -> str:

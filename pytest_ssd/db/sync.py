@@ -9,6 +9,7 @@ run's end and its tests' outcomes are taken from the spool, which saw them last.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,22 @@ def _keyed(target: Conn, table: str, row: dict[str, Any]) -> int:
     insert(target, table, row, "ON CONFLICT (key) DO NOTHING")
     found = target.execute(f"SELECT id FROM {table} WHERE key = ?", (row["key"],)).fetchone()
     return int(found[0])
+
+
+@dataclass(frozen=True)
+class Spooled:
+    """What a run's spool holds of it (a lab server's run is recorded in its folder too)."""
+
+    complete: bool
+    #: its rows (:func:`count_rows`): the server has them all once the run is synced
+    rows: int
+
+
+def spooled(spool: Path, run_id: str) -> Spooled | None:
+    """Run *run_id* as its spool holds it (read only); None when the spool lacks it."""
+    conn = open_reader(spool)
+    try:
+        row = conn.execute("SELECT complete FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else Spooled(bool(row[0]), count_rows(conn, run_id))
+    finally:
+        conn.close()

@@ -10,9 +10,11 @@ fake tree.  A partition takes model, serial and queue limits from its disk.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import re
 import stat
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +67,9 @@ class DeviceIdentity:
     firmware: str | None
     transport: str
     backing_file: str | None = None
+    #: the file's device and inode numbers (a regular file's, a loop device's backing file's,
+    #: as the kernel holds them): a file replaced at the same path is another drive
+    backing_inode: str | None = None
     direct_io: bool | None = None
     scheduler: str | None = None
     nvme: NvmeInfo | None = None
@@ -176,6 +181,7 @@ def identify_file(path: Path, st: os.stat_result | None = None) -> DeviceIdentit
         serial=None,
         firmware=None,
         transport="file",
+        backing_inode=f"{st.st_dev}:{st.st_ino}",
     )
 
 
@@ -211,10 +217,37 @@ def identify_block(
         firmware=controller.firmware if controller else _firmware(disk),
         transport=transport,
         backing_file=_attr(disk / "loop" / "backing_file"),
+        backing_inode=_loop_inode(path) if transport == "loop" and sysfs_root == SYSFS else None,
         direct_io=_flag(disk / "loop" / "dio"),
         scheduler=selected_scheduler(_attr(queue / "scheduler")),
         nvme=info,
     )
+
+
+#: LOOP_GET_STATUS64 (linux/loop.h): its struct loop_info64 (232 bytes) begins with the
+#: backing file's device and inode numbers (two __u64)
+_LOOP_GET_STATUS64 = 0x4C05
+_LOOP_INFO64_SIZE = 232
+
+
+def _loop_inode(path: Path) -> str | None:
+    """The device and inode numbers of loop device *path*'s backing file (None: unknown).
+
+    Read from the loop itself, not from the backing file's path: a file deleted and
+    replaced at that path is not the one the loop device reads.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = fcntl.ioctl(fd, _LOOP_GET_STATUS64, bytes(_LOOP_INFO64_SIZE))
+    except OSError:  # not a loop device after all, or no file attached
+        return None
+    finally:
+        os.close(fd)
+    device, inode = struct.unpack_from("=QQ", info)
+    return f"{device}:{inode}"
 
 
 def _block_node(sysfs_root: Path, name: str) -> Path:

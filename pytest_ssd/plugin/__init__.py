@@ -12,7 +12,6 @@ import signal
 import sys
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -31,9 +30,10 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
-from pytest_ssd.plugin import baseline, health, resume, suites
+from pytest_ssd.plugin import baseline, health, resume, shape, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state
+from pytest_ssd.plugin.interrupts import Interrupts
 from pytest_ssd.plugin.options import from_config
 from pytest_ssd.plugin.overview import plan_lines, time_call
 from pytest_ssd.plugin.params import (
@@ -77,6 +77,7 @@ PASSED_KEY = pytest.StashKey[bool]()
 #: the fio batches of point tests (one per device at a time)
 BATCHES_KEY = pytest.StashKey[Batches]()
 RELAY_KEY = pytest.StashKey[Relay]()
+INTERRUPTS_KEY = pytest.StashKey[Interrupts]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -413,10 +414,6 @@ def _pin_devices_to_workers(config: pytest.Config) -> None:
         )
 
 
-def _sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "ssd_writes: the test writes to the device under test")
@@ -465,7 +462,9 @@ def _configure_controller(config: pytest.Config) -> None:
     config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
     layout = controller.check_layout(config)
     try:
-        session = SsdSession.for_controller(from_config(config), extensions(config))
+        # a run recorded before runs kept their shape: its command line, read as this one
+        argv_shape = functools.partial(shape.argv_shape, config)
+        session = SsdSession.for_controller(from_config(config), extensions(config), argv_shape)
     except SsdError as exc:  # --ssd-resume of a run that cannot be resumed: nothing made yet
         raise pytest.UsageError(str(exc)) from None
     session.progress = terminal_writer(config)
@@ -474,9 +473,9 @@ def _configure_controller(config: pytest.Config) -> None:
         return
     _pin_devices_to_workers(config)
     judged_against = baseline.prepare(config, session)  # a refusal before anything is made
-    for signum in (signal.SIGTERM, signal.SIGHUP):  # a kill, a closed terminal or ssh
-        if signal.getsignal(signum) is signal.SIG_DFL:
-            signal.signal(signum, _sigterm_as_interrupt)
+    interrupts = Interrupts()  # a kill, a closed terminal or ssh, Ctrl-C: once, then a line
+    interrupts.install()
+    config.stash[INTERRUPTS_KEY] = interrupts
     args = list(config.invocation_params.args)
     distributed = bool(getattr(config.option, "numprocesses", None))
     try:
@@ -519,6 +518,7 @@ def _record(config: pytest.Config, session: SsdSession, judged_against: Any) -> 
         f"files:   {session.run_dir}",
     ]
     recorder = controller.RunRecorder(session, lines)
+    recorder.signalled = lambda: config.stash[INTERRUPTS_KEY].heard is not None
     batches = config.stash[BATCHES_KEY]
     # results.json is exported while a batched point's fio exits, not between point tests
     recorder.defer_export = lambda: bool(batches.active)
@@ -565,6 +565,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         session.close_hosts()  # a worker's own connections and fio servers
     elif session is not None:
         session.close()
+    interrupts = config.stash.get(INTERRUPTS_KEY, None)
+    if interrupts is not None:
+        interrupts.uninstall()
 
 
 @pytest.hookimpl(optionalhook=True)

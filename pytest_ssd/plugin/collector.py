@@ -68,6 +68,11 @@ class RunRecorder:
         self._due = False
         #: faults as the run finished, when there was nothing left to stop: shown in the summary
         self.late: list[str] = []
+        #: pytest was interrupted (Ctrl-C, SIGTERM ...): the run is cut short, whatever
+        #: exit status pytest ends with (a second Ctrl-C inside its report of the first made it 0)
+        self.interrupted = False
+        #: the controller heard a signal that stops the run (:mod:`.interrupts`)
+        self.signalled: Callable[[], bool] = lambda: False
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._pytest_session = session
@@ -195,9 +200,17 @@ class RunRecorder:
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc.strerror}: check that folder") from None
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_keyboard_interrupt(self) -> None:
+        self.interrupted = True
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Mark the run finished in each file that still works; never raise from here."""
-        complete = exitstatus not in _INCOMPLETE and self.fault is None
+        """Mark the run finished in each file that still works; never raise from here.
+
+        Complete only when no interrupt, stop or storage fault cut it short.
+        """
+        cut = self.interrupted or self.signalled() or self.fault is not None
+        complete = exitstatus not in _INCOMPLETE and not cut
         outcomes = dict(self.outcomes)
         failed: list[str] = []
         if "db" in self._broken:

@@ -12,6 +12,7 @@ from pytest_ssd.documents import not_a_file
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.health.profile import HealthProfile, load_profile
+from pytest_ssd.plugin.shape import run_shape
 from pytest_ssd.results.location import DB_FILE, DB_OPTION, INI_OPTION
 from pytest_ssd.results.location import report_dir as report_dir_of
 from pytest_ssd.session.options import Options
@@ -113,4 +114,5 @@ def from_config(config: pytest.Config) -> Options:
         tune=bool(config.getoption("ssd_tune", False)),
         ssh_config=_ssh_config(config.getoption("ssd_ssh_config", None)),
         resume=config.getoption("ssd_resume", None),
+        shape=run_shape(config, duts),
     )

@@ -37,7 +37,7 @@ from pytest_ssd.results import runinfo
 from pytest_ssd.session.devices import PURGE_NAMES, Devices, speed_key
 from pytest_ssd.session.environment import HostEnvironment
 from pytest_ssd.session.options import Options
-from pytest_ssd.session.resume import UNKNOWN_STATE, Resumed
+from pytest_ssd.session.resume import SHAPE_KEY, UNKNOWN_STATE, ArgvShape, Resumed
 from pytest_ssd.session.store import RunStore
 from pytest_ssd.site import DeviceSite, Dut
 from pytest_ssd.state.keeper import StateKeeper
@@ -118,10 +118,13 @@ class SsdSession:
         self.environment = HostEnvironment(options.tune)
 
     @classmethod
-    def for_controller(cls, options: Options, extensions: Extensions) -> SsdSession:
-        """A new run, or the run --ssd-resume names (ConfigError when it cannot be resumed)."""
+    def for_controller(
+        cls, options: Options, extensions: Extensions, argv_shape: ArgvShape | None = None
+    ) -> SsdSession:
+        """A new run, or the run --ssd-resume names (ConfigError when it cannot be resumed;
+        *argv_shape* reads the options of a run that recorded only its command line)."""
         if options.resume is not None:
-            resumed = Resumed.load(options.db, options.resume)
+            resumed = Resumed.load(options.db, options.resume, options.shape, argv_shape)
             return cls(options, resumed.run_id, resumed.run_dir, False, extensions, resumed=resumed)
         run_id = new_run_id()
         return cls(options, run_id, options.report_dir / run_id, False, extensions)
@@ -261,7 +264,9 @@ class SsdSession:
                 "health_rules": watch.profile.as_dict() if watch.reader else None,
             }
             described[dut_id] = (description, dut.label)
-        self.run_store.start(runinfo.collect(args, host), described)
+        # what a resumed run must match (a resumed run keeps the run's own record)
+        environment = {**runinfo.collect(args, host), SHAPE_KEY: dict(self.options.shape)}
+        self.run_store.start(environment, described)
 
     def _check_resumed(self) -> None:
         """A resumed run's devices are the drives it measured; say what is kept and why."""

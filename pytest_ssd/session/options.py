@@ -42,3 +42,6 @@ class Options:
     ssh_config: Path | None = None
     #: --ssd-resume: the run to continue (a run id or ``last``), None for a new run
     resume: str | None = None
+    #: (option, normalized value) of the tests and the options that shape the measurements:
+    #: recorded with the run, and what a resumed run must match (plugin/shape.py)
+    shape: tuple[tuple[str, str], ...] = ()

@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_ssd.db.runid import RUN_ID
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.device.identity import DeviceIdentity, binary_size
-from pytest_ssd.errors import ConfigError
+from pytest_ssd.errors import ConfigError, SsdError
 from pytest_ssd.results.files import storage_error
 from pytest_ssd.results.junit import RECORDS
 
@@ -40,9 +41,15 @@ LAST = "last"
 #: records, which the database holds), written once its outcome is committed; a kept test's
 #: reports carry them again (its junit properties, its row in the report)
 PROPERTIES = "test-properties.jsonl"
+#: the run environment's record of its tests and measuring options (plugin/shape.py)
+SHAPE_KEY = "shape"
+#: the shape of a run recorded before runs kept theirs, from its command line (plugin/shape.py)
+ArgvShape = Callable[[list[str]], "dict[str, str] | None"]
 #: what tells one drive from another, and without a serial what tells a loop device or file
 SAME_DRIVE = ("model", "serial", "size_bytes")
-WITHOUT_SERIAL = ("kind", "path", "backing_file")
+WITHOUT_SERIAL = ("kind", "path", "backing_file", "backing_inode")
+#: compared only when the run recorded them (a run of a pytest-ssd before them has not)
+RECORDED_SINCE = ("backing_inode",)
 #: why a state group cut short is reached again from scratch (the plan and the header say it)
 UNKNOWN_STATE = (
     "the run stopped at an unknown moment, so the keeper cannot prove the device's state:"
@@ -73,15 +80,28 @@ class Resumed:
     drives: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, db_url: DbUrl, ref: str) -> Resumed:
-        """The run *ref* names; ConfigError when it cannot be resumed (finished, gone)."""
+    def load(
+        cls,
+        db_url: DbUrl,
+        ref: str,
+        shape: tuple[tuple[str, str], ...] = (),
+        argv_shape: ArgvShape | None = None,
+    ) -> Resumed:
+        """The run *ref* names; ConfigError when it cannot be resumed (finished, gone, not
+        synced, or this session's tests and options, *shape*, are not the run's: a run that
+        recorded no shape, by its command line read with *argv_shape*)."""
         from pytest_ssd.db import ResultsDb  # noqa: PLC0415  # the controller reads the run
         from pytest_ssd.db.resume import finished_tests  # noqa: PLC0415
+        from pytest_ssd.db.sync import count_rows  # noqa: PLC0415
 
         with ResultsDb(db_url) as db:
             run = db.run("latest" if ref == LAST else ref)
             recorded = finished_tests(db.conn, run.id).values()
+            rows = None if db_url.sqlite else count_rows(db.conn, run.id)
         _resumable(run, ref)
+        if rows is not None:  # a lab's server: its spool in the run folder may know more
+            _synced(run, ref, rows, db_url)
+        _same_run(run, ref, shape, argv_shape)
         said = recorded_properties(Path(run.run_dir))
         finished = [replace(t, properties=said.get(t.nodeid, ())) for t in recorded]
         drives = {drive.dut_id: drive.description for drive in run.drives}
@@ -127,7 +147,8 @@ class Resumed:
             before = self.drives[dut_id].get("identity") or {}
             now = identity.as_dict()
             keys = SAME_DRIVE if before.get("serial") else SAME_DRIVE + WITHOUT_SERIAL
-            if any(before.get(key) != now.get(key) for key in keys):
+            compared = [key for key in keys if key in before or key not in RECORDED_SINCE]
+            if any(before.get(key) != now.get(key) for key in compared):
                 raise ConfigError(
                     f"{OPTION}: {dut_id} is not the drive run {self.run_id} measured"
                     f" ({_drive(before)} then, {_drive(now)} now): resume on that drive,"
@@ -209,6 +230,65 @@ def _resumable(run: RunInfo, ref: str) -> None:
         )
 
 
+def _synced(run: RunInfo, ref: str, rows: int, db_url: DbUrl) -> None:
+    """A lab server's run is resumed only as its spool has it: a run that finished while the
+    server was away is finished (resumed, it ran every test again: each measurement twice),
+    and one whose spool holds more than the server is synced first (the kept tests are the
+    server's, the spool would record the others twice)."""
+    from pytest_ssd.db.lab import SPOOL_FILE  # noqa: PLC0415  # the controller's
+    from pytest_ssd.db.sync import spooled  # noqa: PLC0415
+
+    spool = Path(run.run_dir) / SPOOL_FILE
+    if not spool.is_file():
+        return
+    try:
+        found = spooled(spool, run.id)
+    except (SsdError, sqlite3.Error) as exc:
+        raise ConfigError(f"{OPTION}={ref}: run {run.id}'s spool {spool}: {exc}") from None
+    if found is None:
+        return
+    sync = f"'pytest-ssd sync {run.run_dir} --db={db_url}'"
+    if found.complete and (Path(run.run_dir) / REPORT).exists():
+        raise ConfigError(
+            f"{OPTION}={ref}: run {run.id} finished (its spool {spool} says so; {db_url} has"
+            f" not had all of it yet: upload it with {sync}): only a run cut short can be"
+            " resumed; start a new run"
+        )
+    if found.rows != rows:
+        raise ConfigError(
+            f"{OPTION}={ref}: run {run.id}'s spool {spool} holds {found.rows} row(s) of it,"
+            f" {db_url} {rows}: upload them first with {sync}, then resume"
+        )
+
+
+def _same_run(
+    run: RunInfo, ref: str, shape: tuple[tuple[str, str], ...], argv_shape: ArgvShape | None
+) -> None:
+    """This session's tests and measuring options (*shape*) are the run's, or one line."""
+    recorded = run.environment.get(SHAPE_KEY)
+    argv = run.environment.get("argv")
+    if recorded is None and argv_shape is not None and isinstance(argv, list):
+        recorded = argv_shape([str(arg) for arg in argv])  # before runs kept their shape
+    if not isinstance(recorded, dict) or not shape:
+        return
+    differ = [
+        f"{name} {_shown(value)} here, {_shown(str(recorded[name]))} in run {run.id}"
+        for name, value in shape
+        if name in recorded and str(recorded[name]) != value
+    ]
+    if differ:
+        raise ConfigError(
+            f"{OPTION}={ref}: this session is not the run it resumes: {'; '.join(differ)}:"
+            " give the run's tests and options (docs/resume.md), or start a new run"
+        )
+
+
+def _shown(value: str) -> str:
+    if not value:
+        return "none"
+    return value if len(value.split()) == 1 else repr(value)
+
+
 def _names(devices: dict[str, Any]) -> str:
     return ", ".join(sorted(devices)) or "no device"
 
@@ -222,4 +302,6 @@ def _drive(identity: dict[str, Any]) -> str:
     ]
     if not identity.get("serial") and identity.get("backing_file"):
         parts.append(f"on {identity['backing_file']}")
+    if not identity.get("serial") and identity.get("backing_inode"):
+        parts.append(f"file {identity['backing_inode']} (device:inode)")
     return ", ".join(parts)

@@ -39,13 +39,14 @@ class SsdRun:
         return data
 
 
-def smoke_argv(reports: Path, *args: str) -> list[str]:
-    """``python -m pytest suites/smoke ARGS`` into *reports*, for a run driven by hand."""
+def smoke_argv(reports: Path, *args: str, suite: Path = SMOKE) -> list[str]:
+    """``python -m pytest suites/smoke ARGS`` (or *suite*) into *reports*, for a run driven
+    by hand."""
     return [
         sys.executable,
         "-m",
         "pytest",
-        str(SMOKE),
+        str(suite),
         *args,
         "-p",
         "no:cacheprovider",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import attached_loops, digest, smoke_argv
+from tests.e2e.conftest import attached_loops, cssd_suite, digest, smoke_argv
 
 USAGE_ERROR = 4
 INTERRUPTED = 2
@@ -86,10 +88,32 @@ def test_interrupt_releases_scratch_and_keeps_measured_results(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
     reports = tmp_path / "reports"
-    argv = smoke_argv(reports, "--dut=scratch:128M")
+    # the second test's fio is running once its job file exists: the first test is done
+    jobs = reports / "latest" / "artifacts"
+    _signalled(
+        smoke_argv(reports, "--dut=scratch:128M"),
+        tmp_path,
+        lambda: len(list(jobs.glob("*/*/fio.job"))) >= 2,
+        "the 2nd fio",
+        (0.5, signum),
+    )
+    run_dir = (reports / "latest").resolve()
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["run"]["complete"] is False
+    assert [m["name"] for m in data["measurements"]] == ["seq-read"], "the finished test is kept"
+    assert str(reports) not in attached_loops(), "scratch loop device detached"
+    assert not list((reports / ".scratch").glob("*.img")), "backing file removed"
+    _no_fio_of(run_dir)
+
+
+def _signalled(
+    argv: list[str], cwd: Path, ready: Any, what: str, *signals: tuple[float, int]
+) -> str:
+    """Start *argv*, send each (delay, signal) to pytest alone once *ready*; its output
+    (it must exit as interrupted)."""
     proc = subprocess.Popen(
         argv,
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -98,24 +122,52 @@ def test_interrupt_releases_scratch_and_keeps_measured_results(
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     try:
-        # the second test's fio is running once its job file exists: the first test is done
-        jobs = reports / "latest" / "artifacts"
-        _wait_for(lambda: len(list(jobs.glob("*/*/fio.job"))) >= 2, proc, "the 2nd fio")
-        time.sleep(0.5)
-        proc.send_signal(signum)
-        out, _ = proc.communicate(timeout=60)
+        _wait_for(ready, proc, what)
+        for delay, signum in signals:
+            time.sleep(delay)
+            proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
     assert proc.returncode == INTERRUPTED, out
-    run_dir = (reports / "latest").resolve()
-    data = json.loads((run_dir / "results.json").read_text())
-    assert data["run"]["complete"] is False
-    assert [m["name"] for m in data["measurements"]] == ["seq-read"], "the finished test is kept"
-    assert str(reports) not in attached_loops(), "scratch loop device detached"
-    assert not list((reports / ".scratch").glob("*.img")), "backing file removed"
+    return out
+
+
+def _no_fio_of(run_dir: Path) -> None:
     jobfiles = [str(p) for p in run_dir.glob("artifacts/*/*/fio.job")]
     ps = ["ps", "-eww", "-o", "args"]
     running = subprocess.run(ps, check=False, capture_output=True, text=True, timeout=30)
     assert not [line for line in running.stdout.splitlines() if any(j in line for j in jobfiles)]
+
+
+def test_ctrl_c_twice_in_a_purge_leaves_the_run_cut_short_in_one_line(
+    loop_device: Any, tmp_path: Path
+) -> None:
+    """The second Ctrl-C landed in pytest's report of the first: pytest went on as if every
+    test had run (complete, outcome {}) and printed two tracebacks."""
+    dev = loop_device(256)
+    reports = tmp_path / "reports"
+    argv = smoke_argv(
+        reports,
+        f"--dut={dev}",
+        f"--ssd-confirm={dev}",
+        "--ssd-profile=quick",
+        suite=cssd_suite(tmp_path),
+    )
+    purge = reports / "latest" / "states"
+    # pytest alone, twice within a second
+    twice = ((0.0, signal.SIGINT), (0.3, signal.SIGINT))
+    out = _signalled(
+        argv, tmp_path, lambda: any(purge.glob("*/01-cssd/01-purge")), "the purge", *twice
+    )
+    assert "Traceback" not in out, out
+    again = [line for line in out.splitlines() if "SIGINT again" in line]
+    assert len(again) == 1 and "the run is already stopping" in again[0], out
+    run_dir = (reports / "latest").resolve()
+    data = json.loads((run_dir / "results.json").read_text())
+    assert data["run"]["complete"] is False
+    with contextlib.closing(sqlite3.connect(reports / "results.sqlite")) as conn:
+        assert conn.execute("SELECT complete FROM runs").fetchall() == [(0,)]
+    _no_fio_of(run_dir)

@@ -144,22 +144,28 @@ def own_server() -> Iterator[Postgres]:
         yield pg
 
 
-def test_the_server_stopped_mid_run_loses_nothing(
-    own_server: Postgres, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    lab = own_server.create_database("lab")
-    proc = _start(tmp_path / "reports", lab, "--dut=scratch:256M")
+def server_lost_mid_run(server: Postgres, lab: str, reports: Path) -> str:
+    """A smoke run into *lab* whose *server* stops once the first test's rows are in; what
+    it printed (it ends as a run does)."""
+    proc = _start(reports, lab, "--dut=scratch:256M")
     try:
         deadline = time.monotonic() + 300
         while _measured(lab) == 0:  # the first test's rows are in: the server goes away
             assert proc.poll() is None and time.monotonic() < deadline, "the run ended first"
             time.sleep(0.2)
-        own_server.stop("immediate")
-        out = _finish(proc)
+        server.stop("immediate")
+        return _finish(proc)
     finally:
         if proc.poll() is None:  # a failed wait: the session is ended (Ctrl-C: it cleans up)
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=120)
+
+
+def test_the_server_stopped_mid_run_loses_nothing(
+    own_server: Postgres, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lab = own_server.create_database("lab")
+    out = server_lost_mid_run(own_server, lab, tmp_path / "reports")
     assert "4 passed" in out
     said = [line for line in out.splitlines() if "lab database" in line]
     assert len(said) == 1 and "unreachable" in said[0] and "pytest-ssd sync" in said[0], out

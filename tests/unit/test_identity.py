@@ -221,6 +221,7 @@ def test_identity_round_trips_as_plain_data() -> None:
         firmware="8.2.2",
         transport="nvme",
         backing_file="/srv/disk.img",
+        backing_inode="2049:131",
         direct_io=True,
         scheduler="mq-deadline",
         nvme=info,
@@ -243,6 +244,9 @@ def test_real_direct_io_loop_device(loop_device: Callable[..., Path], tmp_path: 
     assert ident.size_bytes == 64 << 20
     assert (ident.logical_block_size, ident.physical_block_size) == (512, 512)
     assert ident.backing_file == str(tmp_path / "0-backing.img")
+    # the backing file itself, as the loop holds it (another file at its path is another)
+    held = (tmp_path / "0-backing.img").stat()
+    assert ident.backing_inode == f"{held.st_dev}:{held.st_ino}"
     assert ident.direct_io is True
     assert ident.discard is True
     assert (ident.model, ident.serial, ident.firmware, ident.nvme) == (None, None, None, None)
