@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_ssd.db.runid import RUN_ID
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.device.identity import DeviceIdentity, binary_size
+from pytest_ssd.documents import read_text_bounded
 from pytest_ssd.errors import ConfigError, SsdError
 from pytest_ssd.results.files import storage_error
 from pytest_ssd.results.junit import RECORDS
@@ -41,6 +42,8 @@ LAST = "last"
 #: records, which the database holds), written once its outcome is committed; a kept test's
 #: reports carry them again (its junit properties, its row in the report)
 PROPERTIES = "test-properties.jsonl"
+#: the most of it a resume reads (a run of thousands of tests writes a few MiB)
+MAX_PROPERTIES_BYTES = 1 << 30
 #: the run environment's record of its tests and measuring options (plugin/shape.py)
 SHAPE_KEY = "shape"
 #: the shape of a run recorded before runs kept theirs, from its command line (plugin/shape.py)
@@ -202,13 +205,20 @@ def keep_properties(run_dir: Path, nodeid: str, pairs: Iterable[tuple[str, objec
 
 
 def recorded_properties(run_dir: Path) -> dict[str, tuple[tuple[str, object], ...]]:
-    """Each test's properties as last written in *run_dir* (none when the file is gone)."""
+    """Each test's properties as last written in *run_dir* (none when the file is gone); a
+    file that is not a regular one (a FIFO would block the open) is a :class:`ConfigError`."""
     found: dict[str, tuple[tuple[str, object], ...]] = {}
-    with contextlib.suppress(FileNotFoundError):
-        for line in (run_dir / PROPERTIES).read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError):  # a line a kill cut short
-                nodeid, pairs = json.loads(line)
-                found[nodeid] = tuple((name, value) for name, value in pairs)
+    path = run_dir / PROPERTIES
+    try:
+        text = read_text_bounded(path, MAX_PROPERTIES_BYTES)
+    except FileNotFoundError:
+        return found
+    except OSError as exc:  # NotAFile, too large, unreadable
+        raise ConfigError(f"{OPTION}: cannot read {path}: {exc.strerror}") from None
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError):  # a line a kill cut short
+            nodeid, pairs = json.loads(line)
+            found[nodeid] = tuple((name, value) for name, value in pairs)
     return found
 
 

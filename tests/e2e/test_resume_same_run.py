@@ -24,6 +24,7 @@ from pytest_ssd.cli import main
 from pytest_ssd.db.lab import SPOOL_FILE
 from pytest_ssd.db.opening import open_reader
 from pytest_ssd.db.sync import count_rows
+from pytest_ssd.session.resume import PROPERTIES
 from tests.e2e.conftest import REPO, digest, smoke_argv
 from tests.e2e.test_lab_db import _run_dir, server_lost_mid_run
 from tests.e2e.test_resume import (
@@ -163,3 +164,18 @@ def _finished_while_away(
         local.close()
     line = _refusal([*argv, "--ssd-resume=last"])  # now finished on the server too
     assert "finished" in line and "only a run cut short can be resumed" in line
+
+
+def test_a_fifo_among_the_run_folders_records_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    drive = tmp_path / "drive.img"
+    with drive.open("wb") as fh:
+        fh.truncate(256 << 20)
+    reports = tmp_path / "reports"
+    _stopped(drive, reports, _in_transition(reports), signal.SIGKILL)
+    properties = (reports / "latest").resolve() / PROPERTIES
+    properties.unlink(missing_ok=True)
+    os.mkfifo(properties)  # its open would wait for a writer forever
+    before = _as_it_was(drive, reports)
+    line = _refusal(_argv(drive, reports, "--ssd-resume=last"))
+    assert f"cannot read {properties}: a FIFO (named pipe), not a regular file" in line, line
+    assert _as_it_was(drive, reports) == before
