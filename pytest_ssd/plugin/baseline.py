@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 #: the name the judge is registered under
 PLUGIN = "ssd-baseline"
+#: the controller's summary of the verdicts
+SUMMARY_PLUGIN = "ssd-baseline-summary"
 
 
 def add_options(group: pytest.OptionGroup) -> None:
@@ -94,6 +96,9 @@ def start(config: pytest.Config, session: SsdSession, judged_against: Baseline) 
     }
     replace(judged_against, sheets=sheets).save(session.run_dir)
     register(config, session.run_dir)
+    from pytest_ssd.plugin.judge import BaselineSummary  # noqa: PLC0415  # see register
+
+    config.pluginmanager.register(BaselineSummary(), SUMMARY_PLUGIN)
 
 
 def register(config: pytest.Config, run_dir: Path) -> None:

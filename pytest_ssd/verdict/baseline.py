@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.db.model import shared_test_id
+from pytest_ssd.results.history import STATE_KEY
 from pytest_ssd.results.record import Measurement
 from pytest_ssd.verdict.judge import MetricVerdict, judge_point
 from pytest_ssd.verdict.tolerance import SheetTolerances, Tolerances
@@ -38,6 +39,14 @@ def runs_of(measurements: Iterable[Measurement], dut_id: str) -> dict[str, list[
         key = point_key(shared_test_id(m.test, dut_id), m.name)
         points.setdefault(key, []).append(m.metrics)
     return points
+
+
+def states_of(measurements: Iterable[Measurement], dut_id: str) -> dict[str, str]:
+    """Point key -> the state group it was measured in (``workload.state``; "" without one)."""
+    return {
+        point_key(shared_test_id(m.test, dut_id), m.name): str(m.workload.get(STATE_KEY) or "")
+        for m in measurements
+    }
 
 
 @dataclass(frozen=True)
@@ -82,7 +91,10 @@ class Baseline:
     def judge(self, dut_id: str, measurements: Sequence[Measurement]) -> list[MetricVerdict]:
         """Every metric of every point of *measurements* the baseline measured too."""
         return judge_points(
-            self.points.get(dut_id, {}), runs_of(measurements, dut_id), self.tolerances_of(dut_id)
+            self.points.get(dut_id, {}),
+            runs_of(measurements, dut_id),
+            self.tolerances_of(dut_id),
+            states_of(measurements, dut_id),
         )
 
 
@@ -90,11 +102,17 @@ Points = Mapping[str, Sequence[Mapping[str, Any]]]
 
 
 def judge_points(
-    base: Points, new: Points, tolerances: Tolerances | None = None
+    base: Points,
+    new: Points,
+    tolerances: Tolerances | None = None,
+    states: Mapping[str, str] | None = None,
 ) -> list[MetricVerdict]:
-    """Every point of *new* that *base* has too (both from :func:`runs_of`), judged."""
+    """Every point of *new* that *base* has too (both from :func:`runs_of`), judged; *states*
+    (from :func:`states_of`) names each point's state group."""
     verdicts: list[MetricVerdict] = []
     for key, runs in new.items():
         if key in base:
-            verdicts += judge_point(key.rsplit("::", 1)[1], base[key], runs, tolerances)
+            test, name = key.rsplit("::", 1)
+            state = (states or {}).get(key, "")
+            verdicts += judge_point(name, base[key], runs, tolerances, test=test, state=state)
     return verdicts

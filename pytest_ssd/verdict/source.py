@@ -8,7 +8,7 @@ from pathlib import Path
 from pytest_ssd.db import DriveRef, ResultsDb
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError
-from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of
+from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of, states_of
 from pytest_ssd.verdict.judge import MetricVerdict
 from pytest_ssd.verdict.tolerance import Tolerances
 
@@ -55,8 +55,9 @@ def read_baseline(
 def compare_runs(
     db: ResultsDb, base_ref: str, new_ref: str, tolerances: Tolerances | None = None
 ) -> list[tuple[str, MetricVerdict]]:
-    """(the new drive's label, a verdict) for every point *new_ref* and *base_ref* measured,
-    judged with *tolerances* (the command line's and a datasheet's; else the runs' spread)."""
+    """(the new drive's label and device id, a verdict) for every point *new_ref* and
+    *base_ref* measured, judged with *tolerances* (the command line's and a datasheet's;
+    else the runs' spread)."""
     base = db.resolve([base_ref])
     new = db.resolve([new_ref], exclude_run=base[0].run_id if base else None)
     if not base or not new:
@@ -66,10 +67,12 @@ def compare_runs(
     found: list[tuple[str, MetricVerdict]] = []
     for drive in new:
         old = paired[drive.dut_id]
+        measured = db.results(drive, series=False).measurements
         verdicts = judge_points(
             runs_of(db.results(old, series=False).measurements, old.dut_id),
-            runs_of(db.results(drive, series=False).measurements, drive.dut_id),
+            runs_of(measured, drive.dut_id),
             tolerances,
+            states_of(measured, drive.dut_id),
         )
-        found += [(drive.label, v) for v in verdicts]
+        found += [(drive.name, v) for v in verdicts]
     return found
