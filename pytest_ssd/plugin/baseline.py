@@ -94,7 +94,15 @@ def start(config: pytest.Config, session: SsdSession, judged_against: Baseline) 
         for dut_id, sheet in session.datasheets.items()
         if sheet.baseline is not None
     }
-    replace(judged_against, sheets=sheets).save(session.run_dir)
+    from pytest_ssd.results.runinfo import collect  # noqa: PLC0415  # see register
+
+    judged = replace(judged_against, sheets=sheets).judged_in(collect([], session.host))
+    judged.save(session.run_dir)
+    for dut_id, caveats in judged.caveats.items():
+        session.warnings.append(
+            f"{dut_id}: against the baseline, a regressed or improved point is 'unknown':"
+            f" the runs' environments differ: {'; '.join(caveats)}"
+        )
     register(config, session.run_dir)
     from pytest_ssd.plugin.judge import BaselineSummary  # noqa: PLC0415  # see register
 

@@ -9,6 +9,7 @@ from pytest_ssd.db import DriveRef, ResultsDb
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError
 from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of, states_of
+from pytest_ssd.verdict.environment import demoted, differences
 from pytest_ssd.verdict.judge import MetricVerdict
 from pytest_ssd.verdict.tolerance import Tolerances
 
@@ -48,8 +49,9 @@ def read_baseline(
             dut_id: runs_of(found.results(d, series=False).measurements, d.dut_id)
             for dut_id, d in paired.items()
         }
+        environments = {dut_id: found.run(d.run_id).environment for dut_id, d in paired.items()}
     against = {dut_id: f"run {d.run_id}, {d.label}" for dut_id, d in paired.items()}
-    return Baseline(ref, against, points, dict(tolerances))
+    return Baseline(ref, against, points, dict(tolerances), environments=environments)
 
 
 def compare_runs(
@@ -74,5 +76,7 @@ def compare_runs(
             tolerances,
             states_of(measured, drive.dut_id),
         )
+        caveats = differences(db.run(old.run_id).environment, db.run(drive.run_id).environment)
+        verdicts = demoted(verdicts, caveats)
         found += [(drive.name, v) for v in verdicts]
     return found

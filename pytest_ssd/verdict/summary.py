@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_ssd.verdict.environment import ENVIRONMENT_DIFFERS
 from pytest_ssd.verdict.judge import VERDICTS, MetricVerdict
 
 #: the gate's outcomes (the command's exit codes)
@@ -40,6 +41,12 @@ class DriveVerdicts:
         unknown = [v for v in self.verdicts if v.verdict == "unknown"]
         if not unknown:
             return None
+        moved = [v for v in unknown if v.reason.startswith(ENVIRONMENT_DIFFERS)]
+        if moved:
+            return (
+                f"{len(moved)} unknown because {moved[0].reason}: measure both builds on"
+                " one host in one state (see the report's host and environment)"
+            )
         have = min(min(v.base_n, v.new_n) for v in unknown)
         needed = [v.repeats_needed for v in unknown if v.repeats_needed]
         if needed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,9 +24,15 @@ from tests.unit.test_sections_csd import load
 SPREAD = (1.0, 1.004, 0.996, 1.01, 0.99)
 
 
-def write_repeated(db: Path, run_id: str, label: str, slow: dict[str, float]) -> None:
+def write_repeated(
+    db: Path,
+    run_id: str,
+    label: str,
+    slow: dict[str, float],
+    environment: dict[str, Any] | None = None,
+) -> None:
     """Four corners, each run 5 times; a corner in *slow* at that share of its IOPS."""
-    writer = RunWriter(db, run_id, db.parent / run_id, {"host": "lab"})
+    writer = RunWriter(db, run_id, db.parent / run_id, environment or {"host": "lab"})
     writer.add_device("d0", description("d0", label), label)
     for number, shape in enumerate(CORNERS):
         iops = 1000.0 * (number + 1) * slow.get(shape[0], 1.0)
