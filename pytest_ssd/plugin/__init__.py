@@ -31,7 +31,7 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
-from pytest_ssd.plugin import baseline, health, resume, suites
+from pytest_ssd.plugin import baseline, drives, health, resume, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.options import from_config
@@ -487,7 +487,8 @@ def _configure_controller(config: pytest.Config) -> None:
     config.pluginmanager.register(controller.HtmlReport(session, page), "ssd-html-report")
     config.pluginmanager.register(controller.Plots(), "ssd-plots")
     if config.getoption("xmlpath", None):
-        config.pluginmanager.register(controller.JunitProperties(layout), "ssd-junit")
+        junit = controller.JunitProperties(layout, session)
+        config.pluginmanager.register(junit, "ssd-junit")
 
     if distributed:  # the devices open while xdist starts the workers
         started = functools.partial(_record, config, session, judged_against)
@@ -617,6 +618,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(str(exc)) from None
     plan.order(items)
     suites.mark(config, items)
+    drives.mark(config.stash[SESSION_KEY], items)
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "dut" in callspec.params:
