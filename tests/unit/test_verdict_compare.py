@@ -16,7 +16,7 @@ from pytest_ssd.report.sections import build
 from pytest_ssd.results.record import Derived
 from pytest_ssd.verdict.baseline import runs_of
 from pytest_ssd.verdict.judge import MetricVerdict
-from pytest_ssd.verdict.source import compare_runs
+from pytest_ssd.verdict.source import compare_runs, pair_drives
 from tests.unit.db_fixtures import CORNERS, corner, description, write_run
 from tests.unit.test_sections_csd import load
 
@@ -168,3 +168,36 @@ def test_the_report_has_a_part_per_drive_worst_first_with_the_state_group(tmp_pa
     states = re.findall(r"<tr><td>(cssd\d)</td><td>csd/test_qd.py", other)
     assert states == ["cssd2"] * 30 + ["cssd1"], "worst first, the state group in each row"
     assert "(the 24 worst of 31)" in other, "a figure that fits a screen"
+
+
+def _two_drives(db: Path, run_id: str, label: str, order: tuple[str, str]) -> None:
+    """Two drives, serials S1 (1,000 IOPS) and S2 (2,000), as devices d0 and d1 in *order*."""
+    writer = RunWriter(db, run_id, db.parent / run_id, {"host": "lab"})
+    for dut, serial in zip(("d0", "d1"), order, strict=True):
+        writer.add_device(dut, description(dut, label, serial), label)
+        iops = {"S1": 1000.0, "S2": 2000.0}.get(serial, 3000.0)
+        runs = [corner(dut, CORNERS[2], iops * k) for k in SPREAD]
+        runs = [replace(m, workload={**m.workload, "repeat": i + 1}) for i, m in enumerate(runs)]
+        writer.add(TestRecords(runs[0].test.replace("]", f"-{dut}]"), measurements=runs))
+    writer.finish({"passed": 2}, complete=True)
+
+
+def test_drives_are_paired_by_what_they_are_never_by_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "results.sqlite"
+    _two_drives(db, "run-a", "fw 1", ("S1", "S2"))
+    _two_drives(db, "run-b", "fw 2", ("S2", "S1"))  # the --dut order swapped
+    with ResultsDb(db) as found:
+        verdicts = compare_runs(found, "run-a", "run-b")
+    iops = {drive: v.verdict for drive, v in verdicts if v.metric == "iops"}
+    assert iops == {"fw 2 (d0)": "same", "fw 2 (d1)": "same"}, "by id: 2x and 0.5x"
+    _two_drives(db, "run-c", "fw 3", ("S1", "S3"))  # a drive the baseline never measured
+    with ResultsDb(db) as found:
+        verdicts = compare_runs(found, "run-a", "run-c")
+    assert {drive for drive, _ in verdicts} == {"fw 3 (d0)"}, "S3 is not judged against S2"
+    assert pair_drives([("serial S1", "a"), ("serial S2", "b")], [("d0", "serial S3")]) == (
+        {},
+        ["d0 (serial S3) is not judged: the baseline run did not measure that drive"
+         " (it measured serial S1, serial S2)"],
+    )  # fmt: skip
