@@ -1,4 +1,9 @@
-"""Shared fixtures of pytest-ssd's own tests: real loop devices, always detached."""
+"""Shared fixtures of pytest-ssd's own tests: real loop devices, always detached.
+
+A test keeps to itself (``tests/own.py`` says how): it signals, counts or removes only the
+processes, loop devices and folders it started, found by the tag every test gives its
+processes (:func:`test_tag`), its test host's tag and its own ``tmp_path``; never by name.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.statedir import STATE_DIR_ENV
+from tests.own import TAG_ENV, new_tag
 from tests.pgserver import Postgres, local_postgres
 
 pytest_plugins = ["pytester"]
@@ -64,6 +70,15 @@ def loop_device(tmp_path: Path) -> Iterator[LoopFactory]:
     for dev in attached:
         subprocess.run(["umount", "-l", dev], check=False, capture_output=True, timeout=30)
         subprocess.run(["losetup", "-d", dev], check=False, capture_output=True, timeout=30)
+
+
+@pytest.fixture(autouse=True)
+def test_tag(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test's own tag: every process it starts, and every process those start, carries
+    it in its environment (``tests.own.tagged(tag)`` finds them, and no other)."""
+    tag = new_tag()
+    monkeypatch.setenv(TAG_ENV, tag)
+    return tag
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -4,6 +4,8 @@
 (Debian's ``postgresql`` package makes it; ``./run tests`` installs that). The
 server listens on a unix socket in the cluster's folder, never on TCP, and is
 stopped and its folder removed when the context ends, also after a failure.
+Every role logs in without a password (trust), but those :meth:`Postgres.password_user`
+makes: they log in only with their password (SCRAM), as a lab's users do.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.own import untagged_env
+
 #: the newest PostgreSQL Debian installed (./run tests installs its postgresql package)
 BIN = max(
     Path("/usr/lib/postgresql").glob("*/bin"),
@@ -27,6 +31,8 @@ BIN = max(
 )
 OWNER = "postgres"
 TIMEOUT_S = 60.0
+#: the group of the roles that log in with a password (pg_hba.conf: SCRAM for its members)
+PASSWORD_GROUP = "password_users"
 
 
 def available() -> str | None:
@@ -55,6 +61,7 @@ def _as_owner(argv: list[str], *, check: bool = True) -> subprocess.CompletedPro
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
+        env=untagged_env(),  # the server outlives the test that started it: not its process
     )
 
 
@@ -79,6 +86,21 @@ class Postgres:
     def create_database(self, name: str) -> str:
         _as_owner([_tool("createdb"), "-h", str(self.socket), name])
         return self.url(name)
+
+    def password_user(self, name: str, password: str) -> str:
+        """A role that logs in only with *password*, owning a new database of its name.
+
+        The URL to that database as that role, without the password (the test gives it).
+        """
+        sql = (
+            f"DO $$BEGIN CREATE ROLE {PASSWORD_GROUP} NOLOGIN;"
+            " EXCEPTION WHEN duplicate_object THEN NULL; END$$",
+            f"CREATE ROLE {name} LOGIN PASSWORD '{password}' IN ROLE {PASSWORD_GROUP}",
+            f"CREATE DATABASE {name} OWNER {name}",
+        )
+        psql = [_tool("psql"), "-h", str(self.socket), "-d", "postgres", "-v", "ON_ERROR_STOP=1"]
+        _as_owner([*psql, *(arg for statement in sql for arg in ("-c", statement))])
+        return f"postgresql://{name}@/{name}?host={self.socket}"
 
     def start(self) -> None:
         options = f"-k {self.socket} -c listen_addresses='' -c fsync=on"
@@ -115,6 +137,8 @@ def local_postgres() -> Iterator[Postgres]:
                 "--locale=C",
             ]
         )
+        hba = server.data / "pg_hba.conf"  # before initdb's trust for every role
+        hba.write_text(f"local all +{PASSWORD_GROUP} scram-sha-256\n{hba.read_text()}")
         server.start()
         try:
             yield server

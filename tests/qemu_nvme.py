@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.own import untagged_env
 from tests.sshd import Sshd, free_port, keygen, ssh_config
 
 QEMU = "qemu-system-x86_64"
@@ -152,6 +153,7 @@ def nvme_guest(folder: Path, size_mib: int = 1024) -> Iterator[Sshd]:
         stdout=subprocess.DEVNULL,
         stderr=(folder / "qemu.stderr").open("wb"),
         start_new_session=True,
+        env=untagged_env(),  # it outlives the test that started it: not that test's
     )
     try:
         deadline = time.monotonic() + BOOT_TIMEOUT_S

@@ -3,13 +3,17 @@
 Nothing of the machine's ssh set-up is used or changed: the host key, the
 client key, ``authorized_keys``, ``known_hosts`` and an ssh_config (``ssh -F``)
 naming them are generated in a folder of the test's.  Only ever 127.0.0.1.
+
+What its logins start is the test's, and found as such (``tests/own.py``): every login
+carries the server's own tag in its environment (sshd's ``SetEnv``), and the host's
+``mktemp`` records each folder it makes in the server's folder.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -23,9 +27,18 @@ import pytest
 
 from pytest_ssd.machine.address import parse_address
 from pytest_ssd.machine.ssh import Ssh
+from tests.own import TAG_ENV, new_tag, tagged, untagged_env
 
 SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_S = 20.0
+#: a root login's PATH (Debian's sshd)
+LOGIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: the host's ``mktemp``: the real one, and each path it made recorded (:meth:`Sshd.made`)
+MKTEMP = """#!/bin/sh
+made=$({real} "$@") || exit $?
+printf '%s\\n' "$made" >> {record}
+printf '%s\\n' "$made"
+"""
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,9 @@ class Sshd:
     port: int
     config: Path
     folder: Path
+    #: every login's tag (:data:`tests.own.TAG_ENV`): what they start carries it ("": the
+    #: host is not this machine, as a QEMU guest)
+    tag: str = ""
 
     def url(self, path: str, user: str = "root") -> str:
         return f"ssh://{user}@127.0.0.1:{self.port}{path}"
@@ -42,6 +58,27 @@ class Sshd:
     def logins(self) -> int:
         """How many times a client logged in (sshd's log: one line per authentication)."""
         return (self.folder / "sshd.log").read_text().count("Accepted publickey")
+
+    def processes(self) -> dict[int, str]:
+        """What this server's logins started that still runs: pid -> command line."""
+        return tagged(self.tag) if self.tag else {}
+
+    def made(self) -> list[str]:
+        """The folders (and files) the host's ``mktemp`` made for this server's logins."""
+        record = self.folder / "made"
+        return record.read_text().splitlines() if record.exists() else []
+
+    def left(self) -> list[str]:
+        """What this server's logins started that is still there: processes and folders."""
+        running = [f"{pid} {cmdline}" for pid, cmdline in self.processes().items()]
+        return running + [path for path in self.made() if os.path.lexists(path)]
+
+    def settled(self, seconds: float = 20) -> list[str]:
+        """:meth:`left` once nothing is, or after *seconds* (a host's processes end on EOF)."""
+        deadline = time.monotonic() + seconds
+        while (left := self.left()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return left
 
     def client(self, name: str, url: str | None = None) -> Ssh:
         """An :class:`Ssh` to this server (*name* keeps its control socket apart, short)."""
@@ -82,22 +119,14 @@ def _banner(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def one_at_a_time(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[None]:
-    """Tests that count what is left on the host take turns, across xdist workers.
-
-    The lock file is in the folder every worker's temporary folder is in.
-    """
-    with (tmp_path_factory.getbasetemp().parent / f"{name}.lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-
-
-@contextlib.contextmanager
-def local_sshd(folder: Path, options: str = "", max_sessions: int = 64) -> Iterator[Sshd]:
+def local_sshd(
+    folder: Path, options: str = "", max_sessions: int = 64, path: str = LOGIN_PATH
+) -> Iterator[Sshd]:
     """Start sshd on a free 127.0.0.1 port; stopped when the block ends (skip without sshd).
 
-    *options* are more lines of its sshd_config; *max_sessions* its ``MaxSessions``
-    (sshd's own default is 10).
+    *options* are more lines of its sshd_config (not ``SetEnv``: sshd takes the first
+    only); *max_sessions* its ``MaxSessions`` (sshd's own default is 10); *path* the
+    logins' ``PATH`` (after the folder of the recording ``mktemp``).
     """
     if not Path(SSHD).exists() or shutil.which("ssh") is None:
         pytest.skip("no OpenSSH here (apt-get install openssh-server openssh-client)")
@@ -106,16 +135,25 @@ def local_sshd(folder: Path, options: str = "", max_sessions: int = 64) -> Itera
     host_pub = keygen(folder / "host_key")
     (folder / "authorized_keys").write_text(keygen(folder / "client_key") + "\n")
     port = free_port()
+    tag = new_tag()
+    (folder / "bin").mkdir(exist_ok=True)
+    real = shutil.which("mktemp", path=LOGIN_PATH)
+    assert real is not None, "coreutils' mktemp"
+    (folder / "bin" / "mktemp").write_text(
+        MKTEMP.format(real=shlex.quote(real), record=shlex.quote(str(folder / "made")))
+    )
+    (folder / "bin" / "mktemp").chmod(0o755)
     (folder / "sshd_config").write_text(
         f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {folder / 'host_key'}\n"
         f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPidFile {folder / 'sshd.pid'}\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-        f"MaxSessions {max_sessions}\nMaxStartups 64\nLogLevel VERBOSE\n" + options
+        f"MaxSessions {max_sessions}\nMaxStartups 64\nLogLevel VERBOSE\n"
+        f"SetEnv {TAG_ENV}={tag} PATH={folder / 'bin'}:{path}\n" + options
     )
     config = ssh_config(folder, port, host_pub)
     with _serving(folder, port):
-        yield Sshd(port, config, folder)
+        yield Sshd(port, config, folder, tag)
 
 
 @contextlib.contextmanager
@@ -124,7 +162,10 @@ def _serving(folder: Path, port: int) -> Iterator[None]:
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     with (folder / "sshd.log").open("ab") as log:
         server = subprocess.Popen(
-            [SSHD, "-D", "-e", "-f", str(folder / "sshd_config")], stdout=log, stderr=log
+            [SSHD, "-D", "-e", "-f", str(folder / "sshd_config")],
+            stdout=log,
+            stderr=log,
+            env=untagged_env(),  # it outlives the test that started it: not that test's
         )
         try:
             deadline = time.monotonic() + START_TIMEOUT_S
@@ -171,17 +212,17 @@ def _command(pid: int) -> str:
 
 def stop_sshd(server: Sshd) -> dict[int, str]:
     """Stop *server* as a host loses it: its listener and the sshd processes of its connections
-    killed (only this server's); the other processes its logins had started, pid: name
-    (:func:`end_left` ends those still there once the caller is done)."""
-    tree = {
-        pid: _command(pid) for pid in _descendants(int((server.folder / "sshd.pid").read_text()))
-    }
-    for pid, name in tree.items():
-        if name.startswith("sshd"):
+    killed (only this server's); the other processes its logins had started (by its tag:
+    also those that left its tree), pid: name (:func:`end_left` ends those still there once
+    the caller is done)."""
+    started = {pid: _command(pid) for pid in server.processes()}
+    tree = _descendants(int((server.folder / "sshd.pid").read_text()))
+    for pid in tree:
+        if _command(pid).startswith("sshd"):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    # a process that ended while the tree was read has no name left: it did not survive
-    return {pid: name for pid, name in tree.items() if name and not name.startswith("sshd")}
+    # a process that ended while they were read has no name left: it did not survive
+    return {pid: name for pid, name in started.items() if name}
 
 
 def end_left(started: dict[int, str], timeout: float) -> list[str]:

@@ -53,6 +53,11 @@ class Unreachable(DatabaseError):
         self.reason = reason
 
 
+class Refused(DatabaseError):
+    """The database server answered, and refused the login: a configuration error (the user,
+    its password, the database, the server's pg_hba.conf), not a server away."""
+
+
 class Conn:
     """A connection; the SQLite one (the base) passes every call straight to sqlite3."""
 
@@ -239,11 +244,31 @@ READ_REACH = (
 )
 
 
+#: what to do when the server refuses the login
+REFUSED = (
+    "the server refused the login: check the user and its password (~/.pgpass, PGSERVICE"
+    " or PGPASSWORD: docs/database.md), the database and the server's pg_hba.conf"
+)
+
+#: what the server (or libpq, for a password it was not given) says when it refuses the
+#: login; a client has no SQLSTATE before it is logged in (28P01, 28000, 3D000, 42501)
+_LOGIN_REFUSED = re.compile(
+    r"authentication failed|no password supplied|pg_hba\.conf|role \S+ does not exist"
+    r"|is not permitted to log in|permission denied for database|database \S+ does not exist"
+)
+
+
 def pg_error(where: str, exc: Exception, *, reader: bool = False) -> DatabaseError:
-    """One line for a psycopg error on the database *where* (a *reader*'s: no word of spools)."""
+    """One line for a psycopg error on the database *where* (a *reader*'s: no word of spools).
+
+    A server away is :class:`Unreachable` (a session goes on in its spool); a server that
+    refuses the login is :class:`Refused` (a session is refused at its start).
+    """
     import psycopg  # noqa: PLC0415
 
     reason = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, psycopg.OperationalError) and _LOGIN_REFUSED.search(reason):
+        return Refused(f"{where}: {reason}: {REFUSED}")
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         return Unreachable(where, reason, READ_REACH if reader else REACH)
     return DatabaseError(f"{where}: {reason}")

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.secret import masked_text
 
 #: the environment variable naming the database (after the command line, before the ini file)
 ENV = "PYTEST_SSD_DB"
 _SQLITE = "sqlite:///"
 _POSTGRES = ("postgresql://", "postgres://")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
-_PASSWORD = re.compile(r"(://[^/@:]*):[^/@]*@")
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class DbUrl:
 
     def __str__(self) -> str:
         """As shown in messages: the path, or the URL without its password."""
-        return str(self.path) if self.path is not None else _PASSWORD.sub(r"\1:***@", self.url)
+        return str(self.path) if self.path is not None else masked_text(self.url)
 
 
 def db_url(given: str | Path | DbUrl, base: Path | None = None) -> DbUrl:

@@ -58,6 +58,7 @@ from pytest_ssd.proc.runner import die_with_parent
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.results import junit
 from pytest_ssd.results.location import DB_OPTION, INI_OPTION
+from pytest_ssd.secret import masked
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.session.handoff import wait_for
 from pytest_ssd.session.resume import resume_option
@@ -570,6 +571,14 @@ def pytest_configure_node(node: Any) -> None:
         starting.configure_node(node)
     elif session is not None:
         node.workerinput[WORKERINPUT_KEY] = session.workerinput()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_metadata(metadata: dict[str, Any], config: pytest.Config) -> None:
+    """pytest-metadata's table (report.html's environment, on the controller and each worker):
+    no secret either (a CI's repository URL with its token, a ``--metadata`` given one)."""
+    if _active(config):
+        metadata.update(masked(metadata))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_ssd.errors import ToolError
 from pytest_ssd.proc import run, which
+from pytest_ssd.secret import masked
 from pytest_ssd.version import __version__
 
 if TYPE_CHECKING:
@@ -45,12 +46,13 @@ def _tool_version(program: str, *args: str) -> str | None:
 
 
 def collect(args: list[str], host: HostRecord | None = None) -> dict[str, Any]:
-    """The run's environment, as recorded in results.json and shown in the report.
+    """The run's environment, as recorded in results.json, the databases and the report.
 
     *host* adds the settings METHOD §9 controls, their warnings and what --ssd-tune did.
+    Every secret in it (a database URL's password in *args*) is masked: it is written.
     """
     uname = os.uname()
-    return {
+    environment = {
         "host": socket.gethostname(),
         "kernel": f"{uname.sysname} {uname.release}",
         "machine": uname.machine,
@@ -64,3 +66,4 @@ def collect(args: list[str], host: HostRecord | None = None) -> dict[str, Any]:
         "argv": [*_program(), *args],
         **(host.as_dict() if host is not None else {}),
     }
+    return dict(masked(environment))

@@ -6,10 +6,8 @@ import contextlib
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +16,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.browsing import artifacts, chromium  # noqa: F401  (fixtures)
-from tests.sshd import Sshd, local_sshd, one_at_a_time
+from tests.own import kill_all
+from tests.sshd import Sshd, local_sshd
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "suites" / "smoke"
@@ -103,11 +102,14 @@ def digest(path: Path) -> str:
 
 
 def attached_loops() -> str:
+    """``losetup -a``: a test looks for its own folder in it (its loop devices' backing files
+    are there), never at the other lines (other sessions' devices)."""
     argv = ["losetup", "-a"]
     return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30).stdout
 
 
 def pids_naming(folder: Path) -> list[int]:
+    """Processes whose command line names *folder* (a test's own: only its processes do)."""
     pids = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -124,12 +126,7 @@ def kill_everything_of(folder: Path, timeout: float = 30) -> None:
     fio runs in a session of its own (so pytest-ssd can stop its whole group) and
     outlives a killed pytest until its job ends.
     """
-    deadline = time.monotonic() + timeout
-    while (pids := pids_naming(folder)) and time.monotonic() < deadline:
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.1)
+    kill_all(lambda: pids_naming(folder), timeout)
 
 
 @pytest.fixture(scope="module")
@@ -137,13 +134,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     """A real sshd on 127.0.0.1 for the module's tests: the test host (tests/sshd.py)."""
     with local_sshd(tmp_path_factory.mktemp("sshd")) as started:
         yield started
-
-
-@pytest.fixture
-def fio_servers_one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Tests that count the fio servers left on the host take turns across workers."""
-    with one_at_a_time(tmp_path_factory, "fio-servers"):
-        yield
 
 
 CSSD_READ = """

@@ -23,7 +23,6 @@ from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine.ssh import Ssh
 from tests.sshd import Sshd, local_sshd
 
-pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 LoopFactory = Callable[..., Path]
 MIB = 1 << 20
 
@@ -142,8 +141,7 @@ def test_a_host_without_fio_is_one_line(tmp_path: Path) -> None:
         found = shutil.which(tool)
         assert found is not None
         (bin_dir / tool).symlink_to(found)
-    before = set(Path("/tmp").glob("ssd-fio.*"))
-    with local_sshd(tmp_path / "sshd", options=f"SetEnv PATH={bin_dir}\n") as host:
+    with local_sshd(tmp_path / "sshd", path=str(bin_dir)) as host:
         ssh = host.client(tmp_path.name)
         ssh.open()
         try:
@@ -151,7 +149,8 @@ def test_a_host_without_fio_is_one_line(tmp_path: Path) -> None:
                 FioServer(ssh, tmp_path / "server").start()
         finally:
             ssh.close()
+        left = host.settled()
     message = str(caught.value)
     assert message.endswith("fio --server did not start: fio is not installed on the host")
-    assert set(Path("/tmp").glob("ssd-fio.*")) == before, "nothing was left on the host"
+    assert left == [], "nothing was left on the host"
     assert "\n" not in message

@@ -25,7 +25,6 @@ from tests.e2e.conftest import smoke_argv
 from tests.pgserver import Postgres, local_postgres
 from tests.sshd import Sshd
 
-pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 #: the tables ``pytest-ssd export`` gives (runs too: the spool and the server share its times)
 TABLES = ("runs", "devices", "measurements", "derived", "verdicts", "transitions", "tests")
 

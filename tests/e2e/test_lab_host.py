@@ -21,7 +21,6 @@ from tests.e2e.conftest import smoke_argv
 from tests.e2e.test_safety_hosts import wrapped_host
 from tests.sshd import Sshd, local_sshd
 
-pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 LoopFactory = Callable[..., Path]
 DRIVES = 12
 #: sshd's own default

@@ -24,9 +24,9 @@ import pytest
 
 from tests.e2e.conftest import REPO, cssd_suite, smoke_argv
 from tests.e2e.test_tune import as_found, one_tuner  # noqa: F401  (fixtures: THP, ASLR as found)
+from tests.own import is_fio, tagged
 from tests.sshd import Sshd
 
-pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 CSD = REPO / "suites" / "csd"
 LoopFactory = Callable[..., Path]
 
@@ -56,21 +56,8 @@ def where(request: pytest.FixtureRequest) -> Where:
     return Where("host", request.getfixturevalue("server"))
 
 
-def _fio_pids() -> dict[int, str]:
-    """Every fio process of the machine (the test host is this machine) and its command line."""
-    found = {}
-    for comm in Path("/proc").glob("[0-9]*/comm"):
-        try:
-            if comm.read_text().strip() == "fio":
-                cmdline = (comm.parent / "cmdline").read_bytes().replace(b"\0", b" ")
-                found[int(comm.parent.name)] = cmdline.decode(errors="replace")
-        except OSError:
-            continue
-    return found
-
-
 def _holders(dev: Path) -> set[int]:
-    """Processes with *dev* open."""
+    """Processes with *dev* open (the test's own device: whoever holds it is the test's)."""
     found = set()
     for fd in Path("/proc").glob("[0-9]*/fd/*"):
         try:
@@ -81,30 +68,26 @@ def _holders(dev: Path) -> set[int]:
     return found
 
 
-def _server_folders() -> set[Path]:
-    """The fio servers' folders on the host (this machine)."""
-    return set(Path("/tmp").glob("ssd-fio.*"))
+def _fio(where: Where, tag: str) -> list[str]:
+    """fio processes this test started (by its tag, tests/own.py) and the test host's logins."""
+    procs = tagged(tag) | (where.server.processes() if where.server is not None else {})
+    return [f"{pid} {cmdline}" for pid, cmdline in procs.items() if is_fio(cmdline)]
 
 
-def _left(dev: Path, before: dict[int, str], folders: set[Path]) -> list[str]:
-    """fio processes started since *before* (a batch's, a server's), holders of *dev*, and
-    fio server folders made since *folders*."""
-    fio = [f"{pid} {cmd}" for pid, cmd in _fio_pids().items() if pid not in before]
-    ours = [line for line in fio if str(dev) in line or "ssd-" in line or "--server" in line]
-    made = sorted(str(p) for p in _server_folders() - folders)
-    return ours + [f"{pid} holds {dev}" for pid in _holders(dev)] + made
+def _left(where: Where, dev: Path, tag: str) -> list[str]:
+    """This test's fio processes, holders of *dev*, and whatever else the test host's logins
+    left there (processes, folders)."""
+    there = where.server.left() if where.server is not None else []
+    return sorted({*_fio(where, tag), *(f"{p} holds {dev}" for p in _holders(dev)), *there})
 
 
-def _settled(
-    dev: Path, before: dict[int, str], folders: set[Path] | None = None, seconds: float = 60
-) -> list[str]:
+def _settled(where: Where, dev: Path, tag: str, seconds: float = 60) -> list[str]:
     """What is still left after at most *seconds* (a reaper's grace, a host seeing EOF)."""
-    folders = _server_folders() if folders is None else folders
     deadline = time.monotonic() + seconds
-    left = _left(dev, before, folders)
+    left = _left(where, dev, tag)
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
-        left = _left(dev, before, folders)
+        left = _left(where, dev, tag)
     return left
 
 
@@ -114,20 +97,20 @@ def _clean(run: Any) -> str:
     return out
 
 
-def test_smoke(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
+def test_smoke(where: Where, loop_device: LoopFactory, run_ssd: Any, test_tag: str) -> None:
     dev = loop_device(1024)
-    before, folders = _fio_pids(), _server_folders()
     run = run_ssd(*where.dut(dev))
     out = _clean(run)
     assert run.result.ret == 0, out
     run.result.assert_outcomes(passed=4)
     assert len(run.results()["measurements"]) == 4
-    assert _settled(dev, before, folders) == []
+    assert _settled(where, dev, test_tag) == []
 
 
-def test_csd_low_qd1_is_batched(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
+def test_csd_low_qd1_is_batched(
+    where: Where, loop_device: LoopFactory, run_ssd: Any, test_tag: str
+) -> None:
     dev = loop_device(1024)
-    before, folders = _fio_pids(), _server_folders()
     run = run_ssd(*where.dut(dev), "-k", "low and qd1", suite=CSD, timeout=900)
     out = _clean(run)
     assert run.result.ret == 0, out
@@ -144,7 +127,7 @@ def test_csd_low_qd1_is_batched(where: Where, loop_device: LoopFactory, run_ssd:
     # three runs a point (n0-n2), each with fio's figures
     assert len({m["test"] for m in points}) == 12 and len(points) == 36
     assert all(m["metrics"] for m in points)
-    assert _settled(dev, before, folders) == []
+    assert _settled(where, dev, test_tag) == []
 
 
 def test_a_purge(where: Where, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path) -> None:
@@ -200,23 +183,22 @@ def test_the_lock_refusal(where: Where, loop_device: LoopFactory, run_ssd: Any) 
         holder.wait(timeout=30)
 
 
-def _batch_running(reports: Path, dev: Path, before: dict[int, str]) -> bool:
-    """A batch's folder exists and some fio of it runs on *dev*."""
-    return any(reports.glob("2*/artifacts/batch-*")) and bool(_left(dev, before, _server_folders()))
+def _batch_running(reports: Path, where: Where, tag: str) -> bool:
+    """A batch's folder exists and some fio of the test's runs."""
+    return any(reports.glob("2*/artifacts/batch-*")) and bool(_fio(where, tag))
 
 
 def test_kill_9_mid_batch_leaves_nothing(
-    where: Where, loop_device: LoopFactory, tmp_path: Path
+    where: Where, loop_device: LoopFactory, tmp_path: Path, test_tag: str
 ) -> None:
     dev = loop_device(1024)
     reports = tmp_path / "reports"
     argv = smoke_argv(reports, *where.dut(dev), "--ssd-profile=quick", "-k", "low and qd1")
     argv[3] = str(CSD)  # the consumer suite, not smoke
-    before, folders = _fio_pids(), _server_folders()
     pytest_run = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 600
-        while not _batch_running(reports, dev, before):
+        while not _batch_running(reports, where, test_tag):
             assert pytest_run.poll() is None, "pytest ended before its first batch"
             assert time.monotonic() < deadline, "no batch in 600 s"
             time.sleep(0.1)
@@ -224,7 +206,7 @@ def test_kill_9_mid_batch_leaves_nothing(
     finally:
         pytest_run.send_signal(signal.SIGKILL)  # pytest alone, as kill -9 PID
         pytest_run.wait(timeout=60)
-    left = _settled(dev, before, folders)
+    left = _settled(where, dev, test_tag)
     assert left == [], "no fio runs or waits at a gate, no server folder is left on the machine"
     assert _unlocked(dev), "nothing holds the device's lock: a new session may take it"
 

@@ -21,9 +21,9 @@ import pytest
 from pytest_ssd.fio.results import parse_output
 from tests.e2e.conftest import REPO, digest
 from tests.e2e.test_safety_claim import REMAKE, kept_node
+from tests.own import tagged
 from tests.sshd import Sshd
 
-pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 LoopFactory = Callable[..., Path]
 CSD = REPO / "suites" / "csd"
 #: the low-QD points at QD 1: 2 patterns x 2 rounds x 0, 70, 100 % read
@@ -35,37 +35,14 @@ def _server_folder(text: str) -> str | None:
     return found.group(0) if found else None
 
 
-def _ours(before: set[str]) -> dict[int, str]:
-    """This machine's processes of pytest-ssd's fio servers and batches on a host (by the
-    server's folder in their command line), those of the servers in *before* left out
-    (other sessions' that ran before this test), with their command lines."""
-    found = {}
-    for path in Path("/proc").glob("[0-9]*/cmdline"):
-        text = _cmdline(path).replace(b"\0", b" ").decode(errors="replace")
-        folder = _server_folder(text)
-        if folder is not None and folder not in before and int(path.parent.name) != os.getpid():
-            found[int(path.parent.name)] = text
-    return found
-
-
-def _batch_fio(before: set[str]) -> dict[int, str]:
-    """fio processes of a batch on the host (a job file in a batch's folder)."""
-    return {p: c for p, c in _ours(before).items() if c.startswith("fio ") and "/b" in c}
-
-
-def _left(before: set[str], seconds: float = 20) -> tuple[dict[int, str], list[str]]:
-    """Processes and folders of ours on the host still there after *seconds* (at most)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        procs = _ours(before)
-        folders = sorted(_folders() - before)
-        if (not procs and not folders) or time.monotonic() > deadline:
-            return procs, folders
-        time.sleep(0.2)
-
-
-def _folders() -> set[str]:
-    return {str(p) for p in Path("/tmp").glob("ssd-fio.*")}
+def _batch_fio(server: Sshd) -> dict[int, str]:
+    """fio processes of a batch on *server*'s host (a job file in a batch's folder of one of its
+    fio servers), by the tag its logins carry (tests/own.py)."""
+    return {
+        pid: cmdline
+        for pid, cmdline in server.processes().items()
+        if _server_folder(cmdline) and cmdline.startswith("fio ") and "/b" in cmdline
+    }
 
 
 def _host_args(server: Sshd, dev: Path) -> tuple[str, ...]:
@@ -80,7 +57,6 @@ def test_low_qd_points_on_a_host_are_batched_with_fios_own_figures(
     server: Sshd, loop_device: LoopFactory, run_ssd: Any
 ) -> None:
     dev = loop_device(1024)
-    before = _folders()
     run = run_ssd(*_host_args(server, dev), *LOW_QD1, suite=CSD, timeout=900)
     out = run.result.stdout.str() + run.result.stderr.str()
     assert run.result.ret == 0, out
@@ -105,8 +81,7 @@ def test_low_qd_points_on_a_host_are_batched_with_fios_own_figures(
     assert len(tests) == 12 and not [p for t in tests for p in t.rglob("fio.cmd")], (
         "no point ran as its own fio --client"
     )
-    procs, folders = _left(before)
-    assert not procs and not folders, (procs, folders)
+    assert server.settled() == [], "no fio, gate, agent or folder is left on the host"
 
 
 def _start(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -121,13 +96,13 @@ def _start(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Pop
 
 
 def _wait_for_batch(
-    proc: subprocess.Popen[bytes], before: set[str], seconds: float = 600
+    proc: subprocess.Popen[bytes], server: Sshd, seconds: float = 600
 ) -> dict[int, str]:
     """The batch's fio processes on the host once one of them runs a point's I/O."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert proc.poll() is None, "pytest ended before its batch ran"
-        found = _batch_fio(before)
+        found = _batch_fio(server)
         if len(found) >= 2:
             return found
         time.sleep(0.2)
@@ -166,60 +141,46 @@ def csd_on_host(
 
 
 def test_kill_9_of_pytest_mid_batch_leaves_nothing_on_the_host(
-    csd_on_host: Callable[..., subprocess.Popen[bytes]],
+    server: Sshd, csd_on_host: Callable[..., subprocess.Popen[bytes]]
 ) -> None:
-    before = _folders()
     proc = csd_on_host()
-    assert _wait_for_batch(proc, before)
+    assert _wait_for_batch(proc, server)
     proc.kill()  # pytest alone, as kill -9: what it started learns it from its pipes
     proc.wait(timeout=60)
-    procs, folders = _left(before)
-    assert not procs and not folders, (procs, folders)
+    assert server.settled() == [], "no fio, gate, agent or folder is left on the host"
 
 
 def test_a_lost_connection_mid_batch_leaves_nothing_on_the_host(
-    server: Sshd, csd_on_host: Callable[..., subprocess.Popen[bytes]]
+    server: Sshd, csd_on_host: Callable[..., subprocess.Popen[bytes]], test_tag: str
 ) -> None:
-    before = _folders()
     proc = csd_on_host()
-    assert _wait_for_batch(proc, before)
-    port = f"-p\0{server.port}\0".encode()
+    assert _wait_for_batch(proc, server)
+    port = f" -p {server.port} "
+    # the session's master: a process of this test's (its tag), not another session's
     mine = [
-        int(p.parent.name)
-        for p in Path("/proc").glob("[0-9]*/cmdline")
-        if b"-M\0-N\0" in (text := _cmdline(p)) and port in text
+        pid for pid, cmdline in tagged(test_tag).items() if " -M -N " in cmdline and port in cmdline
     ]
     assert mine, "the session's master connection"
     for pid in mine:
         os.kill(pid, signal.SIGKILL)  # the connection is gone, pytest runs on
-    procs, folders = _left(before)
-    assert not procs and not folders, (procs, folders)
+    assert server.settled() == [], "no fio, gate, agent or folder is left on the host"
 
 
 def test_a_controller_silent_mid_batch_leaves_nothing_on_the_host(
-    csd_on_host: Callable[..., subprocess.Popen[bytes]],
+    server: Sshd, csd_on_host: Callable[..., subprocess.Popen[bytes]]
 ) -> None:
-    before = _folders()
     proc = csd_on_host({"PYTEST_SSD_BATCH_IDLE_S": "3"})
-    assert _wait_for_batch(proc, before)
+    assert _wait_for_batch(proc, server)
     os.killpg(proc.pid, signal.SIGSTOP)  # the controller (and its ssh) stop saying anything
     try:
         deadline = time.monotonic() + 60
-        while _batch_fio(before) and time.monotonic() < deadline:
+        while _batch_fio(server) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not _batch_fio(before), "the agent ended its batch after 3 s without a word"
+        assert not _batch_fio(server), "the agent ended its batch after 3 s without a word"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         os.killpg(proc.pid, signal.SIGCONT)
-    procs, folders = _left(before)
-    assert not procs and not folders, (procs, folders)
-
-
-def _cmdline(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
+    assert server.settled() == [], "no fio, gate, agent or folder is left on the host"
 
 
 POINTS = """
@@ -252,7 +213,7 @@ def test_a_node_remade_mid_batch_on_a_host_stops_the_run_at_the_next_release(
     other = loop_device(64, "never-named.img")  # never named, never confirmed
     with other.open("wb") as fh:
         fh.write(os.urandom(64 << 20))
-    before, left_before = digest(other), _folders()
+    before = digest(other)
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "test_points.py").write_text(POINTS)
@@ -275,5 +236,4 @@ def test_a_node_remade_mid_batch_on_a_host_stops_the_run_at_the_next_release(
     assert any(stop in line for line in run.result.outlines), out
     assert "-p2]" not in "".join(run.result.outlines), "no point after the stop"
     assert digest(other) == before, "the batch's next job never wrote to the other device"
-    procs, folders = _left(left_before)
-    assert not procs and not folders, (procs, folders)
+    assert server.settled() == [], "no fio, gate, agent or folder is left on the host"

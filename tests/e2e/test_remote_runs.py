@@ -16,27 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.e2e.conftest import cssd_suite, digest
 from tests.sshd import Sshd, local_sshd
 
-pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 LoopFactory = Callable[..., Path]
-
-
-def _ours_left() -> list[str]:
-    """fio servers of pytest-ssd and their folders still on the host (this machine)."""
-    found = subprocess.run(
-        ["pgrep", "-af", "fio --server=sock:/tmp/ssd-fio"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    ).stdout.splitlines()
-    return [line for line in found if "pgrep" not in line] + [
-        str(p) for p in Path("/tmp").glob("ssd-fio.*")
-    ]
 
 
 def _suite_on_host(run_ssd: Any, server: Sshd, dev: Path, tmp_path: Path, tests: str) -> Any:
@@ -51,7 +34,6 @@ def _suite_on_host(run_ssd: Any, server: Sshd, dev: Path, tmp_path: Path, tests:
 
 def test_smoke_runs_on_a_test_host(server: Sshd, loop_device: LoopFactory, run_ssd: Any) -> None:
     dev = loop_device(1024)
-    left_before = _ours_left()
     run = run_ssd(
         f"--dut={server.url(str(dev))}", f"--ssd-confirm={dev}", f"--ssd-ssh-config={server.config}"
     )
@@ -80,7 +62,7 @@ def test_smoke_runs_on_a_test_host(server: Sshd, loop_device: LoopFactory, run_s
     with sqlite3.connect(run.report_dir / "results.sqlite") as db:
         (host, described) = db.execute("SELECT host, description FROM run_devices").fetchone()
     assert host == json.loads(described)["host"] == f"127.0.0.1:{server.port}"
-    assert _ours_left() == left_before, "no fio server is left on the host"
+    assert server.settled() == [], "no fio server, agent or folder is left on the host"
 
 
 def test_two_devices_on_a_host_run_in_parallel(
@@ -175,18 +157,27 @@ def test_a_device_state_is_reached_on_the_host(
     commands = [p.read_text() for p in run.run_dir.rglob("blkdiscard.cmd")]
     assert len(commands) == 2 and all(c.startswith(("ssh ", "/usr/bin/ssh ")) for c in commands)
     assert all("--client=sock:fio.sock" in p.read_text() for p in run.run_dir.rglob("fio.cmd"))
-    assert _ours_left() == [], "no fio server is left on the host"
+    assert server.settled() == [], "no fio server, agent or folder is left on the host"
 
 
 SERVER_LOST = """
 from pytest_ssd.fio.job import FioJob
 
+# the fio servers of this test's host alone, by the tag its sshd gives every login
+# (tests/own.py): another session's on this machine are not touched
+KILL_SERVER = '''
+for p in $(grep -l -s -z -x -F "SSD_TESTS_TAG=$SSD_TESTS_TAG" /proc/[0-9]*/environ |
+           cut -d/ -f3); do
+  grep -q -s -z -e '^--server=sock:' "/proc/$p/cmdline" && kill -KILL "$p"
+done
+'''
+
 
 def test_first(ssd):
     job = FioJob("first", "rnd", 4096, size=16 << 20, runtime_s=0.3)
     assert ssd.run(job).directions["read"].io_bytes > 0
-    # the host loses the fio server (an OOM kill, an admin): every fio of it
-    ssd.machine.run(["pkill", "-KILL", "-f", "fio --server=sock:/tmp/ssd-fio"], timeout=30)
+    # the host loses the fio server (an OOM kill, an admin): every fio of it, and only its
+    ssd.machine.run(["sh", "-c", KILL_SERVER], timeout=30)
 
 
 def test_second(ssd):
@@ -208,7 +199,7 @@ def test_a_lost_fio_server_fails_the_test_saying_so(
         line.startswith("FioError: fio exited") and where in line for line in run.result.outlines
     ), out
     assert "Traceback" not in out
-    assert _ours_left() == [], "the session ended what was left of the server"
+    assert server.settled() == [], "the session ended what was left of the server"
 
 
 ERASES = """

@@ -22,7 +22,6 @@ from tests.e2e.conftest import kill_everything_of
 from tests.e2e.test_resume import BROKEN, TESTS, _argv, _ended, _rows, _run, _said, _same_as
 from tests.sshd import Sshd, end_left, local_sshd, restarted, stop_sshd
 
-pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 #: tests recorded before the host is lost (of the 4 fob points)
 RECORDED_BEFORE = 2
 RECORDED = "SELECT count(*) FROM tests"

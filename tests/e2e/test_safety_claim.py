@@ -180,7 +180,6 @@ def test_a_loop_beside_a_filesystem_in_its_file_is_measured(run_ssd: Any, sib: S
     sib.check_intact()
 
 
-@pytest.mark.usefixtures("fio_servers_one_at_a_time")
 def test_a_loop_whose_backing_file_is_mounted_is_refused_on_a_test_host(
     run_ssd: Any, sib: Sib, server: Sshd
 ) -> None:
@@ -296,7 +295,6 @@ def test_a_node_remade_mid_session_stops_the_run_before_writing(
     )
 
 
-@pytest.mark.usefixtures("fio_servers_one_at_a_time")
 def test_a_node_remade_on_a_test_host_stops_the_run_before_writing(
     run_ssd: Any, random_loop: Path, loop_device: Any, tmp_path: Path, server: Sshd
 ) -> None:
@@ -371,7 +369,6 @@ def test_mkfs_and_mount_of_the_device_fail_while_the_session_runs(
     _refused_busy(_intruded(run_ssd, random_loop, tmp_path, *args), random_loop)
 
 
-@pytest.mark.usefixtures("fio_servers_one_at_a_time")
 def test_mkfs_and_mount_of_a_device_on_a_test_host_fail_while_the_session_runs(
     run_ssd: Any, random_loop: Path, tmp_path: Path, server: Sshd
 ) -> None:

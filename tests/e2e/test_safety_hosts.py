@@ -27,7 +27,6 @@ from tests.e2e.test_safety_session import _one_error
 from tests.sshd import Sshd, local_sshd
 
 #: their runs start fio servers on the host: they take turns with the tests that count them
-pytestmark = pytest.mark.usefixtures("fio_servers_one_at_a_time")
 
 #: descriptors a helper holds open: with a 1 MiB stack (256 KiB of arguments) one
 #: ``stat /proc/[0-9]*/fd/*`` of them all is too long; a host with 70,000 is the same

@@ -30,7 +30,7 @@ from pytest_ssd.fio.watch import STALL_ENV, local_counters
 from pytest_ssd.proc.sweep import MARK_ENV
 from tests.e2e.conftest import digest
 from tests.e2e.test_safety_session import _popen, _wait_for
-from tests.sshd import local_sshd
+from tests.sshd import Sshd, local_sshd
 
 LoopFactory = Callable[..., Path]
 #: the shortened stall allowance of these runs (the default is a minute or two)
@@ -289,7 +289,6 @@ def _server_left(folder: str) -> list[int]:
     ]
 
 
-@pytest.mark.usefixtures("fio_servers_one_at_a_time")
 def test_a_slow_fio_server_start_is_cleaned_up_and_tried_again(
     loop_device: LoopFactory, run_ssd: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -302,7 +301,7 @@ def test_a_slow_fio_server_start_is_cleaned_up_and_tried_again(
     monkeypatch.setenv(START_ENV, "3")
     dev = loop_device(64)
     path = f"{bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    with local_sshd(tmp_path / "sshd", options=f"SetEnv PATH={path}\n") as host:
+    with local_sshd(tmp_path / "sshd", path=path) as host:
         suite = _suite(tmp_path, TWO_READS)
         config = f"--ssd-ssh-config={host.config}"
         run = run_ssd(f"--dut={host.url(str(dev))}", f"--ssd-confirm={dev}", config, suite=suite)
@@ -321,38 +320,25 @@ def test_a_slow_fio_server_start_is_cleaned_up_and_tried_again(
     assert _server_left(folder) == [], "and no process of it is left there"
 
 
-def _below(root: int) -> set[int]:
-    """Every process below *root* now."""
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _) in _processes().items():
-        children.setdefault(parent, []).append(pid)
-    found, todo = set(), [root]
-    while todo:
-        found |= set(kids := children.get(todo.pop(), []))
-        todo += kids
-    return found
-
-
-def _host_jobs(sshd_pid: int) -> list[int]:
-    """fio's job processes of the servers the test's sshd started (this machine's, no other)."""
-    mine = _below(sshd_pid)
+def _host_jobs(host: Sshd) -> list[int]:
+    """fio's job processes of the servers the test's sshd started (by its logins' tag, no
+    other session's on this machine)."""
+    mine = host.processes()
     return [pid for pid in _fio_jobs("--server=sock:/tmp/ssd-fio.") if pid in mine]
 
 
-@pytest.mark.usefixtures("fio_servers_one_at_a_time")
 def test_a_stalled_fio_on_a_host_fails_its_test_and_its_jobs_end_there(
     loop_device: LoopFactory, tmp_path: Path, stall_env: None, stopped_jobs: list[int]
 ) -> None:
     dev = loop_device(64)
     reports = tmp_path / "reports"
     with local_sshd(tmp_path / "sshd") as host:
-        sshd_pid = int((host.folder / "sshd.pid").read_text())
         config = f"--ssd-ssh-config={host.config}"
         argv = _argv(_suite(tmp_path, LONG_WRITE), reports, dev, config, url=host.url(str(dev)))
         proc = _popen(argv, tmp_path)
         try:
-            _wait_for(lambda: bool(_host_jobs(sshd_pid)) or proc.poll() is not None, "fio's jobs")
-            stopped_jobs += _host_jobs(sshd_pid)
+            _wait_for(lambda: bool(_host_jobs(host)) or proc.poll() is not None, "fio's jobs")
+            stopped_jobs += _host_jobs(host)
             _stop(stopped_jobs)
             out = proc.communicate(timeout=STALL_S + 120)[0]
         finally:
@@ -393,7 +379,6 @@ def test_leaves_a_process_of_its_server(ssd):
 """
 
 
-@pytest.mark.usefixtures("fio_servers_one_at_a_time")
 def test_fio_left_on_a_host_is_said_once(
     loop_device: LoopFactory,
     run_ssd: Any,
