@@ -1,13 +1,15 @@
 """``pytest-ssd``: reports, comparisons and exports from the results database, without a run.
 
-Exit codes: 0 done, 2 bad command line (argparse), 3 the database lacks what
-was asked for or cannot be read (missing, damaged, not pytest-ssd's), 4 the
-output cannot be written, or is a file the command reads (the database).
+Exit codes: 0 done, 1 ``compare --gate`` found a regression, 2 bad command line
+(argparse), 3 the database lacks what was asked for or cannot be read (missing,
+damaged, not pytest-ssd's), 4 the output cannot be written, or is a file the
+command reads (the database), 5 ``compare --gate`` could not judge.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sqlite3
 import sys
@@ -20,9 +22,10 @@ from pytest_ssd.db.url import ENV, db_url
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.results.files import StorageError
 from pytest_ssd.results.location import default_db
+from pytest_ssd.verdict.summary import REGRESSED, UNDECIDED
 from pytest_ssd.verdict.tolerance import parse_tolerance
 
-EXIT_REGRESSED, EXIT_USAGE, EXIT_DB, EXIT_OUTPUT = 1, 2, 3, 4
+EXIT_REGRESSED, EXIT_USAGE, EXIT_DB, EXIT_OUTPUT = REGRESSED, 2, 3, 4
 
 
 def _tolerance(text: str) -> tuple[str, float]:
@@ -32,13 +35,24 @@ def _tolerance(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percent from 0 to 100")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="pytest-ssd",
         description="Reports, comparisons and exports from pytest-ssd's results database.",
         epilog="Exit codes: 0 done, 1 compare --gate found a regression, 2 bad arguments,"
         " 3 not in the database (or unreadable), 4 cannot write the output (or it is the"
-        " database).",
+        " database), 5 compare --gate could not judge (more unknown than --allow-unknown"
+        " allows, or nothing measured by both).",
     )
     db_help = (
         "the results database: a file, sqlite:///FILE or postgresql://USER@HOST/DATABASE"
@@ -73,8 +87,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gate",
         action="store_true",
-        help="BASE NEW: print each metric's verdict (regressed, improved, same, unknown) and"
-        f" exit {EXIT_REGRESSED} when any point regressed",
+        help="BASE NEW: print each metric's verdict (regressed, improved, same, unknown) per"
+        f" drive, exit {EXIT_REGRESSED} when any point regressed and {UNDECIDED} when more"
+        " verdicts are unknown than --allow-unknown allows (default: none)",
+    )
+    p.add_argument(
+        "--allow-unknown",
+        nargs="?",
+        const=100.0,
+        default=0.0,
+        type=_percent,
+        metavar="PERCENT",
+        help="with --gate: the share of a drive's verdicts that may be unknown and the gate"
+        " still pass (alone: any share; default 0: an unknown fails the gate)",
     )
     p.add_argument(
         "--tolerance",
@@ -146,8 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             commands.refuse_missing_folder(output)
             if args.db.path is not None:
                 commands.refuse_inputs(output, args.db.path)
-        if args.func(args) is False:  # a gate that did not pass
-            return EXIT_REGRESSED
+        code = args.func(args)
+        if code:  # a gate that did not pass: its own code (1 regressed, 5 not judged)
+            return int(code)
     except BrokenPipeError:  # `pytest-ssd list | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

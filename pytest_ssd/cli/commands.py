@@ -11,7 +11,6 @@ import contextlib
 import json
 import stat
 import sys
-from collections import Counter
 from pathlib import Path
 
 from pytest_ssd.cli.export import TABLES, as_csv, as_json, rows
@@ -28,8 +27,8 @@ from pytest_ssd.report.build import Rendered, report_page, to_stderr
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.location import find_config, report_dir
 from pytest_ssd.specs.load import load_datasheet
-from pytest_ssd.verdict import VERDICTS, MetricVerdict
 from pytest_ssd.verdict.source import compare_runs
+from pytest_ssd.verdict.summary import PASSED, DriveVerdicts, by_drive, gate, summary_lines
 from pytest_ssd.verdict.tolerance import Tolerances
 
 __all__ = [
@@ -191,8 +190,9 @@ def report(args: argparse.Namespace) -> None:
         _write_report(output, rendered, figures)
 
 
-def compare(args: argparse.Namespace) -> bool:
-    """The comparison report; with ``--gate`` the verdict table too, and False on a regression."""
+def compare(args: argparse.Namespace) -> int:
+    """The comparison report; with ``--gate`` the verdicts per drive and the gate's exit code
+    (:mod:`pytest_ssd.verdict.summary`)."""
     if args.gate and len(args.labels) != 2:  # BASE NEW
         raise ConfigError(f"compare --gate takes two labels, BASE NEW (given: {len(args.labels)})")
     tolerances = _tolerances(args)  # a bad datasheet is refused before the database is read
@@ -224,9 +224,13 @@ def compare(args: argparse.Namespace) -> bool:
             tolerances=tolerances,
         )
         _write_report(output, page, figures)
-    if args.gate:
-        print_verdicts(verdicts)
-    return not any(v.verdict == "regressed" for _, v in verdicts)
+    if not args.gate:
+        return PASSED
+    judged = by_drive(verdicts)
+    print_verdicts(judged)
+    code, said = gate(judged, args.allow_unknown / 100)
+    print(said)
+    return code
 
 
 def _tolerances(args: argparse.Namespace) -> Tolerances:
@@ -239,16 +243,26 @@ def _tolerances(args: argparse.Namespace) -> Tolerances:
     return Tolerances(dict(args.tolerance), "--tolerance", sheet)
 
 
-def print_verdicts(verdicts: list[tuple[str, MetricVerdict]]) -> None:
-    """The gate's table: a line per metric, then the count of each verdict."""
-    if not verdicts:
+#: lines a drive's verdicts other than "same" take in the gate's table; the report lists all
+GATE_LINES = 12
+
+
+def print_verdicts(drives: list[DriveVerdicts]) -> None:
+    """The gate's table: per drive its lines other than "same" (worst first, at most
+    :data:`GATE_LINES`), then a summary a line or two per drive."""
+    if not any(d.verdicts for d in drives):
         print("no point measured by both: nothing to judge")
-    for label, v in verdicts:
-        note = v.reason + (f", {v.repeats_needed} repeats a side" if v.repeats_needed else "")
-        text = v.line() if v.ratio is not None else f"{v.point} {v.direction} {v.label}"
-        print(f"{v.verdict:<10} {label}: {text}" + (f"  [{note}]" if note else ""))
-    counts = Counter(v.verdict for _, v in verdicts)
-    print(", ".join(f"{counts[word]} {word}" for word in VERDICTS))
+    for d in drives:
+        print(f"== {d.drive}")
+        shown = [v for v in d.worst_first() if v.verdict != "same"]
+        for v in shown[:GATE_LINES]:
+            note = v.reason + (f", {v.repeats_needed} repeats a side" if v.repeats_needed else "")
+            text = v.line() if v.ratio is not None else f"{v.point} {v.direction} {v.label}"
+            where = f"{v.where()} · " if v.where() else ""
+            print(f"{v.verdict:<10} {where}{text}" + (f"  [{note}]" if note else ""))
+        if len(shown) > GATE_LINES:
+            print(f"... {len(shown) - GATE_LINES} more not 'same': the report lists every line")
+    print("\n".join(["== summary", *summary_lines(drives)]))
 
 
 def export(args: argparse.Namespace) -> None:

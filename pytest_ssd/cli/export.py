@@ -3,16 +3,19 @@
 Every cell is a number or a short word, never JSON: a value column says its unit in its
 name (``bw_mib_s``, ``block_size_bytes``, ``p99.9_us``), a percentile is named as
 everywhere else (``p99.9``: the report, the junit properties, results.json's derived
-records).  A measurement row says the device state it was measured in (the target of
-the last state transition of its drive begun before it, empty before any), its workload
-(``SEQ 128KiB Q32T1 read``) and which of ``--ssd-repeat``'s runs it is (1 when not
-repeated).  A derived record is one row per value (``window.mean`` …), not a JSON cell.
+records).  A measurement row says the drive (its host — the test host, else the
+controller —, model, serial and firmware), the device state it was measured in (the
+target of the last state transition of its drive begun before it, empty before any), its
+workload (``SEQ 128KiB Q32T1 read``), which of ``--ssd-repeat``'s runs it is (1 when not
+repeated) and when, as ISO text and as seconds since the epoch (``start_unix_s``).
+A derived record is one row per value (``window.mean`` …), not a JSON cell.
 """
 
 from __future__ import annotations
 
 import bisect
 import csv
+import datetime
 import io
 import json
 import re
@@ -29,13 +32,17 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
 _MEASUREMENTS = """
-SELECT m.run_id, d.label, m.dut_id AS device, m.test, m.name, m.workload, m.pattern,
+SELECT m.run_id, d.label, d.description AS host, m.dut_id AS device, v.model, v.serial,
+       v.firmware, m.test, m.name, m.workload, m.pattern,
        m.block_size AS block_size_bytes, m.iodepth, m.numjobs, m.read_pct, x.direction, x.iops,
        x.bw_mib_s, x.bw_mb_s, x.io_bytes, x.runtime_s, x.lat_mean_us, x.clat_min_us,
-       x.clat_max_us, x.clat_samples, {percentiles}, m.start, m."end"
+       x.clat_max_us, x.clat_samples, {percentiles}, m.start, m."end", h.hostname
 FROM measurements m
 JOIN metrics x ON x.measurement_id = m.id
 JOIN run_devices d ON d.run_id = m.run_id AND d.dut_id = m.dut_id
+JOIN devices v ON v.id = d.device_id
+JOIN runs r ON r.id = m.run_id
+LEFT JOIN hosts h ON h.id = r.host_id
 {where} ORDER BY m.id, x.direction
 """
 _PERCENTILE = (
@@ -97,7 +104,7 @@ def _measurements(
         starts, targets = begun.setdefault((run_id, dut_id), ([], []))
         starts.append(start or "")
         targets.append(target)
-    at = columns.index("workload")
+    at, host = columns.index("workload"), columns.index("host")
     out = []
     for row in found:
         record = dict(zip(columns, row, strict=True))
@@ -106,8 +113,17 @@ def _measurements(
         index = bisect.bisect_right(starts, record["start"] or "") - 1
         state = targets[index] if index >= 0 else None
         extra = (workload.get("label"), state, int(workload.get("repeat", 1)))
-        out.append((*row[:at], *extra, *row[at + 1 :]))
-    return [*columns[:at], "workload", "state", "repeat", *columns[at + 1 :]], out
+        # a device's host: its test host, else the controller that ran it
+        where = loads_json(record["host"]).get("host") or record["hostname"]
+        cells = [*row[:host], where, *row[host + 1 : at], *extra, *row[at + 1 : -1]]
+        out.append((*cells, _unix(record["start"]), _unix(record["end"])))
+    head = [*columns[:at], "workload", "state", "repeat", *columns[at + 1 : -1]]
+    return [*head, "start_unix_s", "end_unix_s"], out
+
+
+def _unix(when: str | None) -> float | None:
+    """An ISO time as seconds since the epoch (a number a spreadsheet plots), None if absent."""
+    return datetime.datetime.fromisoformat(when).timestamp() if when else None
 
 
 def _derived(

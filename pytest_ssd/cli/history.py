@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_ssd.db.history import HISTORY_PERCENTILES, FoundSeries, find_series, history
 from pytest_ssd.db.reader import ResultsDb
 from pytest_ssd.errors import ConfigError, DatabaseError
-from pytest_ssd.results.history import HistoryRow
-from pytest_ssd.text import latency_unit, significant
+from pytest_ssd.results.history import Change, HistoryRow, drive_of
+from pytest_ssd.text import latency
+from pytest_ssd.verdict.judge import judge
 
 #: graph formats by the output's suffix
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -49,55 +51,62 @@ def _number(value: float | None, digits: int) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
 
 
-def _columns(rows: Sequence[HistoryRow]) -> list[tuple[float, str, float, int]]:
-    """Per percentile: (p, unit, µs in one, decimals), the unit that keeps the column's
-    largest value under four digits before the point (as the report and the CSV write it)."""
-    columns = []
-    for p in HISTORY_PERCENTILES:
-        values = [v for r in rows if (v := r.percentiles.get(p)) is not None]
-        columns.append((p, *latency_unit(max(values, default=0.0))))
-    return columns
-
-
 def table(one: FoundSeries, rows: Sequence[HistoryRow]) -> str:
-    """One row per run, drive and direction; percentiles over the pooled histograms."""
-    columns = _columns(rows)
-    ps = " ".join(f"{f'p{p:g} {unit}':>10}" for p, unit, _, _ in columns)
+    """One row per run, drive and direction; percentiles over the pooled histograms, each in
+    the unit that fits it (µs, ms or s: a 70 µs p50 beside a 2 ms one reads 70.0 µs)."""
+    ps = " ".join(f"{f'p{p:g}':>10}" for p in HISTORY_PERCENTILES)
     head = (
-        f"{'run start':<19} {'run':<29} {'drive':<20} {'serial':<16} {'firmware':<10}"
+        f"{'run start':<19} {'run':<29} {'drive':<20} {'serial':<16} {'build':<12}"
         f" {'dir':<5} {'n':>2} {'IOPS':>10} {'MiB/s':>9} {ps}  percentiles from"
     )
     lines = [f"series {one.key}: {one.identity.describe()}", head]
     for r in rows:
         values = " ".join(
-            f"{_latency(r.percentiles.get(p), scale, decimals):>10}"
-            for p, _, scale, decimals in columns
+            f"{'—' if (us := r.percentiles.get(p)) is None else latency(us):>10}"
+            for p in HISTORY_PERCENTILES
         )
         lines.append(
             f"{r.run_start[:19]:<19} {r.run_id:<29} {r.label[:20]:<20} {(r.serial or '—'):<16}"
-            f" {(r.firmware or '—'):<10} {r.direction:<5} {r.n:>2} {_number(r.iops, 0):>10}"
+            f" {r.build[:12]:<12} {r.direction:<5} {r.n:>2} {_number(r.iops, 0):>10}"
             f" {_number(r.bw_mib_s, 1):>9} {values}  {r.source}"
         )
     return "\n".join(lines) + "\n"
 
 
-def _latency(us: float | None, scale: float, decimals: int) -> str:
-    """*us* in its column's unit; a value the column's decimals would write as 0 keeps three
-    significant digits (a 398.3 µs p99.9 beside a 2.16 s one: 0.000398, not 0.00)."""
-    if us is None:
-        return "—"
-    text = f"{us / scale:,.{decimals}f}"
-    return significant(us / scale, 3) if us and not text.strip("0.-") else text
+def changes(rows: Sequence[HistoryRow]) -> list[Change]:
+    """Each drive's builds against its build before, judged on their repeats (IOPS and fio's
+    own p99 of each repeat) with the baseline's noise-aware verdicts."""
+    found: list[Change] = []
+    for drive in dict.fromkeys(drive_of(r) for r in rows):
+        mine = [r for r in rows if drive_of(r) == drive]
+        builds = list(dict.fromkeys(r.build for r in mine))
+        for before, after in itertools.pairwise(builds):
+            for metric, key in (("iops", "iops"), ("p99", "p99_us")):
+                base, new = _samples(mine, before, metric), _samples(mine, after, metric)
+                verdict = judge(after, "", key, base, new)
+                if verdict.ratio is not None:
+                    found.append(Change(after, drive, metric, verdict.verdict, verdict.ratio))
+    return found
+
+
+def _samples(rows: Sequence[HistoryRow], build: str, metric: str) -> list[float]:
+    """A build's repeats of *metric* over its runs."""
+    mine = [r for r in rows if r.build == build]
+    if metric == "iops":
+        return [v for r in mine for v in r.iops_each]
+    return [v for r in mine for v in r.p99_each if v is not None]
 
 
 def graph(one: FoundSeries, rows: Sequence[HistoryRow], output: Path) -> bytes:
     """The series' graph in the format *output*'s suffix names."""
-    from pytest_ssd.figures.history import history_figure  # noqa: PLC0415  # matplotlib: -o only
+    from pytest_ssd.figures import scale_latency_axes  # noqa: PLC0415  # matplotlib: -o only
+    from pytest_ssd.figures.history import history_figure  # noqa: PLC0415
 
     fmt = FORMATS.get(output.suffix.lower())
     if fmt is None:
         raise ConfigError(f"-o {output}: give a .png or .svg file for the graph")
-    fig = history_figure(rows, f"series {one.key}: {one.identity.describe()}")
+    fig = history_figure(rows, f"series {one.key}: {one.identity.describe()}", changes(rows))
+    scale_latency_axes(fig)  # the p99 axis in the unit of its values, as the table writes them
     buffer = io.BytesIO()
     fig.savefig(buffer, format=fmt, dpi=100)
     return buffer.getvalue()

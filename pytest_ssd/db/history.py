@@ -98,7 +98,18 @@ def _row(conn: Conn, group: list[Row]) -> HistoryRow:
         bw_mib_s=_mean(r["bw_mib_s"] for r in group),
         percentiles=percentiles,
         source=source,
+        iops_each=tuple(float(r["iops"]) for r in group if r["iops"] is not None),
+        p99_each=tuple(_own_p99(conn, r) for r in group),
     )
+
+
+def _own_p99(conn: Conn, row: Row) -> float | None:
+    """fio's own p99 of one measurement and direction (µs), for the spread of repeats."""
+    found = conn.execute(
+        "SELECT us FROM percentiles WHERE measurement_id = ? AND direction = ? AND p = ?",
+        (row["id"], row["direction"], 99.0),
+    ).fetchone()
+    return None if found is None or found["us"] is None else float(found["us"])
 
 
 def _mean(values: Iterable[Any]) -> float | None:

@@ -20,6 +20,12 @@ class DriveRef:
     scratch: bool = False
     description: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
+    @property
+    def name(self) -> str:
+        """Its label, with its device id when that differs (one label often names a build
+        measured on several drives)."""
+        return self.label if self.label == self.dut_id else f"{self.label} ({self.dut_id})"
+
 
 @dataclass(frozen=True)
 class RunInfo:

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.errors import FioError, ParseError, SafetyError
-from pytest_ssd.fio.engine import check_target
+from pytest_ssd.fio.engine import check_target, exited
 from pytest_ssd.fio.gates import FioProcess, Gates, LocalGates
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
@@ -419,14 +419,9 @@ class Batch:
         try:
             output = parse_output(completed.stdout)
         except ParseError as exc:
-            raise FioError(
-                f"fio exited {completed.returncode} on {self._where}: "
-                f"{completed.last_error_line()} ({exc})"
-            ) from None
+            raise FioError(f"{exited(completed, self._where)} ({exc})") from None
         if completed.returncode:
-            raise FioError(
-                f"fio exited {completed.returncode} on {self._where}: {completed.last_error_line()}"
-            )
+            raise FioError(exited(completed, self._where))
         check_target(output, str(self.target), here=self.gates.here)
         process.output, process.completed = output, completed
         return output

@@ -8,6 +8,7 @@ fio reports with exit 0, e.g. on a mounted device).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import time
@@ -133,8 +134,29 @@ def check_target(output: FioOutput, target: str, *, here: bool = True) -> None:
         )
 
 
-def _exited(completed: Completed, where: str) -> str:
+#: what ``fio --client`` prints (on stdout, among its JSON) when it loses its server, in words
+_CLIENT_LOST = (
+    (
+        re.compile(r"^client: host=(\S+) disconnected$"),
+        "the fio server ({}) disconnected while the jobs ran (the server process ended, or the"
+        " host or its connection went away): treat the device's contents as unknown",
+    ),
+    (
+        re.compile(r"^fio: connect: (.+)$"),
+        "fio could not reach its server ({}): it is gone, or the host is unreachable",
+    ),
+)
+
+
+def exited(completed: Completed, where: str) -> str:
+    """Why fio failed on *where*, in words: a lost server said so, else fio's last word."""
     said = completed.last_error_line()
+    for line in (*completed.stderr.splitlines(), *completed.stdout.splitlines()):
+        for pattern, words in _CLIENT_LOST:
+            match = pattern.match(line.strip())
+            if match:
+                said = words.format(match.group(1))
+                break
     silent = not (completed.stdout.strip() or completed.stderr.strip())
     if silent and completed.returncode in SIGPIPE_EXITS:
         said = "the fio server closed the connection (it is gone, or it refused the jobs)"
@@ -193,10 +215,10 @@ def run_jobs(
         output = parse_output(completed.stdout)
     except ParseError as exc:
         if completed.returncode:
-            raise FioError(_exited(completed, where)) from None
+            raise FioError(exited(completed, where)) from None
         raise FioError(f"fio on {where}: {exc}") from None
     if completed.returncode:
-        raise FioError(_exited(completed, where))
+        raise FioError(exited(completed, where))
     _check(jobs, output, str(target), completed.stderr)
     check_target(output, str(target), here=runner.here)
     return FioRun(tuple(jobs), output, completed, artifacts, started, ended)

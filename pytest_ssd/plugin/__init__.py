@@ -30,7 +30,7 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
-from pytest_ssd.plugin import baseline, health, resume, shape, suites
+from pytest_ssd.plugin import baseline, drives, health, resume, scheduling, shape, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.interrupts import Interrupts
@@ -403,10 +403,11 @@ def _only_informational(config: pytest.Config) -> bool:
 
 
 def _pin_devices_to_workers(config: pytest.Config) -> None:
-    """One device, one worker: xdist's loadgroup keeps each device's tests together."""
+    """One device, one worker: pytest-ssd's scheduler keeps each device's tests together
+    (:mod:`.scheduling`, :func:`pytest_xdist_make_scheduler`)."""
     dist = getattr(config.option, "dist", "no")
     if dist in ("load", "loadgroup"):
-        config.option.dist = "loadgroup"
+        config.option.dist = "load"
     elif dist != "no":
         raise pytest.UsageError(
             f"pytest-ssd: --dist={dist} could run two tests on one device at once; "
@@ -442,8 +443,6 @@ def pytest_configure(config: pytest.Config) -> None:
         worker.progress = worker_writer(worker.run_dir, config.workerinput["workerid"])  # type: ignore[attr-defined]
         config.stash[SESSION_KEY] = worker
         baseline.register(config, worker.run_dir)
-        # workers re-parse the command line (dist=load): keep the controller's grouping
-        config.option.loadgroup = True
         return
     if _is_worker(config) or not _active(config):
         return
@@ -492,7 +491,8 @@ def _configure_controller(config: pytest.Config) -> None:
     config.pluginmanager.register(controller.HtmlReport(session, page), "ssd-html-report")
     config.pluginmanager.register(controller.Plots(), "ssd-plots")
     if config.getoption("xmlpath", None):
-        config.pluginmanager.register(controller.JunitProperties(layout), "ssd-junit")
+        junit = controller.JunitProperties(layout, session)
+        config.pluginmanager.register(junit, "ssd-junit")
 
     if distributed:  # the devices open while xdist starts the workers
         started = functools.partial(_record, config, session, judged_against)
@@ -600,6 +600,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return controller.terminal_lines(session, False)
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under -n: every test of a device on one worker, test ids as without -n."""
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return None
+    return scheduling.scheduler(config, log, session.dut_ids)
+
+
+@pytest.hookimpl(tryfirst=True)  # a test's device first in its id (scheduling.device_of)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     session = metafunc.config.stash.get(SESSION_KEY, None)
     if "dut" not in metafunc.fixturenames or session is None:
@@ -622,7 +632,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("dut", ids, ids=ids, indirect=True)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.stash.get(SESSION_KEY, None) is None:
         return
@@ -630,14 +640,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         plan.check(items)
         check_spec_markers(config.stash[SESSION_KEY], items)
         check_jobs_markers(items)
+        scheduling.check_ids(items, config.stash[SESSION_KEY].dut_ids)
     except SsdError as exc:
         raise pytest.UsageError(str(exc)) from None
     plan.order(items)
     suites.mark(config, items)
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and "dut" in callspec.params:
-            item.add_marker(pytest.mark.xdist_group(f"dut-{callspec.params['dut']}"))
+    drives.mark(config.stash[SESSION_KEY], items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

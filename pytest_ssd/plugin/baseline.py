@@ -24,10 +24,12 @@ from pytest_ssd.text import name_problem
 from pytest_ssd.verdict.metrics import METRICS
 
 if TYPE_CHECKING:
-    from pytest_ssd.verdict import Baseline
+    from pytest_ssd.verdict.source import BaselineRun
 
 #: the name the judge is registered under
 PLUGIN = "ssd-baseline"
+#: the controller's summary of the verdicts
+SUMMARY_PLUGIN = "ssd-baseline-summary"
 
 
 def add_options(group: pytest.OptionGroup) -> None:
@@ -70,8 +72,9 @@ def _tolerance(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"--ssd-baseline-tolerance={exc}") from None
 
 
-def prepare(config: pytest.Config, session: SsdSession) -> Baseline | None:
-    """On the controller, before anything is made: the baseline asked for, or a UsageError."""
+def prepare(config: pytest.Config, session: SsdSession) -> BaselineRun | None:
+    """On the controller, before anything is made: the baseline asked for, or a UsageError
+    (its drives are paired with this run's once they are identified: :func:`start`)."""
     ref = config.getoption("ssd_baseline", None)
     if ref is None:
         return None
@@ -79,21 +82,37 @@ def prepare(config: pytest.Config, session: SsdSession) -> Baseline | None:
 
     tolerances = dict(config.getoption("ssd_baseline_tolerance", []))
     try:
-        return read_baseline(session.options.db, ref, session.dut_ids, session.run_id, tolerances)
+        return read_baseline(session.options.db, ref, session.run_id, tolerances)
     except SsdError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
-def start(config: pytest.Config, session: SsdSession, judged_against: Baseline) -> None:
-    """Once the devices have their datasheets: keep the baseline, with each device's
-    ``[baseline]`` bands, in the run folder, and judge the controller's tests."""
+def start(config: pytest.Config, session: SsdSession, judged_against: BaselineRun) -> None:
+    """Once the devices are identified and have their datasheets: each device paired with
+    the baseline's drive that is the same drive (:func:`drive_key`: by serial, else host
+    and path; never by position), kept with its ``[baseline]`` bands in the run folder."""
+    from pytest_ssd.results.runinfo import collect  # noqa: PLC0415  # see register
+    from pytest_ssd.verdict.source import drive_key  # noqa: PLC0415
+
     sheets = {
         dut_id: sheet.baseline
         for dut_id, sheet in session.datasheets.items()
         if sheet.baseline is not None
     }
-    replace(judged_against, sheets=sheets).save(session.run_dir)
+    keys = {dut_id: drive_key(dut.describe()) for dut_id, dut in session.duts.items()}
+    paired, notes = judged_against.paired(keys)
+    session.warnings.extend(f"--ssd-baseline={judged_against.ref}: {note}" for note in notes)
+    judged = replace(paired, sheets=sheets).judged_in(collect([], session.host))
+    judged.save(session.run_dir)
+    for dut_id, caveats in judged.caveats.items():
+        session.warnings.append(
+            f"{dut_id}: against the baseline, a regressed or improved point is 'unknown':"
+            f" the runs' environments differ: {'; '.join(caveats)}"
+        )
     register(config, session.run_dir)
+    from pytest_ssd.plugin.judge import BaselineSummary  # noqa: PLC0415  # see register
+
+    config.pluginmanager.register(BaselineSummary(), SUMMARY_PLUGIN)
 
 
 def register(config: pytest.Config, run_dir: Path) -> None:

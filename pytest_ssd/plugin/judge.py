@@ -6,12 +6,15 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_ssd.fixture import SsdBench
+from pytest_ssd.results.record import DERIVED_PROPERTY, Derived
 from pytest_ssd.verdict import VERDICTS, Baseline, MetricVerdict
 from pytest_ssd.verdict.baseline import RECORD
+from pytest_ssd.verdict.summary import DriveVerdicts, gate, summary_lines
 
 
 class BaselineJudge:
@@ -59,6 +62,38 @@ class BaselineJudge:
             if v.ratio is not None:
                 bench.note(f"{key}.baseline_ratio", f"{v.ratio:.6g}")
         return [v for v in verdicts if v.verdict == "regressed"]
+
+
+class BaselineSummary:
+    """On the controller: each test's verdicts, taken from its report (a worker's too), said
+    per drive in pytest's terminal summary as ``pytest-ssd compare --gate`` says them."""
+
+    def __init__(self) -> None:
+        #: device -> (the baseline it is judged against, its verdicts)
+        self.drives: dict[str, tuple[str, list[MetricVerdict]]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for name, value in report.user_properties:
+            if name != DERIVED_PROPERTY or not isinstance(value, str):
+                continue
+            record = Derived.from_json(value)
+            if record.name == RECORD:
+                against = str(record.values.get("against", ""))
+                _, found = self.drives.setdefault(record.device, (against, []))
+                found += [MetricVerdict.from_dict(v) for v in record.values.get("verdicts", [])]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_sep("-", "pytest-ssd: against the baseline")
+        drives = [
+            DriveVerdicts(f"{device} against {against}", tuple(found))
+            for device, (against, found) in self.drives.items()
+        ]
+        for line in summary_lines(drives):
+            terminalreporter.write_line(line)
+        code, said = gate(drives)
+        terminalreporter.write_line(said, red=bool(code), green=not code)
 
 
 def _failure(regressed: list[MetricVerdict]) -> str:

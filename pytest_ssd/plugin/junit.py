@@ -14,7 +14,9 @@ from collections.abc import Generator
 import pytest
 from _pytest.junitxml import LogXML, xml_key
 
+from pytest_ssd.plugin.drives import suite_properties
 from pytest_ssd.results import junit
+from pytest_ssd.session import SsdSession
 
 
 def check_layout(config: pytest.Config) -> str:
@@ -30,14 +32,18 @@ def check_layout(config: pytest.Config) -> str:
 class JunitProperties:
     """Registered on the controller when ``--junitxml`` is given."""
 
-    def __init__(self, layout: str) -> None:
+    def __init__(self, layout: str, session: SsdSession) -> None:
         self.layout = layout
+        self.session = session
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
         # a wrapper's first half runs before junitxml's own hook writes the file
         xml = session.config.stash.get(xml_key, None)
         if xml is not None:
+            # the run and its drives, which a CI shows with the suite
+            for name, value in suite_properties(self.session):
+                xml.add_global_property(name, value)
             self._rewrite(xml)
         return (yield)
 

@@ -47,7 +47,8 @@ class SeriesIdentity:
         size = f"{self.size_bytes / 1e9:,.0f} GB" if self.size_bytes else "size unknown"
         parts = [f"{self.model or 'no model'} {size}", self.point]
         parts += [f"state {self.state or 'none'}", f"profile {self.profile or '?'}"]
-        return ", ".join([*parts, f"host {self.host_class or '?'}"])
+        host = self.host_class or "?"  # a test host's class says "host ADDRESS" already
+        return ", ".join([*parts, host if host.startswith("host ") else f"host {host}"])
 
 
 def host_class(environment: dict[str, Any], test_host: str | None = None) -> str:
@@ -85,3 +86,28 @@ class HistoryRow:
     percentiles: dict[float, float | None]
     #: where the percentiles came from: "pooled bins", "fio" (one run, no bins) or "none"
     source: str
+    #: each repeat's IOPS and fio's own p99 (µs; None where fio did not resolve it)
+    iops_each: tuple[float, ...] = ()
+    p99_each: tuple[float | None, ...] = ()
+
+    @property
+    def build(self) -> str:
+        """The build this row measured: its firmware revision, else its label."""
+        return self.firmware or self.label
+
+
+def drive_of(row: HistoryRow) -> str:
+    """A drive by its serial number (loop devices and files have none: their label)."""
+    return row.serial or row.label
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change judged between a drive's build and the build before it (history's marks)."""
+
+    build: str
+    drive: str
+    #: "iops" or "p99"
+    metric: str
+    verdict: str
+    ratio: float

@@ -347,6 +347,7 @@ class Devices:
                 "lock_pid": d.lock_pid,
                 "pinned": d.pinned.as_dict() if d.pinned else None,
                 "identity": d.identity.as_dict(),  # the controller's own reading
+                "label": d.label,
             }
             for d in self.duts.values()
         ]
@@ -373,6 +374,7 @@ class Devices:
                 address=address,
                 lock_pid=item["lock_pid"],
                 pinned=Pinned.from_dict(item["pinned"]) if item["pinned"] else None,
+                label=item.get("label", ""),
             )
             dut.classify(self.options.classes, index, self.extensions)
             self._serve(dut, site)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_ssd.db.model import shared_test_id
+from pytest_ssd.results.history import STATE_KEY
 from pytest_ssd.results.record import Measurement
+from pytest_ssd.verdict.environment import demoted, differences
 from pytest_ssd.verdict.judge import MetricVerdict, judge_point
 from pytest_ssd.verdict.tolerance import SheetTolerances, Tolerances
 
@@ -40,6 +42,14 @@ def runs_of(measurements: Iterable[Measurement], dut_id: str) -> dict[str, list[
     return points
 
 
+def states_of(measurements: Iterable[Measurement], dut_id: str) -> dict[str, str]:
+    """Point key -> the state group it was measured in (``workload.state``; "" without one)."""
+    return {
+        point_key(shared_test_id(m.test, dut_id), m.name): str(m.workload.get(STATE_KEY) or "")
+        for m in measurements
+    }
+
+
 @dataclass(frozen=True)
 class Baseline:
     """Per device under test: the baseline drive's runs of every point it measured."""
@@ -53,6 +63,11 @@ class Baseline:
     tolerances: dict[str, float] = field(default_factory=dict)
     #: dut id -> its datasheet's ``[baseline]`` bands (below the command line's)
     sheets: dict[str, SheetTolerances] = field(default_factory=dict)
+    #: dut id -> the recorded environment of the baseline run it is judged against
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: dut id -> what this run's environment differs in (:mod:`.environment`): its
+    #: "regressed" and "improved" are "unknown" for that reason
+    caveats: dict[str, list[str]] = field(default_factory=dict)
 
     def save(self, run_dir: Path) -> Path:
         path = run_dir / FILE
@@ -62,6 +77,7 @@ class Baseline:
             "points": self.points,
             "tolerances": self.tolerances,
             "sheets": {dut_id: sheet.as_dict() for dut_id, sheet in self.sheets.items()},
+            "caveats": self.caveats,
         }
         path.write_text(json.dumps(data))
         return path
@@ -73,7 +89,10 @@ class Baseline:
             return None
         data = json.loads(path.read_text())
         sheets = {k: SheetTolerances.from_dict(v) for k, v in data.get("sheets", {}).items()}
-        return cls(data["ref"], data["against"], data["points"], data["tolerances"], sheets)
+        caveats = data.get("caveats", {})
+        return cls(
+            data["ref"], data["against"], data["points"], data["tolerances"], sheets, {}, caveats
+        )
 
     def tolerances_of(self, dut_id: str) -> Tolerances:
         """The bands device *dut_id* is judged with: the command line's, then its datasheet's."""
@@ -81,20 +100,37 @@ class Baseline:
 
     def judge(self, dut_id: str, measurements: Sequence[Measurement]) -> list[MetricVerdict]:
         """Every metric of every point of *measurements* the baseline measured too."""
-        return judge_points(
-            self.points.get(dut_id, {}), runs_of(measurements, dut_id), self.tolerances_of(dut_id)
+        verdicts = judge_points(
+            self.points.get(dut_id, {}),
+            runs_of(measurements, dut_id),
+            self.tolerances_of(dut_id),
+            states_of(measurements, dut_id),
         )
+        return demoted(verdicts, self.caveats.get(dut_id, []))
+
+    def judged_in(self, environment: dict[str, Any]) -> Baseline:
+        """This baseline for a run recorded in *environment*: each device's caveats."""
+        caveats = {
+            dut_id: differences(base, environment) for dut_id, base in self.environments.items()
+        }
+        return replace(self, caveats={k: v for k, v in caveats.items() if v})
 
 
 Points = Mapping[str, Sequence[Mapping[str, Any]]]
 
 
 def judge_points(
-    base: Points, new: Points, tolerances: Tolerances | None = None
+    base: Points,
+    new: Points,
+    tolerances: Tolerances | None = None,
+    states: Mapping[str, str] | None = None,
 ) -> list[MetricVerdict]:
-    """Every point of *new* that *base* has too (both from :func:`runs_of`), judged."""
+    """Every point of *new* that *base* has too (both from :func:`runs_of`), judged; *states*
+    (from :func:`states_of`) names each point's state group."""
     verdicts: list[MetricVerdict] = []
     for key, runs in new.items():
         if key in base:
-            verdicts += judge_point(key.rsplit("::", 1)[1], base[key], runs, tolerances)
+            test, name = key.rsplit("::", 1)
+            state = (states or {}).get(key, "")
+            verdicts += judge_point(name, base[key], runs, tolerances, test=test, state=state)
     return verdicts

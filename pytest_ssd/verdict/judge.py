@@ -94,6 +94,10 @@ class MetricVerdict:
     reason: str = ""
     #: where the band came from (:meth:`Tolerances.pick`); empty in records made before
     tolerance_from: str = ""
+    #: the test (its node id without the device) and the state group it measured in
+    #: (``workload.state``); empty in records made before
+    test: str = ""
+    state: str = ""
 
     @property
     def label(self) -> str:
@@ -110,6 +114,10 @@ class MetricVerdict:
         band = f"; {self.band()}" if self.tolerance_from else ""
         ci = f"{LEVEL:.0%} CI {_x(self.low)}–{_x(self.high)}".replace("%", " %")
         return f"{head}: {_x(self.ratio)}× the baseline ({ci}{shown}{band})"
+
+    def where(self) -> str:
+        """``cssd1 · csd/test_qd.py::test_rnd[qd1]``: the state group and the test, as known."""
+        return " · ".join(part for part in (self.state, self.test) if part)
 
     @property
     def band_width(self) -> str:
@@ -207,9 +215,13 @@ def judge_point(
     base: Sequence[Mapping[str, Any]],
     new: Sequence[Mapping[str, Any]],
     tolerances: Tolerances | None = None,
+    *,
+    test: str = "",
+    state: str = "",
 ) -> list[MetricVerdict]:
     """Every metric of every direction both sides measured (runs as measurements' ``metrics``),
-    each with its band from *tolerances* (derived from the spread when none sets it)."""
+    each with its band from *tolerances* (derived from the spread when none sets it); each
+    verdict names *test* and its *state* group."""
     given = tolerances or Tolerances()
     found: list[MetricVerdict] = []
     directions = sorted({d for run in base for d in run} & {d for run in new for d in run})
@@ -219,7 +231,6 @@ def judge_point(
             if b is None or n is None:  # not measured, or a percentile some run cannot resolve
                 continue
             tol, source = given.pick(point, metric)
-            found.append(
-                judge(point, direction, metric, b, n, tolerance=tol, tolerance_from=source)
-            )
+            one = judge(point, direction, metric, b, n, tolerance=tol, tolerance_from=source)
+            found.append(replace(one, test=test, state=state))
     return found

@@ -3,73 +3,123 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
-from pytest_ssd.db import DriveRef, ResultsDb
+from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError
-from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of
+from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of, states_of
+from pytest_ssd.verdict.environment import demoted, differences
 from pytest_ssd.verdict.judge import MetricVerdict
 from pytest_ssd.verdict.tolerance import Tolerances
 
+T = TypeVar("T")
 
-def _pair(drives: Sequence[DriveRef], dut_ids: Sequence[str], what: str) -> dict[str, DriveRef]:
-    """Which baseline drive each device is judged against: the same id, or the only one."""
-    by_id = {d.dut_id: d for d in drives}
-    paired: dict[str, DriveRef] = {}
-    for dut_id in dut_ids:
-        if dut_id in by_id:
-            paired[dut_id] = by_id[dut_id]
-        elif len(drives) == 1:
-            paired[dut_id] = drives[0]
-        else:
-            names = ", ".join(sorted(by_id))
-            raise ConfigError(
-                f"{what}: it holds devices {names}, none is {dut_id}:"
-                " give a label (one drive) instead"
-            )
-    return paired
+
+def drive_key(description: Mapping[str, Any]) -> str:
+    """A drive as a lab names it, from a device's recorded description: its serial
+    (wherever it sits), else its test host (or this machine) and path."""
+    identity = description.get("identity") or {}
+    if identity.get("serial"):
+        return f"serial {identity['serial']}"
+    return f"{description.get('host') or 'this machine'} {identity.get('path')}"
+
+
+def pair_drives(
+    base: Sequence[tuple[str, T]], new: Sequence[tuple[str, str]]
+) -> tuple[dict[str, T], list[str]]:
+    """Each new device (id, drive key) with the baseline drive (drive key, its data) it is
+    judged against: the only one, else the one that is the same drive, never by position;
+    and a line for each device the baseline run did not measure."""
+    if len(base) == 1:  # a label is one drive: every device is judged against it
+        return {dut_id: base[0][1] for dut_id, _ in new}, []
+    by_key = dict(base)
+    paired = {dut_id: by_key[key] for dut_id, key in new if key in by_key}
+    notes = [
+        f"{dut_id} ({key}) is not judged: the baseline run did not measure that drive"
+        f" (it measured {', '.join(sorted(by_key))})"
+        for dut_id, key in new
+        if key not in by_key
+    ]
+    return paired, notes
+
+
+@dataclass(frozen=True)
+class BaselineRun:
+    """A baseline read from the database, its drives not yet paired with this run's."""
+
+    ref: str
+    #: (drive key, (what it is, its points, its run's environment)) per baseline drive
+    drives: list[tuple[str, tuple[str, dict[str, list[dict[str, Any]]], dict[str, Any]]]]
+    tolerances: dict[str, float]
+
+    def paired(self, devices: Mapping[str, str]) -> tuple[Baseline, list[str]]:
+        """The baseline of this run's devices (id -> drive key), and what is not judged."""
+        found, notes = pair_drives(self.drives, list(devices.items()))
+        baseline = Baseline(
+            self.ref,
+            {dut_id: against for dut_id, (against, _, _) in found.items()},
+            {dut_id: points for dut_id, (_, points, _) in found.items()},
+            self.tolerances,
+            environments={dut_id: env for dut_id, (_, _, env) in found.items()},
+        )
+        return baseline, notes
 
 
 def read_baseline(
-    db: DbUrl | Path | str,
-    ref: str,
-    dut_ids: Sequence[str],
-    exclude_run: str | None,
-    tolerances: Mapping[str, float],
-) -> Baseline:
-    """The baseline *ref* (a run id or a label's newest run) for each of *dut_ids*."""
+    db: DbUrl | Path | str, ref: str, exclude_run: str | None, tolerances: Mapping[str, float]
+) -> BaselineRun:
+    """The baseline *ref* (a run id or a label's newest run): each of its drives."""
     with ResultsDb(db) as found:
         drives = found.resolve([ref], exclude_run=exclude_run)
         if not drives:
             raise ConfigError(f"--ssd-baseline={ref}: that run measured nothing in {found.path}")
-        paired = _pair(drives, dut_ids, f"--ssd-baseline={ref}")
-        points = {
-            dut_id: runs_of(found.results(d, series=False).measurements, d.dut_id)
-            for dut_id, d in paired.items()
-        }
-    against = {dut_id: f"run {d.run_id}, {d.label}" for dut_id, d in paired.items()}
-    return Baseline(ref, against, points, dict(tolerances))
+        read = [
+            (
+                drive_key(d.description),
+                (
+                    f"run {d.run_id}, {d.label}",
+                    runs_of(found.results(d, series=False).measurements, d.dut_id),
+                    found.run(d.run_id).environment,
+                ),
+            )
+            for d in drives
+        ]
+    return BaselineRun(ref, read, dict(tolerances))
 
 
 def compare_runs(
     db: ResultsDb, base_ref: str, new_ref: str, tolerances: Tolerances | None = None
 ) -> list[tuple[str, MetricVerdict]]:
-    """(the new drive's label, a verdict) for every point *new_ref* and *base_ref* measured,
-    judged with *tolerances* (the command line's and a datasheet's; else the runs' spread)."""
+    """(the new drive's label and device id, a verdict) for every point *new_ref* and
+    *base_ref* measured, judged with *tolerances* (the command line's and a datasheet's;
+    else the runs' spread)."""
     base = db.resolve([base_ref])
     new = db.resolve([new_ref], exclude_run=base[0].run_id if base else None)
     if not base or not new:
         empty = base_ref if not base else new_ref
         raise DatabaseError(f"{db.path}: {empty!r} measured nothing to compare")
-    paired = _pair(base, [d.dut_id for d in new], f"the baseline {base_ref}")
+    paired, notes = pair_drives(
+        [(drive_key(d.description), d) for d in base],
+        [(d.dut_id, drive_key(d.description)) for d in new],
+    )
+    if not paired:
+        raise ConfigError(f"the baseline {base_ref}: {'; '.join(notes)}")
     found: list[tuple[str, MetricVerdict]] = []
     for drive in new:
-        old = paired[drive.dut_id]
+        old = paired.get(drive.dut_id)
+        if old is None:
+            continue
+        measured = db.results(drive, series=False).measurements
         verdicts = judge_points(
             runs_of(db.results(old, series=False).measurements, old.dut_id),
-            runs_of(db.results(drive, series=False).measurements, drive.dut_id),
+            runs_of(measured, drive.dut_id),
             tolerances,
+            states_of(measured, drive.dut_id),
         )
-        found += [(drive.label, v) for v in verdicts]
+        caveats = differences(db.run(old.run_id).environment, db.run(drive.run_id).environment)
+        verdicts = demoted(verdicts, caveats)
+        found += [(drive.name, v) for v in verdicts]
     return found

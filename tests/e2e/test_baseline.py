@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -148,6 +149,10 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
         )
     out = _clean(new)
     new.result.assert_outcomes(passed=1, failed=1)
+    # the run's own summary says it per drive, as the gate does
+    summary = out[out.index("pytest-ssd: against the baseline") :]
+    assert re.search(r"\n\S+ against run \S+, build 1: [1-9]\d* regressed, ", summary), summary
+    assert re.search(r"\ngate failed: \S+ against run \S+, build 1 regressed\n", summary)
     verdicts = _verdicts(new)
     # the slowed point: fewer MiB/s, longer latencies, each beyond the noise
     for metric in ("bw_mib_s", "lat_mean_us"):
@@ -182,19 +187,23 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
     code = main(gate)
     table = capsys.readouterr().out
     assert code == 1, table
-    assert "regressed  build 2: rnd-read read IOPS:" in table, "no datasheet: the runs' spread"
+    assert re.search(
+        r"^regressed  (\S+ · )?\S*test_four_corners\[rnd-read\] · rnd-read read IOPS",
+        table,
+        re.M,
+    ), "no datasheet: the runs' spread; the state group and the test named"
     assert not any(
         line.startswith("regressed") and "rnd-write" in line for line in table.splitlines()
     )
+    assert re.search(r"^gate failed: build 2 \(\S+\) regressed$", table, re.M), table
     page = (tmp_path / "c.html").read_text()
     assert 'id="ssd-baseline"' in page and "build 2 against build 1" in page
     # the gate given the run's datasheet judges as the run did
     code = main([*gate, "--datasheet", str(sheet)])
     table = capsys.readouterr().out
     assert code == 1, table
-    assert "same       build 2: rnd-read read IOPS:" in table
-    assert f"band ±100,000 % from {where})" in table
-    assert "regressed  build 2: rnd-read read MiB/s:" in table
+    assert re.search(r"^regressed  .*· rnd-read read MiB/s:", table, re.M), table
+    assert re.search(r"^build 2 \(\S+\): \d+ regressed, \d+ improved, [1-9]\d* same,", table, re.M)
 
 
 def test_one_run_against_one_is_unknown_never_a_pass_or_a_fail(
@@ -208,18 +217,27 @@ def test_one_run_against_one_is_unknown_never_a_pass_or_a_fail(
         new = run_ssd(*target, "--dut-label=other", "--ssd-baseline=one", "-n", "1")
     _clean(new)
     # judged on an xdist worker (from the run folder's baseline.json), unknown: the test's
-    # own checks decide
+    # own checks decide; the controller's summary says nothing was judged, and what to do
     new.result.assert_outcomes(passed=1)
+    said = new.result.stdout.str()
+    assert re.search(
+        r"\n\S+ against run \S+, one: 0 regressed, 0 improved, 0 same, \d+ unknown", said
+    )
+    assert "  run 3 more repeats a side (--ssd-repeat=4 on both builds)" in said
+    assert "gate failed: not judged: " in said
     verdicts = _verdicts(new)
     assert verdicts and {v["verdict"] for v in verdicts.values()} == {"unknown"}
     assert all(v["repeats_needed"] == 4 for v in verdicts.values())
     db = str(new.report_dir / "results.sqlite")
     capsys.readouterr()
-    assert (
-        main(["--db", db, "compare", "one", "other", "--gate", "-o", str(tmp_path / "c.html")]) == 0
-    )
+    gate = ["--db", db, "compare", "one", "other", "--gate", "-o", str(tmp_path / "c.html")]
+    assert main(gate) == 5, "a gate that judged nothing has not passed"
     table = capsys.readouterr().out
-    assert table.splitlines()[-1].startswith("0 regressed, 0 improved, 0 same,"), table
+    lines = table.splitlines()
+    assert re.match(r"other \(\S+\): 0 regressed, 0 improved, 0 same, \d+ unknown$", lines[-3])
+    assert lines[-2].startswith("  run 3 more repeats a side (--ssd-repeat=4 on both builds)")
+    assert lines[-1].startswith("gate failed: not judged: other"), table
+    assert main([*gate, "--allow-unknown"]) == 0, "unless the pipeline allows unknowns"
 
 
 def test_a_baseline_the_database_lacks_refuses_the_run_in_one_line(

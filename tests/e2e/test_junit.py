@@ -8,6 +8,7 @@ junitparser, as a CI's script would.
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -23,8 +24,9 @@ pytestmark = pytest.mark.device
 
 XSD = Path(__file__).resolve().parents[1] / "junit" / "junit-10.xsd"
 CSD = Path(__file__).resolve().parents[2] / "suites" / "csd"
-#: the csd quick file, 106 tests (944 KB with the records inside)
-CSD_LIMIT = 150_000
+#: the csd quick file, 106 tests (944 KB with the records inside; 158 KB as each test names
+#: its drive)
+CSD_LIMIT = 175_000
 #: names a metric ends with: a number, always
 METRICS = (".iops", ".bw_mib_s", ".lat_mean_us", "_us")
 
@@ -45,13 +47,34 @@ def _check(pairs: list[tuple[str, str]], where: str) -> None:
         assert not name.endswith(METRICS) or is_number(value), (where, name, value)
 
 
-def _run(run_ssd: Any, junit: Path, *args: str, suite: Path | None = None) -> None:
+def _run(run_ssd: Any, junit: Path, *args: str, suite: Path | None = None) -> Any:
     extra = {} if suite is None else {"suite": suite}
     run = run_ssd("--dut=scratch:256M", f"--junitxml={junit}", *args, **extra, timeout=1200)
     out = run.result.stdout.str() + run.result.stderr.str()
     assert run.result.ret == 0, out[-3000:]
     assert "INTERNALERROR" not in out and "Traceback" not in out
     assert "properties" in junit.read_text()
+    return run
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["serial", "xdist"])
+def test_each_testcase_names_its_drive_and_the_suite_its_run(
+    run_ssd: Any, tmp_path: Path, workers: list[str]
+) -> None:
+    junit = tmp_path / "junit.xml"
+    run = _run(run_ssd, junit, "--dut-label=build 7", *workers)
+    (suite,) = JUnitXml2.fromfile(str(junit))
+    cases = list(suite)
+    host = socket.gethostname()
+    for case in cases:
+        props = {p.name: p.value for p in case.properties()}
+        assert props["ssd.device"] == "scratch" and props["ssd.host"] == host, case.name
+        assert props["ssd.label"] == "build 7", case.name
+        assert "ssd.serial" not in props, "a scratch file has no serial: left out, not empty"
+    found = {p.name: p.value for p in suite.properties()}
+    assert found["ssd.run_id"] == run.results()["run"]["id"]
+    assert found["ssd.device.scratch.host"] == host
+    assert found["ssd.device.scratch.label"] == "build 7"
 
 
 def test_each_testcase_has_numbers_under_unique_names(run_ssd: Any, tmp_path: Path) -> None:
@@ -76,8 +99,9 @@ def test_the_strict_layout_validates_against_junit_10(run_ssd: Any, tmp_path: Pa
     (suite,) = JUnitXml.fromfile(str(junit))
     pairs = [(p.name, p.value) for p in suite.properties()]
     _check(pairs, suite.name)
-    tests = {name.rsplit("::", 1)[0] for name, _ in pairs}
+    tests = {name.rsplit("::", 1)[0] for name, _ in pairs if "::" in name}
     assert len(tests) == len(list(suite)), "every test's properties, under its own name"
+    assert any(name.endswith("::ssd.device") for name, _ in pairs), "each test's drive too"
     assert any(name.endswith("read.iops") for name, _ in pairs)
 
 

@@ -202,6 +202,36 @@ def test_a_lost_fio_server_fails_the_test_saying_so(
     assert server.settled() == [], "the session ended what was left of the server"
 
 
+# the same host's fio servers killed 1.5 s into a 6 s job (SERVER_LOST's KILL_SERVER)
+SERVER_LOST_MID_RUN = (
+    SERVER_LOST.split("def test_first", 1)[0]
+    + """
+def test_lost_while_it_runs(ssd):
+    later = f"(sleep 1.5; {KILL_SERVER}) </dev/null >/dev/null 2>&1 &"
+    ssd.machine.run(["setsid", "sh", "-c", later], timeout=30)
+    ssd.run(FioJob("long", "rnd", 4096, size=16 << 20, runtime_s=6))
+"""
+)
+
+
+def test_a_fio_server_lost_while_the_jobs_run_is_said_in_words(
+    server: Sshd, loop_device: LoopFactory, run_ssd: Any, tmp_path: Path
+) -> None:
+    dev = loop_device(64)
+    run = _suite_on_host(run_ssd, server, dev, tmp_path, SERVER_LOST_MID_RUN)
+    out = run.result.stdout.str()
+    run.result.assert_outcomes(failed=1)
+    # fio's own last line was the end of its JSON ('}'); its words were on stdout before it
+    said = (
+        f"FioError: fio exited 1 on {dev} (ssh root@127.0.0.1 port {server.port}): the fio"
+        " server (fio.sock) disconnected while the jobs ran (the server process ended, or the"
+        " host or its connection went away): treat the device's contents as unknown"
+    )
+    assert said in run.result.outlines, out
+    assert "Traceback" not in out
+    assert server.settled() == [], "the session ended what was left of the server"
+
+
 ERASES = """
 pytest_ssd_suite = True
 

@@ -66,6 +66,10 @@ def test_two_devices_under_xdist_each_pinned_to_one_worker(run_ssd: Any) -> None
     data = run.results()
     assert len(data["measurements"]) == 8
     assert {m["device"] for m in data["measurements"]} == {"scratch", "scratch-2"}
+    # each test's id as a run without -n gives it (xdist's loadgroup ended it in @dut-…)
+    ids = {m["test"].partition("::")[2] for m in data["measurements"]}
+    assert ids == {f"test_four_corners[{d}-{c}]" for d in ("scratch", "scratch-2") for c in CORNERS}
+    assert not [line for line in run.result.outlines if "@dut" in line]
     assert (run.run_dir / "report.html").read_text().count("tail latency") >= 8
     assert str(run.report_dir) not in attached_loops()
 

@@ -49,6 +49,20 @@ def test_the_readme_opens_with_the_quick_start_and_a_contents_list() -> None:
     assert "**Lab**" in lines[contents:], "the lab's part of the contents"
 
 
+def test_the_readme_speaks_of_the_product_not_of_its_issues() -> None:
+    text = (REPO / "README.md").read_text()
+    # another project's issue (pytest-xdist's) is a fact about the product; our own are not
+    ours = re.findall(r"(?<!pytest-xdist )\bissue \d+", text)
+    assert not ours, ours
+
+
+def test_the_hosts_recipe_does_not_copy_a_key_with_a_root_password() -> None:
+    # Debian's sshd refuses root's password (PermitRootLogin prohibit-password)
+    recipe = (REPO / "docs" / "hosts.md").read_text()
+    assert not re.search(r"^ssh-copy-id root@", recipe, re.M)
+    assert "/root/.ssh/authorized_keys" in recipe and "BatchMode=yes" in recipe
+
+
 def test_the_quick_start_commands_are_those_of_run_and_ci() -> None:
     run = (REPO / "run").read_text()
     assert re.search(r"^    smoke\)$", run, re.M) and re.search(r"^    tests\)$", run, re.M)

@@ -41,6 +41,8 @@ NUMERIC = (
     "p99.9_us",
     "p99.99_us",
     "p99.999_us",
+    "start_unix_s",
+    "end_unix_s",
 )
 
 
@@ -99,6 +101,9 @@ def test_pandas_reads_the_measurements_with_numbers_numeric(db: Path, tmp_path: 
     assert last["state"] == "cssd-1" and last["repeat"] == 1
     assert last["p99.9_us"] == 400.0 and last["block_size_bytes"] == 131072
     assert len(rows) == len(frame) == len(CORNERS) + 4
+    # the drive as a lab names it: its host (here the controller's), model, serial, firmware
+    assert set(frame["host"]) == {"lab"} and {"model", "serial", "firmware"} <= set(frame)
+    assert last["start_unix_s"] == 1795437000.0, "2026-11-23T12:30Z as a number to plot"
     # one run's rows, its states too
     argv = ["--db", str(db), "export", "--format", "csv", "--run", "run-1", "-o", str(out)]
     assert main(argv) == 0

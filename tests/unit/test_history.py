@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from pytest_ssd.cli import EXIT_DB, EXIT_USAGE, main
-from pytest_ssd.cli.history import table
+from pytest_ssd.cli.history import changes, graph, table
 from pytest_ssd.db import ResultsDb, RunWriter, TestDone, TestRecords
 from pytest_ssd.db.arrays import pack
-from pytest_ssd.db.history import find_series, history
-from pytest_ssd.results.history import SeriesIdentity
+from pytest_ssd.db.history import FoundSeries, find_series, history
+from pytest_ssd.results.history import HistoryRow, SeriesIdentity
 from pytest_ssd.results.record import Measurement, SeriesRecord
 from tests.unit.db_fixtures import CORNERS, corner, description
 
@@ -129,16 +129,50 @@ def test_a_tests_records_and_its_outcome_are_one_transaction(tmp_path: Path) -> 
     assert len(found.measurements) == 1
 
 
-def test_the_tables_latencies_keep_under_four_digits_in_the_unit_their_header_says(
-    lab: Path | str,
-) -> None:
+def test_the_tables_latencies_are_each_in_the_unit_that_fits_it(lab: Path | str) -> None:
+    # a column's unit set by its largest value wrote a 70 µs p50 as "0.07 ms"
     with ResultsDb(lab) as db:
         one = next(s for s in find_series(db.conn) if s.runs == 2)
         first, second = history(db.conn, one.key)
     slow = {50.0: 716.8, 99.0: 1_500.0, 99.9: 2_164_260.86}
-    fast = {50.0: 95.25, 99.0: 900.0, 99.9: 398.3}
+    fast = {50.0: 70.25, 99.0: 900.0, 99.9: 398.3}
     rows = [replace(first, percentiles=slow), replace(second, percentiles=fast)]
     head, *lines = table(one, rows).splitlines()[1:]
-    assert head.split()[-8:] == ["p50", "µs", "p99", "ms", "p99.9", "s", "percentiles", "from"]
-    cells = [line.split()[-5:-2] for line in lines]  # each column in its largest value's unit
-    assert cells == [["716.8", "1.50", "2.16"], ["95.2", "0.90", "0.000398"]], cells
+    assert head.split()[-5:] == ["p50", "p99", "p99.9", "percentiles", "from"]
+    cells = [line.split()[-8:-2] for line in lines]
+    assert cells == [
+        ["716.8", "µs", "1.50", "ms", "2.16", "s"],
+        ["70.2", "µs", "900.0", "µs", "398.3", "µs"],
+    ], cells
+
+
+def _build_row(build: str, iops: float, p99_us: float, run: str) -> HistoryRow:
+    each = tuple(iops * k for k in (1.0, 1.01, 0.99, 1.005, 0.995))
+    p99s = tuple(p99_us * k for k in (1.0, 1.01, 0.99, 1.005, 0.995))
+    return HistoryRow(
+        run, f"2026-11-0{run[-1]}T10:00", "lab", build, "S1", "read", 5, iops, iops / 256,
+        {50.0: p99_us / 4, 99.0: p99_us, 99.9: None}, "pooled bins", each, p99s,
+    )  # fmt: skip
+
+
+def test_changes_between_builds_are_judged_on_their_repeats_and_drawn(tmp_path: Path) -> None:
+    rows = [
+        _build_row("1.0", 80_000, 2_000.0, "run-1"),
+        _build_row("1.1", 80_500, 2_010.0, "run-2"),
+        _build_row("1.2", 40_000, 8_000.0, "run-3"),  # slower and a longer tail
+    ]
+    found = {(c.build, c.metric): (c.verdict, round(c.ratio, 2)) for c in changes(rows)}
+    assert found == {
+        ("1.1", "iops"): ("same", 1.01),
+        ("1.1", "p99"): ("same", 1.0),
+        ("1.2", "iops"): ("regressed", 0.5),
+        ("1.2", "p99"): ("regressed", 3.98),
+    }
+    one = FoundSeries(
+        "k" * 16, SeriesIdentity(None, None, "p", None, "quick", "host 10.0.0.7:22"), 15, 3, ""
+    )
+    svg = graph(one, rows, tmp_path / "h.svg").decode()
+    # matplotlib writes each text as a comment beside its glyphs
+    assert "<!-- p99 latency (ms) -->" in svg, "the axis in the unit of its values"
+    assert "<!-- 1.2 -->" in svg and "<!-- 0.50× -->" in svg, "builds on x, the change marked"
+    assert "host host" not in one.identity.describe() and "host 10.0.0.7:22" in svg

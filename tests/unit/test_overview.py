@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -128,3 +129,15 @@ def test_a_headline_that_raises_is_one_line_in_its_place(tmp_path: Path) -> None
         "no such counter" in key
     ), key
     assert any(s.id == "ssd-devices" for s in sections), "the report goes on"
+
+
+def test_summary_counts_each_test_once_however_many_drives_ran_it(tmp_path: Path) -> None:
+    # every drive of a run holds the run's whole test list (the tests table has no device)
+    drives = [load("drive a", "run-a"), load("drive b", "run-a")]
+    drives[1].drive = dataclasses.replace(drives[1].drive, dut_id="other")
+    summary, *_ = build(drives, 2, [_run()], tmp_path)
+
+    counts = summary.body[summary.body.index("<th>tests</th>") :]
+    csd = re.search(r"<td>csd</td><td>(.*?)</td>", counts)
+    assert csd is not None
+    assert csd.group(1) == f"{len(drives[0].tests)} passed"

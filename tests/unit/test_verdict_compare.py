@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_ssd.cli import main
-from pytest_ssd.db import ResultsDb, RunWriter, TestRecords
+from pytest_ssd.db import ResultsDb, RunInfo, RunWriter, TestRecords
 from pytest_ssd.report.build import gather
 from pytest_ssd.report.sections import build
+from pytest_ssd.results.record import Derived
 from pytest_ssd.verdict.baseline import runs_of
-from pytest_ssd.verdict.source import compare_runs
+from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.source import compare_runs, pair_drives
 from tests.unit.db_fixtures import CORNERS, corner, description, write_run
+from tests.unit.test_sections_csd import load
 
 #: five repeats' spread around a corner's IOPS (1 %)
 SPREAD = (1.0, 1.004, 0.996, 1.01, 0.99)
 
 
-def write_repeated(db: Path, run_id: str, label: str, slow: dict[str, float]) -> None:
+def write_repeated(
+    db: Path,
+    run_id: str,
+    label: str,
+    slow: dict[str, float],
+    environment: dict[str, Any] | None = None,
+) -> None:
     """Four corners, each run 5 times; a corner in *slow* at that share of its IOPS."""
-    writer = RunWriter(db, run_id, db.parent / run_id, {"host": "lab"})
+    writer = RunWriter(db, run_id, db.parent / run_id, environment or {"host": "lab"})
     writer.add_device("d0", description("d0", label), label)
     for number, shape in enumerate(CORNERS):
         iops = 1000.0 * (number + 1) * slow.get(shape[0], 1.0)
@@ -47,12 +58,51 @@ def test_the_gate_fails_on_the_slowed_corner_alone(
     out = tmp_path / "c.html"
     assert main(["--db", str(db), "compare", "fw 1", "fw 2", "--gate", "-o", str(out)]) == 1
     table = capsys.readouterr().out
-    assert "regressed  fw 2: rnd-read read IOPS: 0.50× the baseline (95 % CI" in table
-    assert table.splitlines()[-1].startswith("2 regressed, 0 improved,")
+    test = "suites/smoke/test_corners.py::test_four_corners[rnd-read]"
+    lines = table.splitlines()
+    drive = lines.index("== fw 2 (d0)")
+    assert lines[drive + 1].startswith(
+        f"regressed  {test} · rnd-read read IOPS: 0.50× the baseline (95 % CI"
+    ), "the drive, then its worst line first, naming the test"
+    assert not any(line.startswith("same ") for line in lines), "'same' is counted, not listed"
+    assert lines[-2:] == [
+        "fw 2 (d0): 2 regressed, 0 improved, 26 same, 0 unknown",
+        "gate failed: fw 2 (d0) regressed",
+    ]
     assert 'id="ssd-baseline"' in out.read_text()
     # the other way round: an improvement, and the gate passes
     assert main(["--db", str(db), "compare", "fw 2", "fw 1", "--gate", "-o", str(out)]) == 0
-    assert "2 improved" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "fw 1 (d0): 0 regressed, 2 improved, 26 same, 0 unknown",
+        "gate passed: no regression",
+    ]
+
+
+def test_a_gate_that_judged_nothing_fails_unless_unknown_is_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "results.sqlite"
+    write_run(db, "run-a", "one")
+    write_run(db, "run-b", "other")
+    gate = ["--db", str(db), "compare", "one", "other", "--gate", "-o", str(tmp_path / "c.html")]
+    assert main(gate) == 5
+    said = capsys.readouterr().out.splitlines()
+    assert said[-1] == (
+        "gate failed: not judged: other (d0) (100 % unknown) (at most 0 % allowed, --allow-unknown)"
+    )
+    assert (
+        said[-2]
+        == "  run 3 more repeats a side (--ssd-repeat=4 on both builds) to decide 28 unknown"
+    )
+    assert main([*gate, "--allow-unknown=50"]) == 5
+    capsys.readouterr()
+    assert main([*gate, "--allow-unknown"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "gate passed: no regression, unknown within the 100 % allowed"
+    )
+    with pytest.raises(SystemExit, match="2"):
+        main([*gate, "--allow-unknown=101"])
+    assert "--allow-unknown: '101' is not a percent from 0 to 100" in capsys.readouterr().err
 
 
 def test_the_gate_takes_two_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,3 +131,73 @@ def test_a_run_under_xdist_compares_with_one_without() -> None:
     grouped = replace(plain, test=f"{plain.test}@dut-d0")  # xdist's loadgroup suffix
     key = "suites/smoke/test_corners.py::test_four_corners[rnd-read]::rnd-read"
     assert list(runs_of([plain], "d0")) == list(runs_of([grouped], "d0")) == [key]
+
+
+def _recorded(dut_id: str, verdicts: list[MetricVerdict]) -> Derived:
+    values = {"against": "run a, fw 1", "verdicts": [v.as_dict() for v in verdicts]}
+    return Derived(
+        test="suites/csd/test_qd.py::test_rnd[qd1]", device=dut_id, name="baseline", values=values
+    )
+
+
+def test_the_report_has_a_part_per_drive_worst_first_with_the_state_group(tmp_path: Path) -> None:
+    def verdict(verdict: str, ratio: float, state: str) -> MetricVerdict:
+        return MetricVerdict(
+            "rnd-4k-qd1", "read", "iops", verdict, 5, 5, 0.05, ratio, ratio * 0.98,
+            ratio * 1.02, 0.004, 0.9, test="csd/test_qd.py::test_rnd[qd1]", state=state,
+        )  # fmt: skip
+
+    first, second = load("fw 2", "run-b"), load("fw 2", "run-b")
+    second.drive = replace(second.drive, dut_id="other")
+    first.derived = [_recorded(first.drive.dut_id, [verdict("same", 1.0, "cssd1")])]
+    second.derived = [
+        _recorded(
+            "other",
+            [verdict("same", 1.01, "cssd1")] + [verdict("regressed", 0.5, "cssd2")] * 30,
+        )
+    ]
+    run = RunInfo("run-b", "2026-11-25T00:00:00", None, True, {}, "", {}, ())
+    _, *sections = build([first, second], 2, [run], tmp_path)
+    (section,) = [s for s in sections if s.id == "ssd-baseline"]
+    parts = re.findall(r"<h3[^>]*>([^<]*)</h3>", section.body)
+    assert parts == [
+        f"{first.drive.name}: 0 regressed, 0 improved, 1 same, 0 unknown",
+        f"{second.drive.name}: 30 regressed, 0 improved, 1 same, 0 unknown",
+    ]
+    other = section.body[section.body.index(parts[1]) :]
+    states = re.findall(r"<tr><td>(cssd\d)</td><td>csd/test_qd.py", other)
+    assert states == ["cssd2"] * 30 + ["cssd1"], "worst first, the state group in each row"
+    assert "(the 24 worst of 31)" in other, "a figure that fits a screen"
+
+
+def _two_drives(db: Path, run_id: str, label: str, order: tuple[str, str]) -> None:
+    """Two drives, serials S1 (1,000 IOPS) and S2 (2,000), as devices d0 and d1 in *order*."""
+    writer = RunWriter(db, run_id, db.parent / run_id, {"host": "lab"})
+    for dut, serial in zip(("d0", "d1"), order, strict=True):
+        writer.add_device(dut, description(dut, label, serial), label)
+        iops = {"S1": 1000.0, "S2": 2000.0}.get(serial, 3000.0)
+        runs = [corner(dut, CORNERS[2], iops * k) for k in SPREAD]
+        runs = [replace(m, workload={**m.workload, "repeat": i + 1}) for i, m in enumerate(runs)]
+        writer.add(TestRecords(runs[0].test.replace("]", f"-{dut}]"), measurements=runs))
+    writer.finish({"passed": 2}, complete=True)
+
+
+def test_drives_are_paired_by_what_they_are_never_by_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "results.sqlite"
+    _two_drives(db, "run-a", "fw 1", ("S1", "S2"))
+    _two_drives(db, "run-b", "fw 2", ("S2", "S1"))  # the --dut order swapped
+    with ResultsDb(db) as found:
+        verdicts = compare_runs(found, "run-a", "run-b")
+    iops = {drive: v.verdict for drive, v in verdicts if v.metric == "iops"}
+    assert iops == {"fw 2 (d0)": "same", "fw 2 (d1)": "same"}, "by id: 2x and 0.5x"
+    _two_drives(db, "run-c", "fw 3", ("S1", "S3"))  # a drive the baseline never measured
+    with ResultsDb(db) as found:
+        verdicts = compare_runs(found, "run-a", "run-c")
+    assert {drive for drive, _ in verdicts} == {"fw 3 (d0)"}, "S3 is not judged against S2"
+    assert pair_drives([("serial S1", "a"), ("serial S2", "b")], [("d0", "serial S3")]) == (
+        {},
+        ["d0 (serial S3) is not judged: the baseline run did not measure that drive"
+         " (it measured serial S1, serial S2)"],
+    )  # fmt: skip

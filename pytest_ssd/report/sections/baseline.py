@@ -14,22 +14,29 @@ from collections.abc import Sequence
 from pytest_ssd.db import DriveResults
 from pytest_ssd.figures.verdicts import Row, ratio_intervals
 from pytest_ssd.report.sections.base import Context, Section, table
-from pytest_ssd.verdict.baseline import RECORD, judge_points, runs_of
+from pytest_ssd.verdict.baseline import RECORD, judge_points, runs_of, states_of
 from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.summary import DriveVerdicts
 from pytest_ssd.verdict.tolerance import Tolerances
 
 TITLE = "Against the baseline"
 
 
-def recorded(drives: Sequence[DriveResults]) -> list[MetricVerdict]:
-    """The verdicts this run's tests recorded (``--ssd-baseline``)."""
-    return [
-        MetricVerdict.from_dict(one)
+def recorded(drives: Sequence[DriveResults]) -> list[DriveVerdicts]:
+    """The verdicts this run's tests recorded (``--ssd-baseline``), per drive."""
+    found = [
+        DriveVerdicts(
+            drive.drive.name,
+            tuple(
+                MetricVerdict.from_dict(one)
+                for record in drive.derived
+                if record.name == RECORD
+                for one in record.values.get("verdicts", [])
+            ),
+        )
         for drive in drives
-        for record in drive.derived
-        if record.name == RECORD
-        for one in record.values.get("verdicts", [])
     ]
+    return [d for d in found if d.verdicts]
 
 
 def between(
@@ -37,7 +44,13 @@ def between(
 ) -> list[MetricVerdict]:
     """Every point both drives measured, *new*'s runs judged against *base*'s."""
     old = runs_of(base.measurements, base.drive.dut_id)
-    return judge_points(old, runs_of(new.measurements, new.drive.dut_id), tolerances)
+    dut_id = new.drive.dut_id
+    states = states_of(new.measurements, dut_id)
+    return judge_points(old, runs_of(new.measurements, dut_id), tolerances, states)
+
+
+#: rows the ratios' figure draws a drive, worst first ("same" rows only when room is left)
+FIGURE_ROWS = 24
 
 
 def _cells(v: MetricVerdict) -> list[str]:
@@ -45,6 +58,8 @@ def _cells(v: MetricVerdict) -> list[str]:
     p = v.p_better if v.verdict == "improved" else v.p_worse
     note = v.reason + (f" ({v.repeats_needed} repeats a side)" if v.repeats_needed else "")
     return [
+        html.escape(v.state or "—"),
+        html.escape(v.test or "—"),
         html.escape(f"{v.point} {v.direction}"),
         html.escape(v.label),
         f"<b>{v.verdict}</b>",
@@ -58,10 +73,36 @@ def _cells(v: MetricVerdict) -> list[str]:
     ]
 
 
+HEADER = ["state", "test", "point", "metric", "verdict", "new / base", "95 % CI", "p", "runs"]
+HEADER += ["band", "band from", "note"]
+
+
+def _drive(ctx: Context, drive: DriveVerdicts, title: str) -> str:
+    """A drive's verdicts: its counts, a table worst first, the worst rows' ratios drawn."""
+    ranked = drive.worst_first()
+    advice = drive.advice()
+    body = f"<h3>{html.escape(drive.drive)}: {html.escape(drive.counted())}</h3>"
+    body += f"<p>{html.escape(advice)}</p>" if advice else ""
+    body += table(HEADER, [_cells(v) for v in ranked])
+    rows = [
+        Row(f"{v.point} {v.direction} {v.label}", v.ratio, v.low, v.high, v.tolerance, v.verdict)
+        for v in ranked
+        if v.ratio is not None and v.low is not None and v.high is not None
+    ]
+    if rows:
+        drawn = rows[:FIGURE_ROWS]
+        name = f"{title}: {drive.drive}"
+        if len(rows) > len(drawn):
+            name += f" (the {len(drawn)} worst of {len(rows)})"
+        body += ctx.figures.html(ratio_intervals(drawn, name), f"{name}: ratios")
+    return body
+
+
 def section(ctx: Context) -> Section | None:
-    """The verdicts recorded in this run, else those of a two-label comparison; None: neither."""
-    verdicts, title = recorded(ctx.drives[: ctx.current]), TITLE
-    if not verdicts:
+    """The verdicts recorded in this run, else those of a two-label comparison; None: neither.
+    One part per drive: its counts, its table worst first, its worst ratios drawn."""
+    drives, title = recorded(ctx.drives[: ctx.current]), TITLE
+    if not drives:
         labels = list(dict.fromkeys(d.drive.label for d in ctx.drives))
         if len(labels) != 2:  # a baseline and a new build
             return None
@@ -70,16 +111,7 @@ def section(ctx: Context) -> Section | None:
         verdicts, title = between(base, new, ctx.tolerances), f"{labels[1]} against {labels[0]}"
         if all(min(v.base_n, v.new_n) < 2 for v in verdicts):
             return None  # no repeats: nothing to judge, a plain comparison (the pair section)
-    if not verdicts:
+        drives = [DriveVerdicts(new.drive.name, tuple(verdicts))] if verdicts else []
+    if not drives:
         return None
-    header = ["point", "metric", "verdict", "new / base", "95 % CI", "p", "runs", "band"]
-    header += ["band from", "note"]
-    body = table(header, [_cells(v) for v in verdicts])
-    rows = [
-        Row(f"{v.point} {v.direction} {v.label}", v.ratio, v.low, v.high, v.tolerance, v.verdict)
-        for v in verdicts
-        if v.ratio is not None and v.low is not None and v.high is not None
-    ]
-    if rows:
-        body += ctx.figures.html(ratio_intervals(rows, title), f"{title}: ratios")
-    return Section("ssd-baseline", title, body)
+    return Section("ssd-baseline", title, "".join(_drive(ctx, d, title) for d in drives))

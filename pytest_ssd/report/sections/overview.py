@@ -89,9 +89,15 @@ def _per_suite(ctx: Context) -> str:
     """One row per suite: this run's test outcomes and datasheet verdicts."""
     outcomes: dict[str, Counter[str]] = {}
     verdicts: dict[str, Counter[str]] = {}
+    # every drive of a run holds the run's whole test list: each test counted once
+    tests = {
+        (d.drive.run_id, test): outcome
+        for d in ctx.drives[: ctx.current]
+        for test, outcome in d.tests.items()
+    }
+    for (_, test), outcome in tests.items():
+        outcomes.setdefault(_suite(test), Counter())[outcome] += 1
     for drive in ctx.drives[: ctx.current]:
-        for test, outcome in drive.tests.items():
-            outcomes.setdefault(_suite(test), Counter())[outcome] += 1
         for row in drive.verdicts:
             suite = _suite(str(row.get("test", "")))
             verdicts.setdefault(suite, Counter())[str(row.get("verdict"))] += 1
