@@ -21,7 +21,6 @@ import pytest
 
 from pytest_ssd.session import SsdSession
 from pytest_ssd.session.resume import UNKNOWN_STATE
-from pytest_ssd.state.estimate import duration
 from pytest_ssd.state.plan import device_of, need_of
 
 if TYPE_CHECKING:  # a resumed run's (the database's module)
@@ -103,8 +102,8 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
     scratch = {dut_id for dut_id, spec in specs if spec.is_scratch}
     lines = [
         f"resuming run {resumed.run_id}: {len(resumed.kept)} test(s) it finished are kept as"
-        f" recorded; estimated time saved: about {duration(resumed.saved_s)} (their recorded"
-        " time, with their state transitions)"
+        f" recorded; estimated time saved: {resumed.saved()} (their recorded time, with their"
+        " state transitions)"
     ]
     for (dut_id, state), group in groupby(items, key=_group):
         members = list(group)

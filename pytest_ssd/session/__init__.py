@@ -278,7 +278,7 @@ class SsdSession:
         kept = len(self.resumed.kept)
         self.warnings.append(
             f"resuming run {self.run_id}: {kept} test(s) it finished are kept as recorded"
-            f" (about {self.resumed.saved_s:.0f} s of their time not spent again); {UNKNOWN_STATE}"
+            f" ({self.resumed.saved()} not spent again); {UNKNOWN_STATE}"
         )
         self.warnings.extend(notes)
 

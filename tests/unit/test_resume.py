@@ -128,3 +128,15 @@ def test_a_tests_properties_are_the_last_written_and_a_cut_line_is_skipped(
         "u[d0]": (("b", "word"),),
     }
     assert recorded_properties(tmp_path / "gone") == {}
+
+
+def test_the_time_saved_is_wall_time_never_added_across_workers() -> None:
+    def kept(device: str, point: str, seconds: float) -> FinishedTest:
+        return FinishedTest(f"s/t.py::t[{device}-{point}]", "passed", seconds)
+
+    tests = [kept("loop3", "a", 20.0), kept("loop3", "b", 25.0), kept("loop4", "a", 15.0)]
+    resumed = Resumed.keeping("r", Path("/r"), tests, ("loop3", "loop4"))
+    assert resumed.saved_s == 60.0 and resumed.saved_side_by_side_s == 45.0
+    assert resumed.saved() == "about 60 s of wall time (about 45 s with a worker per device, -n)"
+    alone = Resumed.keeping("r", Path("/r"), tests[:2], ("loop3",))
+    assert alone.saved() == "about 45 s of wall time", "one device: one figure"
