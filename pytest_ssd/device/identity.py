@@ -16,7 +16,7 @@ import re
 import stat
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +68,10 @@ class DeviceIdentity:
     transport: str
     backing_file: str | None = None
     #: the file's device and inode numbers (a regular file's, a loop device's backing file's,
-    #: as the kernel holds them): a file replaced at the same path is another drive
-    backing_inode: str | None = None
+    #: as the kernel holds them): a file replaced at the same path is another drive. Read on
+    #: this machine only (a test host's sysfs copy cannot hold it), so an identity read here
+    #: equals one read from a copy; a resume compares it where the run recorded it
+    backing_inode: str | None = field(default=None, compare=False)
     direct_io: bool | None = None
     scheduler: str | None = None
     nvme: NvmeInfo | None = None

@@ -30,10 +30,9 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
-from pytest_ssd.plugin import baseline, drives, health, resume, scheduling, shape, suites
+from pytest_ssd.plugin import baseline, health, resume, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state
-from pytest_ssd.plugin.interrupts import Interrupts
 from pytest_ssd.plugin.options import from_config
 from pytest_ssd.plugin.overview import plan_lines, time_call
 from pytest_ssd.plugin.params import (
@@ -77,7 +76,8 @@ PASSED_KEY = pytest.StashKey[bool]()
 #: the fio batches of point tests (one per device at a time)
 BATCHES_KEY = pytest.StashKey[Batches]()
 RELAY_KEY = pytest.StashKey[Relay]()
-INTERRUPTS_KEY = pytest.StashKey[Interrupts]()
+#: the controller's signal handlers (plugin.interrupts.Interrupts, imported where installed)
+INTERRUPTS_KEY = pytest.StashKey[Any]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -456,7 +456,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def _configure_controller(config: pytest.Config) -> None:
     """The controller's session, report, results store and host record."""
     # imported here, not at the top: a worker never loads the report, figures or db writer
-    from pytest_ssd.plugin import controller  # noqa: PLC0415
+    from pytest_ssd.plugin import controller, shape  # noqa: PLC0415
+    from pytest_ssd.plugin.interrupts import Interrupts  # noqa: PLC0415
 
     config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
     layout = controller.check_layout(config)
@@ -606,6 +607,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
+    from pytest_ssd.plugin import scheduling  # noqa: PLC0415  # the controller's, under -n
+
     return scheduling.scheduler(config, log, session.dut_ids)
 
 
@@ -640,11 +643,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         plan.check(items)
         check_spec_markers(config.stash[SESSION_KEY], items)
         check_jobs_markers(items)
+        from pytest_ssd.plugin import scheduling  # noqa: PLC0415  # collection's
+
         scheduling.check_ids(items, config.stash[SESSION_KEY].dut_ids)
     except SsdError as exc:
         raise pytest.UsageError(str(exc)) from None
     plan.order(items)
     suites.mark(config, items)
+    from pytest_ssd.plugin import drives  # noqa: PLC0415  # collection's, not every import's
+
     drives.mark(config.stash[SESSION_KEY], items)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -264,7 +263,9 @@ def _synced(run: RunInfo, ref: str, rows: int, db_url: DbUrl) -> None:
     server was away is finished (resumed, it ran every test again: each measurement twice),
     and one whose spool holds more than the server is synced first (the kept tests are the
     server's, the spool would record the others twice)."""
-    from pytest_ssd.db.lab import SPOOL_FILE  # noqa: PLC0415  # the controller's
+    import sqlite3  # noqa: PLC0415  # the controller's, resuming a lab's run: not every run's
+
+    from pytest_ssd.db.lab import SPOOL_FILE  # noqa: PLC0415
     from pytest_ssd.db.sync import spooled  # noqa: PLC0415
 
     spool = Path(run.run_dir) / SPOOL_FILE

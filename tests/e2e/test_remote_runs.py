@@ -202,14 +202,18 @@ def test_a_lost_fio_server_fails_the_test_saying_so(
     assert server.settled() == [], "the session ended what was left of the server"
 
 
-# the same host's fio servers killed 1.5 s into a 6 s job (SERVER_LOST's KILL_SERVER)
+# the same host's fio servers killed while a 30 s job reads (SERVER_LOST's KILL_SERVER)
 SERVER_LOST_MID_RUN = (
     SERVER_LOST.split("def test_first", 1)[0]
     + """
 def test_lost_while_it_runs(ssd):
-    later = f"(sleep 1.5; {KILL_SERVER}) </dev/null >/dev/null 2>&1 &"
+    # once the job's reads reach the device (its sysfs read count moves), a second more
+    reads = f"n() {{ read r _ < /sys/block/{ssd.dut.path.name}/stat; echo $r; }}"
+    wait = f"{reads}; s=$(n); i=0; while [ $(n) -le $s ] && [ $i -lt 600 ]; do"
+    wait += " sleep 0.1; i=$((i+1)); done"
+    later = f"({wait}; sleep 1; {KILL_SERVER}) </dev/null >/dev/null 2>&1 &"
     ssd.machine.run(["setsid", "sh", "-c", later], timeout=30)
-    ssd.run(FioJob("long", "rnd", 4096, size=16 << 20, runtime_s=6))
+    ssd.run(FioJob("long", "rnd", 4096, size=16 << 20, runtime_s=30))
 """
 )
 

@@ -75,8 +75,9 @@ def test_importing_the_plugin_leaves_the_features_it_does_not_use() -> None:
     )
     assert "pytest_ssd.fixture" in loaded and "pytest_ssd.session" in loaded
     assert sorted(loaded.intersection(NOT_LOADED)) == []
-    # pytest-ssd's own modules: 165 before issue 30's cut
-    assert len({m for m in loaded if m.startswith("pytest_ssd")}) < 140
+    # pytest-ssd's own modules: 165 before issue 30's cut, 137 after it; 140 with what every
+    # run needs at its start since (the secret mask, the run's shape, the stale-folder sweep)
+    assert len({m for m in loaded if m.startswith("pytest_ssd")}) <= 140
 
 
 def test_the_names_a_package_exports_load_when_asked_for() -> None:
