@@ -269,11 +269,7 @@ def connect_reader(path: Path) -> sqlite3.Connection:
             f" ({SCHEMA_VERSION}) and cannot be read as it is: a pytest-ssd session (a writer)"
             " migrates it, after which older pytest-ssd versions cannot read it: back it up first"
         )
-    try:
-        uri = f"{path.absolute().as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise database_error(path, exc) from None
+    conn = _read_only(path)
     try:
         for number in range(found.version + 1, SCHEMA_VERSION + 1):
             for statement in READ_AS.get(number, ()):
@@ -291,15 +287,20 @@ def check_intact(path: Path) -> None:
     is no database yet): a session asks before its run folder exists."""
     if check(path) is None:
         return
-    try:
-        uri = f"{path.absolute().as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise database_error(path, exc) from None
+    conn = _read_only(path)
     try:
         intact(conn, path)
     finally:
         conn.close()
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write the file at *path* (a one-line DatabaseError else)."""
+    try:
+        uri = f"{path.absolute().as_uri()}?mode=ro"
+        return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise database_error(path, exc) from None
 
 
 def intact(conn: sqlite3.Connection, path: Path) -> None:

@@ -190,16 +190,13 @@ def test_a_lost_fio_server_fails_the_test_saying_so(
 ) -> None:
     dev = loop_device(64)
     run = _suite_on_host(run_ssd, server, dev, tmp_path, SERVER_LOST)
-    out = run.result.stdout.str()
     run.result.assert_outcomes(passed=1, failed=1)
     failed = [line for line in run.result.outlines if line.startswith("FAILED")]
-    assert len(failed) == 1 and "test_second" in failed[0], out
-    where = f"on {dev} (ssh root@127.0.0.1 port {server.port}): the fio server closed"
-    assert any(
-        line.startswith("FioError: fio exited") and where in line for line in run.result.outlines
-    ), out
-    assert "Traceback" not in out
-    assert server.settled() == [], "the session ended what was left of the server"
+    assert len(failed) == 1 and "test_second" in failed[0], run.result.stdout.str()
+    said = _fio_error(run, dev, server)
+    assert said.endswith(
+        ": the fio server closed the connection (it is gone, or it refused the jobs)"
+    )
 
 
 # the same host's fio servers killed while a 30 s job reads (SERVER_LOST's KILL_SERVER)
@@ -223,28 +220,32 @@ def test_a_fio_server_lost_while_the_jobs_run_is_said_in_words(
 ) -> None:
     dev = loop_device(64)
     run = _suite_on_host(run_ssd, server, dev, tmp_path, SERVER_LOST_MID_RUN)
-    out = run.result.stdout.str()
     run.result.assert_outcomes(failed=1)
     # fio's own last line was the end of its JSON ('}'); its words were on stdout before it.
     # fio --client sees the loss one of two ways: it reads the close ("disconnected"), or a
     # status request it writes meets the closed socket and SIGPIPE ends it without a word
-    said = [
-        line
-        for line in run.result.outlines
-        if line.startswith("FioError: fio exited ")
-        and f" on {dev} (ssh root@127.0.0.1 port" in line
-    ]
-    assert len(said) == 1, out
-    assert said[0].endswith(
+    said = _fio_error(run, dev, server)
+    assert said.endswith(
         (
             ": the fio server (fio.sock) disconnected while the jobs ran (the server process"
             " ended, or the host or its connection went away): treat the device's contents as"
             " unknown",
             ": the fio server closed the connection (it is gone, or it refused the jobs)",
         )
-    ), said[0]
+    ), said
+
+
+def _fio_error(run: Any, dev: Path, server: Sshd) -> str:
+    """The run's one FioError line about *dev* on *server*; no traceback, and nothing of the
+    server left on the host once the session ended."""
+    out = run.result.stdout.str()
+    where = f" on {dev} (ssh root@127.0.0.1 port {server.port}): "
+    said = [line for line in run.result.outlines if line.startswith("FioError: fio exited ")]
+    said = [line for line in said if where in line]
+    assert len(said) == 1, out
     assert "Traceback" not in out
     assert server.settled() == [], "the session ended what was left of the server"
+    return said[0]
 
 
 ERASES = """
