@@ -99,17 +99,22 @@ def _row(conn: Conn, group: list[Row]) -> HistoryRow:
         percentiles=percentiles,
         source=source,
         iops_each=tuple(float(r["iops"]) for r in group if r["iops"] is not None),
-        p99_each=tuple(_own_p99(conn, r) for r in group),
+        p99_each=_own_p99(conn, group),
     )
 
 
-def _own_p99(conn: Conn, row: Row) -> float | None:
-    """fio's own p99 of one measurement and direction (µs), for the spread of repeats."""
+def _own_p99(conn: Conn, group: list[Row]) -> tuple[float | None, ...]:
+    """fio's own p99 of each measurement of *group* (µs), for the spread of repeats: one
+    query for the group (its rows share the direction)."""
+    ids = [r["id"] for r in group]
+    marks = ", ".join("?" for _ in ids)
     found = conn.execute(
-        "SELECT us FROM percentiles WHERE measurement_id = ? AND direction = ? AND p = ?",
-        (row["id"], row["direction"], 99.0),
-    ).fetchone()
-    return None if found is None or found["us"] is None else float(found["us"])
+        f"SELECT measurement_id, us FROM percentiles WHERE measurement_id IN ({marks})"
+        " AND direction = ? AND p = ?",
+        (*ids, group[0]["direction"], 99.0),
+    ).fetchall()
+    us = {r["measurement_id"]: r["us"] for r in found}
+    return tuple(None if us.get(i) is None else float(us[i]) for i in ids)
 
 
 def _mean(values: Iterable[Any]) -> float | None:

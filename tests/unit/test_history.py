@@ -81,6 +81,8 @@ def test_a_series_is_the_same_across_firmware_and_serial_not_across_sizes(lab: P
     # repeats' own (150 µs each); p99.9 needs 1,000 I/Os: not resolved
     assert rows[0].percentiles == {50.0: 200.0, 99.0: 200.0, 99.9: None}
     assert rows[0].source == "pooled bins" and rows[0].iops == 1500.0
+    # each repeat's own figures, for the graph's spread: its IOPS, fio's own p99
+    assert rows[0].iops_each == (1000.0, 2000.0) and rows[0].p99_each == (300.0, 300.0)
 
 
 def test_history_prints_the_table_and_draws_the_graph(
