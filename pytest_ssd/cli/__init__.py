@@ -101,23 +101,20 @@ def parser() -> argparse.ArgumentParser:
         help="with --gate: the share of a drive's verdicts that may be unknown and the gate"
         " still pass (alone: any share; default 0: an unknown fails the gate)",
     )
-    p.add_argument(
-        "--tolerance",
-        action="append",
-        default=[],
-        type=_tolerance,
-        metavar="METRIC=PERCENT",
-        help="with --gate: the band of 'same' for a metric, before the datasheet's"
-        " (default: the runs' spread)",
-    )
-    p.add_argument(
-        "--datasheet",
-        type=Path,
-        metavar="FILE",
-        help="with --gate: the bands of its [baseline] table, as a run with --datasheet=FILE"
-        " judges",
-    )
+    _band_options(p, "with --gate: ")
     p.set_defaults(func=commands.compare)
+
+    p = sub.add_parser(
+        "calibrate",
+        parents=[after],
+        help="a run's even repeats against its odd ones (A/A, interleaved): can this host"
+        " and these repeats carry a gate? exit 1 on a false claim, 5 when nothing was judged",
+    )
+    p.add_argument(
+        "run", metavar="RUN", help="a run id (or label: its newest run), --ssd-repeat>=8"
+    )
+    _band_options(p)
+    p.set_defaults(func=commands.calibrate)
 
     p = sub.add_parser(
         "export",
@@ -196,3 +193,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pytest-ssd: {exc}", file=sys.stderr)
         return EXIT_DB
     return 0
+
+
+def _band_options(p: argparse.ArgumentParser, when: str = "") -> None:
+    """The bands of "same": ``--tolerance`` per metric, then a datasheet's ``[baseline]``."""
+    p.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        type=_tolerance,
+        metavar="METRIC=PERCENT",
+        help=f"{when}the band of 'same' for a metric, before the datasheet's"
+        " (default: the runs' spread)",
+    )
+    p.add_argument(
+        "--datasheet",
+        type=Path,
+        metavar="FILE",
+        help=f"{when}the bands of its [baseline] table, as a run with --datasheet=FILE judges",
+    )

@@ -28,7 +28,15 @@ from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.location import find_config, report_dir
 from pytest_ssd.specs.load import load_datasheet
 from pytest_ssd.verdict.source import compare_runs
-from pytest_ssd.verdict.summary import PASSED, DriveVerdicts, by_drive, gate, summary_lines
+from pytest_ssd.verdict.summary import (
+    PASSED,
+    REGRESSED,
+    UNDECIDED,
+    DriveVerdicts,
+    by_drive,
+    gate,
+    summary_lines,
+)
 from pytest_ssd.verdict.tolerance import Tolerances
 
 __all__ = [
@@ -235,12 +243,42 @@ def compare(args: argparse.Namespace) -> int:
 
 def _tolerances(args: argparse.Namespace) -> Tolerances:
     """The gate's bands: ``--tolerance``, then ``--datasheet``'s ``[baseline]`` table."""
-    sheet = None
-    if args.datasheet is not None:
-        if not args.gate:
-            raise ConfigError("compare --datasheet goes with --gate: its [baseline] bands judge")
-        sheet = load_datasheet(args.datasheet).baseline
+    if args.datasheet is not None and not args.gate:
+        raise ConfigError("compare --datasheet goes with --gate: its [baseline] bands judge")
+    return _bands(args)
+
+
+def _bands(args: argparse.Namespace) -> Tolerances:
+    sheet = load_datasheet(args.datasheet).baseline if args.datasheet is not None else None
     return Tolerances(dict(args.tolerance), "--tolerance", sheet)
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    """A run's even repeats judged against its odd ones (:mod:`pytest_ssd.verdict.calibrate`):
+    the gate's table and each drive's shares; exit 1 on a false claim, 5 when nothing could
+    be judged (fewer than 8 repeats: 4 a side bound an interval)."""
+    from pytest_ssd.verdict.calibrate import CLAIMS, SIDES, calibrate_run, shares  # noqa: PLC0415
+
+    tolerances = _bands(args)
+    with ResultsDb(args.db) as db:
+        judged = by_drive(calibrate_run(db, args.run, tolerances))
+    print(f"{args.run}: {SIDES[1]} against {SIDES[0]} (A/A, interleaved as taken)")
+    print_table(judged, "not shown here")
+    print("== summary")
+    for d in judged:
+        print(f"{d.drive}: {shares(d.verdicts)}")
+    claimed = [d.drive for d in judged if any(d.counts[word] for word in CLAIMS)]
+    if claimed:
+        print(f"calibration failed: an unchanged drive was judged changed on {', '.join(claimed)}")
+        return REGRESSED
+    if not any(d.counts["same"] for d in judged):
+        print(
+            "calibration not judged: no line was 'same' (4 repeats a side bound an interval:"
+            " measure with --ssd-repeat=8 or more)"
+        )
+        return UNDECIDED
+    print("calibration passed: no false claim")
+    return PASSED
 
 
 #: lines a drive's verdicts other than "same" take in the gate's table; the report lists all
@@ -250,6 +288,12 @@ GATE_LINES = 12
 def print_verdicts(drives: list[DriveVerdicts]) -> None:
     """The gate's table: per drive its lines other than "same" (worst first, at most
     :data:`GATE_LINES`), then a summary a line or two per drive."""
+    print_table(drives)
+    print("\n".join(["== summary", *summary_lines(drives)]))
+
+
+def print_table(drives: list[DriveVerdicts], rest: str = "the report lists every line") -> None:
+    """Per drive its lines other than "same", worst first, at most :data:`GATE_LINES`."""
     if not any(d.verdicts for d in drives):
         print("no point measured by both: nothing to judge")
     for d in drives:
@@ -261,8 +305,7 @@ def print_verdicts(drives: list[DriveVerdicts]) -> None:
             where = f"{v.where()} · " if v.where() else ""
             print(f"{v.verdict:<10} {where}{text}" + (f"  [{note}]" if note else ""))
         if len(shown) > GATE_LINES:
-            print(f"... {len(shown) - GATE_LINES} more not 'same': the report lists every line")
-    print("\n".join(["== summary", *summary_lines(drives)]))
+            print(f"... {len(shown) - GATE_LINES} more not 'same': {rest}")
 
 
 def export(args: argparse.Namespace) -> None:

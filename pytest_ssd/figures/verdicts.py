@@ -1,6 +1,6 @@
 """The ratios new / baseline per point and metric, with their confidence intervals.
 
-One row per judged metric: the ratio of medians as a dot, its bootstrap interval as a
+One row per judged metric: the ratio of medians as a dot, its exact interval as a
 bar, on a logarithmic axis around 1 (a tenfold slow-down and a 2 % drift both read),
 coloured by the verdict; the tolerance band of each row as a light box behind it.
 """
@@ -46,7 +46,7 @@ def ratio_intervals(rows: Sequence[Row], title: str) -> Figure:
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{r.label} ({r.verdict})" for r in reversed(rows)], fontsize="small")
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel("new / baseline (median ratio, 95 % bootstrap interval; grey: tolerance)")
+    ax.set_xlabel("new / baseline (Hodges-Lehmann ratio, exact 95 % interval; grey: tolerance)")
     ax.set_title(title)
     ax.grid(True, axis="x", which="both", alpha=0.3)
     fig.tight_layout()

@@ -2,8 +2,8 @@
 
 Tests are ordered by the state they need, in the method's order, so a suite
 purges and preconditions as few times as possible; tests that need no state
-come first.  The plan is printed before the first test (and by
-``--collect-only``, which touches no device).
+come first; the devices' tests of one state take turns.  The plan is printed
+before the first test (and by ``--collect-only``, which touches no device).
 """
 
 from __future__ import annotations
@@ -72,8 +72,19 @@ def _key(item: pytest.Item) -> tuple[int, int, str, int, int]:
 
 
 def order(items: list[pytest.Item]) -> None:
-    """Sort *items* in place by the state they need (stable: collection order otherwise)."""
-    items.sort(key=_key)
+    """Sort *items* in place by the state they need, the devices' tests of a state in turn.
+
+    Within a state, the n-th test of each device runs before the (n+1)-th of any (A B A B:
+    two drives, or two builds on two drives, meet the host's drift alike); collection order
+    otherwise (the sort is stable)."""
+    turns: dict[tuple[object, ...], int] = {}
+    keys = {}
+    for item in items:
+        state = _key(item)
+        turn = (*state, device_of(item))
+        keys[id(item)] = (state, turns.get(turn, 0))
+        turns[turn] = turns.get(turn, 0) + 1
+    items.sort(key=lambda item: keys[id(item)])
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.judge import BEYOND_THE_HOST, MetricVerdict, beyond_the_host
 
 #: the host settings (``host_settings`` keys) whose difference can move a measurement
 SETTINGS = ("governor", "boost", "thp", "aslr", "scheduler", "apst", "power-state")
@@ -24,9 +24,6 @@ BUSY = "busy-processes"
 #: other processes' CPU (in CPUs) that must differ between the runs to matter
 BUSY_DIFFERENCE = 0.5
 _SHARE = re.compile(r"(\d+)%")
-#: a change whose whole interval lies beyond this factor is the drive's, whatever differed
-#: (a throttled drive at 1/30 of its IOPS; a governor or fio version moves a point less)
-BEYOND_THE_HOST = 2.0
 #: how a verdict's reason says so
 ENVIRONMENT_DIFFERS = "the runs' environments differ"
 #: verdicts a differing environment cannot support
@@ -89,16 +86,9 @@ def demoted(verdicts: Sequence[MetricVerdict], caveats: Sequence[str]) -> list[M
     for v in verdicts:
         if v.verdict not in CLAIMS:
             found.append(v)
-        elif _beyond_the_host(v):
+        elif beyond_the_host(v):
             found.append(replace(v, reason=f"{BEYOND_THE_HOST:g}× or more although {differ}"))
         else:
             why = f"{ENVIRONMENT_DIFFERS}: {differ}"
             found.append(replace(v, verdict="unknown", reason=why, repeats_needed=None))
     return found
-
-
-def _beyond_the_host(v: MetricVerdict) -> bool:
-    """The whole interval lies beyond :data:`BEYOND_THE_HOST` either way."""
-    if v.low is None or v.high is None:
-        return False
-    return v.high <= 1 / BEYOND_THE_HOST or v.low >= BEYOND_THE_HOST

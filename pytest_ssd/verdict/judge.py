@@ -2,16 +2,21 @@
 
 The new build's repeats of a point are set against the baseline's repeats of the
 same point.  For each metric (IOPS, MiB/s, mean latency and the resolved latency
-percentiles) the ratio new / base of the medians gets a seeded bootstrap interval,
-and each side of the question "worse?" and "better?" an exact one-sided
-Mann-Whitney test:
+percentiles) the ratio new / base gets its exact Hodges-Lehmann interval, and each side
+of the question "worse?" and "better?" an exact one-sided Mann-Whitney test (the test
+the interval inverts: they agree):
 
 - **regressed**: worse with p < alpha, and the whole interval lies beyond the
-  tolerance band on the worse side;
+  tolerance band on the worse side, with neither side's repeats drifting;
 - **improved**: the same, on the better side;
 - **same**: the whole interval lies inside the band;
 - **unknown**: anything else, with the repeats a side that would likely decide it.
-  One run against one run is always unknown.
+  One run against one run is always unknown, and so is 3 against 3 (no 95 % interval).
+
+Repeats taken one after another are exchangeable only on a steady host: when a side's
+repeats trend one way in the order they were taken (an exact Mann-Kendall test), the
+host changed during that run, and a claim of change stays unknown with that reason
+(unless its whole interval lies beyond :data:`BEYOND_THE_HOST`: no drift makes that).
 
 The band is ``[1 / (1 + t), 1 + t]`` around a ratio of 1.  The tolerance *t* of a
 metric is given (the command line, the datasheet's ``[baseline]``: see
@@ -32,7 +37,14 @@ from typing import Any
 
 from pytest_ssd.results.record import percentile_us
 from pytest_ssd.verdict.metrics import METRICS
-from pytest_ssd.verdict.stats import MAX_EXACT, median_ratio_ci, p_greater, smallest_p
+from pytest_ssd.verdict.stats import (
+    MAX_EXACT,
+    fewest_bounded,
+    p_greater,
+    shift_ratio_ci,
+    smallest_p,
+    trend_p,
+)
 from pytest_ssd.verdict.tolerance import DERIVED, Tolerances
 
 VERDICTS = ("regressed", "improved", "same", "unknown")
@@ -43,6 +55,10 @@ LEVEL = 0.95
 TOLERANCE_FLOOR = 0.05
 #: a baseline spread wider than this (derived, not given) never makes a verdict "same"
 SAME_AT_MOST = 0.25
+#: a change whose whole interval lies beyond this factor is the drive's, whatever the host
+#: did (a throttled drive at 1/30 of its IOPS; a governor, a fio version or a load that
+#: drifts during a run moves a point less)
+BEYOND_THE_HOST = 2.0
 
 
 def metric_value(direction: Mapping[str, Any], metric: str) -> float | None:
@@ -152,6 +168,27 @@ def repeats_to_decide(base_n: int, new_n: int, width: float, band: float) -> int
     return min(max(need, min(base_n, new_n) + 1), MAX_EXACT)
 
 
+def beyond_the_host(v: MetricVerdict) -> bool:
+    """The whole interval lies beyond :data:`BEYOND_THE_HOST` either way."""
+    if v.low is None or v.high is None:
+        return False
+    return v.high <= 1 / BEYOND_THE_HOST or v.low >= BEYOND_THE_HOST
+
+
+def drifting(base: Sequence[float], new: Sequence[float]) -> str:
+    """Why a claim cannot stand when a side's repeats, in the order they were taken, trend
+    one way (exact Mann-Kendall p < alpha: the host changed during that run), else ''."""
+    for side, values in (("the baseline's", base), ("the new run's", new)):
+        p = trend_p(values)
+        if p < ALPHA:
+            way = "rising" if values[-1] > values[0] else "falling"
+            return (
+                f"{side} repeats drift, {way} one after another (trend p = {p:.2g}): the"
+                " host changed during that run; measure again on a steady host"
+            )
+    return ""
+
+
 def judge(
     point: str,
     direction: str,
@@ -180,7 +217,11 @@ def judge(
     if min(base) <= 0 or min(new) <= 0:
         return replace(empty, reason="a run measured 0: no ratio")
     higher_better = METRICS[metric][1]
-    interval = median_ratio_ci(base, new, LEVEL)
+    interval = shift_ratio_ci(base, new, LEVEL)
+    if interval is None:
+        n = fewest_bounded(LEVEL)
+        why = f"{len(new)} runs against {len(base)} cannot bound the ratio: {n} a side can"
+        return replace(empty, repeats_needed=n, reason=why)
     worse = p_greater(base, new) if higher_better else p_greater(new, base)
     better = p_greater(new, base) if higher_better else p_greater(base, new)
     found = replace(
@@ -193,10 +234,21 @@ def judge(
     )
     lo_band, hi_band = 1 / (1 + tol), 1 + tol
     below, above = interval.high < lo_band, interval.low > hi_band
+    claim = None
     if worse < ALPHA and (below if higher_better else above):
-        return replace(found, verdict="regressed")
-    if better < ALPHA and (above if higher_better else below):
-        return replace(found, verdict="improved")
+        claim = "regressed"
+    elif better < ALPHA and (above if higher_better else below):
+        claim = "improved"
+    if claim is not None:
+        drift = drifting(base, new)
+        if not drift:
+            return replace(found, verdict=claim)
+        if beyond_the_host(found):  # a drift does not make a drive 30 times slower
+            return replace(
+                found, verdict=claim, reason=f"{BEYOND_THE_HOST:g}× or more although {drift}"
+            )
+        # repeats one after another under a changing host are not exchangeable
+        return replace(found, reason=drift)
     inside = lo_band <= interval.low and interval.high <= hi_band
     noisy = tolerance is None and tol > SAME_AT_MOST
     if inside and not noisy:

@@ -1,15 +1,15 @@
-"""The statistics of a verdict: an exact one-sided Mann-Whitney U test, a bootstrap interval.
+"""The statistics of a verdict: an exact one-sided Mann-Whitney U test, its exact interval.
 
-Both work on a handful of repeats a side (``--ssd-repeat``, at most 20 a side for the
-exact test): the null distribution of U is counted, not approximated, and the
-bootstrap is seeded, so the same samples give the same interval every time.
+Both work on a handful of repeats a side (``--ssd-repeat``, at most 20 a side): the null
+distribution of U is counted, not approximated, and the interval of the ratio is the
+Hodges-Lehmann one that inverts the same test, so a verdict and its interval agree and
+the same samples give the same interval every time.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,9 +18,6 @@ from pytest_ssd.errors import ConfigError
 
 #: the largest sample a side the exact distribution is counted for
 MAX_EXACT = 20
-#: bootstrap resamples, and the seed that makes the interval reproducible
-RESAMPLES = 4000
-SEED = 33
 
 
 @functools.cache
@@ -70,7 +67,7 @@ def smallest_p(n: int, m: int) -> float:
 
 @dataclass(frozen=True)
 class Interval:
-    """A bootstrap confidence interval of the ratio of medians new / base."""
+    """The ratio new / base (Hodges-Lehmann) and its exact confidence interval."""
 
     ratio: float
     low: float
@@ -78,34 +75,80 @@ class Interval:
     level: float
 
 
-def median_ratio_ci(
-    base: Sequence[float], new: Sequence[float], level: float = 0.95, seed: int = SEED
-) -> Interval:
-    """median(new) / median(base) and its percentile bootstrap interval (seeded).
+def excluded(n: int, m: int, level: float) -> int:
+    """How many of the n * m pairwise differences an exact *level* interval leaves out at
+    each end: the largest k with P(U < k) <= (1 - level) / 2 (0: the interval is unbounded)."""
+    counts, total = _u_counts(n, m), math.comb(n + m, n)
+    tail, below, k = (1 - level) / 2, 0, 0
+    for ways in counts:
+        if below + ways > tail * total:
+            break
+        below += ways
+        k += 1
+    return k
 
-    Each resample draws both sides again with replacement.  Plain Python, not numpy:
-    an xdist worker judges its tests without loading numpy (20 values, 4,000 draws).
+
+def shift_ratio_ci(
+    base: Sequence[float], new: Sequence[float], level: float = 0.95
+) -> Interval | None:
+    """new / base as the Hodges-Lehmann shift of the logarithms (the median of every
+    log(new) - log(base)), and the exact distribution-free interval that goes with the
+    Mann-Whitney test: the k-th smallest to k-th largest of those differences, k from
+    U's exact distribution.  None when so few repeats cannot bound it (3 against 3 at 95 %).
+
+    Exact where a bootstrap of medians is not: a percentile bootstrap of 5 values a side
+    gives an interval too narrow for its level (it resamples 5 values), which calls noise a
+    change.  Plain Python: an xdist worker judges its tests without numpy (400 differences).
     """
-    if not base or not new or min(base) <= 0:
-        raise ConfigError("a ratio of medians needs positive baseline values")
-    rng = random.Random(seed)
-    ratios = sorted(
-        statistics.median(rng.choices(new, k=len(new)))
-        / statistics.median(rng.choices(base, k=len(base)))
-        for _ in range(RESAMPLES)
-    )
-    tail = (1 - level) / 2
+    if not base or not new or min(base) <= 0 or min(new) <= 0:
+        raise ConfigError("a ratio needs positive values on both sides")
+    k = excluded(len(base), len(new), level)
+    if k == 0:
+        return None
+    diffs = sorted(math.log(y) - math.log(x) for x in base for y in new)
     return Interval(
-        statistics.median(new) / statistics.median(base),
-        _quantile(ratios, tail),
-        _quantile(ratios, 1 - tail),
-        level,
+        math.exp(statistics.median(diffs)), math.exp(diffs[k - 1]), math.exp(diffs[-k]), level
     )
 
 
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    """The q-quantile of sorted values, linear between ranks (numpy's default)."""
-    at = q * (len(ordered) - 1)
-    low = math.floor(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+def fewest_bounded(level: float) -> int:
+    """The fewest repeats a side whose exact *level* interval is bounded (4 at 95 %)."""
+    return next(n for n in range(2, MAX_EXACT + 1) if excluded(n, n, level) > 0)
+
+
+@functools.cache
+def _inversion_counts(n: int) -> tuple[int, ...]:
+    """How many of the n! orders of n distinct values have 0, 1, ... n(n-1)/2 inversions
+    (Mahonian numbers): the exact null distribution of Kendall's trend statistic."""
+    counts = [1]
+    for k in range(2, n + 1):  # the k-th value adds 0 .. k-1 inversions
+        grown = [0] * (len(counts) + k - 1)
+        for inversions, ways in enumerate(counts):
+            for extra in range(k):
+                grown[inversions + extra] += ways
+        counts = grown
+    return tuple(counts)
+
+
+def trend_p(values: Sequence[float]) -> float:
+    """Two-sided exact p of a monotone trend in *values* taken one after another (the
+    Mann-Kendall test): the chance that exchangeable repeats come out at least as ordered.
+
+    A tie counts one half an inversion, and the count is rounded towards no trend (a tie
+    never makes a trend).  1.0 below 3 values; at most :data:`MAX_EXACT` values.
+    """
+    n = len(values)
+    if n < 3:
+        return 1.0
+    if n > MAX_EXACT:
+        raise ConfigError(f"exact trend test of {n} values: at most {MAX_EXACT}")
+    inversions = sum(
+        1.0 if a > b else 0.5 if a == b else 0.0
+        for i, a in enumerate(values)
+        for b in values[i + 1 :]
+    )
+    most = n * (n - 1) // 2
+    # the count of the two tails' nearer end, rounded towards the middle
+    tail = math.ceil(min(inversions, most - inversions))
+    counts = _inversion_counts(n)
+    return min(1.0, 2 * sum(counts[: tail + 1]) / math.factorial(n))

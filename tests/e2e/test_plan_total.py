@@ -194,3 +194,20 @@ def test_under_xdist_the_header_names_the_drive_it_destroys(run_ssd: Any, loop_d
     out = run.result.stdout.str()
     assert f"  {dev.name}: destroys all data on {dev} (model unknown, no serial)" in out, out
     assert "pytest-ssd plan" not in out
+
+
+def test_two_drives_take_turns_test_by_test(run_ssd: Any) -> None:
+    """Without -n, the devices' tests of one state alternate (A B A B): two drives (two
+    builds) meet the host's drift alike, as a comparison of them needs."""
+    run = run_ssd("--dut=scratch:128M", "--dut=scratch:128M", "--collect-only", "-q")
+    ids = re.findall(r"test_four_corners\[([^\]]+)\]", run.result.stdout.str())
+    assert ["scratch-2" if i.startswith("scratch-2-") else "scratch" for i in ids] == [
+        "scratch",
+        "scratch-2",
+    ] * 4, ids
+    assert [i.removeprefix("scratch-2-").removeprefix("scratch-") for i in ids[::2]] == [
+        "seq-read",
+        "seq-write",
+        "rnd-read",
+        "rnd-write",
+    ]

@@ -81,3 +81,22 @@ def test_named_loop_device_with_confirmation(run_ssd: Any, loop_device: Any) -> 
     data = run.results()
     assert data["devices"][dev.name]["path"] == str(dev)
     assert {m["name"] for m in data["measurements"]} == {"rnd-read", "rnd-write"}
+
+
+def test_a_second_run_reads_the_span_as_the_first_did(run_ssd: Any, loop_device: Any) -> None:
+    """Two runs of one drive measure the same thing: what a run knows it wrote (the written
+    map) is its own, so each run's read corner reads a span its prefill wrote sequentially
+    just before, in the same fio process, and never data the first run's random-write
+    corner left (another state on an SSD: a baseline would compare two states)."""
+    dev: Path = loop_device(128)
+    argv = (f"--dut={dev}", f"--ssd-confirm={dev}", "-k", "seq-read or rnd-write")
+    jobs = []
+    for _ in range(2):
+        run = run_ssd(*argv)
+        run.result.assert_outcomes(passed=2)
+        (read,) = [m for m in run.results()["measurements"] if m["name"] == "seq-read"]
+        jobs.append((run.run_dir / read["artifacts"] / "fio.job").read_text())
+    for job in jobs:
+        sections = re.findall(r"^\[([^\]]+)\]", job, re.MULTILINE)
+        assert sections[-2:] == ["prefill", "seq-read"], sections
+        assert "rw=write" in job.split("[prefill]")[1].split("[seq-read]")[0]

@@ -30,13 +30,15 @@ def write_repeated(
     label: str,
     slow: dict[str, float],
     environment: dict[str, Any] | None = None,
+    factors: tuple[float, ...] = SPREAD,
 ) -> None:
-    """Four corners, each run 5 times; a corner in *slow* at that share of its IOPS."""
+    """Four corners, each run once per factor (5 times); a corner in *slow* at that share of
+    its IOPS."""
     writer = RunWriter(db, run_id, db.parent / run_id, environment or {"host": "lab"})
     writer.add_device("d0", description("d0", label), label)
     for number, shape in enumerate(CORNERS):
         iops = 1000.0 * (number + 1) * slow.get(shape[0], 1.0)
-        runs = [corner("d0", shape, iops * k) for k in SPREAD]
+        runs = [corner("d0", shape, iops * k) for k in factors]
         runs = [replace(m, workload={**m.workload, "repeat": i + 1}) for i, m in enumerate(runs)]
         writer.add(TestRecords(runs[0].test, measurements=runs))
         writer.test_done(runs[0].test, "passed", 3.0, None)
@@ -61,9 +63,9 @@ def test_the_gate_fails_on_the_slowed_corner_alone(
     test = "suites/smoke/test_corners.py::test_four_corners[rnd-read]"
     lines = table.splitlines()
     drive = lines.index("== fw 2 (d0)")
-    assert lines[drive + 1].startswith(
-        f"regressed  {test} · rnd-read read IOPS: 0.50× the baseline (95 % CI"
-    ), "the drive, then its worst line first, naming the test"
+    worst = lines[drive + 1]  # IOPS and MiB/s moved alike: either is the worst
+    assert worst.startswith(f"regressed  {test} · rnd-read read "), worst
+    assert ": 0.50× the baseline (95 % CI" in worst, "the drive, then its worst line first"
     assert not any(line.startswith("same ") for line in lines), "'same' is counted, not listed"
     assert lines[-2:] == [
         "fw 2 (d0): 2 regressed, 0 improved, 26 same, 0 unknown",
@@ -201,3 +203,45 @@ def test_drives_are_paired_by_what_they_are_never_by_position(
         ["d0 (serial S3) is not judged: the baseline run did not measure that drive"
          " (it measured serial S1, serial S2)"],
     )  # fmt: skip
+
+
+def write_interleaved(db: Path, run_id: str, drift: float) -> None:
+    """Four corners, 10 repeats each, the IOPS moved by *drift* per repeat (0: a steady host)."""
+    spread = (1.0, 1.004, 0.996, 1.01, 0.99, 1.002, 0.998, 1.006, 0.994, 1.008)
+    factors = tuple(k * (1 + drift * i) for i, k in enumerate(spread))
+    write_repeated(db, run_id, "fw 1", {}, factors=factors)
+
+
+def test_calibrate_judges_a_run_against_itself_interleaved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A/A: a steady run's even repeats against its odd ones are "same" everywhere (exit 0);
+    a host that slows the drive 5 % a repeat shows in both halves alike (interleaved), so
+    the ratio stays near 1, and no false claim comes of it."""
+    db = tmp_path / "results.sqlite"
+    write_interleaved(db, "steady", 0.0)
+    assert main(["--db", str(db), "calibrate", "steady"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "steady: even repeats against odd repeats (A/A, interleaved as taken)"
+    assert "fw 1 (d0): regressed 0 %, improved 0 %, same 100 %, unknown 0 % of 28 lines" in out
+    assert out[-1] == "calibration passed: no false claim"
+    write_interleaved(db, "drifting", -0.05)
+    assert main(["--db", str(db), "calibrate", "drifting"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # the throughputs slid 45 % over the run: their halves differ by one step (0.95×) and
+    # the spread is called too wide; the latencies, untouched, stay "same"
+    assert "fw 1 (d0): regressed 0 %, improved 0 %, same 71 %, unknown 29 % of 28 lines" in out
+    unknown = [line for line in out if line.startswith("unknown ")]
+    assert len(unknown) == 8 and all("0.95× the baseline" in line for line in unknown)
+    assert all("too wide to call it the same" in line for line in unknown)
+
+
+def test_calibrate_needs_four_repeats_a_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "results.sqlite"
+    write_repeated(db, "five", "fw 1", {})  # 3 odd against 2 even: no interval
+    assert main(["--db", str(db), "calibrate", "five"]) == 5
+    out = capsys.readouterr().out
+    assert "same 0 %, unknown 100 %" in out
+    assert out.splitlines()[-1].startswith("calibration not judged: no line was 'same'")

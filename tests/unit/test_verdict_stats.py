@@ -1,15 +1,18 @@
-"""The verdict statistics against scipy: exact Mann-Whitney p, seeded bootstrap, verdicts."""
+"""The verdict statistics against scipy: exact Mann-Whitney p and interval, trend, verdicts."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
 
 import pytest
-from scipy.stats import mannwhitneyu
+from scipy.stats import kendalltau, mannwhitneyu
 
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.verdict.calibrate import halves
 from pytest_ssd.verdict.judge import judge, judge_point
-from pytest_ssd.verdict.stats import median_ratio_ci, p_greater, smallest_p
+from pytest_ssd.verdict.stats import p_greater, shift_ratio_ci, smallest_p, trend_p
 
 #: recorded by tests/e2e/test_baseline.py on a 128 MiB loop device, --ssd-repeat=5: rnd-read
 #: QD32 IOPS free and with reads capped at 300 IOPS by a blkio cgroup, the p99 (µs) of the
@@ -75,14 +78,67 @@ def test_the_smallest_p_of_few_repeats() -> None:
     assert p_greater(RECORDED["three"], RECORDED["three_low"]) == pytest.approx(0.05)
 
 
-def test_the_bootstrap_is_seeded_and_holds_the_ratio() -> None:
-    one = median_ratio_ci(RECORDED["write_p99"], RECORDED["busy_p99"])
-    two = median_ratio_ci(RECORDED["write_p99"], RECORDED["busy_p99"])
-    assert one == two, "the same samples give the same interval"
-    assert one.low <= one.ratio <= one.high
-    assert one.ratio == pytest.approx(10420.224 / 12386.304)
-    other = median_ratio_ci(RECORDED["write_p99"], RECORDED["busy_p99"], seed=1)
-    assert other.ratio == one.ratio
+def _not_rejected(base: list[float], new: list[float], shift: float, alpha: float) -> bool:
+    """scipy's two-sided exact Mann-Whitney test keeps the log-shift *shift* (the interval's
+    definition: the shifts a test at that level does not reject)."""
+    moved = [math.log(v) - shift for v in new]
+    logs = [math.log(v) for v in base]
+    return float(mannwhitneyu(moved, logs, method="exact").pvalue) > alpha
+
+
+@pytest.mark.parametrize(
+    ("base", "new"),
+    [("free_iops", "throttled_iops"), ("write_p99", "busy_p99"), ("free_p99", "busy_p99")],
+)
+def test_the_interval_is_the_shifts_the_exact_test_keeps(base: str, new: str) -> None:
+    b, n = RECORDED[base], RECORDED[new]
+    got = shift_ratio_ci(b, n)
+    assert got is not None and got.low <= got.ratio <= got.high
+    again = shift_ratio_ci(b, n)
+    assert got == again, "the same samples give the same interval"
+    diffs = sorted(math.log(y) - math.log(x) for x, y in itertools.product(b, n))
+    assert got.ratio == pytest.approx(math.exp((diffs[12] + diffs[12]) / 2))  # 25: the 13th
+    eps = 1e-9
+    low, high = math.log(got.low), math.log(got.high)
+    # just inside either end the test keeps the shift; just outside it rejects it
+    assert _not_rejected(b, n, low + eps, 0.05) and _not_rejected(b, n, high - eps, 0.05)
+    assert not _not_rejected(b, n, low - eps, 0.05)
+    assert not _not_rejected(b, n, high + eps, 0.05)
+
+
+def test_too_few_repeats_bound_no_interval() -> None:
+    assert shift_ratio_ci(RECORDED["three"], RECORDED["three_low"]) is None, "3 against 3"
+    four = shift_ratio_ci([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0])
+    assert four is not None and (four.low, four.high) == pytest.approx((5 / 4, 8 / 1))
+    got = judge("p", "read", "iops", RECORDED["three"], RECORDED["three"])
+    assert got.verdict == "unknown" and "cannot bound the ratio: 4 a side can" in got.reason
+
+
+def test_trend_matches_scipy_kendall_exact() -> None:
+    rng = random.Random(11)
+    for n in (3, 5, 8, 12):
+        for _ in range(40):
+            values = [rng.random() for _ in range(n)]
+            expected = kendalltau(range(n), values, method="exact").pvalue
+            assert trend_p(values) == pytest.approx(expected, rel=1e-9), values
+    assert trend_p([5.0, 4.0, 3.0, 2.0, 1.0]) == pytest.approx(2 / 120)
+    assert trend_p([1.0, 1.0, 1.0, 1.0, 1.0]) == 1.0, "ties make no trend"
+
+
+def test_a_side_that_drifts_makes_a_claim_unknown() -> None:
+    steady = [100.0, 97.0, 102.0, 99.0, 101.0]
+    sliding = [80.0, 78.0, 76.0, 74.0, 72.0]  # every repeat slower than the one before
+    got = judge("p", "read", "iops", steady, sliding)
+    assert got.verdict == "unknown", got
+    assert "the new run's repeats drift, falling one after another (trend p = 0.017)" in got.reason
+    shuffled = [76.0, 72.0, 80.0, 74.0, 78.0]  # the same values, no order: a regression
+    assert judge("p", "read", "iops", steady, shuffled).verdict == "regressed"
+
+
+def test_calibration_halves_interleave_the_repeats_as_taken() -> None:
+    odd, even = halves({"t::p": [{"n": i} for i in range(1, 8)]})
+    assert [r["n"] for r in odd["t::p"]] == [1, 3, 5, 7]
+    assert [r["n"] for r in even["t::p"]] == [2, 4, 6]
 
 
 def test_verdicts() -> None:
@@ -107,9 +163,17 @@ def test_verdicts() -> None:
     noisy = judge("rnd-read", "read", "p99_us", RECORDED["free_p99"], RECORDED["free_p99"])
     assert noisy.verdict == "unknown" and "±33 %: too wide to call it the same" in noisy.reason
     # a latency that grows is a regression (lower is better), beyond a band given as 5 %
+    # the free reads' p99 fell run after run (9.4 ms to 6.7 ms): the host drifted, and a
+    # latency half again as long is not claimed from those repeats, even with a band given
     longer = [v * 1.5 for v in RECORDED["free_p99"]]
-    assert judge("p", "read", "p99_us", RECORDED["free_p99"], longer).verdict == "unknown"
-    given = judge("p", "read", "p99_us", RECORDED["free_p99"], longer, tolerance=0.05)
+    drifted = judge("p", "read", "p99_us", RECORDED["free_p99"], longer, tolerance=0.05)
+    assert drifted.verdict == "unknown" and "the baseline's repeats drift" in drifted.reason
+    # the same values in another order: a latency that grows is a regression (lower is
+    # better), beyond a band given as 5 %, not beyond the runs' own 33 %
+    steady = [RECORDED["free_p99"][i] for i in (2, 0, 4, 1, 3)]
+    longer = [v * 1.5 for v in steady]
+    assert judge("p", "read", "p99_us", steady, longer).verdict == "unknown"
+    given = judge("p", "read", "p99_us", steady, longer, tolerance=0.05)
     assert given.verdict == "regressed", "the baseline's own spread is 33 %; 5 % is given"
 
 

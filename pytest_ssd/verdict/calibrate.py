@@ -1,0 +1,58 @@
+"""A build compared with itself, its repeats interleaved (ABAB): how a host's noise judges.
+
+A run with ``--ssd-repeat=2N`` took each point's repeats one after another; its odd
+repeats and its even repeats are two sides measured alternately (A B A B ...), as
+Pinpoint interleaves two builds on one device: a drift of the host falls on both
+sides alike.  Judged against each other with the gate's own statistics, every line of
+an unchanged drive should be "same"; the shares of "same", "unknown" and of the false
+claims ("regressed", "improved") say whether the host and the repeats can carry a gate,
+and the unknowns' repeats say how many a side would.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_ssd.db import ResultsDb
+from pytest_ssd.errors import DatabaseError
+from pytest_ssd.verdict.baseline import Points, judge_points, runs_of, states_of
+from pytest_ssd.verdict.judge import VERDICTS, MetricVerdict
+from pytest_ssd.verdict.tolerance import Tolerances
+
+#: what the calibration calls each half
+SIDES = ("odd repeats", "even repeats")
+#: a false claim: an unchanged drive judged changed
+CLAIMS = ("regressed", "improved")
+
+
+def halves(points: Points) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """Each point's repeats split as taken: the 1st, 3rd, ... and the 2nd, 4th, ..."""
+    odd = {key: list(runs[0::2]) for key, runs in points.items()}
+    even = {key: list(runs[1::2]) for key, runs in points.items()}
+    return odd, even
+
+
+def calibrate_run(
+    db: ResultsDb, ref: str, tolerances: Tolerances | None = None
+) -> list[tuple[str, MetricVerdict]]:
+    """(drive, verdict) of every point of the run *ref*: its even repeats against its odd."""
+    drives = db.resolve([ref])
+    if not drives:
+        raise DatabaseError(f"{db.path}: {ref!r} measured nothing to calibrate")
+    found: list[tuple[str, MetricVerdict]] = []
+    for drive in drives:
+        measured = db.results(drive, series=False).measurements
+        odd, even = halves(runs_of(measured, drive.dut_id))
+        states = states_of(measured, drive.dut_id)
+        found += [(drive.name, v) for v in judge_points(odd, even, tolerances, states)]
+    return found
+
+
+def shares(verdicts: Sequence[MetricVerdict]) -> str:
+    """``regressed 0 %, improved 0 %, same 86 %, unknown 14 % of 28 lines``."""
+    counts = Counter(v.verdict for v in verdicts)
+    total = max(len(verdicts), 1)
+    parts = [f"{word} {counts[word] / total:.0%}".replace("%", " %") for word in VERDICTS]
+    return f"{', '.join(parts)} of {len(verdicts)} lines"
