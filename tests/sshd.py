@@ -55,6 +55,11 @@ class Sshd:
     def url(self, path: str, user: str = "root") -> str:
         return f"ssh://{user}@127.0.0.1:{self.port}{path}"
 
+    def device_id(self, node: Path) -> str:
+        """The id of a device without a serial reached through this server (a loop device):
+        its host as the address writes it, its port, and its node's name."""
+        return f"127.0.0.1_{self.port}-{node.name}"
+
     def logins(self) -> int:
         """How many times a client logged in (sshd's log: one line per authentication)."""
         return (self.folder / "sshd.log").read_text().count("Accepted publickey")

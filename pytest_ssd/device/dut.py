@@ -41,13 +41,6 @@ class DutSpec:
     def is_scratch(self) -> bool:
         return self.scratch_size is not None
 
-    @property
-    def param_id(self) -> str:
-        """The id tests carry for this device: 'scratch' or the path's last component."""
-        if self.path is None:
-            return "scratch"
-        return self.path.name or str(self.path)
-
 
 def dut_spec(text: str) -> DutSpec:
     """argparse type for ``--dut``: ``scratch[:SIZE]``, a device path or a file path."""
@@ -76,16 +69,3 @@ def dut_spec(text: str) -> DutSpec:
             raise argparse.ArgumentTypeError(str(exc)) from None
         return DutSpec(raw=text, path=Path(address.path), address=address)
     return DutSpec(raw=text, path=Path(text))
-
-
-def unique_ids(specs: list[DutSpec]) -> list[str]:
-    """Test ids for the devices, made unique ('scratch', 'scratch-2', 'loop3')."""
-    ids: list[str] = []
-    for spec in specs:
-        base = spec.param_id
-        candidate, n = base, 1
-        while candidate in ids:
-            n += 1
-            candidate = f"{base}-{n}"
-        ids.append(candidate)
-    return ids

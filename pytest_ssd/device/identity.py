@@ -46,6 +46,7 @@ READS = Reads(
         "serial",
         "loop/backing_file",
         "loop/dio",
+        "nsid",
     ),
 )
 
@@ -75,6 +76,10 @@ class DeviceIdentity:
     direct_io: bool | None = None
     scheduler: str | None = None
     nvme: NvmeInfo | None = None
+    #: an NVMe namespace's id (sysfs ``nsid``): one controller's namespaces share its serial
+    nsid: int | None = None
+    #: a partition's number: it carries its disk's serial
+    partition: int | None = None
 
     @property
     def label(self) -> str:
@@ -223,6 +228,8 @@ def identify_block(
         direct_io=_flag(disk / "loop" / "dio"),
         scheduler=selected_scheduler(_attr(queue / "scheduler")),
         nvme=info,
+        nsid=_optional_int(disk / "nsid") if transport == "nvme" else None,
+        partition=_optional_int(node / "partition") if disk != node else None,
     )
 
 
@@ -298,6 +305,11 @@ def _int_attr(path: Path, default: int | None = None) -> int:
     if default is not None and text is None:
         return default
     raise DeviceError(f"sysfs attribute {path} is {'missing' if text is None else repr(text)}")
+
+
+def _optional_int(path: Path) -> int | None:
+    text = _attr(path)
+    return int(text) if text is not None and text.isdecimal() else None
 
 
 def _flag(path: Path) -> bool | None:

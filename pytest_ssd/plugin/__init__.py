@@ -470,6 +470,10 @@ def _configure_controller(config: pytest.Config) -> None:
     session.progress = terminal_writer(config)
     config.stash[SESSION_KEY] = session
     if _only_informational(config):
+        if config.option.collectonly:
+            from pytest_ssd.device.naming import UNOPENED  # noqa: PLC0415  # collect-only's
+
+            session.warnings.append(UNOPENED)
         return
     _pin_devices_to_workers(config)
     judged_against = baseline.prepare(config, session)  # a refusal before anything is made

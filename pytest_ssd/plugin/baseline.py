@@ -89,17 +89,18 @@ def prepare(config: pytest.Config, session: SsdSession) -> BaselineRun | None:
 
 def start(config: pytest.Config, session: SsdSession, judged_against: BaselineRun) -> None:
     """Once the devices are identified and have their datasheets: each device paired with
-    the baseline's drive that is the same drive (:func:`drive_key`: by serial, else host
-    and path; never by position), kept with its ``[baseline]`` bands in the run folder."""
+    the baseline's drive that is the same drive (its id: host and serial, else host and
+    node name, :mod:`pytest_ssd.device.naming`; never by position), kept with its
+    ``[baseline]`` bands in the run folder."""
+    from pytest_ssd.device.naming import recorded_key  # noqa: PLC0415
     from pytest_ssd.results.runinfo import collect  # noqa: PLC0415  # see register
-    from pytest_ssd.verdict.source import drive_key  # noqa: PLC0415
 
     sheets = {
         dut_id: sheet.baseline
         for dut_id, sheet in session.datasheets.items()
         if sheet.baseline is not None
     }
-    keys = {dut_id: drive_key(dut.describe()) for dut_id, dut in session.duts.items()}
+    keys = {dut_id: recorded_key(dut.describe()) for dut_id, dut in session.duts.items()}
     paired, notes = judged_against.paired(keys)
     session.warnings.extend(f"--ssd-baseline={judged_against.ref}: {note}" for note in notes)
     judged = replace(paired, sheets=sheets).judged_in(collect([], session.host))

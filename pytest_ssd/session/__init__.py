@@ -106,7 +106,8 @@ class SsdSession:
 
     def __post_init__(self) -> None:
         options = self.options
-        self.devices = Devices(options, self.extensions, warnings=self.warnings)
+        recorded = self.resumed.ids_by_drive() if self.resumed is not None else {}
+        self.devices = Devices(options, self.extensions, warnings=self.warnings, recorded=recorded)
         self.run_store = RunStore(
             options.report_dir,
             options.db,

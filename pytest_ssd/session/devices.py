@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_ssd.device import guard
-from pytest_ssd.device.dut import MIN_SCRATCH_SIZE, DutSpec, unique_ids
-from pytest_ssd.device.identity import DeviceIdentity, binary_size
+from pytest_ssd.device.dut import MIN_SCRATCH_SIZE, DutSpec
+from pytest_ssd.device.identity import DeviceIdentity, binary_size, identify
 from pytest_ssd.device.in_order import Order, attempt, each, first
 from pytest_ssd.device.node import LockOpenError, canonical
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.scratch import ScratchDevice, create, free_bytes, sweep_stale
 from pytest_ssd.device.summary import DeviceSummary
 from pytest_ssd.device.view import View
-from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, present
+from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, SsdError, present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.machine.address import SshAddress
@@ -76,6 +76,23 @@ def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
     return identity.path
 
 
+def unopened_key(spec: DutSpec) -> str | None:
+    """A device's key in a run that opens none (``--collect-only``): this machine's device
+    identified read-only (no lock), a test host's (not reached) or one that cannot be by
+    its host and path's name; None for scratch."""
+    from pytest_ssd.device.naming import identity_key  # noqa: PLC0415  # where ids are made
+
+    if spec.path is None:
+        return None
+    if spec.address is not None:
+        return identity_key({"path": spec.address.path}, spec.address.label)
+    try:
+        identity = identify(canonical(spec.path))
+    except SsdError:
+        return identity_key({"path": str(spec.path)})
+    return identity_key(identity.as_dict())
+
+
 def default_label(dut: Dut, site: Site, labels: tuple[str, ...], index: int) -> str:
     """``--dut-label`` for the index-th device, else model, capacity and firmware (and host)."""
     if index < len(labels):
@@ -100,13 +117,25 @@ class Devices:
     scratch: list[ScratchDevice] = field(default_factory=list)
     #: the report folder did not exist before this session (it may remove it, left empty)
     made_report_dir: bool = False
+    #: a resumed run's devices: each drive's key -> the id the run gave it
+    recorded: dict[str, str] = field(default_factory=dict)
+    _unopened: list[str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.sites.hosts.config = self.options.ssh_config
 
     @property
     def ids(self) -> list[str]:
-        return unique_ids(list(self.options.duts))
+        """The devices' ids in ``--dut`` order: what each is, once opened; before (a run that
+        opens none: ``--collect-only``), each path's name after its host."""
+        if self.duts:
+            return list(self.duts)
+        if self._unopened is None:
+            from pytest_ssd.device.naming import device_ids  # noqa: PLC0415  # see _name
+
+            named = [(spec.raw, unopened_key(spec)) for spec in self.options.duts]
+            self._unopened = device_ids(named, opened=False)
+        return self._unopened
 
     def _serve(self, dut: Dut, site: Site) -> DeviceSite:
         """Keep *dut* and its services on *site*."""
@@ -133,20 +162,23 @@ class Devices:
         nodes, keys and identities) and once after (the guard, and that each node is still
         the device identified): two snapshots of a host, however many drives it holds.
         """
-        specs = list(zip(self.ids, self.options.duts, strict=True))
+        indexed = list(enumerate(self.options.duts))
         seen: dict[Key, str] = {}
-        wanted = [(dut_id, spec) for dut_id, spec in specs if spec.path is not None]
+        wanted = [(index, spec) for index, spec in indexed if spec.path is not None]
         looks = self._look([spec for _, spec in wanted])
         found = attempt(
-            wanted, lambda item, order: self._resolve_named(*item, seen, order, looks[order.index])
+            wanted,
+            # named for now by place: its id is what it is, known once it is identified
+            lambda item, order: self._resolve_named(
+                f"#{item[0]}", item[1], seen, order, looks[order.index]
+            ),
         )
-        named = dict(
-            zip((dut_id for dut_id, _ in wanted), first(self._hold_all(found)), strict=True)
-        )
+        ids = self._name(wanted, found)
+        named = dict(zip((index for index, _ in wanted), first(self._hold_all(found)), strict=True))
         self._check_scratch_space()
         duts = [
-            named[dut_id] if dut_id in named else self._make_scratch(dut_id, spec, index)
-            for index, (dut_id, spec) in enumerate(specs)
+            named[index] if index in named else self._make_scratch(ids[index], spec, index)
+            for index, spec in indexed
         ]
         self.duts = {}  # in the order given
         for index, (dut, summary) in enumerate(zip(duts, self._summaries(duts), strict=True)):
@@ -155,6 +187,28 @@ class Devices:
             dut.label = default_label(dut, self.services[dut.id].site, self.options.labels, index)
             self.duts[dut.id] = dut
         self._check_purge()
+
+    def _name(
+        self, wanted: list[tuple[int, DutSpec]], found: list[Held | BaseException]
+    ) -> list[str]:
+        """Every device's id (:mod:`pytest_ssd.device.naming`), given to each device held;
+        when one was refused, none (the first refusal is raised in order)."""
+        # the controller's, where devices are opened: a worker adopts their ids
+        from pytest_ssd.device.naming import device_ids, identity_key  # noqa: PLC0415
+
+        keys: dict[int, str] = {}
+        for (index, spec), held in zip(wanted, found, strict=True):
+            if not isinstance(held, Held):
+                return []
+            host = spec.address.label if spec.address else None
+            keys[index] = identity_key(held.dut.identity.as_dict(), host)
+        given = [(spec.raw, keys.get(index)) for index, spec in enumerate(self.options.duts)]
+        # a resumed run's devices keep the ids it gave them (paired by what they are)
+        ids = [self.recorded.get(dut_id, dut_id) for dut_id in device_ids(given)]
+        for (index, _), held in zip(wanted, found, strict=True):
+            if isinstance(held, Held):
+                held.dut.id = ids[index]
+        return ids
 
     def _look(self, specs: list[DutSpec]) -> list[View | None]:
         """Each named device's facts, one snapshot per site for all its devices (None: the

@@ -108,7 +108,9 @@ class Resumed:
         said = recorded_properties(Path(run.run_dir))
         finished = [replace(t, properties=said.get(t.nodeid, ())) for t in recorded]
         drives = {drive.dut_id: drive.description for drive in run.drives}
-        return cls.keeping(run.id, Path(run.run_dir), finished, tuple(drives), drives)
+        resumed = cls.keeping(run.id, Path(run.run_dir), finished, tuple(drives), drives)
+        resumed.ids_by_drive()  # a run that cannot be paired is refused before anything
+        return resumed
 
     @classmethod
     def keeping(
@@ -122,6 +124,24 @@ class Resumed:
         """Run *run_id*, keeping its *finished* tests by :func:`resume_key`."""
         kept = {resume_key(test.nodeid, dut_ids): test for test in finished}
         return cls(run_id, run_dir, dut_ids, kept, drives or {})
+
+    def ids_by_drive(self) -> dict[str, str]:
+        """Each drive the run measured (its key: :func:`~pytest_ssd.device.naming.recorded_key`)
+        -> the id the run gave it: this session's devices are paired with the run's by what
+        they are, never by their place among the ``--dut`` options (a run recorded before ids
+        were the drives' own keeps its ids).  ConfigError when two of its devices are one."""
+        from pytest_ssd.device.naming import recorded_key  # noqa: PLC0415  # the controller's
+
+        found: dict[str, str] = {}
+        for dut_id, description in self.drives.items():
+            key = recorded_key(description)
+            if key in found:
+                raise ConfigError(
+                    f"{OPTION}: run {self.run_id} recorded {found[key]} and {dut_id} as one"
+                    f" drive ({key}): it cannot be paired with this session's; start a new run"
+                )
+            found[key] = dut_id
+        return found
 
     def kept_test(self, nodeid: str) -> FinishedTest | None:
         """The recorded outcome of test *nodeid*, if the run finished it."""
@@ -204,7 +224,7 @@ def resume_key(nodeid: str, dut_ids: Iterable[str]) -> tuple[str, str]:
     without the device parameter and xdist's group (:func:`shared_test_id`)."""
     from pytest_ssd.db.model import shared_test_id  # noqa: PLC0415  # a resumed run's
 
-    for dut_id in dut_ids:
+    for dut_id in sorted(dut_ids, key=len, reverse=True):  # 'SN-n1' before 'SN'
         shared = shared_test_id(nodeid, dut_id)
         if shared != nodeid:
             return dut_id, shared

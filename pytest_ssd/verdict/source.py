@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.url import DbUrl
+from pytest_ssd.device.naming import recorded_key
 from pytest_ssd.errors import ConfigError, DatabaseError
 from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of, states_of
 from pytest_ssd.verdict.environment import demoted, differences
@@ -18,27 +19,20 @@ from pytest_ssd.verdict.tolerance import Tolerances
 T = TypeVar("T")
 
 
-def drive_key(description: Mapping[str, Any]) -> str:
-    """A drive as a lab names it, from a device's recorded description: its serial
-    (wherever it sits), else its test host (or this machine) and path."""
-    identity = description.get("identity") or {}
-    if identity.get("serial"):
-        return f"serial {identity['serial']}"
-    return f"{description.get('host') or 'this machine'} {identity.get('path')}"
-
-
 def pair_drives(
     base: Sequence[tuple[str, T]], new: Sequence[tuple[str, str]]
 ) -> tuple[dict[str, T], list[str]]:
     """Each new device (id, drive key) with the baseline drive (drive key, its data) it is
-    judged against: the only one, else the one that is the same drive, never by position;
-    and a line for each device the baseline run did not measure."""
+    judged against: the only one, else the one that is the same drive (its key:
+    :func:`~pytest_ssd.device.naming.recorded_key`, a device's id), never by position; and a
+    line for each device the baseline run did not measure."""
     if len(base) == 1:  # a label is one drive: every device is judged against it
         return {dut_id: base[0][1] for dut_id, _ in new}, []
     by_key = dict(base)
     paired = {dut_id: by_key[key] for dut_id, key in new if key in by_key}
     notes = [
-        f"{dut_id} ({key}) is not judged: the baseline run did not measure that drive"
+        f"{dut_id}{'' if key == dut_id else f' ({key})'} is not judged: the baseline run"
+        " did not measure that drive"
         f" (it measured {', '.join(sorted(by_key))})"
         for dut_id, key in new
         if key not in by_key
@@ -78,7 +72,7 @@ def read_baseline(
             raise ConfigError(f"--ssd-baseline={ref}: that run measured nothing in {found.path}")
         read = [
             (
-                drive_key(d.description),
+                recorded_key(d.description),
                 (
                     f"run {d.run_id}, {d.label}",
                     runs_of(found.results(d, series=False).measurements, d.dut_id),
@@ -102,8 +96,8 @@ def compare_runs(
         empty = base_ref if not base else new_ref
         raise DatabaseError(f"{db.path}: {empty!r} measured nothing to compare")
     paired, notes = pair_drives(
-        [(drive_key(d.description), d) for d in base],
-        [(d.dut_id, drive_key(d.description)) for d in new],
+        [(recorded_key(d.description), d) for d in base],
+        [(d.dut_id, recorded_key(d.description)) for d in new],
     )
     if not paired:
         raise ConfigError(f"the baseline {base_ref}: {'; '.join(notes)}")

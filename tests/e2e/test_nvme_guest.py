@@ -83,6 +83,9 @@ def test_a_namespace_is_identified_needs_its_serial_and_is_measured(
         SERIAL,
         "nvme",
     )
+    # named by its host, its controller's serial and its namespace, in every test id
+    assert (device["id"], identity["nsid"]) == (f"127.0.0.1_{guest.port}-{SERIAL}-n1", 1)
+    assert all(f"[{device['id']}" in m["test"] for m in run.results()["measurements"])
     assert identity["size_bytes"] == 1024 * MIB and identity["nvme"]["namespace"]["lba_size"]
     assert device["health"] == "nvme smart-log"
     # the PCIe link of the controller's PCI function, from the guest's sysfs

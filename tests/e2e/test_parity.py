@@ -48,6 +48,10 @@ class Where:
             f"--ssd-ssh-config={self.server.config}",
         ]
 
+    def device_id(self, dev: Path) -> str:
+        """*dev*'s id there (a loop device: its node's name, after the host's)."""
+        return dev.name if self.server is None else self.server.device_id(dev)
+
 
 @pytest.fixture(params=["local", "host"])
 def where(request: pytest.FixtureRequest) -> Where:
@@ -119,8 +123,8 @@ def test_csd_low_qd1_is_batched(
     batches = sorted(p.name for p in (run.run_dir / "artifacts").glob("batch-*"))
     # each round's six points started together in one batch
     assert [name.split("test_low_qd_")[1] for name in batches] == [
-        f"{dev.name}-seq-cssd1-qd1-r0_",
-        f"{dev.name}-seq-cssd2-qd1-r0_",
+        f"{where.device_id(dev)}-seq-cssd1-qd1-r0_",
+        f"{where.device_id(dev)}-seq-cssd2-qd1-r0_",
     ], batches
     assert "fio batch failed" not in out and "not batched" not in out
     points = [m for m in run.results()["measurements"] if "low_qd" in m["test"]]
@@ -160,7 +164,7 @@ def test_tune(
     assert run.result.ret == 0, out
     rows = run.results()["run"]["host_settings"]
     settings = {(r["key"], r["device"]): r["value"] for r in rows}
-    assert settings[("scheduler", dev.name)] == "none", "none while measuring"
+    assert settings[("scheduler", where.device_id(dev))] == "none", "none while measuring"
     assert now() == before, "every setting exactly as found"
 
 

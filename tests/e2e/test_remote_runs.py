@@ -40,21 +40,23 @@ def test_smoke_runs_on_a_test_host(server: Sshd, loop_device: LoopFactory, run_s
     out = run.result.stdout.str()
     assert run.result.ret == 0, out
     run.result.assert_outcomes(passed=4)
-    assert f"{dev.name}: {dev}" in out and f"on root@127.0.0.1 port {server.port}" in out
+    dut_id = server.device_id(dev)  # the host and the device, as every test id names it
+    assert f"{dut_id}: {dev}" in out and f"on root@127.0.0.1 port {server.port}" in out
     commands = [p.read_text() for p in run.run_dir.rglob("fio.cmd")]
     assert len(commands) == 4
     assert all("--client=sock:fio.sock" in c for c in commands), "every fio ran on the host"
     results = run.results()
-    device = results["devices"][dev.name]
+    device = results["devices"][dut_id]
     assert device["host"] == f"127.0.0.1:{server.port}"
     assert device["label"].endswith(f" on 127.0.0.1:{server.port}")
     assert device["identity"]["path"] == str(dev) and device["identity"]["kernel_name"] == dev.name
     assert len(results["measurements"]) == 4
+    assert all(f"[{dut_id}" in m["test"] for m in results["measurements"]), "the test ids"
     # the settings the device ran under are the host's (and only the host's: nothing here)
     label = f"127.0.0.1:{server.port}"
     readings = {r["key"]: r for r in results["run"]["host_settings"]}
     assert {r["host"] for r in results["run"]["host_settings"]} == {label}
-    assert readings["scheduler"]["device"] == dev.name
+    assert readings["scheduler"]["device"] == dut_id
     assert (
         readings["scheduler"]["source"] == f"/sys/class/block/{dev.name}/queue/scheduler on {label}"
     )
@@ -82,7 +84,7 @@ def test_two_devices_on_a_host_run_in_parallel(
     assert run.result.ret == 0, out
     run.result.assert_outcomes(passed=8)
     measured = {m["device"] for m in run.results()["measurements"]}
-    assert measured == {first.name, second.name}
+    assert measured == {server.device_id(first), server.device_id(second)}
     logs = [p.read_text() for p in (run.run_dir / "artifacts").rglob("fio-server.stdout")]
     assert logs == [], "the servers' folders are the connections', removed at the end"
 
@@ -354,11 +356,12 @@ def test_a_long_run_on_a_host_shows_its_progress_from_the_hosts_counters(
     run = _suite_on_host(run_ssd, server, dev, tmp_path, SLOW)
     out = run.result.stdout.str()
     assert run.result.ret == 0, out
-    running = re.findall(rf"^{dev.name} slow: +([\d.]+) %  ([\d,]+) MiB/1,024 MiB .*$", out, re.M)
+    dut_id = re.escape(server.device_id(dev))
+    running = re.findall(rf"^{dut_id} slow: +([\d.]+) %  ([\d,]+) MiB/1,024 MiB .*$", out, re.M)
     assert running, out
     assert all(0 < float(pct) < 100 for pct, _ in running), "while it ran, not after"
     # the end: what the host's kernel counted in all, 1 GiB written
-    assert re.search(rf"^{dev.name} slow: done in 0:00:\d\d \(1,024 MiB, [\d,]+ MiB/s\)", out, re.M)
+    assert re.search(rf"^{dut_id} slow: done in 0:00:\d\d \(1,024 MiB, [\d,]+ MiB/s\)", out, re.M)
     commands = [p.read_text() for p in run.run_dir.rglob("fio.cmd")]
     assert commands and not any("--status-interval" in c for c in commands)
     # the drive's label names the backing file and the host: the report's graph still lays out

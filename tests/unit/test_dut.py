@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, dut_spec, parse_size, unique_ids
+from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, dut_spec, parse_size
 
 
 @pytest.mark.parametrize(
@@ -21,10 +21,10 @@ def test_sizes_are_binary(text: str, size: int) -> None:
 def test_scratch_defaults_and_sizes() -> None:
     assert dut_spec("scratch").scratch_size == DEFAULT_SCRATCH_SIZE
     assert dut_spec("scratch:1G").scratch_size == 1 << 30
-    assert dut_spec("scratch:1G").param_id == "scratch"
+    assert dut_spec("scratch:1G").is_scratch
     spec = dut_spec("/dev/loop3")
     assert spec == DutSpec(raw="/dev/loop3", path=Path("/dev/loop3"))
-    assert not spec.is_scratch and spec.param_id == "loop3"
+    assert not spec.is_scratch
 
 
 @pytest.mark.parametrize(
@@ -33,13 +33,3 @@ def test_scratch_defaults_and_sizes() -> None:
 def test_bad_values_say_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         dut_spec(text)
-
-
-def test_ids_are_unique() -> None:
-    specs = [
-        dut_spec("scratch:1G"),
-        dut_spec("scratch"),
-        dut_spec("/dev/loop3"),
-        dut_spec("/x/loop3"),
-    ]
-    assert unique_ids(specs) == ["scratch", "scratch-2", "loop3", "loop3-2"]

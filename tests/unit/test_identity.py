@@ -54,6 +54,7 @@ def fake_sysfs(tmp_path: Path) -> Path:
         key, value = line.split("=", 1)
         (disk / "queue" / key).write_text(value + "\n")
     (disk / "size").write_text(f"{NVME_SECTORS}\n")
+    (disk / "nsid").write_text("1\n")
     _link(disk / "device", ctrl)
     part = disk / "nvme0n1p1"
     part.mkdir()
@@ -95,6 +96,7 @@ def test_nvme_namespace_from_fake_sysfs(fake_sysfs: Path) -> None:
     assert (ident.backing_file, ident.direct_io) == (None, None)
     assert ident.label == "QEMU NVMe Ctrl 2.15 GB fw 7.2.22"
     assert ident.confirm_token == "GOLDEN0001"
+    assert (ident.nsid, ident.partition) == (1, None)
 
 
 def test_nvme_cli_failure_falls_back_to_sysfs(fake_sysfs: Path) -> None:
@@ -132,6 +134,7 @@ def test_partition_takes_attributes_from_its_disk(fake_sysfs: Path) -> None:
     assert ident.model == "QEMU NVMe Ctrl"
     assert ident.discard and ident.scheduler == "none"
     assert ident.confirm_token == "GOLDEN0001"
+    assert (ident.nsid, ident.partition) == (1, 1), "its disk's namespace, its own number"
 
 
 def test_identify_matches_by_device_number(fake_sysfs: Path, tmp_path: Path) -> None:
@@ -225,6 +228,8 @@ def test_identity_round_trips_as_plain_data() -> None:
         direct_io=True,
         scheduler="mq-deadline",
         nvme=info,
+        nsid=2,
+        partition=1,
     )
     _every_field_set(ident)
     plain = json.loads(json.dumps(ident.as_dict()))

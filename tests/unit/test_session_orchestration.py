@@ -11,7 +11,7 @@ import pytest
 
 from pytest_ssd.device.dut import DutSpec
 from pytest_ssd.device.pinned import DeviceChanged, Pinned
-from pytest_ssd.errors import SafetyError
+from pytest_ssd.errors import ConfigError, SafetyError
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.session import SsdSession
 from pytest_ssd.session.devices import Devices
@@ -56,15 +56,15 @@ def test_one_resolution_for_every_site(tmp_path: Path) -> None:
     here, there = _file(tmp_path, "a.img"), _file(tmp_path, "b.img")
     devices, sites = _devices(_options(tmp_path, _spec(here), _spec(there, "host-b")))
     devices.resolve()
-    assert list(devices.duts) == ["a.img", "b.img"], "in the order given"
+    assert list(devices.duts) == ["a.img", "host-b-b.img"], "in the order given, by host"
     local, host = sites.sites["here"], sites.sites["host-b"]
     steps = ["view a.img", "ahead a.img", "claim a.img"]
     assert local.events == ["lock a.img", *steps], "locked, guarded, claimed"
     assert host.events == ["lock b.img", *(e.replace("a.img", "b.img") for e in steps)], "there"
-    b = devices.duts["b.img"]
+    b = devices.duts["host-b-b.img"]
     assert b.label.endswith(" on host-b") and b.lock_pid == 4242 and b.pinned is not None
-    assert devices.warnings == ["a.img: a fake summary", "b.img: a fake summary"]
-    assert devices.services["b.img"].machine.where == "host-b"
+    assert devices.warnings == ["a.img: a fake summary", "host-b-b.img: a fake summary"]
+    assert devices.services["host-b-b.img"].machine.where == "host-b"
 
 
 def test_a_sites_devices_are_all_guarded_before_their_claims_go_out_together(
@@ -119,7 +119,7 @@ def test_a_worker_adopts_the_devices_the_controller_resolved(tmp_path: Path) -> 
         again = worker.duts[dut_id]
         assert (again.path, again.address, again.pinned) == (dut.path, dut.address, dut.pinned)
         assert again.identity == dut.identity, "the controller's identification"
-    assert worker.services["b.img"].site is sites.sites["h"]
+    assert worker.services["h-b.img"].site is sites.sites["h"]
     assert not any(e.startswith(("lock", "claim")) for s in sites.sites.values() for e in s.events)
 
 
@@ -130,7 +130,7 @@ def test_each_site_lists_its_devices_for_the_host_record(tmp_path: Path) -> None
     devices, _ = _devices(options)
     devices.resolve()
     tuning = devices.tuning()
-    assert isinstance(tuning, Tuning) and sorted(tuning.here) == ["h/b.img", "here/a.img"]
+    assert isinstance(tuning, Tuning) and sorted(tuning.here) == ["h/h-b.img", "here/a.img"]
 
 
 def test_the_services_guard_checks_the_device_and_its_confirmation(tmp_path: Path) -> None:
@@ -249,3 +249,31 @@ def test_two_spellings_of_one_host_are_one_machine(tmp_path: Path) -> None:
     assert sites.machine_of(spelled) == sites.machine_of(bare) == "root@127.0.0.1:2222"
     assert sites.machine_of(other_port) != sites.machine_of(spelled)
     assert sites.machine_of(None) is None
+
+
+def test_a_devices_id_is_what_it_is_whatever_the_order_of_the_options(tmp_path: Path) -> None:
+    """Two hosts' devices of one name: each keeps its id when the --dut options swap (a
+    numbering by position gave the second 'disk.img-2'); a resumed run's keep theirs."""
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    one = _spec(_file(tmp_path / "1", "disk.img"), "h1")
+    two = _spec(_file(tmp_path / "2", "disk.img"), "h2")
+    found = []
+    for order in ((one, two), (two, one)):
+        devices, _ = _devices(_options(tmp_path, *order))
+        devices.resolve()
+        found.append({dut.address: dut_id for dut_id, dut in devices.duts.items()})
+    assert found[0] == found[1] == {one.address: "h1-disk.img", two.address: "h2-disk.img"}
+    devices, _ = _devices(_options(tmp_path, two, one))
+    devices.recorded = {"h1-disk.img": "disk.img", "h2-disk.img": "disk.img-2"}
+    devices.resolve()
+    assert devices.ids == ["disk.img-2", "disk.img"], "the run resumed named them so"
+
+
+def test_two_devices_of_one_id_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "1").mkdir()
+    (tmp_path / "2").mkdir()
+    one, two = _file(tmp_path / "1", "disk.img"), _file(tmp_path / "2", "disk.img")
+    devices, _ = _devices(_options(tmp_path, _spec(one), _spec(two)))
+    with pytest.raises(ConfigError, match=f"--dut={one} and --dut={two} are both device disk.img"):
+        devices.resolve()

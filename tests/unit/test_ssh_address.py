@@ -55,6 +55,6 @@ def test_a_bad_address_is_one_line_naming_the_option(text: str, message: str) ->
 def test_dut_names_a_test_host_and_its_device_there() -> None:
     spec = dut_spec("ssh://root@127.0.0.1:2222/dev/loop3")
     assert spec.address == SshAddress(host="127.0.0.1", path="/dev/loop3", user="root", port=2222)
-    assert spec.path == Path("/dev/loop3") and spec.param_id == "loop3"
+    assert spec.path == Path("/dev/loop3")
     with pytest.raises(argparse.ArgumentTypeError, match="the port is not a number"):
         dut_spec("ssh://root@127.0.0.1:0/dev/loop3")
