@@ -255,13 +255,17 @@ def _cut(lab: Lab, name: str, pipeline_id: int, spool: Path, server: Sshd, **mor
     return output
 
 
-def _junit(ran: Ran) -> list[dict[str, str]]:
-    """Each test case's properties in the job's junit file (what GitLab's test report reads)."""
-    root = ET.parse(ran.folder / "junit.xml").getroot()
-    return [
-        {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
-        for case in root.iter("testcase")
-    ]
+def _junit(ran: Ran) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The job's junit file (what GitLab's test report reads): its suite's properties, and
+    each test case's."""
+    suite = next(ET.parse(ran.folder / "junit.xml").getroot().iter("testsuite"))
+    cases = [_properties(case.find("properties")) for case in suite.iter("testcase")]
+    return _properties(suite.find("properties")), cases
+
+
+def _properties(element: ET.Element | None) -> dict[str, str]:
+    found = [] if element is None else element.iter("property")
+    return {p.get("name", ""): p.get("value", "") for p in found}
 
 
 @contextlib.contextmanager
@@ -315,11 +319,12 @@ def test_the_example_pipeline_runs_as_written_and_its_retry_resumes(
         for slot in SLOTS:
             ran = others[f"qualify-{slot}"]
             assert ran.code == 0, ran.output
-            cases = _junit(ran)
+            suite, cases = _junit(ran)
+            assert suite["ssd.run_id"] == f"ci-101-{slot}", suite
             assert len(cases) == 4, cases  # every test once, the kept ones too
-            drive = f"b1 127.0.0.1 {lab.drives[slot]}"
-            assert {case["ssd.label"] for case in cases} == {drive}, cases
-            assert {case["ssd.run_id"] for case in cases} == {f"ci-101-{slot}"}, cases
+            label = f"b1 127.0.0.1 {lab.drives[slot]}"
+            assert {case["ssd.label"] for case in cases} == {label}, cases
+            assert {case["ssd.device"] for case in cases} == {lab.drives[slot].name}, cases
             assert (ran.folder / "run-pages" / "report.html").is_file()
         # no baseline: no gate
         assert lab.stage("gate", 101, BUILD="b1") == {}
