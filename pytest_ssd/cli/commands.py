@@ -19,7 +19,7 @@ from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.export import results_json
 from pytest_ssd.db.lab import SPOOL_FILE
-from pytest_ssd.db.runid import RUN_ID
+from pytest_ssd.db.runid import is_run_id
 from pytest_ssd.db.sync import sync_run
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
@@ -108,7 +108,7 @@ def sync(args: argparse.Namespace) -> None:
         inifile, configured = find_config(Path.cwd())
         given = report_dir(inifile, configured, Path.cwd()) / args.run
     recorded = None
-    if not (given / SPOOL_FILE).is_file() and RUN_ID.match(args.run):
+    if not (given / SPOOL_FILE).is_file() and is_run_id(args.run):
         recorded = _recorded_folder(args.db, args.run)
         given = recorded or given
     spool = given / SPOOL_FILE

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from pytest_ssd.db.conn import Conn
-from pytest_ssd.db.schema import check_intact, connect, connect_reader
+from pytest_ssd.db.schema import check, check_intact, connect, connect_reader
 from pytest_ssd.db.url import DbUrl, db_url
 
 
@@ -30,6 +30,18 @@ def open_reader(target: Path | str | DbUrl) -> Conn:
     from pytest_ssd.db.pg import connect_pg  # noqa: PLC0415
 
     return connect_pg(url, reader=True)
+
+
+def schema_version(target: Path | str | DbUrl) -> int:
+    """The schema version of the results database at *target*, 0 where there is none yet (no
+    SQLite file, or a server's database pytest-ssd has made no tables in: a run makes it)."""
+    url = db_url(target)
+    if url.path is not None:
+        found = check(url.path)
+        return 0 if found is None else found.version
+    from pytest_ssd.db.pg import schema_version as on_server  # noqa: PLC0415
+
+    return on_server(url)
 
 
 def check_writer(target: Path | str | DbUrl) -> None:

@@ -36,6 +36,18 @@ def connect_pg(url: DbUrl, *, reader: bool = False) -> PgConn:
     return conn
 
 
+def schema_version(url: DbUrl) -> int:
+    """The schema version of the server's database at *url*, 0 where pytest-ssd has made no
+    tables yet (a look: nothing is written; not ours or newer is refused as a writer would)."""
+    conn = _connect(url, reader=True)
+    try:
+        found = _look(conn)
+        _accept(conn.where, found)
+        return found[0]
+    finally:
+        conn.close()
+
+
 def _connect(url: DbUrl, *, reader: bool) -> PgConn:
     """A connection to the server at *url*, as it is (nothing looked at)."""
     import psycopg  # noqa: PLC0415  # SQLite users never load it

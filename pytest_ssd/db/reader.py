@@ -63,6 +63,11 @@ class ResultsDb:
         rows = self.conn.execute("SELECT * FROM runs ORDER BY start DESC, id DESC").fetchall()
         return [self._run(row) for row in rows]
 
+    def has_run(self, run_id: str) -> bool:
+        """Whether the database holds run *run_id*."""
+        row = self.conn.execute("SELECT id FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row is not None
+
     def run(self, run_id: str) -> RunInfo:
         """The run *run_id* (``latest`` for the newest); DatabaseError when there is none."""
         if run_id == "latest":
@@ -144,8 +149,7 @@ class ResultsDb:
         if ref == ALL:
             drives = [self._newest(label, exclude_run) for label, _, _ in self.labels()]
             return [d for d in drives if d is not None]
-        run = self.conn.execute("SELECT id FROM runs WHERE id = ?", (ref,)).fetchone()
-        if run is not None:
+        if self.has_run(ref):
             return [] if ref == exclude_run else list(self.run(ref).drives)
         drive = self._newest(ref, exclude_run)
         if drive is None:

@@ -1,5 +1,6 @@
-"""A run's id: made by the controller, checked in ``--ssd-resume`` and the ``latest`` link
-(without the database's modules: a worker never opens the database)."""
+"""A run's id: made by the controller or given (``--ssd-run-id``), checked in ``--ssd-resume``,
+``--ssd-run-id`` and the ``latest`` link (without the database's modules: a worker never opens
+the database)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,18 @@ import re
 import time
 import uuid
 
-#: a run id of :func:`new_run_id` (or of a pytest-ssd before it: time and process id)
+#: a run id: made by :func:`new_run_id` (before it, time and process id), or given
+#: (``--ssd-run-id``, e.g. a CI pipeline's and job's): a folder name and a fio path as it is
+#: (letters, digits, ``._-``, a letter or digit first), never a slash or a blank
 #: (``\A``/``\Z``: ``$`` would also match before a trailing newline, and such an id passed)
-RUN_ID = re.compile(r"\A\d{8}-\d{6}-(\d+|[0-9a-f]{12})\Z")
+RUN_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+#: names that are not a run: the report folder's link, ``--ssd-resume``'s newest run
+NOT_A_RUN = frozenset({"latest", "last"})
+
+
+def is_run_id(text: str) -> bool:
+    """Whether *text* is a run id (:data:`RUN_ID`), made or given."""
+    return bool(RUN_ID.match(text)) and text not in NOT_A_RUN
 
 
 def new_run_id() -> str:

@@ -61,7 +61,7 @@ from pytest_ssd.results.location import DB_OPTION, INI_OPTION
 from pytest_ssd.secret import masked
 from pytest_ssd.session import SESSION_KEY, WORKERINPUT_KEY, Dut, SsdSession
 from pytest_ssd.session.handoff import wait_for
-from pytest_ssd.session.resume import resume_option
+from pytest_ssd.session.resume import resume_option, run_id_option
 from pytest_ssd.state import plan
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.state.progress import terminal_writer
@@ -280,6 +280,15 @@ def _output_options(group: pytest.OptionGroup) -> None:
         metavar="RUN|last",
         help="continue run RUN (or the last run) that was cut short: in its folder, under its"
         " id; the tests it finished are kept as recorded, the others run (docs/resume.md)",
+    )
+    group.addoption(
+        "--ssd-run-id",
+        dest="ssd_run_id",
+        default=None,
+        type=run_id_option,
+        metavar="ID",
+        help="the run's id: a new run under ID when the database has none, that run resumed"
+        " when it was cut short, refused when it finished (a CI job's retry; docs/resume.md)",
     )
 
 

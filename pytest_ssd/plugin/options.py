@@ -90,6 +90,12 @@ def from_config(config: pytest.Config) -> Options:
     _one_per_dut("--dut-label", labels, len(duts))
     classes = tuple(config.getoption("ssd_class") or ())
     _one_per_dut("--dut-class", classes, len(duts))
+    resume, run_id = config.getoption("ssd_resume", None), config.getoption("ssd_run_id", None)
+    if resume is not None and run_id is not None:
+        raise pytest.UsageError(
+            "--ssd-resume and --ssd-run-id name the run twice: give one (--ssd-run-id resumes"
+            " its run when it was cut short)"
+        )
     return Options(
         duts=duts,
         confirm=tuple(config.getoption("ssd_confirm") or ()),
@@ -113,6 +119,7 @@ def from_config(config: pytest.Config) -> Options:
         classes=classes,
         tune=bool(config.getoption("ssd_tune", False)),
         ssh_config=_ssh_config(config.getoption("ssd_ssh_config", None)),
-        resume=config.getoption("ssd_resume", None),
+        resume=resume,
+        run_id=run_id,
         shape=run_shape(config, duts),
     )

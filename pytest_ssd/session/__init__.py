@@ -122,12 +122,18 @@ class SsdSession:
     def for_controller(
         cls, options: Options, extensions: Extensions, argv_shape: ArgvShape | None = None
     ) -> SsdSession:
-        """A new run, or the run --ssd-resume names (ConfigError when it cannot be resumed;
-        *argv_shape* reads the options of a run that recorded only its command line)."""
+        """A new run, or the run --ssd-resume or --ssd-run-id names (ConfigError when it cannot
+        be resumed; *argv_shape* reads the options of a run that recorded only its command
+        line); --ssd-run-id of a run the database does not have: a new run of that id."""
+        resumed = None
         if options.resume is not None:
             resumed = Resumed.load(options.db, options.resume, options.shape, argv_shape)
+        elif options.run_id is not None:  # resumed when the database has it, else a new run
+            run_dir = options.report_dir / options.run_id
+            resumed = Resumed.given(options.db, run_dir, options.shape, argv_shape)
+        if resumed is not None:
             return cls(options, resumed.run_id, resumed.run_dir, False, extensions, resumed=resumed)
-        run_id = new_run_id()
+        run_id = options.run_id or new_run_id()
         return cls(options, run_id, options.report_dir / run_id, False, extensions)
 
     @classmethod

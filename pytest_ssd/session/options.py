@@ -42,6 +42,8 @@ class Options:
     ssh_config: Path | None = None
     #: --ssd-resume: the run to continue (a run id or ``last``), None for a new run
     resume: str | None = None
+    #: --ssd-run-id: the run's id, given (a new run, or that run resumed), None for a made one
+    run_id: str | None = None
     #: (option, normalized value) of the tests and the options that shape the measurements:
     #: recorded with the run, and what a resumed run must match (plugin/shape.py)
     shape: tuple[tuple[str, str], ...] = ()

@@ -1,4 +1,6 @@
-"""``--ssd-resume=RUN|last``: a session that continues a run that was cut short.
+"""``--ssd-resume=RUN|last``: a session that continues a run that was cut short; and
+``--ssd-run-id=ID``: a run whose id is given, new the first time and resumed after a cut (a
+CI job's retry names the run its failed attempt started, before it exists).
 
 Everything comes from the database and the run folder, nothing from the
 process that stopped (it may have been killed, or the machine rebooted): the
@@ -20,11 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ssd.db.runid import RUN_ID
+from pytest_ssd.db.runid import is_run_id
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.device.identity import DeviceIdentity, binary_size
 from pytest_ssd.documents import read_text_bounded
-from pytest_ssd.errors import ConfigError, SsdError
+from pytest_ssd.errors import ConfigError, SsdError, present
 from pytest_ssd.results.files import storage_error
 from pytest_ssd.results.junit import RECORDS
 from pytest_ssd.state.estimate import duration
@@ -34,6 +36,13 @@ if TYPE_CHECKING:  # a worker never opens the database
     from pytest_ssd.db.resume import FinishedTest
 
 OPTION = "--ssd-resume"
+#: a run of a given id: new when the database has none of it, resumed when it was cut short
+RUN_ID_OPTION = "--ssd-run-id"
+#: what a refusal of a finished run tells to do, by the option that named it
+AFTER_FINISHED = {
+    OPTION: "only a run cut short can be resumed; start a new run",
+    RUN_ID_OPTION: "it is not run again: give another id for a new run",
+}
 #: the run's report, made last: a finished run without it was cut short while building it
 REPORT = "report.html"
 #: ``--ssd-resume=last``: the newest run in the database
@@ -62,9 +71,20 @@ UNKNOWN_STATE = (
 
 def resume_option(text: str) -> str:
     """``--ssd-resume``'s converter: a run id, or ``last``."""
-    if text != LAST and not RUN_ID.match(text):
+    if text != LAST and not is_run_id(text):
         raise argparse.ArgumentTypeError(
             f"{OPTION}={text!r} is neither a run id (pytest-ssd list shows them) nor '{LAST}'"
+        )
+    return text
+
+
+def run_id_option(text: str) -> str:
+    """``--ssd-run-id``'s converter: a run id, e.g. ``$CI_PIPELINE_ID-$CI_JOB_NAME_SLUG``."""
+    if not is_run_id(text):
+        raise argparse.ArgumentTypeError(
+            f"{RUN_ID_OPTION}={text!r} is not a run id: 1 to 100 letters, digits, '.', '_'"
+            " or '-', a letter or digit first (not 'latest' or 'last'), e.g."
+            " $CI_PIPELINE_ID-$CI_JOB_NAME_SLUG"
         )
     return text
 
@@ -81,6 +101,8 @@ class Resumed:
     kept: dict[tuple[str, str], FinishedTest] = field(default_factory=dict)
     #: each device's description as the run recorded it (the controller's only)
     drives: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the option that named the run (its refusals name it)
+    option: str = OPTION
 
     @classmethod
     def load(
@@ -92,25 +114,68 @@ class Resumed:
     ) -> Resumed:
         """The run *ref* names; ConfigError when it cannot be resumed (finished, gone, not
         synced, or this session's tests and options, *shape*, are not the run's: a run that
-        recorded no shape, by its command line read with *argv_shape*)."""
+        recorded no shape, by its command line read with *argv_shape*); DatabaseError when
+        the database has no such run."""
+        # a run that is not there raised: only --ssd-run-id's is None
+        return present(cls._load(db_url, ref, shape, argv_shape, OPTION), f"run {ref}")
+
+    @classmethod
+    def given(
+        cls,
+        db_url: DbUrl,
+        run_dir: Path,
+        shape: tuple[tuple[str, str], ...] = (),
+        argv_shape: ArgvShape | None = None,
+    ) -> Resumed | None:
+        """``--ssd-run-id``: None when the database has no run of *run_dir*'s name (a new run
+        takes that id and folder), else the run resumed as :meth:`load` resumes it (refused
+        the same ways: a finished run is not run again).  A server that cannot be reached
+        cannot say: a new run when the folder is not there (it records into its spool, as any
+        run whose server is away), else refused in one line."""
+        from pytest_ssd.db.conn import Unreachable  # noqa: PLC0415  # a lab's server
+
+        try:
+            return cls._load(db_url, run_dir.name, shape, argv_shape, RUN_ID_OPTION)
+        except Unreachable as exc:
+            if not run_dir.exists():
+                return None
+            raise ConfigError(
+                f"{RUN_ID_OPTION}={run_dir.name}: its folder {run_dir} is here and {exc}:"
+                " whether the run finished is the server's to say; run again once it answers"
+            ) from None
+
+    @classmethod
+    def _load(
+        cls,
+        db_url: DbUrl,
+        ref: str,
+        shape: tuple[tuple[str, str], ...],
+        argv_shape: ArgvShape | None,
+        option: str,
+    ) -> Resumed | None:
         from pytest_ssd.db import ResultsDb  # noqa: PLC0415  # the controller reads the run
         from pytest_ssd.db.resume import finished_tests  # noqa: PLC0415
         from pytest_ssd.db.sync import count_rows  # noqa: PLC0415
 
+        if option == RUN_ID_OPTION and not _readable(db_url):  # the lab's first run
+            return None
         with ResultsDb(db_url) as db:
+            if option == RUN_ID_OPTION and not db.has_run(ref):
+                return None
             run = db.run("latest" if ref == LAST else ref)
             recorded = finished_tests(db.conn, run.id).values()
             rows = None if db_url.sqlite else count_rows(db.conn, run.id)
-        _resumable(run, ref)
+        asked = f"{option}={ref}"
+        _resumable(run, asked, AFTER_FINISHED[option])
         if rows is not None:  # a lab's server: its spool in the run folder may know more
-            _synced(run, ref, rows, db_url)
-        _same_run(run, ref, shape, argv_shape)
+            _synced(run, asked, rows, db_url, AFTER_FINISHED[option])
+        _same_run(run, asked, shape, argv_shape)
         said = recorded_properties(Path(run.run_dir))
         finished = [replace(t, properties=said.get(t.nodeid, ())) for t in recorded]
         drives = {drive.dut_id: drive.description for drive in run.drives}
         resumed = cls.keeping(run.id, Path(run.run_dir), finished, tuple(drives), drives)
         resumed.ids_by_drive()  # a run that cannot be paired is refused before anything
-        return resumed
+        return replace(resumed, option=option)
 
     @classmethod
     def keeping(
@@ -174,7 +239,7 @@ class Resumed:
         """Notes on the devices; ConfigError in one line unless each is the drive run before."""
         if set(identities) != set(self.drives):
             raise ConfigError(
-                f"{OPTION}: run {self.run_id} measured {_names(self.drives)}, this session"
+                f"{self.option}: run {self.run_id} measured {_names(self.drives)}, this session"
                 f" {_names(identities)}: give the same --dut options as that run"
             )
         notes = []
@@ -191,7 +256,7 @@ class Resumed:
             compared = [key for key in keys if key in before or key not in RECORDED_SINCE]
             if any(before.get(key) != now.get(key) for key in compared):
                 raise ConfigError(
-                    f"{OPTION}: {dut_id} is not the drive run {self.run_id} measured"
+                    f"{self.option}: {dut_id} is not the drive run {self.run_id} measured"
                     f" ({_drive(before)} then, {_drive(now)} now): resume on that drive,"
                     " or start a new run"
                 )
@@ -264,21 +329,30 @@ def _plain(value: object) -> object:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
-def _resumable(run: RunInfo, ref: str) -> None:
+def _readable(db_url: DbUrl) -> bool:
+    """Whether there is a database at *db_url* to look for a run in (False: none yet), migrated
+    first when it is older (the session migrates it anyway; a reader cannot read it before)."""
+    from pytest_ssd.db.opening import open_writer, schema_version  # noqa: PLC0415
+    from pytest_ssd.db.schema import SCHEMA_VERSION  # noqa: PLC0415
+
+    version = schema_version(db_url)
+    if 0 < version < SCHEMA_VERSION:
+        open_writer(db_url).close()
+    return version > 0
+
+
+def _resumable(run: RunInfo, asked: str, after_finished: str) -> None:
     # the database marks the run finished before its report is built: a run killed while
     # building it is finished but has no report.html, and is resumed to build it
     if run.complete and (Path(run.run_dir) / REPORT).exists():
-        raise ConfigError(
-            f"{OPTION}={ref}: run {run.id} finished ({run.end}): only a run cut short can be"
-            " resumed; start a new run"
-        )
+        raise ConfigError(f"{asked}: run {run.id} finished ({run.end}): {after_finished}")
     if not Path(run.run_dir).is_dir():
         raise ConfigError(
-            f"{OPTION}={ref}: run {run.id}'s folder {run.run_dir} is gone: it cannot be resumed"
+            f"{asked}: run {run.id}'s folder {run.run_dir} is gone: it cannot be resumed"
         )
 
 
-def _synced(run: RunInfo, ref: str, rows: int, db_url: DbUrl) -> None:
+def _synced(run: RunInfo, asked: str, rows: int, db_url: DbUrl, after_finished: str) -> None:
     """A lab server's run is resumed only as its spool has it: a run that finished while the
     server was away is finished (resumed, it ran every test again: each measurement twice),
     and one whose spool holds more than the server is synced first (the kept tests are the
@@ -294,25 +368,24 @@ def _synced(run: RunInfo, ref: str, rows: int, db_url: DbUrl) -> None:
     try:
         found = spooled(spool, run.id)
     except (SsdError, sqlite3.Error) as exc:
-        raise ConfigError(f"{OPTION}={ref}: run {run.id}'s spool {spool}: {exc}") from None
+        raise ConfigError(f"{asked}: run {run.id}'s spool {spool}: {exc}") from None
     if found is None:
         return
     sync = f"'pytest-ssd sync {run.run_dir} --db={db_url}'"
     if found.complete and (Path(run.run_dir) / REPORT).exists():
         raise ConfigError(
-            f"{OPTION}={ref}: run {run.id} finished (its spool {spool} says so; {db_url} has"
-            f" not had all of it yet: upload it with {sync}): only a run cut short can be"
-            " resumed; start a new run"
+            f"{asked}: run {run.id} finished (its spool {spool} says so; {db_url} has"
+            f" not had all of it yet: upload it with {sync}): {after_finished}"
         )
     if found.rows != rows:
         raise ConfigError(
-            f"{OPTION}={ref}: run {run.id}'s spool {spool} holds {found.rows} row(s) of it,"
+            f"{asked}: run {run.id}'s spool {spool} holds {found.rows} row(s) of it,"
             f" {db_url} {rows}: upload them first with {sync}, then resume"
         )
 
 
 def _same_run(
-    run: RunInfo, ref: str, shape: tuple[tuple[str, str], ...], argv_shape: ArgvShape | None
+    run: RunInfo, asked: str, shape: tuple[tuple[str, str], ...], argv_shape: ArgvShape | None
 ) -> None:
     """This session's tests and measuring options (*shape*) are the run's, or one line."""
     recorded = run.environment.get(SHAPE_KEY)
@@ -328,7 +401,7 @@ def _same_run(
     ]
     if differ:
         raise ConfigError(
-            f"{OPTION}={ref}: this session is not the run it resumes: {'; '.join(differ)}:"
+            f"{asked}: this session is not the run it resumes: {'; '.join(differ)}:"
             " give the run's tests and options (docs/resume.md), or start a new run"
         )
 

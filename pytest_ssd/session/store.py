@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ssd.db.runid import RUN_ID
+from pytest_ssd.db.runid import is_run_id
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.results.files import storage_error
 
@@ -93,7 +93,7 @@ class RunStore:
     def _link_latest(self) -> None:
         """Point ``<report dir>/latest`` at this run, unless it is something not ours."""
         latest = self.report_dir / LATEST
-        if latest.is_symlink() and not RUN_ID.match(str(latest.readlink())):
+        if latest.is_symlink() and not is_run_id(str(latest.readlink())):
             self.warnings.append(f"{latest} is a link pytest-ssd did not make: left as it is")
             return
         if latest.exists() and not latest.is_symlink():

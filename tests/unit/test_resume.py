@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 
@@ -9,11 +10,18 @@ import pytest
 
 from pytest_ssd.db import ResultsDb, RunWriter, TestRecords
 from pytest_ssd.db.resume import FinishedTest, finished_tests
+from pytest_ssd.db.url import db_url
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.results.record import PROPERTY
 from pytest_ssd.results.transition import Transition
-from pytest_ssd.session.resume import PROPERTIES, Resumed, keep_properties, recorded_properties
+from pytest_ssd.session.resume import (
+    PROPERTIES,
+    Resumed,
+    keep_properties,
+    recorded_properties,
+    run_id_option,
+)
 from tests.unit.db_fixtures import CORNERS, corner, write_run
 from tests.unit.test_host_settings import LOOP as HOST_LOOP
 
@@ -140,3 +148,45 @@ def test_the_time_saved_is_wall_time_never_added_across_workers() -> None:
     assert resumed.saved() == "about 60 s of wall time (about 45 s with a worker per device, -n)"
     alone = Resumed.keeping("r", Path("/r"), tests[:2], ("loop3",))
     assert alone.saved() == "about 45 s of wall time", "one device: one figure"
+
+
+def test_a_given_run_id_is_a_new_run_until_the_database_has_it_then_that_run(
+    tmp_path: Path,
+) -> None:
+    """--ssd-run-id: no database yet or no such run, a new run (nothing made); a run cut
+    short, resumed; a finished run, refused in one line naming the option."""
+    db = db_url(tmp_path / "results.sqlite")
+    cut, done = tmp_path / "ci-7-host-a-nvme0", tmp_path / "ci-8-host-a-nvme0"
+    assert Resumed.given(db, cut) is None
+    assert not (tmp_path / "results.sqlite").exists(), "looking made no database"
+    write_run(tmp_path / "results.sqlite", "ci-6-host-a-nvme0", "drive").close()
+    assert Resumed.given(db, cut) is None
+    write_run(tmp_path / "results.sqlite", cut.name, "drive", finish=False).close()
+    cut.mkdir()
+    resumed = Resumed.given(db, cut)
+    assert resumed is not None and (resumed.run_id, resumed.run_dir) == (cut.name, cut)
+    assert len(resumed.kept) == len(CORNERS) and resumed.option == "--ssd-run-id"
+    write_run(tmp_path / "results.sqlite", done.name, "drive").close()
+    done.mkdir()
+    (done / "report.html").write_text("")
+    with pytest.raises(
+        ConfigError,
+        match=r"^--ssd-run-id=ci-8-host-a-nvme0: run ci-8-host-a-nvme0 finished \(.*\): it is"
+        r" not run again: give another id for a new run$",
+    ):
+        Resumed.given(db, done)
+
+
+@pytest.mark.parametrize(
+    "text", ["1234-qualify-host-a-nvme0", "20261126-090000-aaaaaaaaaaaa", "fw1.3.0_a"]
+)
+def test_a_run_id_may_be_given(text: str) -> None:
+    assert run_id_option(text) == text
+
+
+@pytest.mark.parametrize(
+    "text", ["", "a/b", "../x", ".hidden", "latest", "last", "a b", "x\n", "x" * 101]
+)
+def test_a_run_id_that_is_not_one_is_refused_in_one_line(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^--ssd-run-id=.* is not a run id: "):
+        run_id_option(text)
