@@ -163,12 +163,12 @@ def test_changes_between_builds_are_judged_on_their_repeats_and_drawn(tmp_path: 
         _build_row("1.1", 80_500, 2_010.0, "run-2"),
         _build_row("1.2", 40_000, 8_000.0, "run-3"),  # slower and a longer tail
     ]
-    found = {(c.build, c.metric): (c.verdict, round(c.ratio, 2)) for c in changes(rows)}
+    found = {(c.build, c.metric): (c.verdict, c.ratio) for c in changes(rows)}
     assert found == {
-        ("1.1", "iops"): ("same", 1.01),
-        ("1.1", "p99"): ("same", 1.0),
-        ("1.2", "iops"): ("regressed", 0.5),
-        ("1.2", "p99"): ("regressed", 3.98),
+        ("1.1", "iops"): ("same", pytest.approx(80_500 / 80_000)),
+        ("1.1", "p99"): ("same", pytest.approx(2_010 / 2_000)),
+        ("1.2", "iops"): ("regressed", pytest.approx(40_000 / 80_500)),
+        ("1.2", "p99"): ("regressed", pytest.approx(8_000 / 2_010)),
     }
     one = FoundSeries(
         "k" * 16, SeriesIdentity(None, None, "p", None, "quick", "host 10.0.0.7:22"), 15, 3, ""

@@ -30,6 +30,7 @@ def write_repeated(
     label: str,
     slow: dict[str, float],
     environment: dict[str, Any] | None = None,
+    *,
     factors: tuple[float, ...] = SPREAD,
 ) -> None:
     """Four corners, each run once per factor (5 times); a corner in *slow* at that share of
