@@ -235,6 +235,7 @@ class RunWriter:
                     "datasheet": description.get("datasheet"),
                     "description": _json(description),
                     "host": description.get("host"),
+                    "build": description.get("build"),
                 },
                 "ON CONFLICT (run_id, dut_id) DO NOTHING",
             )

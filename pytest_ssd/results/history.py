@@ -51,6 +51,25 @@ class SeriesIdentity:
         return ", ".join([*parts, host if host.startswith("host ") else f"host {host}"])
 
 
+#: what a device without a build is called (no --ssd-build, no firmware revision reported)
+UNKNOWN_BUILD = "unknown build"
+
+
+def build_name(build: str | None) -> str:
+    """A build as people read it: its name, else 'unknown build' (never invented)."""
+    return build or UNKNOWN_BUILD
+
+
+def builds_against(new: str | None, base: str | None) -> str:
+    """'build 1.2.3 against 1.2.2': both sides of a comparison ('unknown build' where none)."""
+    return f"{build_phrase(new)} against {base or UNKNOWN_BUILD}"
+
+
+def build_phrase(build: str | None) -> str:
+    """'build 1.2.3', else 'unknown build'."""
+    return f"build {build}" if build else UNKNOWN_BUILD
+
+
 def host_class(environment: dict[str, Any], test_host: str | None = None) -> str:
     """The class of machine a device was measured in.
 
