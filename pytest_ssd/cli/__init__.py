@@ -149,11 +149,18 @@ def parser() -> argparse.ArgumentParser:
         "history",
         parents=[after],
         help="one series (drive model and size, test point, state, profile, host class)"
-        " across firmware builds and drives: a table, and a graph with -o",
+        " across builds (--ssd-build, else the firmware) and drives: a table, and a graph"
+        " with -o",
     )
     p.add_argument("--series", metavar="KEY", help="the series' key (a prefix will do)")
     p.add_argument("--point", metavar="TEXT", help="a part of the test point (test and job name)")
     p.add_argument("--model", metavar="TEXT", help="a part of the drive model")
+    p.add_argument(
+        "--build",
+        action="append",
+        metavar="NAME",
+        help="only this build's runs of the series (may repeat; 'unknown build': runs without)",
+    )
     p.add_argument("-o", "--output", type=Path, help="the graph: a .png or .svg file")
     p.set_defaults(func=commands.history)
     return top

@@ -297,7 +297,7 @@ def print_table(drives: list[DriveVerdicts], rest: str = "the report lists every
     if not any(d.verdicts for d in drives):
         print("no point measured by both: nothing to judge")
     for d in drives:
-        print(f"== {d.drive}")
+        print(f"== {d.named}")
         shown = [v for v in d.worst_first() if v.verdict != "same"]
         for v in shown[:GATE_LINES]:
             note = v.reason + (f", {v.repeats_needed} repeats a side" if v.repeats_needed else "")

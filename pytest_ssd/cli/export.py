@@ -4,7 +4,8 @@ Every cell is a number or a short word, never JSON: a value column says its unit
 name (``bw_mib_s``, ``block_size_bytes``, ``p99.9_us``), a percentile is named as
 everywhere else (``p99.9``: the report, the junit properties, results.json's derived
 records).  A measurement row says the drive (its host — the test host, else the
-controller —, model, serial and firmware), the device state it was measured in (the
+controller —, model, serial and firmware) and the build it measured (``--ssd-build``, else
+the firmware; empty: not known), the device state it was measured in (the
 target of the last state transition of its drive begun before it, empty before any), its
 workload (``SEQ 128KiB Q32T1 read``), which of ``--ssd-repeat``'s runs it is (1 when not
 repeated) and when, as ISO text and as seconds since the epoch (``start_unix_s``).
@@ -33,7 +34,7 @@ PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
 _MEASUREMENTS = """
 SELECT m.run_id, d.label, d.description AS host, m.dut_id AS device, v.model, v.serial,
-       v.firmware, m.test, m.name, m.workload, m.pattern,
+       v.firmware, d.build, m.test, m.name, m.workload, m.pattern,
        m.block_size AS block_size_bytes, m.iodepth, m.numjobs, m.read_pct, x.direction, x.iops,
        x.bw_mib_s, x.bw_mb_s, x.io_bytes, x.runtime_s, x.lat_mean_us, x.clat_min_us,
        x.clat_max_us, x.clat_samples, {percentiles}, m.start, m."end", h.hostname
@@ -62,6 +63,7 @@ TABLES = {
     "runs": 'SELECT r.id AS run_id, r.start, r."end", r.complete, r.outcome, h.hostname,'
     " h.kernel, h.cpu FROM runs r LEFT JOIN hosts h ON h.id = r.host_id {where} ORDER BY r.start",
     "devices": "SELECT d.run_id, d.label, d.dut_id AS device, v.model, v.serial, v.firmware,"
+    " d.build,"
     " v.size_bytes, v.transport, d.scratch, d.datasheet FROM run_devices d"
     " JOIN devices v ON v.id = d.device_id {where} ORDER BY d.run_id",
     "derived": 'SELECT run_id, dut_id AS device, test, name, "values" FROM derived {where}'

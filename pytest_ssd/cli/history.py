@@ -1,4 +1,4 @@
-"""``pytest-ssd history``: one series across firmware builds and drives, as a table and a graph."""
+"""``pytest-ssd history``: one series across builds and drives, as a table and a graph."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def table(one: FoundSeries, rows: Sequence[HistoryRow]) -> str:
         )
         lines.append(
             f"{r.run_start[:19]:<19} {r.run_id:<29} {r.label[:20]:<20} {(r.serial or '—'):<16}"
-            f" {r.build[:12]:<12} {r.direction:<5} {r.n:>2} {_number(r.iops, 0):>10}"
+            f" {r.shown_build[:12]:<12} {r.direction:<5} {r.n:>2} {_number(r.iops, 0):>10}"
             f" {_number(r.bw_mib_s, 1):>9} {values}  {r.source}"
         )
     return "\n".join(lines) + "\n"
@@ -79,7 +79,7 @@ def changes(rows: Sequence[HistoryRow]) -> list[Change]:
     found: list[Change] = []
     for drive in dict.fromkeys(drive_of(r) for r in rows):
         mine = [r for r in rows if drive_of(r) == drive]
-        builds = list(dict.fromkeys(r.build for r in mine))
+        builds = list(dict.fromkeys(r.shown_build for r in mine))
         for before, after in itertools.pairwise(builds):
             for metric, key in (("iops", "iops"), ("p99", "p99_us")):
                 base, new = _samples(mine, before, metric), _samples(mine, after, metric)
@@ -91,10 +91,22 @@ def changes(rows: Sequence[HistoryRow]) -> list[Change]:
 
 def _samples(rows: Sequence[HistoryRow], build: str, metric: str) -> list[float]:
     """A build's repeats of *metric* over its runs."""
-    mine = [r for r in rows if r.build == build]
+    mine = [r for r in rows if r.shown_build == build]
     if metric == "iops":
         return [v for r in mine for v in r.iops_each]
     return [v for r in mine for v in r.p99_each if v is not None]
+
+
+def of_builds(rows: Sequence[HistoryRow], builds: Sequence[str] | None) -> list[HistoryRow]:
+    """The rows of *builds* (``--build``, may repeat; 'unknown build' names the rows without
+    one); all without; a ConfigError naming the builds there are when none matches."""
+    if not builds:
+        return list(rows)
+    kept = [r for r in rows if r.shown_build in builds]
+    if not kept:
+        there = ", ".join(dict.fromkeys(r.shown_build for r in rows)) or "none"
+        raise ConfigError(f"--build {', '.join(builds)}: not in this series (its builds: {there})")
+    return kept
 
 
 def graph(one: FoundSeries, rows: Sequence[HistoryRow], output: Path) -> bytes:
@@ -123,5 +135,5 @@ def history_of(db: ResultsDb, args: argparse.Namespace) -> tuple[str, bytes | No
             )
         return listing(found), None
     one = (exact or found)[0]
-    rows = history(db.conn, one.key)
+    rows = of_builds(history(db.conn, *one.keys), args.build)
     return table(one, rows), graph(one, rows, args.output) if args.output else None

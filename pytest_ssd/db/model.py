@@ -19,6 +19,8 @@ class DriveRef:
     label: str
     scratch: bool = False
     description: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: the build it measured (``--ssd-build``, else its firmware; None: not known)
+    build: str | None = None
 
     @property
     def name(self) -> str:

@@ -186,6 +186,7 @@ def _drive(row: Row) -> DriveRef:
         row["label"],
         bool(row["scratch"]),
         loads_json(row["description"]),
+        row["build"],
     )
 
 

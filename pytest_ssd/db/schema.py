@@ -154,17 +154,35 @@ ALTER TABLE measurements ADD COLUMN serial TEXT;
 CREATE INDEX measurements_series_key ON measurements(series_key);
 """
 
+#: 6: the build under test per device of a run (``--ssd-build``, else the firmware revision;
+#: NULL: not known); a run before it had no option: its build is its drive's firmware
+_V6 = """
+ALTER TABLE run_devices ADD COLUMN build TEXT;
+UPDATE run_devices
+    SET build = (SELECT v.firmware FROM devices v WHERE v.id = run_devices.device_id);
+CREATE INDEX run_devices_build ON run_devices(build);
+"""
+
 #: (version, SQL) in order; a database at version N gets every later script
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5))
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (1, _V1),
+    (2, _V2),
+    (3, _V3),
+    (4, _V4),
+    (5, _V5),
+    (6, _V6),
+)
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+#: a device's build in a run recorded before migration 6 (its drive's firmware), as read
+_BUILD_AS = "(SELECT v.firmware FROM main.devices v WHERE v.id = d.device_id) AS build"
 #: how a reader sees a database without migration N as if it had it: TEMP views (in the
 #: reader's connection, not in the file) shadowing the tables the migration changed.  A
 #: migration without an entry here cannot be read so: such a database is refused.
 READ_AS: dict[int, tuple[str, ...]] = {
     2: ("CREATE TEMP VIEW tests AS SELECT *, NULL AS suite FROM main.tests",),
-    3: (
-        "CREATE TEMP VIEW run_devices AS SELECT *, NULL AS host, rowid AS rowid"
-        " FROM main.run_devices",
+    3: (  # 6's build too: a database without 3 lacks 6 (whose view is then not made again)
+        f"CREATE TEMP VIEW run_devices AS SELECT d.*, NULL AS host, {_BUILD_AS},"
+        " d.rowid AS rowid FROM main.run_devices d",
     ),
     4: (),  # its column only orders and keys new rows: older ones read as they are
     5: (  # measurements before it belong to no series
@@ -172,6 +190,10 @@ READ_AS: dict[int, tuple[str, ...]] = {
         " NULL AS serial FROM main.measurements",
         "CREATE TEMP TABLE series_keys (key TEXT PRIMARY KEY, model TEXT, size_bytes INTEGER,"
         " point TEXT NOT NULL, state TEXT, profile TEXT, host_class TEXT)",
+    ),
+    6: (  # a device's build was its firmware, as the migration sets it
+        "CREATE TEMP VIEW IF NOT EXISTS run_devices AS SELECT d.*,"
+        f" {_BUILD_AS}, d.rowid AS rowid FROM main.run_devices d",
     ),
 }
 #: SQLite's ``PRAGMA application_id`` of a pytest-ssd database: "pSSD"

@@ -235,6 +235,9 @@ class RunWriter:
                     "datasheet": description.get("datasheet"),
                     "description": _json(description),
                     "host": description.get("host"),
+                    # a description without one (before --ssd-build): its firmware, as
+                    # schema 6 sets the runs before it
+                    "build": description.get("build", ident.get("firmware")),
                 },
                 "ON CONFLICT (run_id, dut_id) DO NOTHING",
             )

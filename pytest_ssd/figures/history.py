@@ -24,8 +24,9 @@ DRIVE_OFFSET = 0.6
 def history_figure(
     rows: Sequence[HistoryRow], title: str, changes: Sequence[Change] = (), p: float = 99.0
 ) -> Figure:
-    """IOPS (top) and the pooled p-th percentile (bottom) per build, builds in the order
-    they were first measured (oldest left).
+    """IOPS (top) and the pooled p-th percentile (bottom) per build (``--ssd-build``, else
+    the firmware; 'unknown build' where neither), builds in the order they were first
+    measured (oldest left).
 
     A colour per drive; per build and drive a dot at the mean of its runs and a bar over
     its repeats' range (each repeat's IOPS, fio's own p99 of each repeat); a regressed (red)
@@ -33,7 +34,7 @@ def history_figure(
     """
     fig = Figure(figsize=(10.0, 6.5), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
-    builds = list(dict.fromkeys(r.build for r in rows))
+    builds = list(dict.fromkeys(r.shown_build for r in rows))
     drives = list(dict.fromkeys(drive_of(r) for r in rows))
     named: set[str] = set()  # a drive named in the legend once
     #: (build, drive, "iops" or "p99") -> where its dot is
@@ -42,7 +43,7 @@ def history_figure(
         shift = (index - (len(drives) - 1) / 2) * DRIVE_OFFSET / max(len(drives), 1)
         style: dict[str, Any] = {"color": f"C{index % 10}", "marker": "o", "ls": ""}
         for number, build in enumerate(builds):
-            mine = [r for r in rows if r.build == build and drive_of(r) == drive]
+            mine = [r for r in rows if r.shown_build == build and drive_of(r) == drive]
             if not mine:
                 continue
             x = number + shift

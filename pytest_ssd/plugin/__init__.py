@@ -294,24 +294,34 @@ def _output_options(group: pytest.OptionGroup) -> None:
 
 def _comparison_options(group: pytest.OptionGroup) -> None:
     """Comparison: drives side by side."""
-    group.addoption(
-        "--dut-label",
-        dest="ssd_label",
-        action="append",
-        type=_label("--dut-label"),
-        metavar="NAME",
-        help="name the device's results in the database and on graphs (one per --dut, in order;"
-        " default: model, capacity and firmware)",
+    names = (
+        (
+            "--dut-label",
+            "ssd_label",
+            "NAME",
+            "name the device's results in the database and on graphs (one per --dut, in order;"
+            " default: model, capacity and firmware)",
+        ),
+        (
+            "--ssd-build",
+            "ssd_build",
+            "TEXT",
+            "the build under test (a firmware build's name): once for every device, or once"
+            " per --dut in order (default: the device's firmware revision, else none: 'unknown"
+            " build'); history's x axis, the baseline's verdicts",
+        ),
+        (
+            "--ssd-compare",
+            "ssd_compare",
+            "LABEL|RUN-ID|all",
+            "draw earlier drives from the database on every comparison graph: a label (its"
+            " newest run), a run id (all its devices), or all; may repeat",
+        ),
     )
-    group.addoption(
-        "--ssd-compare",
-        dest="ssd_compare",
-        action="append",
-        type=_label("--ssd-compare"),
-        metavar="LABEL|RUN-ID|all",
-        help="draw earlier drives from the database on every comparison graph: a label (its"
-        " newest run), a run id (all its devices), or all; may repeat",
-    )
+    for option, dest, metavar, text in names:  # names people give: one check for them all
+        group.addoption(
+            option, dest=dest, action="append", type=_label(option), metavar=metavar, help=text
+        )
     baseline.add_options(group)
 
 

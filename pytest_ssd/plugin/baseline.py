@@ -101,7 +101,8 @@ def start(config: pytest.Config, session: SsdSession, judged_against: BaselineRu
         if sheet.baseline is not None
     }
     keys = {dut_id: recorded_key(dut.describe()) for dut_id, dut in session.duts.items()}
-    paired, notes = judged_against.paired(keys)
+    builds = {dut_id: dut.build for dut_id, dut in session.duts.items()}
+    paired, notes = judged_against.paired(keys, builds)
     session.warnings.extend(f"--ssd-baseline={judged_against.ref}: {note}" for note in notes)
     judged = replace(paired, sheets=sheets).judged_in(collect([], session.host))
     judged.save(session.run_dir)

@@ -2,9 +2,10 @@
 drive, on which host, with which firmware and label, measured it.
 
 ``ssd.device`` (the test id's device), ``ssd.host`` (the test host, or this machine),
-``ssd.model``, ``ssd.serial``, ``ssd.firmware`` and ``ssd.label``: short words, kept by
-:mod:`pytest_ssd.results.junit` as a CI reads them; a part a device does not have (a
-loop device's serial) is left out rather than written empty.
+``ssd.model``, ``ssd.serial``, ``ssd.firmware``, ``ssd.build`` (``--ssd-build``, else the
+firmware) and ``ssd.label``: short words, kept by :mod:`pytest_ssd.results.junit` as a CI
+reads them; a part a device does not have (a loop device's serial, firmware and so its
+build) is left out rather than written empty.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ PREFIX = "ssd."
 
 
 def drive_properties(dut: Dut) -> list[tuple[str, str]]:
-    """What names *dut* for a CI: its id, host, model, serial, firmware and label."""
+    """What names *dut* for a CI: its id, host, model, serial, firmware, build and label."""
     identity = dut.identity
     host = dut.address.label if dut.address is not None else socket.gethostname()
     parts = {
@@ -30,6 +31,7 @@ def drive_properties(dut: Dut) -> list[tuple[str, str]]:
         "model": identity.model,
         "serial": identity.serial,
         "firmware": identity.firmware,
+        "build": dut.build,
         "label": dut.label,
     }
     return [(f"{PREFIX}{name}", value) for name, value in parts.items() if value]

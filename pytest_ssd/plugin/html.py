@@ -18,6 +18,7 @@ import pytest
 from pytest_ssd.device.scratch import SCRATCH_BANNER
 from pytest_ssd.plugin.overview import destroys
 from pytest_ssd.report.build import declared_sections, sections_html
+from pytest_ssd.results.history import build_phrase
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SsdSession
 from pytest_ssd.text import latency
@@ -88,7 +89,7 @@ def terminal_lines(session: SsdSession, distributed: bool = False) -> list[str]:
     lines += [f"  warning: {line}" for line in session.warnings]
     for dut in session.duts.values():
         shown = session.services(dut.id).site.described(dut.identity.summary())
-        lines.append(f"  {dut.id}: {shown}")
+        lines.append(f"  {dut.id}: {shown}; {build_phrase(dut.build)}")
         if distributed and not dut.scratch:
             gone = destroys(dut.identity, dut.readonly)
             lines += [f"  {dut.id}: {line.strip()}" for line in gone]

@@ -37,31 +37,38 @@ class BaselineJudge:
         except BaseException:
             self._judge(item)  # recorded all the same; the test's own failure is what it says
             raise
-        regressed = self._judge(item)
+        regressed, builds = self._judge(item)
         if regressed:
-            pytest.fail(_failure(regressed), pytrace=False)
+            pytest.fail(_failure(regressed, builds), pytrace=False)
         return result
 
-    def _judge(self, item: pytest.Item) -> list[MetricVerdict]:
+    def _judge(self, item: pytest.Item) -> tuple[list[MetricVerdict], str]:
+        """*item*'s regressed verdicts, and both sides' builds ("build 1.2.3 against 1.2.2")."""
         bench = getattr(item, "funcargs", {}).get("ssd")
         baseline = self.baseline
         if not isinstance(bench, SsdBench) or baseline is None:
-            return []
+            return [], ""
         verdicts = baseline.judge(bench.dut.id, bench.measurements)
         if not verdicts:
-            return []
+            return [], ""
         counts = {word: sum(v.verdict == word for v in verdicts) for word in VERDICTS}
         against = baseline.against.get(bench.dut.id, baseline.ref)
+        builds = baseline.builds.get(bench.dut.id, "")
         bench.derive(
             RECORD,
-            {"against": against, **counts, "verdicts": [v.as_dict() for v in verdicts]},
+            {
+                "against": against,
+                "builds": builds,
+                **counts,
+                "verdicts": [v.as_dict() for v in verdicts],
+            },
         )
         for v in verdicts:
             key = f"{v.point}.{v.direction}.{v.metric}"
             bench.note(f"{key}.baseline", v.verdict)
             if v.ratio is not None:
                 bench.note(f"{key}.baseline_ratio", f"{v.ratio:.6g}")
-        return [v for v in verdicts if v.verdict == "regressed"]
+        return [v for v in verdicts if v.verdict == "regressed"], builds
 
 
 class BaselineSummary:
@@ -69,8 +76,8 @@ class BaselineSummary:
     per drive in pytest's terminal summary as ``pytest-ssd compare --gate`` says them."""
 
     def __init__(self) -> None:
-        #: device -> (the baseline it is judged against, its verdicts)
-        self.drives: dict[str, tuple[str, list[MetricVerdict]]] = {}
+        #: device -> (the baseline it is judged against, both sides' builds, its verdicts)
+        self.drives: dict[str, tuple[str, str, list[MetricVerdict]]] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -81,14 +88,15 @@ class BaselineSummary:
             record = Derived.from_json(value)
             if record.name == RECORD:
                 against = str(record.values.get("against", ""))
-                _, found = self.drives.setdefault(record.device, (against, []))
+                builds = str(record.values.get("builds") or "")
+                _, _, found = self.drives.setdefault(record.device, (against, builds, []))
                 found += [MetricVerdict.from_dict(v) for v in record.values.get("verdicts", [])]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", "pytest-ssd: against the baseline")
         drives = [
-            DriveVerdicts(f"{device} against {against}", tuple(found))
-            for device, (against, found) in self.drives.items()
+            DriveVerdicts(f"{device} against {against}", tuple(found), builds)
+            for device, (against, builds, found) in self.drives.items()
         ]
         for line in summary_lines(drives):
             terminalreporter.write_line(line)
@@ -96,10 +104,10 @@ class BaselineSummary:
         terminalreporter.write_line(said, red=bool(code), green=not code)
 
 
-def _failure(regressed: list[MetricVerdict]) -> str:
-    """One line: the worst regression, and how many more there are."""
+def _failure(regressed: list[MetricVerdict], builds: str = "") -> str:
+    """One line: both sides' builds, the worst regression, and how many more there are."""
     ranked = sorted(regressed, key=lambda v: -abs(math.log(v.ratio or 1.0)))
-    line = ranked[0].line()
+    line = f"{builds}: {ranked[0].line()}" if builds else ranked[0].line()
     if len(ranked) > 1:
         more = ", ".join(f"{v.direction} {v.label}" for v in ranked[1:])
         line += f"; {len(ranked) - 1} more regressed: {more}"

@@ -65,6 +65,14 @@ def _one_per_dut(option: str, given: tuple[str, ...], duts: int) -> None:
         )
 
 
+def _once_or_per_dut(option: str, given: tuple[str, ...], duts: int) -> None:
+    if len(given) not in (0, 1, duts):
+        raise pytest.UsageError(
+            f"{option} given {len(given)} times for {duts} devices: give it once (every"
+            " device) or once per --dut, in order"
+        )
+
+
 def from_config(config: pytest.Config) -> Options:
     """The options of *config*, validated (:class:`pytest.UsageError` in one line if not)."""
     duts = tuple(config.getoption("ssd_dut") or ()) or (
@@ -96,6 +104,8 @@ def from_config(config: pytest.Config) -> Options:
             "--ssd-resume and --ssd-run-id name the run twice: give one (--ssd-run-id resumes"
             " its run when it was cut short)"
         )
+    builds = tuple(config.getoption("ssd_build") or ())
+    _once_or_per_dut("--ssd-build", builds, len(duts))
     return Options(
         duts=duts,
         confirm=tuple(config.getoption("ssd_confirm") or ()),
@@ -115,6 +125,7 @@ def from_config(config: pytest.Config) -> Options:
         ),
         db=db,
         labels=labels,
+        builds=builds,
         compare=tuple(config.getoption("ssd_compare") or ()),
         classes=classes,
         tune=bool(config.getoption("ssd_tune", False)),

@@ -45,6 +45,7 @@ MEASURED = (
     ("--ssd-baseline-tolerance", "ssd_baseline_tolerance"),
     ("--dut-class", "ssd_class"),
     ("--dut-label", "ssd_label"),
+    ("--ssd-build", "ssd_build"),
 )
 #: options naming files or folders: compared as absolute paths
 PATHS = (

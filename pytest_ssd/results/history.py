@@ -2,16 +2,22 @@
 
 Two measurements belong to one series when the drive model and capacity, the
 test point (the test without its device parameter, and the measurement's
-name), the state the test declared, the profile and the host class are equal.
-A drive's firmware and serial number are not part of it (``pytest-ssd history``
-follows a series across firmware builds and drives): they are kept beside it.
+name without its repetition), the state the test declared, the profile and the
+host class are equal.  A drive's build (``--ssd-build``, else its firmware) and
+serial number are not part of it (``pytest-ssd history`` follows a series
+across builds and drives): they are kept beside it.
+
+A point a test measures several times over (the low-QD matrix: ``rnd-q1-r070-n0``,
+``-n1``, ``-n2``) names each run ``<point>-n<repetition>`` (:func:`repetition_name`):
+the repetitions are one series, repeats of one point as ``--ssd-repeat``'s are.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 #: the workload keys the fixture adds for the series (beside the fio job's own)
@@ -51,6 +57,25 @@ class SeriesIdentity:
         return ", ".join([*parts, host if host.startswith("host ") else f"host {host}"])
 
 
+#: what a device without a build is called (no --ssd-build, no firmware revision reported)
+UNKNOWN_BUILD = "unknown build"
+
+
+def build_name(build: str | None) -> str:
+    """A build as people read it: its name, else 'unknown build' (never invented)."""
+    return build or UNKNOWN_BUILD
+
+
+def builds_against(new: str | None, base: str | None) -> str:
+    """'build 1.2.3 against 1.2.2': both sides of a comparison ('unknown build' where none)."""
+    return f"{build_phrase(new)} against {base or UNKNOWN_BUILD}"
+
+
+def build_phrase(build: str | None) -> str:
+    """'build 1.2.3', else 'unknown build'."""
+    return f"build {build}" if build else UNKNOWN_BUILD
+
+
 def host_class(environment: dict[str, Any], test_host: str | None = None) -> str:
     """The class of machine a device was measured in.
 
@@ -63,9 +88,26 @@ def host_class(environment: dict[str, Any], test_host: str | None = None) -> str
     return f"{environment.get('machine') or '?'} {environment.get('cpus') or '?'}x {cpu}"
 
 
+#: a measurement name's repetition: ``-n`` and its number, last
+REPETITION = re.compile(r"-n\d+$")
+
+
+def repetition_name(point: str, repetition: int) -> str:
+    """The name of a point's *repetition*-th run: 'rnd-q1-r070-n2'."""
+    return f"{point}-n{repetition}"
+
+
 def point_of(shared_test: str, name: str) -> str:
-    """The test point: the test without its device parameter, and the measurement's name."""
-    return f"{shared_test} {name}"
+    """The test point: the test without its device parameter, and the measurement's name
+    without its repetition (a point's repetitions are one series)."""
+    return f"{shared_test} {REPETITION.sub('', name)}"
+
+
+def without_repetition(identity: SeriesIdentity) -> SeriesIdentity:
+    """*identity* as this pytest-ssd keys it: a series recorded per repetition (by pytest-ssd
+    before repetitions were one series) read as its point's."""
+    point = REPETITION.sub("", identity.point)
+    return identity if point == identity.point else replace(identity, point=point)
 
 
 @dataclass(frozen=True)
@@ -78,7 +120,7 @@ class HistoryRow:
     firmware: str | None
     serial: str | None
     direction: str
-    #: measurements pooled (``--ssd-repeat`` runs of the point)
+    #: measurements pooled (``--ssd-repeat``'s runs of the point, and its repetitions)
     n: int
     iops: float | None
     bw_mib_s: float | None
@@ -89,11 +131,13 @@ class HistoryRow:
     #: each repeat's IOPS and fio's own p99 (µs; None where fio did not resolve it)
     iops_each: tuple[float, ...] = ()
     p99_each: tuple[float | None, ...] = ()
+    #: the build it measured (``--ssd-build``, else the firmware; None: not known)
+    build: str | None = None
 
     @property
-    def build(self) -> str:
-        """The build this row measured: its firmware revision, else its label."""
-        return self.firmware or self.label
+    def shown_build(self) -> str:
+        """Its build as history's x axis names it ('unknown build' where none is known)."""
+        return build_name(self.build)
 
 
 def drive_of(row: HistoryRow) -> str:

@@ -43,6 +43,17 @@ _ABSENT = {"None", "nan", "NaN", "inf", "-inf", ""}
 RECORDS = {PROPERTY, DERIVED_PROPERTY, SERIES_PROPERTY, SPEC_PROPERTY, TRANSITION_PROPERTY}
 
 
+#: the parts of a drive's name (``ssd.<part>``, ``ssd.device.<id>.<part>``: plugin/drives.py):
+#: words as the drive gives them, never figures (a build "2.0" or a firmware "1.10" is not 2
+#: or 1.1; a serial of digits keeps its zeros)
+DRIVE_WORDS = frozenset({"device", "host", "model", "serial", "firmware", "build", "label"})
+
+
+def is_word(name: str) -> bool:
+    """Whether property *name* is a drive's name part, written as given."""
+    return name.startswith("ssd.") and name.rsplit(".", 1)[-1] in DRIVE_WORDS
+
+
 def is_number(text: str) -> bool:
     try:
         return math.isfinite(float(text))
@@ -93,7 +104,7 @@ def properties(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         if not keep(name, value):
             continue
         seen[name] += 1
-        text = compact(value) if is_number(value) else value
+        text = compact(value) if is_number(value) and not is_word(name) else value
         kept.append((name if seen[name] == 1 else f"{name}#{seen[name]}", text))
     return kept
 

@@ -185,6 +185,7 @@ class Devices:
             dut.summary = summary
             dut.classify(self.options.classes, index, self.extensions)
             dut.label = default_label(dut, self.services[dut.id].site, self.options.labels, index)
+            dut.name_build(self.options.builds, index)
             self.duts[dut.id] = dut
         self._check_purge()
 
@@ -402,6 +403,7 @@ class Devices:
                 "pinned": d.pinned.as_dict() if d.pinned else None,
                 "identity": d.identity.as_dict(),  # the controller's own reading
                 "label": d.label,
+                "build": d.build,
             }
             for d in self.duts.values()
         ]
@@ -429,6 +431,7 @@ class Devices:
                 lock_pid=item["lock_pid"],
                 pinned=Pinned.from_dict(item["pinned"]) if item["pinned"] else None,
                 label=item.get("label", ""),
+                build=item.get("build"),
             )
             dut.classify(self.options.classes, index, self.extensions)
             self._serve(dut, site)

@@ -33,6 +33,8 @@ class Options:
     cv_max: float = 0.05
     db: DbUrl = field(default_factory=lambda: db_url(Path("reports") / DB_FILE))
     labels: tuple[str, ...] = ()
+    #: --ssd-build: one for every device, or one per --dut in order (none: each firmware)
+    builds: tuple[str, ...] = ()
     compare: tuple[str, ...] = ()
     #: --dut-class, one per --dut in order (the rest guessed)
     classes: tuple[DriveClassName, ...] = ()

@@ -38,6 +38,8 @@ class Dut:
     summary: DeviceSummary | None = None
     #: the name of its results in the database and on graphs (--dut-label)
     label: str = ""
+    #: the build under test (--ssd-build, else the firmware revision; None: not known)
+    build: str | None = None
     #: its class (--dut-class or the guess) and indirection unit: which suites and writes apply
     drive_class: DriveClass | None = None
     iu: IndirectionUnit | None = None
@@ -63,6 +65,12 @@ class Dut:
         self.drive_class = added or classify(self.identity, self.scratch, given)
         self.iu = indirection_unit(self.identity)
 
+    def name_build(self, builds: tuple[str, ...], index: int) -> None:
+        """Set the build: ``--ssd-build`` (one for every device, else the index-th), else the
+        firmware revision the device reports (NVMe: id-ctrl's), else none (never invented)."""
+        given = builds[0] if len(builds) == 1 else builds[index] if index < len(builds) else None
+        self.build = given or self.identity.firmware or None
+
     def describe(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -71,6 +79,7 @@ class Dut:
             "readonly": self.readonly,
             "note": self.note,
             "label": self.label,
+            "build": self.build,
             "identity": self.identity.as_dict(),
             "summary": self.summary.as_dict() if self.summary else None,
             "summary_tables": self.summary.tables() if self.summary else None,

@@ -68,6 +68,8 @@ class Baseline:
     #: dut id -> what this run's environment differs in (:mod:`.environment`): its
     #: "regressed" and "improved" are "unknown" for that reason
     caveats: dict[str, list[str]] = field(default_factory=dict)
+    #: dut id -> both sides' builds ("build 1.2.3 against 1.2.2")
+    builds: dict[str, str] = field(default_factory=dict)
 
     def save(self, run_dir: Path) -> Path:
         path = run_dir / FILE
@@ -78,6 +80,7 @@ class Baseline:
             "tolerances": self.tolerances,
             "sheets": {dut_id: sheet.as_dict() for dut_id, sheet in self.sheets.items()},
             "caveats": self.caveats,
+            "builds": self.builds,
         }
         path.write_text(json.dumps(data))
         return path
@@ -89,9 +92,16 @@ class Baseline:
             return None
         data = json.loads(path.read_text())
         sheets = {k: SheetTolerances.from_dict(v) for k, v in data.get("sheets", {}).items()}
-        caveats = data.get("caveats", {})
+        caveats, builds = data.get("caveats", {}), data.get("builds", {})
         return cls(
-            data["ref"], data["against"], data["points"], data["tolerances"], sheets, {}, caveats
+            data["ref"],
+            data["against"],
+            data["points"],
+            data["tolerances"],
+            sheets,
+            {},
+            caveats,
+            builds,
         )
 
     def tolerances_of(self, dut_id: str) -> Tolerances:

@@ -19,6 +19,7 @@ from pytest_ssd.db import ResultsDb
 from pytest_ssd.errors import DatabaseError
 from pytest_ssd.verdict.baseline import Points, judge_points, runs_of, states_of
 from pytest_ssd.verdict.judge import VERDICTS, MetricVerdict
+from pytest_ssd.verdict.summary import Judged
 from pytest_ssd.verdict.tolerance import Tolerances
 
 #: what the calibration calls each half
@@ -36,17 +37,18 @@ def halves(points: Points) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
 
 def calibrate_run(
     db: ResultsDb, ref: str, tolerances: Tolerances | None = None
-) -> list[tuple[str, MetricVerdict]]:
+) -> list[tuple[Judged, MetricVerdict]]:
     """(drive, verdict) of every point of the run *ref*: its even repeats against its odd."""
     drives = db.resolve([ref])
     if not drives:
         raise DatabaseError(f"{db.path}: {ref!r} measured nothing to calibrate")
-    found: list[tuple[str, MetricVerdict]] = []
+    found: list[tuple[Judged, MetricVerdict]] = []
     for drive in drives:
         measured = db.results(drive, series=False).measurements
         odd, even = halves(runs_of(measured, drive.dut_id))
         states = states_of(measured, drive.dut_id)
-        found += [(drive.name, v) for v in judge_points(odd, even, tolerances, states)]
+        judged = Judged(drive.name)
+        found += [(judged, v) for v in judge_points(odd, even, tolerances, states)]
     return found
 
 

@@ -11,9 +11,11 @@ from pytest_ssd.db import ResultsDb
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.device.naming import recorded_key
 from pytest_ssd.errors import ConfigError, DatabaseError
+from pytest_ssd.results.history import builds_against
 from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of, states_of
 from pytest_ssd.verdict.environment import demoted, differences
 from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.summary import Judged
 from pytest_ssd.verdict.tolerance import Tolerances
 
 T = TypeVar("T")
@@ -41,23 +43,40 @@ def pair_drives(
 
 
 @dataclass(frozen=True)
+class BaseDrive:
+    """A drive of the baseline run: what it is, its points, its run's environment, its build."""
+
+    against: str
+    points: dict[str, list[dict[str, Any]]]
+    environment: dict[str, Any]
+    build: str | None = None
+
+
+@dataclass(frozen=True)
 class BaselineRun:
     """A baseline read from the database, its drives not yet paired with this run's."""
 
     ref: str
-    #: (drive key, (what it is, its points, its run's environment)) per baseline drive
-    drives: list[tuple[str, tuple[str, dict[str, list[dict[str, Any]]], dict[str, Any]]]]
+    #: (drive key, the drive) per baseline drive
+    drives: list[tuple[str, BaseDrive]]
     tolerances: dict[str, float]
 
-    def paired(self, devices: Mapping[str, str]) -> tuple[Baseline, list[str]]:
-        """The baseline of this run's devices (id -> drive key), and what is not judged."""
+    def paired(
+        self, devices: Mapping[str, str], builds: Mapping[str, str | None] | None = None
+    ) -> tuple[Baseline, list[str]]:
+        """The baseline of this run's devices (id -> drive key; *builds*: id -> its build),
+        and what is not judged."""
         found, notes = pair_drives(self.drives, list(devices.items()))
         baseline = Baseline(
             self.ref,
-            {dut_id: against for dut_id, (against, _, _) in found.items()},
-            {dut_id: points for dut_id, (_, points, _) in found.items()},
+            {dut_id: base.against for dut_id, base in found.items()},
+            {dut_id: base.points for dut_id, base in found.items()},
             self.tolerances,
-            environments={dut_id: env for dut_id, (_, _, env) in found.items()},
+            environments={dut_id: base.environment for dut_id, base in found.items()},
+            builds={
+                dut_id: builds_against((builds or {}).get(dut_id), base.build)
+                for dut_id, base in found.items()
+            },
         )
         return baseline, notes
 
@@ -73,10 +92,11 @@ def read_baseline(
         read = [
             (
                 recorded_key(d.description),
-                (
+                BaseDrive(
                     f"run {d.run_id}, {d.label}",
                     runs_of(found.results(d, series=False).measurements, d.dut_id),
                     found.run(d.run_id).environment,
+                    d.build,
                 ),
             )
             for d in drives
@@ -86,10 +106,10 @@ def read_baseline(
 
 def compare_runs(
     db: ResultsDb, base_ref: str, new_ref: str, tolerances: Tolerances | None = None
-) -> list[tuple[str, MetricVerdict]]:
-    """(the new drive's label and device id, a verdict) for every point *new_ref* and
-    *base_ref* measured, judged with *tolerances* (the command line's and a datasheet's;
-    else the runs' spread)."""
+) -> list[tuple[Judged, MetricVerdict]]:
+    """(the new drive's label and device id and both sides' builds, a verdict) for every
+    point *new_ref* and *base_ref* measured, judged with *tolerances* (the command line's
+    and a datasheet's; else the runs' spread)."""
     base = db.resolve([base_ref])
     new = db.resolve([new_ref], exclude_run=base[0].run_id if base else None)
     if not base or not new:
@@ -101,7 +121,7 @@ def compare_runs(
     )
     if not paired:
         raise ConfigError(f"the baseline {base_ref}: {'; '.join(notes)}")
-    found: list[tuple[str, MetricVerdict]] = []
+    found: list[tuple[Judged, MetricVerdict]] = []
     for drive in new:
         old = paired.get(drive.dut_id)
         if old is None:
@@ -115,5 +135,6 @@ def compare_runs(
         )
         caveats = differences(db.run(old.run_id).environment, db.run(drive.run_id).environment)
         verdicts = demoted(verdicts, caveats)
-        found += [(drive.name, v) for v in verdicts]
+        judged = Judged(drive.name, builds_against(drive.build, old.build))
+        found += [(judged, v) for v in verdicts]
     return found

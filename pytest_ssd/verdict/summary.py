@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pytest_ssd.verdict.environment import ENVIRONMENT_DIFFERS
 from pytest_ssd.verdict.judge import VERDICTS, MetricVerdict
@@ -20,12 +21,27 @@ from pytest_ssd.verdict.judge import VERDICTS, MetricVerdict
 PASSED, REGRESSED, UNDECIDED = 0, 1, 5
 
 
+class Judged(NamedTuple):
+    """A drive judged against its baseline: its name, and both sides' builds."""
+
+    drive: str
+    #: "build 1.2.3 against 1.2.2" ("" where not known: records made before builds)
+    builds: str = ""
+
+
 @dataclass(frozen=True)
 class DriveVerdicts:
     """One drive's verdicts against its baseline."""
 
     drive: str
     verdicts: tuple[MetricVerdict, ...]
+    #: both sides' builds ("build 1.2.3 against 1.2.2"; "" where not known)
+    builds: str = ""
+
+    @property
+    def named(self) -> str:
+        """The drive with both sides' builds: 'lab (loop3), build 1.2.3 against 1.2.2'."""
+        return f"{self.drive}, {self.builds}" if self.builds else self.drive
 
     @property
     def counts(self) -> Counter[str]:
@@ -70,12 +86,12 @@ class DriveVerdicts:
         )
 
 
-def by_drive(verdicts: Sequence[tuple[str, MetricVerdict]]) -> list[DriveVerdicts]:
+def by_drive(verdicts: Sequence[tuple[Judged, MetricVerdict]]) -> list[DriveVerdicts]:
     """(drive, verdict) pairs grouped by drive, in the order the drives come."""
-    drives: dict[str, list[MetricVerdict]] = {}
+    drives: dict[Judged, list[MetricVerdict]] = {}
     for drive, verdict in verdicts:
         drives.setdefault(drive, []).append(verdict)
-    return [DriveVerdicts(drive, tuple(found)) for drive, found in drives.items()]
+    return [DriveVerdicts(d.drive, tuple(found), d.builds) for d, found in drives.items()]
 
 
 def gate(drives: Sequence[DriveVerdicts], allow_unknown: float = 0.0) -> tuple[int, str]:
@@ -106,10 +122,11 @@ def _percent(share: float) -> str:
 
 
 def summary_lines(drives: Sequence[DriveVerdicts]) -> list[str]:
-    """A screen's summary: a line per drive with its counts, and what to do under it."""
+    """A screen's summary: a line per drive (and its builds) with its counts, and what to do
+    under it."""
     lines = []
     for d in drives:
-        lines.append(f"{d.drive}: {d.counted()}")
+        lines.append(f"{d.named}: {d.counted()}")
         advice = d.advice()
         if advice:
             lines.append(f"  {advice}")

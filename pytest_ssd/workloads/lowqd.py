@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import FioJob, Pattern, format_bytes
 from pytest_ssd.fio.results import JobResult
+from pytest_ssd.results.history import repetition_name
 from pytest_ssd.state.layout import Region
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -148,8 +149,11 @@ def point_seed(pattern: Pattern, point: Point) -> int:
 
 
 def job_name(pattern: Pattern, point: Point) -> str:
-    """'rnd-q1-r070-n2': pattern, QD, read share, repetition."""
-    return f"{pattern}-q{point.queue_depth}-r{point.read_pct:03d}-n{point.repetition}"
+    """'rnd-q1-r070-n2': pattern, QD, read share, repetition (history's series of the point
+    holds its repetitions: :func:`~pytest_ssd.results.history.repetition_name`)."""
+    return repetition_name(
+        f"{pattern}-q{point.queue_depth}-r{point.read_pct:03d}", point.repetition
+    )
 
 
 def points(plan: LowQdPlan) -> tuple[Point, ...]:

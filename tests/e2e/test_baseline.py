@@ -132,7 +132,7 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
 ) -> None:
     device = ram_loop
     target = (f"--dut={device}", f"--ssd-confirm={device}", "-k", POINTS, "--ssd-repeat=5")
-    base = run_ssd(*target, "--dut-label=build 1")
+    base = run_ssd(*target, "--dut-label=build 1", "--ssd-build=1.0")
     _clean(base)
     base.result.assert_outcomes(passed=2)
 
@@ -142,6 +142,7 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
         new = run_ssd(
             *target,
             "--dut-label=build 2",
+            "--ssd-build=2.0",
             "--ssd-baseline=build 1",
             f"--junitxml={junit}",
             f"--datasheet={sheet}",
@@ -151,7 +152,9 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
     new.result.assert_outcomes(passed=1, failed=1)
     # the run's own summary says it per drive, as the gate does
     summary = out[out.index("pytest-ssd: against the baseline") :]
-    assert re.search(r"\n\S+ against run \S+, build 1: [1-9]\d* regressed, ", summary), summary
+    assert re.search(  # ... naming both sides' builds
+        r"\n\S+ against run \S+, build 1, build 2.0 against 1.0: [1-9]\d* regressed, ", summary
+    ), summary
     assert re.search(r"\ngate failed: \S+ against run \S+, build 1 regressed\n", summary)
     verdicts = _verdicts(new)
     # the slowed point: fewer MiB/s, longer latencies, each beyond the noise
@@ -170,13 +173,14 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
     # the failure is one line of the regressed point
     failed = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 1 and "rnd-read" in failed[0], failed
+    assert "build 2.0 against 1.0: rnd-read read " in out, "the failure names both builds"
     assert "× the baseline (95 % CI" in out and "p = 0.004" in out
     # the write the cgroup left alone: never regressed (a machine busier during the baseline's
     # run than during this one can make it truly faster: "improved" is a real difference)
     writes = {k: v["verdict"] for k, v in verdicts.items() if k[0] == "rnd-write"}
     assert writes and set(writes.values()) <= {"same", "unknown", "improved"}, writes
     props = _junit_properties(junit, "rnd-read]")
-    assert props["rnd-read.read.iops.baseline"] == "same"
+    assert props["rnd-read.read.iops.baseline"] == "same" and props["ssd.build"] == "2.0"
     assert props["rnd-read.read.bw_mib_s.baseline"] == "regressed"
     assert float(props["rnd-read.read.iops.baseline_ratio"]) < 0.2
     assert props["baseline.regressed"] != "0"
@@ -197,13 +201,18 @@ def test_a_slowed_build_regresses_and_fails_its_test_and_the_gate(
     )
     assert re.search(r"^gate failed: build 2 \(\S+\) regressed$", table, re.M), table
     page = (tmp_path / "c.html").read_text()
-    assert 'id="ssd-baseline"' in page and "build 2 against build 1" in page
+    # the report's part names both sides' builds
+    assert all(s in page for s in ('id="ssd-baseline"', "build 2 against ", "2.0 against 1.0"))
     # the gate given the run's datasheet judges as the run did
     code = main([*gate, "--datasheet", str(sheet)])
     table = capsys.readouterr().out
     assert code == 1, table
     assert re.search(r"^regressed  .*· rnd-read read MiB/s:", table, re.M), table
-    assert re.search(r"^build 2 \(\S+\): \d+ regressed, \d+ improved, [1-9]\d* same,", table, re.M)
+    assert re.search(
+        r"^build 2 \(\S+\), build 2.0 against 1.0: \d+ regressed, \d+ improved, [1-9]\d* same,",
+        table,
+        re.M,
+    ), table
 
 
 def test_one_run_against_one_is_unknown_never_a_pass_or_a_fail(
@@ -221,8 +230,10 @@ def test_one_run_against_one_is_unknown_never_a_pass_or_a_fail(
     new.result.assert_outcomes(passed=1)
     said = new.result.stdout.str()
     assert re.search(
-        r"\n\S+ against run \S+, one: 0 regressed, 0 improved, 0 same, \d+ unknown", said
-    )
+        r"\n\S+ against run \S+, one, unknown build against unknown build: 0 regressed,"
+        r" 0 improved, 0 same, \d+ unknown",
+        said,
+    ), "a loop device without --ssd-build: no build on either side, and it says so"
     assert "  run 3 more repeats a side (--ssd-repeat=4 on both builds)" in said
     assert "gate failed: not judged: " in said
     verdicts = _verdicts(new)
@@ -234,7 +245,11 @@ def test_one_run_against_one_is_unknown_never_a_pass_or_a_fail(
     assert main(gate) == 5, "a gate that judged nothing has not passed"
     table = capsys.readouterr().out
     lines = table.splitlines()
-    assert re.match(r"other \(\S+\): 0 regressed, 0 improved, 0 same, \d+ unknown$", lines[-3])
+    assert re.match(
+        r"other \(\S+\), unknown build against unknown build: 0 regressed, 0 improved, 0 same,"
+        r" \d+ unknown$",
+        lines[-3],
+    ), lines
     assert lines[-2].startswith("  run 3 more repeats a side (--ssd-repeat=4 on both builds)")
     assert lines[-1].startswith("gate failed: not judged: other"), table
     assert main([*gate, "--allow-unknown"]) == 0, "unless the pipeline allows unknowns"

@@ -68,6 +68,7 @@ def test_a_resume_with_other_tests_or_options_is_refused_and_the_same_one_resume
         ),
         "--ssd-idle after-purge=5 here, none in run": ("--ssd-idle=after-purge=5",),
         "--ssd-purge discard here, none in run": ("--ssd-purge=discard",),
+        "--ssd-build B here, none in run": ("--ssd-build=B",),  # a resume keeps its build
     }
     for said, args in other.items():
         line = _refusal(_argv(dev, reports, "--ssd-resume=last", *args))

@@ -186,6 +186,7 @@ def _mount(*args: str) -> None:
 
 #: (column, table) each migration after the first added, by the version it brought
 _ADDED = {
+    6: [("build", "run_devices")],
     5: [(column, "measurements") for column in ("series_key", "firmware", "serial")],
     4: [("seq", table) for table in schema.SEQ_TABLES],
     3: [("host", "run_devices")],

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.device.dut import DEFAULT_SCRATCH_SIZE, DutSpec, dut_spec, parse_size
+from pytest_ssd.site.dut import Dut
+from tests.unit.purge_fakes import nvme_identity
 
 
 @pytest.mark.parametrize(
@@ -33,3 +35,26 @@ def test_scratch_defaults_and_sizes() -> None:
 def test_bad_values_say_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=message):
         dut_spec(text)
+
+
+@pytest.mark.parametrize(
+    ("builds", "index", "firmware", "build"),
+    [
+        (("A",), 1, "7.2.22", "A"),  # once: every device's
+        (("A", "B"), 1, "7.2.22", "B"),  # once per --dut, in order
+        ((), 0, "7.2.22", "7.2.22"),  # none given: the firmware the drive reports (id-ctrl's)
+        ((), 0, None, None),  # a loop device, a file: none, never invented
+    ],
+)
+def test_a_devices_build_is_the_option_else_its_firmware_else_none(
+    builds: tuple[str, ...], index: int, firmware: str | None, build: str | None
+) -> None:
+    dut = Dut(
+        id="d",
+        path=Path("/dev/nvme0n1"),
+        identity=nvme_identity(firmware=firmware),
+        scratch=False,
+        readonly=True,
+    )
+    dut.name_build(builds, index)
+    assert dut.build == build and dut.describe()["build"] == build

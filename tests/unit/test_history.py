@@ -6,6 +6,7 @@ back by the queries and the command line.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from pytest_ssd.cli.history import changes, graph, table
 from pytest_ssd.db import ResultsDb, RunWriter, TestDone, TestRecords
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.db.history import FoundSeries, find_series, history
-from pytest_ssd.results.history import HistoryRow, SeriesIdentity
+from pytest_ssd.results.history import HistoryRow, SeriesIdentity, without_repetition
 from pytest_ssd.results.record import Measurement, SeriesRecord
 from tests.unit.db_fixtures import CORNERS, corner, description
 
@@ -153,7 +154,7 @@ def _build_row(build: str, iops: float, p99_us: float, run: str) -> HistoryRow:
     p99s = tuple(p99_us * k for k in (1.0, 1.01, 0.99, 1.005, 0.995))
     return HistoryRow(
         run, f"2026-11-0{run[-1]}T10:00", "lab", build, "S1", "read", 5, iops, iops / 256,
-        {50.0: p99_us / 4, 99.0: p99_us, 99.9: None}, "pooled bins", each, p99s,
+        {50.0: p99_us / 4, 99.0: p99_us, 99.9: None}, "pooled bins", each, p99s, build,
     )  # fmt: skip
 
 
@@ -178,3 +179,97 @@ def test_changes_between_builds_are_judged_on_their_repeats_and_drawn(tmp_path: 
     assert "<!-- p99 latency (ms) -->" in svg, "the axis in the unit of its values"
     assert "<!-- 1.2 -->" in svg and "<!-- 0.50× -->" in svg, "builds on x, the change marked"
     assert "host host" not in one.identity.describe() and "host 10.0.0.7:22" in svg
+
+
+LOW_QD = "suites/csd/test_lowqd.py::test_low_qd[{dut}-rnd-cssd1-qd1-r70]"
+
+
+def _repetitions(run_id: str, target: Path | str, build: str | None) -> str:
+    """A run of one low-QD point measured as three repetitions (rnd-q1-r070-n0 .. n2), each
+    with its histogram; the drive's build *build*. The point's test id."""
+    drive = {**_drive("S1", "1.0"), "build": build}
+    writer = RunWriter(target, run_id, Path("/nonexistent") / run_id, {"cpu": "Xeon"})
+    writer.add_device("d0", drive, drive["label"])
+    test = LOW_QD.format(dut="d0")
+    found = []
+    for repetition, bins in enumerate([*REPEATS, [(400_000, 100)]]):
+        m = _measured(1, 1000.0 * (repetition + 1))
+        name = f"rnd-q1-r070-n{repetition}"
+        m = Measurement(**{**m.as_dict(), "test": test, "name": name})
+        ns, count = zip(*bins, strict=True)
+        series = SeriesRecord(device="d0", name=f"{name}.clat-read", meta={}, file="")
+        found.append((m, (series, pack({"ns": ns, "count": count}))))
+    writer.add(TestRecords(test, [m for m, _ in found], series=[s for _, s in found]))
+    writer.finish({"passed": 1}, complete=True)
+    return test
+
+
+def test_a_points_repetitions_are_one_series_their_spread_its_repeats(
+    db_target: Path | str,
+) -> None:
+    _repetitions("run-1", db_target, "A")
+    with ResultsDb(db_target) as db:
+        found = find_series(db.conn, point="r070")
+        assert len(found) == 1, found  # was three: one per repetition
+        one = found[0]
+        assert one.identity.point == LOW_QD.format(dut="").replace("[-", "[") + " rnd-q1-r070"
+        assert one.measurements == 3 and one.runs == 1 and one.keys == (one.key,)
+        (row,) = history(db.conn, *one.keys)
+    assert row.n == 3 and row.iops_each == (1000.0, 2000.0, 3000.0) and row.iops == 2000.0
+    # every repetition's histogram pooled: 300 I/Os, the slowest third at 400 µs
+    assert row.source == "pooled bins" and row.percentiles[99.0] == 400.0
+    assert row.build == "A"
+
+
+def test_a_database_keyed_per_repetition_is_read_as_one_series(tmp_path: Path) -> None:
+    """Runs recorded before repetitions were one series keep a key per repetition: read so."""
+    db = tmp_path / "results.sqlite"
+    test = _repetitions("run-1", db, "A")
+    _repetitions("run-2", db, "B")
+    raw = sqlite3.connect(db)
+    with raw:  # each repetition under the key an older pytest-ssd gave it
+        for (name,) in raw.execute("SELECT DISTINCT name FROM measurements").fetchall():
+            old = replace(_stored(raw), point=f"{test.replace('[d0-', '[')} {name}")
+            raw.execute(
+                "INSERT OR IGNORE INTO series_keys VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (old.key, *old.as_dict().values()),
+            )
+            raw.execute("UPDATE measurements SET series_key = ? WHERE name = ?", (old.key, name))
+        raw.execute("DELETE FROM series_keys WHERE point NOT LIKE '%-n_'")
+    raw.close()
+    with ResultsDb(db) as reader:
+        (one,) = find_series(reader.conn, point="r070")
+        assert one.identity == _stored_of(reader)  # its point without the repetition
+        assert one.measurements == 6 and one.runs == 2 and len(one.stored) == 3
+        assert [s.key for s in find_series(reader.conn, key=one.key[:5])] == [one.key]
+        rows = history(reader.conn, *one.keys)
+    assert [(r.run_id, r.n, r.build) for r in rows] == [("run-1", 3, "A"), ("run-2", 3, "B")]
+
+
+def _stored(raw: sqlite3.Connection) -> SeriesIdentity:
+    row = raw.execute("SELECT * FROM series_keys").fetchone()
+    return SeriesIdentity(*row[1:])
+
+
+def _stored_of(reader: ResultsDb) -> SeriesIdentity:
+    row = reader.conn.execute("SELECT * FROM series_keys").fetchone()
+    return without_repetition(SeriesIdentity(*list(row)[1:]))
+
+
+def test_history_names_builds_and_keeps_those_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "results.sqlite"
+    for run_id, build in (("run-1", "A"), ("run-2", None), ("run-3", "B")):
+        _repetitions(run_id, db, build)
+    with ResultsDb(db) as reader:
+        (one,) = find_series(reader.conn)
+        rows = history(reader.conn, *one.keys)
+    assert [r.shown_build for r in rows] == ["A", "unknown build", "B"]
+    assert [c.build for c in changes(rows)] == ["unknown build", "unknown build", "B", "B"]
+    assert main(["history", "--db", str(db), "--build", "B", "--build", "A"]) == 0
+    out = capsys.readouterr().out
+    assert "run-1" in out and "run-3" in out and "run-2" not in out
+    assert main(["history", "--db", str(db), "--build", "C"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "its builds: A, unknown build, B" in err

@@ -33,3 +33,15 @@ def test_figures_keep_six_digits_and_whole_numbers_stay_whole() -> None:
         "12345700",
         "1e+300",
     ]
+
+
+def test_a_drives_name_is_written_as_given_not_as_a_figure() -> None:
+    """A build "2.0" is not 2, a firmware "1.10" not 1.1 (the e2e baseline run met the first)."""
+    pairs = [
+        ("ssd.build", "2.0"),
+        ("ssd.firmware", "1.10"),
+        ("ssd.serial", "1e5"),
+        ("ssd.label", "3.50"),
+        ("ssd.prefill.bytes", "4096.0"),
+    ]
+    assert properties(pairs) == [*pairs[:4], ("ssd.prefill.bytes", "4096")]

@@ -36,7 +36,8 @@ def write_repeated(
     """Four corners, each run once per factor (5 times); a corner in *slow* at that share of
     its IOPS."""
     writer = RunWriter(db, run_id, db.parent / run_id, environment or {"host": "lab"})
-    writer.add_device("d0", description("d0", label), label)
+    build = label.removeprefix("fw ")  # the build under test: "fw 2" measured build 2
+    writer.add_device("d0", {**description("d0", label), "build": build}, label)
     for number, shape in enumerate(CORNERS):
         iops = 1000.0 * (number + 1) * slow.get(shape[0], 1.0)
         runs = [corner("d0", shape, iops * k) for k in factors]
@@ -63,20 +64,20 @@ def test_the_gate_fails_on_the_slowed_corner_alone(
     table = capsys.readouterr().out
     test = "suites/smoke/test_corners.py::test_four_corners[rnd-read]"
     lines = table.splitlines()
-    drive = lines.index("== fw 2 (d0)")
+    drive = lines.index("== fw 2 (d0), build 2 against 1")  # both sides' builds named
     worst = lines[drive + 1]  # IOPS and MiB/s moved alike: either is the worst
     assert worst.startswith(f"regressed  {test} · rnd-read read "), worst
     assert ": 0.50× the baseline (95 % CI" in worst, "the drive, then its worst line first"
     assert not any(line.startswith("same ") for line in lines), "'same' is counted, not listed"
     assert lines[-2:] == [
-        "fw 2 (d0): 2 regressed, 0 improved, 26 same, 0 unknown",
+        "fw 2 (d0), build 2 against 1: 2 regressed, 0 improved, 26 same, 0 unknown",
         "gate failed: fw 2 (d0) regressed",
     ]
     assert 'id="ssd-baseline"' in out.read_text()
     # the other way round: an improvement, and the gate passes
     assert main(["--db", str(db), "compare", "fw 2", "fw 1", "--gate", "-o", str(out)]) == 0
     assert capsys.readouterr().out.splitlines()[-2:] == [
-        "fw 1 (d0): 0 regressed, 2 improved, 26 same, 0 unknown",
+        "fw 1 (d0), build 1 against 2: 0 regressed, 2 improved, 26 same, 0 unknown",
         "gate passed: no regression",
     ]
 
@@ -193,12 +194,12 @@ def test_drives_are_paired_by_what_they_are_never_by_position(
     _two_drives(db, "run-b", "fw 2", ("S2", "S1"))  # the --dut order swapped
     with ResultsDb(db) as found:
         verdicts = compare_runs(found, "run-a", "run-b")
-    iops = {drive: v.verdict for drive, v in verdicts if v.metric == "iops"}
+    iops = {drive.drive: v.verdict for drive, v in verdicts if v.metric == "iops"}
     assert iops == {"fw 2 (d0)": "same", "fw 2 (d1)": "same"}, "by id: 2x and 0.5x"
     _two_drives(db, "run-c", "fw 3", ("S1", "S3"))  # a drive the baseline never measured
     with ResultsDb(db) as found:
         verdicts = compare_runs(found, "run-a", "run-c")
-    assert {drive for drive, _ in verdicts} == {"fw 3 (d0)"}, "S3 is not judged against S2"
+    assert {drive.drive for drive, _ in verdicts} == {"fw 3 (d0)"}, "S3 is not judged against S2"
     assert pair_drives([("serial S1", "a"), ("serial S2", "b")], [("d0", "serial S3")]) == (
         {},
         ["d0 (serial S3) is not judged: the baseline run did not measure that drive"

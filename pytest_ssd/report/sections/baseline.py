@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pytest_ssd.db import DriveResults
 from pytest_ssd.figures.verdicts import Row, ratio_intervals
 from pytest_ssd.report.sections.base import Context, Section, table
+from pytest_ssd.results.history import builds_against
 from pytest_ssd.verdict.baseline import RECORD, judge_points, runs_of, states_of
 from pytest_ssd.verdict.judge import MetricVerdict
 from pytest_ssd.verdict.summary import DriveVerdicts
@@ -23,19 +24,23 @@ TITLE = "Against the baseline"
 
 
 def recorded(drives: Sequence[DriveResults]) -> list[DriveVerdicts]:
-    """The verdicts this run's tests recorded (``--ssd-baseline``), per drive."""
-    found = [
-        DriveVerdicts(
-            drive.drive.name,
-            tuple(
-                MetricVerdict.from_dict(one)
-                for record in drive.derived
-                if record.name == RECORD
-                for one in record.values.get("verdicts", [])
-            ),
+    """The verdicts this run's tests recorded (``--ssd-baseline``), per drive, named with
+    both sides' builds where the records say them."""
+    found = []
+    for drive in drives:
+        records = [record.values for record in drive.derived if record.name == RECORD]
+        builds = next((r["builds"] for r in records if r.get("builds")), None)
+        found.append(
+            DriveVerdicts(
+                drive.drive.name,
+                tuple(
+                    MetricVerdict.from_dict(one)
+                    for values in records
+                    for one in values.get("verdicts", [])
+                ),
+                builds or "",
+            )
         )
-        for drive in drives
-    ]
     return [d for d in found if d.verdicts]
 
 
@@ -81,7 +86,7 @@ def _drive(ctx: Context, drive: DriveVerdicts, title: str) -> str:
     """A drive's verdicts: its counts, a table worst first, the worst rows' ratios drawn."""
     ranked = drive.worst_first()
     advice = drive.advice()
-    body = f"<h3>{html.escape(drive.drive)}: {html.escape(drive.counted())}</h3>"
+    body = f"<h3>{html.escape(drive.named)}: {html.escape(drive.counted())}</h3>"
     body += f"<p>{html.escape(advice)}</p>" if advice else ""
     body += table(HEADER, [_cells(v) for v in ranked])
     rows = [
@@ -91,7 +96,7 @@ def _drive(ctx: Context, drive: DriveVerdicts, title: str) -> str:
     ]
     if rows:
         drawn = rows[:FIGURE_ROWS]
-        name = f"{title}: {drive.drive}"
+        name = f"{title}: {drive.named}"
         if len(rows) > len(drawn):
             name += f" (the {len(drawn)} worst of {len(rows)})"
         body += ctx.figures.html(ratio_intervals(drawn, name), f"{name}: ratios")
@@ -111,7 +116,8 @@ def section(ctx: Context) -> Section | None:
         verdicts, title = between(base, new, ctx.tolerances), f"{labels[1]} against {labels[0]}"
         if all(min(v.base_n, v.new_n) < 2 for v in verdicts):
             return None  # no repeats: nothing to judge, a plain comparison (the pair section)
-        drives = [DriveVerdicts(new.drive.name, tuple(verdicts))] if verdicts else []
+        builds = builds_against(new.drive.build, base.drive.build)
+        drives = [DriveVerdicts(new.drive.name, tuple(verdicts), builds)] if verdicts else []
     if not drives:
         return None
     return Section("ssd-baseline", title, "".join(_drive(ctx, d, title) for d in drives))

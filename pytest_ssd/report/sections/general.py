@@ -14,6 +14,7 @@ from pytest_ssd.report.conformance import conformance_html
 from pytest_ssd.report.sections.base import Context, Section, table
 from pytest_ssd.report.summary import tables_html
 from pytest_ssd.report.transitions import transitions_html
+from pytest_ssd.results.history import build_name
 from pytest_ssd.results.record import verdict_order
 
 #: environment keys shown, in this order, with their names
@@ -55,6 +56,7 @@ def devices(ctx: Context) -> Section:
                 _e(ident.get("model")),
                 _e(ident.get("serial")),
                 _e(ident.get("firmware")),
+                _e(build_name(d.drive.build)),
                 f"{binary_size(size)} ({decimal_size(size)})",
                 f"{_e(ident.get('logical_block_size'))}/{_e(ident.get('physical_block_size'))}",
                 _e(ident.get("transport")),
@@ -76,6 +78,7 @@ def devices(ctx: Context) -> Section:
         "model",
         "serial",
         "firmware",
+        "build",
         "capacity",
         "LBA/phys (B)",
         "transport",
