@@ -24,10 +24,11 @@ from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import FioOutput, JobResult
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
+from pytest_ssd.host.cpu import host_cpus, read_times
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.proc import Completed
 from pytest_ssd.results.files import storage_error, write_atomic
-from pytest_ssd.results.history import PROFILE_KEY, STATE_KEY
+from pytest_ssd.results.history import HOST_CPUS, PROFILE_KEY, STATE_KEY
 from pytest_ssd.results.record import (
     DERIVED_PROPERTY,
     PROPERTY,
@@ -119,6 +120,8 @@ class SsdBench:
     _layout: Layout | None = None
     #: the health sampler of the last ``run`` (its samples, or why there are none)
     health: Sampler | None = None
+    #: the device's machine's CPUs during the last run (:func:`pytest_ssd.host.cpu.host_cpus`)
+    _cpus: dict[str, float] | None = None
     _runs: int = 0
     #: a line by elapsed time is shown (``progress``): the runs inside show none of their own
     _ticking: bool = False
@@ -229,9 +232,13 @@ class SsdBench:
                 self._env.services.same()
             self._observe(jobs)
         started = time.time()
+        before = read_times(self._env.services.machine)
         with self._env.services.sampler() as sampler:
             results = batch.measure(jobs)
         ended = time.time()
+        self._cpus = host_cpus(
+            before, read_times(self._env.services.machine), results, ended - started
+        )
         self._keep_health(sampler, jobs[0].name)
         for job in jobs:
             self._note_written(job)
@@ -258,6 +265,8 @@ class SsdBench:
             follow = Progress(label, planned, self._writer(folder))
         # planned short, yet running long (a slow device, a busy host): its elapsed time
         ticker = self.progress(every[-1].name, folder) if follow is None else follow
+        machine = self._env.services.machine
+        before = read_times(machine)  # what else the machine did meanwhile (host.cpu)
         with (
             ticker,
             self._env.services.sampler() as sampler,
@@ -271,6 +280,8 @@ class SsdBench:
                 runner=runner,
                 on_status=on_status,
             )
+        wall = fio_run.ended - fio_run.started
+        self._cpus = host_cpus(before, read_times(machine), fio_run.output.jobs, wall)
         self._keep_health(sampler, every[0].name)
         for job in every:
             self._note_written(job)
@@ -401,6 +412,8 @@ class SsdBench:
         # what the measurement's series needs beside the job (pytest_ssd.results.history)
         workload[STATE_KEY] = str(self.need.state) if self.need is not None else None
         workload[PROFILE_KEY] = self.profile.name
+        if self._cpus is not None:  # the machine's CPUs busy during the run, fio's and others'
+            workload[HOST_CPUS] = self._cpus
         measurement = Measurement(
             test=self._node.nodeid,
             device=self.dut.id,

@@ -107,11 +107,16 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "calibrate",
         parents=[after],
-        help="a run's even repeats against its odd ones (A/A, interleaved): can this host"
-        " and these repeats carry a gate? exit 1 on a false claim, 5 when nothing was judged",
+        help="an unchanged build against itself (A/A): can this host and these repeats carry"
+        " a gate, with which bands? exit 1 on a false claim, 5 when nothing was judged",
     )
     p.add_argument(
-        "run", metavar="RUN", help="a run id (or label: its newest run), --ssd-repeat>=8"
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a run id or label (its newest run): its even repeats against its odd ones"
+        " (--ssd-repeat=8 or more); or two runs of one build: the second against the first,"
+        " and the bands of 'same' the host needs",
     )
     _band_options(p)
     p.set_defaults(func=commands.calibrate)

@@ -254,31 +254,47 @@ def _bands(args: argparse.Namespace) -> Tolerances:
 
 
 def calibrate(args: argparse.Namespace) -> int:
-    """A run's even repeats judged against its odd ones (:mod:`pytest_ssd.verdict.calibrate`):
-    the gate's table and each drive's shares; exit 1 on a false claim, 5 when nothing could
-    be judged (fewer than 8 repeats: 4 a side bound an interval)."""
-    from pytest_ssd.verdict.calibrate import CLAIMS, SIDES, calibrate_run, shares  # noqa: PLC0415
+    """An unchanged build judged against itself (:mod:`pytest_ssd.verdict.calibrate`): one run's
+    even repeats against its odd ones, or a second run against a first as the gate judges
+    it, with the bands that host needs; the table and each drive's shares; exit 1 on a
+    false claim, 5 when nothing could be judged."""
+    from pytest_ssd.verdict import calibrate as aa  # noqa: PLC0415
 
+    if len(args.runs) > 2:
+        raise ConfigError(f"calibrate takes one run or two (given: {len(args.runs)})")
     tolerances = _bands(args)
     with ResultsDb(args.db) as db:
-        judged = by_drive(calibrate_run(db, args.run, tolerances))
-    print(f"{args.run}: {SIDES[1]} against {SIDES[0]} (A/A, interleaved as taken)")
+        if len(args.runs) == 1:
+            found = aa.calibrate_run(db, args.runs[0], tolerances)
+            print(f"{args.runs[0]}: {aa.SIDES[1]} against {aa.SIDES[0]} (interleaved as taken)")
+        else:
+            found = compare_runs(db, args.runs[0], args.runs[1], tolerances)
+            print(f"{args.runs[1]} against {args.runs[0]}: one build, two runs")
+    judged = by_drive(found)
     print_table(judged, "not shown here")
     print("== summary")
     for d in judged:
-        print(f"{d.drive}: {shares(d.verdicts)}")
-    claimed = [d.drive for d in judged if any(d.counts[word] for word in CLAIMS)]
+        print(f"{d.named}: {aa.shares(d.verdicts)}")
+    if len(args.runs) == 2:  # what this host's runs of one build need of the band of "same"
+        print("bands (a datasheet's [baseline], or --tolerance METRIC=PERCENT):")
+        for metric, (near, far) in aa.bands_needed([v for _, v in found]).items():
+            print(f"  {metric}: no claim from ±{_pct(near)}, every line 'same' from ±{_pct(far)}")
+    claimed = [d.named for d in judged if any(d.counts[word] for word in aa.CLAIMS)]
     if claimed:
         print(f"calibration failed: an unchanged drive was judged changed on {', '.join(claimed)}")
         return REGRESSED
     if not any(d.counts["same"] for d in judged):
         print(
             "calibration not judged: no line was 'same' (4 repeats a side bound an interval:"
-            " measure with --ssd-repeat=8 or more)"
+            " one run of --ssd-repeat=8 or more, or two of --ssd-repeat=4 or more)"
         )
         return UNDECIDED
     print("calibration passed: no false claim")
     return PASSED
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.3g} %"
 
 
 #: lines a drive's verdicts other than "same" take in the gate's table; the report lists all

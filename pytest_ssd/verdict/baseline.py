@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ssd.db.model import shared_test_id
-from pytest_ssd.results.history import STATE_KEY
+from pytest_ssd.results.history import HOST_CPUS, STATE_KEY
 from pytest_ssd.results.record import Measurement
 from pytest_ssd.verdict.environment import demoted, differences
 from pytest_ssd.verdict.judge import MetricVerdict, judge_point
@@ -38,7 +38,8 @@ def runs_of(measurements: Iterable[Measurement], dut_id: str) -> dict[str, list[
     points: dict[str, list[dict[str, Any]]] = {}
     for m in measurements:
         key = point_key(shared_test_id(m.test, dut_id), m.name)
-        points.setdefault(key, []).append(m.metrics)
+        cpus = m.workload.get(HOST_CPUS)  # what else its machine did (judge.busier)
+        points.setdefault(key, []).append({**m.metrics, HOST_CPUS: cpus} if cpus else m.metrics)
     return points
 
 

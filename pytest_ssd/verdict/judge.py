@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from pytest_ssd.results.history import HOST_CPUS
 from pytest_ssd.results.record import percentile_us
 from pytest_ssd.verdict.metrics import METRICS
 from pytest_ssd.verdict.stats import (
@@ -51,6 +52,16 @@ VERDICTS = ("regressed", "improved", "same", "unknown")
 #: the one-sided significance level, and the interval's confidence
 ALPHA = 0.05
 LEVEL = 0.95
+#: CPUs of other work on the device's machine that must differ between the sides to matter
+BUSIER = 0.5
+#: what a verdict's reason says when the machine was busier during the side it blames
+OTHER_WORK = "other work on the device's machine"
+#: what a verdict's reason says when a side's repeats trend one way
+DRIFTS = "repeats drift"
+#: the I/Os a run must hold beyond a percentile for it to be judged: a p99.99 of 10,000 I/Os
+#: is one I/O (resolved, and shown), and one I/O moves with every run; 10 place it
+#: (p99.99: 100,000 I/Os, p99.9: 10,000, p99: 1,000)
+TAIL_IOS = 10
 #: the narrowest tolerance band a baseline's spread gives (5 %)
 TOLERANCE_FLOOR = 0.05
 #: a baseline spread wider than this (derived, not given) never makes a verdict "same"
@@ -62,9 +73,14 @@ BEYOND_THE_HOST = 2.0
 
 
 def metric_value(direction: Mapping[str, Any], metric: str) -> float | None:
-    """One run's figure: None when absent or an unresolved percentile (never judged)."""
+    """One run's figure: None when absent, or a percentile the run cannot resolve or holds
+    fewer than :data:`TAIL_IOS` I/Os beyond (never judged)."""
     if metric.startswith("p") and metric.endswith("_us"):
-        return percentile_us(dict(direction), float(metric[1:-3]))
+        p = float(metric[1:-3])
+        samples = (direction.get("clat") or {}).get("samples")
+        if samples is not None and samples * (100 - p) / 100 < TAIL_IOS:
+            return None
+        return percentile_us(dict(direction), p)
     value = direction.get(metric)
     return None if value is None else float(value)
 
@@ -183,7 +199,7 @@ def drifting(base: Sequence[float], new: Sequence[float]) -> str:
         if p < ALPHA:
             way = "rising" if values[-1] > values[0] else "falling"
             return (
-                f"{side} repeats drift, {way} one after another (trend p = {p:.2g}): the"
+                f"{side} {DRIFTS}, {way} one after another (trend p = {p:.2g}): the"
                 " host changed during that run; measure again on a steady host"
             )
     return ""
@@ -276,7 +292,8 @@ def judge_point(
     verdict names *test* and its *state* group."""
     given = tolerances or Tolerances()
     found: list[MetricVerdict] = []
-    directions = sorted({d for run in base for d in run} & {d for run in new for d in run})
+    both = {d for run in base for d in run} & {d for run in new for d in run}
+    directions = sorted(both - {HOST_CPUS})
     for direction in directions:
         for metric in METRICS:
             b, n = samples(base, direction, metric), samples(new, direction, metric)
@@ -285,4 +302,36 @@ def judge_point(
             tol, source = given.pick(point, metric)
             one = judge(point, direction, metric, b, n, tolerance=tol, tolerance_from=source)
             found.append(replace(one, test=test, state=state))
-    return found
+    return busier(found, base, new)
+
+
+def _others(runs: Sequence[Mapping[str, Any]]) -> float | None:
+    """The median CPUs busy beside fio on the machine over *runs* (None: not recorded)."""
+    values = [(run.get(HOST_CPUS) or {}).get("others") for run in runs]
+    known = [float(v) for v in values if v is not None]
+    return statistics.median(known) if known and len(known) == len(values) else None
+
+
+def busier(
+    verdicts: list[MetricVerdict],
+    base: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+) -> list[MetricVerdict]:
+    """*verdicts* with a claim made "unknown" when the machine did more other work during
+    the side it blames (the new build's repeats of a regression, the baseline's of an
+    improvement) by :data:`BUSIER` CPUs or more: a host's load, not the drive, may have moved
+    it, by any factor (fio waiting for a CPU made a loop device's p99 18 times as long).  A
+    drive that got slower does less I/O, so its machine less work: a true regression never
+    looks busier."""
+    then, now = _others(base), _others(new)
+    if then is None or now is None or abs(now - then) < BUSIER:
+        return verdicts
+    blamed = "regressed" if now > then else "improved"
+    why = (
+        f"{OTHER_WORK}: {now:.1f} CPUs beside fio during the new run's repeats, {then:.1f}"
+        " during the baseline's"
+    )
+    return [
+        replace(v, verdict="unknown", reason=why, repeats_needed=None) if v.verdict == blamed else v
+        for v in verdicts
+    ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from pytest_ssd.verdict.environment import ENVIRONMENT_DIFFERS
-from pytest_ssd.verdict.judge import VERDICTS, MetricVerdict
+from pytest_ssd.verdict.judge import DRIFTS, OTHER_WORK, VERDICTS, MetricVerdict
 
 #: the gate's outcomes (the command's exit codes)
 PASSED, REGRESSED, UNDECIDED = 0, 1, 5
@@ -53,29 +53,46 @@ class DriveVerdicts:
         return ", ".join(f"{counts[word]} {word}" for word in VERDICTS)
 
     def advice(self) -> str | None:
-        """What would decide its unknowns, or None when it has none."""
+        """What would decide its unknowns, each cause with its count; None when it has none."""
         unknown = [v for v in self.verdicts if v.verdict == "unknown"]
         if not unknown:
             return None
+        parts = []
         moved = [v for v in unknown if v.reason.startswith(ENVIRONMENT_DIFFERS)]
         if moved:
-            return (
+            parts.append(
                 f"{len(moved)} unknown because {moved[0].reason}: measure both builds on"
                 " one host in one state (see the report's host and environment)"
             )
-        have = min(min(v.base_n, v.new_n) for v in unknown)
-        needed = [v.repeats_needed for v in unknown if v.repeats_needed]
-        if needed:
-            target = max(needed)
-            more = max(target - have, 1)
-            return (
-                f"run {more} more repeat{'s' if more > 1 else ''} a side"
-                f" (--ssd-repeat={target} on both builds) to decide {len(unknown)} unknown"
+        busier = [v for v in unknown if v.reason.startswith(OTHER_WORK)]
+        if busier:
+            parts.append(
+                f"{len(busier)} unknown because of {busier[0].reason}: measure both builds on"
+                " a quiet host"
             )
-        return (
-            f"{len(unknown)} unknown from runs too noisy to call: quiet the host"
-            " (--ssd-tune, no other load) or set the band (--tolerance, a datasheet's [baseline])"
-        )
+        drifted = [v for v in unknown if DRIFTS in v.reason]
+        if drifted:
+            parts.append(
+                f"{len(drifted)} unknown because a run's repeats drift one way: measure again"
+                " on a steady host"
+            )
+        rest = [v for v in unknown if v not in moved and v not in busier and v not in drifted]
+        decidable = [v for v in rest if v.repeats_needed]
+        if decidable:
+            target = max(v.repeats_needed or 0 for v in decidable)
+            more = max(target - min(min(v.base_n, v.new_n) for v in decidable), 1)
+            parts.append(
+                f"run {more} more repeat{'s' if more > 1 else ''} a side"
+                f" (--ssd-repeat={target} on both builds) to decide {len(decidable)} unknown"
+            )
+        noisy = len(rest) - len(decidable)
+        if noisy:
+            parts.append(
+                f"{noisy} unknown from runs too noisy to call: quiet the host (--ssd-tune, no"
+                " other load), measure longer (--ssd-profile=full) or set the band"
+                " (--tolerance, a datasheet's [baseline])"
+            )
+        return "; ".join(parts)
 
     def worst_first(self) -> list[MetricVerdict]:
         """Regressed, then unknown, improved and same; the largest change first in each."""

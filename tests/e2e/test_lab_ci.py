@@ -324,6 +324,7 @@ def test_the_example_pipeline_runs_as_written_and_its_retry_resumes(
             assert len(cases) == 4, cases  # every test once, the kept ones too
             label = f"b1 127.0.0.1 {lab.drives[slot]}"
             assert {case["ssd.label"] for case in cases} == {label}, cases
+            assert {case["ssd.build"] for case in cases} == {"b1"}, cases
             assert {case["ssd.device"] for case in cases} == {lab.drives[slot].name}, cases
             assert (ran.folder / "run-pages" / "report.html").is_file()
         # no baseline: no gate

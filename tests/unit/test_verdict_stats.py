@@ -202,3 +202,38 @@ def test_an_unresolved_percentile_is_never_judged() -> None:
     assert metrics["iops"] == "regressed"
     assert metrics["bw_mib_s"] == "regressed"
     assert metrics["lat_mean_us"] == "same"
+
+
+def test_a_percentile_few_ios_lie_beyond_is_not_judged() -> None:
+    """p99.99 of 50,000 I/Os is resolved (5 lie beyond it) but moves with every run: only
+    percentiles with 10 I/Os or more beyond them are judged."""
+
+    def run(iops: float) -> dict[str, object]:
+        percentiles = [{"p": p, "us": 900.0 * iops / 1000, "resolved": True} for p in (99.9, 99.99)]
+        clat = {"samples": 50_000, "percentiles": percentiles}
+        return {"read": {"iops": iops, "clat": clat}}
+
+    base = [run(v) for v in RECORDED["free_iops"]]
+    metrics = {v.metric for v in judge_point("rnd-read", base, base)}
+    assert "p99.9_us" in metrics, "50 I/Os beyond it"
+    assert "p99.99_us" not in metrics, "5 I/Os beyond it"
+
+
+def test_the_advice_counts_each_cause_of_unknown_apart() -> None:
+    """More repeats decide an interval that straddles the band, not a spread too wide to
+    call: the advice says which unknowns what would decide."""
+    from pytest_ssd.verdict.summary import DriveVerdicts  # noqa: PLC0415
+
+    straddles = judge("p", "read", "iops", [100, 101, 99, 102, 98], [96, 97, 95, 99, 94])
+    noisy = judge("p", "read", "iops", RECORDED["free_iops"], RECORDED["free_iops"])
+    drifted = judge("p", "read", "iops", [100.0, 97.0, 102.0, 99.0, 101.0], [80, 78, 76, 74, 72])
+    assert [v.verdict for v in (straddles, noisy, drifted)] == ["unknown"] * 3
+    assert straddles.repeats_needed and noisy.repeats_needed is None
+    advice = DriveVerdicts("d", (straddles, noisy, drifted, noisy)).advice()
+    assert advice is not None
+    parts = advice.split("; ")
+    assert parts[0] == (
+        "1 unknown because a run's repeats drift one way: measure again on a steady host"
+    )
+    assert parts[1].startswith("run ") and parts[1].endswith("to decide 1 unknown")
+    assert parts[2].startswith("2 unknown from runs too noisy to call")

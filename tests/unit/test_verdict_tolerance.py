@@ -149,7 +149,7 @@ def test_the_gate_takes_the_datasheet_and_refuses_a_bad_one_in_one_line(
     assert main([*gate, "--datasheet", str(path)]) == 1, "MiB/s still regressed"
     table = capsys.readouterr().out
     # the IOPS inside the sheet's band: counted as same (the table lists what is not)
-    assert "fw 2 (d0): 1 regressed, 0 improved, 27 same, 0 unknown" in table
+    assert "fw 2 (d0), build 2 against 1: 1 regressed, 0 improved, 27 same, 0 unknown" in table
     assert "rnd-read read IOPS" not in table
     assert "· rnd-read read MiB/s: 0.50× the baseline" in table
     # the page the gate writes judges with the same bands as its table
