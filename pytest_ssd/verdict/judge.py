@@ -54,6 +54,9 @@ ALPHA = 0.05
 LEVEL = 0.95
 #: CPUs of other work on the device's machine that must differ between the sides to matter
 BUSIER = 0.5
+#: or the share of the run a task waited for a CPU (PSI): a quarter of it (the VM here: 31 %
+#: quiet at 290,000 IOPS, 81 % with three CPU-bound processes beside)
+WAITED = 0.25
 #: what a verdict's reason says when the machine was busier during the side it blames
 OTHER_WORK = "other work on the device's machine"
 #: what a verdict's reason says when a side's repeats trend one way
@@ -305,11 +308,32 @@ def judge_point(
     return busier(found, base, new)
 
 
-def _others(runs: Sequence[Mapping[str, Any]]) -> float | None:
-    """The median CPUs busy beside fio on the machine over *runs* (None: not recorded)."""
-    values = [(run.get(HOST_CPUS) or {}).get("others") for run in runs]
+def _median_of(runs: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    """The median of the machine's *key* (``host_cpus``) over *runs* (None: not recorded)."""
+    values = [(run.get(HOST_CPUS) or {}).get(key) for run in runs]
     known = [float(v) for v in values if v is not None]
     return statistics.median(known) if known and len(known) == len(values) else None
+
+
+def _busier_side(
+    base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
+) -> tuple[str, str] | None:
+    """("regressed" or "improved": the claim the difference could make, why), or None."""
+    for key, limit, unit in (("others", BUSIER, "CPUs beside fio"), ("waiting", WAITED, "")):
+        then, now = _median_of(base, key), _median_of(new, key)
+        if then is None or now is None or abs(now - then) < limit:
+            continue
+        if unit:
+            said = (
+                f"{now:.1f} {unit} during the new run's repeats, {then:.1f} during the baseline's"
+            )
+        else:
+            said = (
+                f"a task waited for a CPU {now:.0%} of the new run's repeats, {then:.0%} of the"
+                " baseline's"
+            ).replace("%", " %")
+        return ("regressed" if now > then else "improved"), f"{OTHER_WORK}: {said}"
+    return None
 
 
 def busier(
@@ -319,18 +343,15 @@ def busier(
 ) -> list[MetricVerdict]:
     """*verdicts* with a claim made "unknown" when the machine did more other work during
     the side it blames (the new build's repeats of a regression, the baseline's of an
-    improvement) by :data:`BUSIER` CPUs or more: a host's load, not the drive, may have moved
-    it, by any factor (fio waiting for a CPU made a loop device's p99 18 times as long).  A
-    drive that got slower does less I/O, so its machine less work: a true regression never
-    looks busier."""
-    then, now = _others(base), _others(new)
-    if then is None or now is None or abs(now - then) < BUSIER:
+    improvement): :data:`BUSIER` CPUs or more beside fio, or a task waiting for a CPU
+    :data:`WAITED` more of the time (PSI: it keeps rising once every CPU is busy).  A host's
+    load, not the drive, may have moved it, by any factor (fio waiting for a CPU made a loop
+    device's p99 18 times as long).  A drive that got slower does less I/O, so its machine
+    less work: a true regression never looks busier."""
+    found = _busier_side(base, new)
+    if found is None:
         return verdicts
-    blamed = "regressed" if now > then else "improved"
-    why = (
-        f"{OTHER_WORK}: {now:.1f} CPUs beside fio during the new run's repeats, {then:.1f}"
-        " during the baseline's"
-    )
+    blamed, why = found
     return [
         replace(v, verdict="unknown", reason=why, repeats_needed=None) if v.verdict == blamed else v
         for v in verdicts

@@ -267,3 +267,60 @@ def test_a_baseline_the_database_lacks_refuses_the_run_in_one_line(
         " (a pytest-ssd run creates it)"
     ]
     assert not (tmp_path / "reports").exists(), "nothing was made"
+
+
+def machine(run: Any) -> list[dict[str, float]]:
+    """What each measurement of *run* recorded of its machine's CPUs."""
+    return [m["workload"]["host_cpus"] for m in run.results()["measurements"]]
+
+
+@contextlib.contextmanager
+def cpu_load(processes: int) -> Iterator[None]:
+    """*processes* CPU-bound shells of the test's own, killed (and reaped) afterwards."""
+    spinners = [
+        subprocess.Popen(["sh", "-c", "while :; do :; done"], start_new_session=True)
+        for _ in range(processes)
+    ]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait(timeout=30)
+
+
+def test_a_load_beside_the_new_run_is_never_a_regression(
+    run_ssd: Any, ram_loop: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unchanged drive measured again while other work keeps the host's CPUs busy: fio
+    gets less CPU and the random reads slow down (here to about half, their p99 18×), yet
+    each repeat recorded what its machine did beside fio (``workload.host_cpus``), so the
+    gate calls nothing "regressed": those lines are unknown, saying why."""
+    device = ram_loop
+    target = (f"--dut={device}", f"--ssd-confirm={device}", "-k", "rnd-read", "--ssd-repeat=4")
+    quiet = run_ssd(*target, "--dut-label=quiet")
+    _clean(quiet)
+    before = machine(quiet)  # read now: the next run is the report folder's latest
+    with cpu_load(4):
+        loaded = run_ssd(*target, "--dut-label=loaded")
+    _clean(loaded)
+    during = machine(loaded)
+    assert len(before) == len(during) == 4
+    assert all({"busy", "fio", "others", "waiting"} <= set(cpus) for cpus in before + during)
+    assert min(c["busy"] for c in during) > 1.5, "the host's CPUs were busy (2 here)"
+
+    def median(cpus: list[dict[str, float]], key: str) -> float:
+        return sorted(c[key] for c in cpus)[len(cpus) // 2]
+
+    # what makes a claim of the loaded run unknown (verdict.judge.busier), as recorded
+    assert (
+        median(during, "waiting") - median(before, "waiting") >= 0.25
+        or median(during, "others") - median(before, "others") >= 0.5
+    ), (before, during)
+    db = str(loaded.report_dir / "results.sqlite")
+    capsys.readouterr()
+    gate = ["--db", db, "compare", "quiet", "loaded", "--gate", "-o", str(tmp_path / "c.html")]
+    code = main(gate)
+    table = capsys.readouterr().out
+    assert code != 1, table
+    assert not re.search(r"^regressed", table, re.M), table

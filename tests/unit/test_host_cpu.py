@@ -88,3 +88,22 @@ def test_a_tail_many_times_longer_on_a_busier_machine_is_not_claimed() -> None:
     CPU-bound processes started during the new run): no factor is the drive's for sure."""
     (busy,) = judge_point("p", _runs(BASE, 0.7), _runs([v / 18 for v in BASE], 1.4))
     assert busy.verdict == "unknown" and busy.ratio == pytest.approx(1 / 18)
+
+
+def test_a_machine_whose_cpus_are_all_busy_shows_its_load_as_waiting() -> None:
+    """Once every CPU is busy, other work cannot add busy CPUs: the share of the run a task
+    waited for a CPU (PSI) still rises (measured here: 31 % quiet, 81 % beside three
+    CPU-bound processes), and a regression measured then is unknown."""
+
+    def runs(iops: list[float], waiting: float) -> list[dict[str, object]]:
+        cpus = {"busy": 2.0, "fio": 1.1, "others": 0.9, "waiting": waiting}
+        return [{"read": {"iops": v}, "host_cpus": cpus} for v in iops]
+
+    (quiet,) = judge_point("p", runs(BASE, 0.31), runs(SLOW, 0.35))
+    assert quiet.verdict == "regressed"
+    (waited,) = judge_point("p", runs(BASE, 0.31), runs(SLOW, 0.81))
+    assert waited.verdict == "unknown"
+    assert waited.reason == (
+        "other work on the device's machine: a task waited for a CPU 81 % of the new run's"
+        " repeats, 31 % of the baseline's"
+    )
