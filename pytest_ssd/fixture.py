@@ -24,7 +24,6 @@ from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import FioOutput, JobResult
 from pytest_ssd.health import Sampler, summarize
 from pytest_ssd.health.sources import KELVIN
-from pytest_ssd.host.cpu import host_cpus, read_times
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.proc import Completed
 from pytest_ssd.results.files import storage_error, write_atomic
@@ -58,6 +57,7 @@ if TYPE_CHECKING:  # a worker loads matplotlib only when a test hands it a Figur
 
     # and the datasheet machinery only when its device has a datasheet
     from pytest_ssd.specs import Datasheet, SpecLine, Verdict
+    from pytest_ssd.state.cpu import CpuTimes
 
 #: the conformance row of a line checked on a device without a datasheet
 NOT_CHECKED: dict[str, object] = {
@@ -120,7 +120,7 @@ class SsdBench:
     _layout: Layout | None = None
     #: the health sampler of the last ``run`` (its samples, or why there are none)
     health: Sampler | None = None
-    #: the device's machine's CPUs during the last run (:func:`pytest_ssd.host.cpu.host_cpus`)
+    #: the device's machine's CPUs during the last run (:func:`pytest_ssd.state.cpu.host_cpus`)
     _cpus: dict[str, float] | None = None
     _runs: int = 0
     #: a line by elapsed time is shown (``progress``): the runs inside show none of their own
@@ -232,13 +232,11 @@ class SsdBench:
                 self._env.services.same()
             self._observe(jobs)
         started = time.time()
-        before = read_times(self._env.services.machine)
+        before = self._times()
         with self._env.services.sampler() as sampler:
             results = batch.measure(jobs)
         ended = time.time()
-        self._cpus = host_cpus(
-            before, read_times(self._env.services.machine), results, ended - started
-        )
+        self._cpus = _cpus(before, self._times(), results, ended - started)
         self._keep_health(sampler, jobs[0].name)
         for job in jobs:
             self._note_written(job)
@@ -265,8 +263,7 @@ class SsdBench:
             follow = Progress(label, planned, self._writer(folder))
         # planned short, yet running long (a slow device, a busy host): its elapsed time
         ticker = self.progress(every[-1].name, folder) if follow is None else follow
-        machine = self._env.services.machine
-        before = read_times(machine)  # what else the machine did meanwhile (host.cpu)
+        before = self._times()  # what else the machine did meanwhile (state.cpu)
         with (
             ticker,
             self._env.services.sampler() as sampler,
@@ -281,11 +278,17 @@ class SsdBench:
                 on_status=on_status,
             )
         wall = fio_run.ended - fio_run.started
-        self._cpus = host_cpus(before, read_times(machine), fio_run.output.jobs, wall)
+        self._cpus = _cpus(before, self._times(), fio_run.output.jobs, wall)
         self._keep_health(sampler, every[0].name)
         for job in every:
             self._note_written(job)
         return fio_run
+
+    def _times(self) -> CpuTimes | None:
+        """The device's machine's CPU times now (its ``/proc/stat`` and CPU pressure)."""
+        from pytest_ssd.state.cpu import read_times  # noqa: PLC0415  # a measuring run's
+
+        return read_times(self._env.services.machine)
 
     def _writer(self, folder: Path) -> Write:
         """Where live lines go: the terminal (the controller's, under xdist), else a log."""
@@ -631,3 +634,12 @@ def leave_state(bench: SsdBench, passed: bool) -> None:
     keeper = bench._env.kept()
     if keeper is not None:
         keeper.state.after_test(bench.need, bench._node.nodeid, passed)
+
+
+def _cpus(
+    before: CpuTimes | None, after: CpuTimes | None, results: Sequence[JobResult], wall: float
+) -> dict[str, float] | None:
+    """What a measurement records of its machine's CPUs (:func:`pytest_ssd.state.cpu.host_cpus`)."""
+    from pytest_ssd.state.cpu import host_cpus  # noqa: PLC0415  # a measuring run's
+
+    return host_cpus(before, after, results, wall)

@@ -24,7 +24,7 @@ from typing import Any
 STATE_KEY = "state"
 PROFILE_KEY = "profile"
 #: a measurement's machine's CPUs during its run: busy in all, fio's and the others'
-#: (:mod:`pytest_ssd.host.cpu`); not part of a series' key
+#: (:mod:`pytest_ssd.state.cpu`); not part of a series' key
 HOST_CPUS = "host_cpus"
 #: hex digits of a series key (64 bits: one collision in ~4 billion series)
 KEY_DIGITS = 16

@@ -16,13 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pytest_ssd.verdict.judge import BEYOND_THE_HOST, BUSIER, MetricVerdict, beyond_the_host
+from pytest_ssd.verdict.judge import BEYOND_THE_HOST, MetricVerdict, beyond_the_host
 
 #: the host settings (``host_settings`` keys) whose difference can move a measurement
 SETTINGS = ("governor", "boost", "thp", "aslr", "scheduler", "apst", "power-state")
 BUSY = "busy-processes"
-#: other processes' CPU (in CPUs) that must differ between the runs to matter
-BUSY_DIFFERENCE = BUSIER
+#: other processes' CPU (in CPUs) that must differ between the runs to matter (a sample of
+#: half a second at the run's start: coarser than a measurement's own record)
+BUSY_DIFFERENCE = 0.5
 _SHARE = re.compile(r"(\d+)%")
 #: how a verdict's reason says so
 ENVIRONMENT_DIFFERS = "the runs' environments differ"

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.cli import main
+from pytest_ssd.verdict.judge import BUSIER, WAITED
 
 pytestmark = pytest.mark.slow
 
@@ -314,8 +315,8 @@ def test_a_load_beside_the_new_run_is_never_a_regression(
 
     # what makes a claim of the loaded run unknown (verdict.judge.busier), as recorded
     assert (
-        median(during, "waiting") - median(before, "waiting") >= 0.25
-        or median(during, "others") - median(before, "others") >= 0.5
+        median(during, "waiting") - median(before, "waiting") >= WAITED
+        or median(during, "others") - median(before, "others") >= BUSIER
     ), (before, during)
     db = str(loaded.report_dir / "results.sqlite")
     capsys.readouterr()

@@ -325,7 +325,9 @@ def test_the_example_pipeline_runs_as_written_and_its_retry_resumes(
             label = f"b1 127.0.0.1 {lab.drives[slot]}"
             assert {case["ssd.label"] for case in cases} == {label}, cases
             assert {case["ssd.build"] for case in cases} == {"b1"}, cases
-            assert {case["ssd.device"] for case in cases} == {lab.drives[slot].name}, cases
+            # the drive's id: its test host and node (a loop device has no serial)
+            device = f"127.0.0.1-{lab.drives[slot].name}"
+            assert {case["ssd.device"] for case in cases} == {device}, cases
             assert (ran.folder / "run-pages" / "report.html").is_file()
         # no baseline: no gate
         assert lab.stage("gate", 101, BUILD="b1") == {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd.fio.results import JobResult
-from pytest_ssd.host.cpu import CpuTimes, busy_cpus, host_cpus, parse_pressure, parse_stat
+from pytest_ssd.state.cpu import CpuTimes, busy_cpus, host_cpus, parse_pressure, parse_stat
 from pytest_ssd.verdict.judge import judge_point
 
 #: this machine's /proc/stat (2 CPUs), its first lines
