@@ -23,6 +23,10 @@ from pytest_ssd.proc.runner import Completed, run, which
 READ_TIMEOUT_S = 60.0
 #: ``sh -c GLOB sh PATTERN``: the paths a glob names there, one a line
 GLOB = 'for f in $1; do [ -e "$f" ] && echo "$f"; done; exit 0'
+#: ``sh -c READ_MANY sh PATH...``: each file's text then NUL, or UNREAD then NUL (text has
+#: no NUL: /proc and /sys files)
+READ_MANY = 'for f; do cat -- "$f" 2>/dev/null || printf "\\001"; printf "\\000"; done'
+UNREAD = "\x01"
 
 
 #: a machine's place: this machine, or a test host
@@ -64,6 +68,11 @@ class Machine(ABC):
     @abstractmethod
     def read(self, path: str) -> str | None:
         """A small file's text there (a sysfs attribute); None when it cannot be read."""
+
+    def read_many(self, paths: Sequence[str]) -> list[str | None]:
+        """Each of several small files' text there, as :meth:`read` gives one (a test host
+        answers them in one round trip)."""
+        return [self.read(path) for path in paths]
 
     def glob(self, pattern: str) -> list[str]:
         """The paths shell glob *pattern* names there (``/sys/block/nvme*``), sorted."""
@@ -170,3 +179,10 @@ class SshMachine(Machine):
     def read(self, path: str) -> str | None:
         done = self.ssh.run(["cat", "--", path], timeout=READ_TIMEOUT_S)
         return done.stdout if done.returncode == 0 else None
+
+    def read_many(self, paths: Sequence[str]) -> list[str | None]:
+        done = self.ssh.run(["sh", "-c", READ_MANY, "sh", *paths], timeout=READ_TIMEOUT_S)
+        texts = done.stdout.split("\0") if done.returncode == 0 else []
+        if len(texts) != len(paths) + 1:  # each file's text ends in NUL
+            return [None] * len(paths)
+        return [None if text.endswith(UNREAD) else text for text in texts[:-1]]

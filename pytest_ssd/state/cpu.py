@@ -8,8 +8,8 @@ the CPUs busy during the run.  fio reports its own CPU per job (``usr_cpu``,
 the machine: other processes, and the kernel's own for the I/O (a loop device's threads,
 interrupts), which a workload does alike in two runs.  Where the kernel has PSI,
 ``/proc/pressure/cpu`` adds the share of the run some task was ready and waited for a CPU:
-it keeps rising once every CPU is busy, where the busy share cannot.  Two file reads each
-side, over the device's machine (this one or a test host), as every other kernel counter.
+it keeps rising once every CPU is busy, where the busy share cannot.  Both files are read
+at once each side, over the device's machine (one round trip to a test host).
 """
 
 from __future__ import annotations
@@ -67,11 +67,10 @@ def parse_pressure(text: str) -> int | None:
 
 def read_times(machine: Machine) -> CpuTimes | None:
     """The machine's CPU times now (None: no ``/proc/stat`` there)."""
-    text = machine.read(PROC_STAT)
+    text, pressure = machine.read_many([PROC_STAT, PRESSURE])  # one round trip to a host
     times = parse_stat(text) if text else None
     if times is None:
         return None
-    pressure = machine.read(PRESSURE)
     waited = parse_pressure(pressure) if pressure else None
     return replace(times, waited_us=waited, at_us=time.monotonic_ns() // 1000)
 

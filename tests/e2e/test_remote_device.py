@@ -281,3 +281,17 @@ def test_a_missing_tool_on_the_host_is_named_with_the_host(host: Ssh) -> None:
         f"no-such-tool-ssd is not installed on {host.where}:"
         " install it with 'apt-get install no-such-tool'"
     )
+
+
+def test_several_files_are_read_in_one_round_trip_as_one_by_one(host: Ssh) -> None:
+    """A host's files read together (a measurement's /proc/stat and CPU pressure) come back
+    as each alone does: its text, or None where it cannot be read."""
+    machine = SshMachine(host)
+    paths = ["/proc/sys/kernel/ostype", "/nonexistent/file", "/proc/sys/kernel/osrelease"]
+    assert machine.read_many(paths) == [machine.read(p) for p in paths]
+    assert machine.read_many(paths) == [
+        Path(paths[0]).read_text(),
+        None,
+        Path(paths[2]).read_text(),
+    ]
+    assert machine.read_many([]) == []

@@ -52,6 +52,9 @@ def test_smoke_runs_on_a_test_host(server: Sshd, loop_device: LoopFactory, run_s
     assert device["identity"]["path"] == str(dev) and device["identity"]["kernel_name"] == dev.name
     assert len(results["measurements"]) == 4
     assert all(f"[{dut_id}" in m["test"] for m in results["measurements"]), "the test ids"
+    # what the host's CPUs did while fio ran there, read on the host (/proc/stat, PSI)
+    cpus = [m["workload"]["host_cpus"] for m in results["measurements"]]
+    assert all(c["busy"] > 0 and c["fio"] > 0 and 0 <= c["waiting"] <= 1 for c in cpus), cpus
     # the settings the device ran under are the host's (and only the host's: nothing here)
     label = f"127.0.0.1:{server.port}"
     readings = {r["key"]: r for r in results["run"]["host_settings"]}
