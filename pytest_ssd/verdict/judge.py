@@ -52,9 +52,11 @@ VERDICTS = ("regressed", "improved", "same", "unknown")
 #: the one-sided significance level, and the interval's confidence
 ALPHA = 0.05
 LEVEL = 0.95
-#: CPUs of other work on the device's machine that must differ between the sides to matter
-#: (two quiet runs of one point here: within 0.05 of each other; a run beside the test
-#: suite's other tests, 1.4, and beside four CPU-bound processes more, 1.75)
+#: CPUs busy in all on the device's machine that must differ between the sides to matter
+#: (two quiet runs of one point here: within 0.05 of each other).  In all, not beside fio:
+#: on a machine whose CPUs are all busy, what a slowed fio leaves free the other work takes
+#: (beside the test suite here: 1.4 CPUs beside a fio of 0.6, then 1.7 beside a drive
+#: slowed to 300 IOPS), so the work beside fio rises because the drive got slower
 BUSIER = 0.25
 #: or the share of the run a task waited for a CPU (PSI), which keeps rising once every CPU
 #: is busy (here: 31 % and 31 % quiet at 290,000 IOPS, 81 % beside three CPU-bound
@@ -322,7 +324,7 @@ def _busier_side(
     base: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
 ) -> tuple[str, str] | None:
     """("regressed" or "improved": the claim the difference could make, why), or None."""
-    for key, limit, unit in (("others", BUSIER, "CPUs beside fio"), ("waiting", WAITED, "")):
+    for key, limit, unit in (("busy", BUSIER, "CPUs busy"), ("waiting", WAITED, "")):
         then, now = _median_of(base, key), _median_of(new, key)
         if then is None or now is None or abs(now - then) < limit:
             continue
@@ -346,11 +348,12 @@ def busier(
 ) -> list[MetricVerdict]:
     """*verdicts* with a claim made "unknown" when the machine did more other work during
     the side it blames (the new build's repeats of a regression, the baseline's of an
-    improvement): :data:`BUSIER` CPUs or more beside fio, or a task waiting for a CPU
+    improvement): :data:`BUSIER` CPUs or more busy in all, or a task waiting for a CPU
     :data:`WAITED` more of the time (PSI: it keeps rising once every CPU is busy).  A host's
     load, not the drive, may have moved it, by any factor (fio waiting for a CPU made a loop
     device's p99 18 times as long).  A drive that got slower does less I/O, so its machine
-    less work: a true regression never looks busier."""
+    less work in all (the work beside fio may rise, taking the CPU fio left): a true
+    regression never looks busier."""
     found = _busier_side(base, new)
     if found is None:
         return verdicts

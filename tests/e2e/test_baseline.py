@@ -26,6 +26,10 @@ import pytest
 from pytest_ssd.cli import main
 from pytest_ssd.verdict.judge import BUSIER, WAITED
 
+#: a quiet run's share of time a task waited for a CPU beyond which added load cannot show
+#: (the test suite alone here: 73 %; other sessions' tests beside it: 90 %)
+SATURATED = 0.85
+
 pytestmark = pytest.mark.slow
 
 BLKIO = Path("/sys/fs/cgroup/blkio")
@@ -313,10 +317,15 @@ def test_a_load_beside_the_new_run_is_never_a_regression(
     def median(cpus: list[dict[str, float]], key: str) -> float:
         return sorted(c[key] for c in cpus)[len(cpus) // 2]
 
+    if median(before, "waiting") >= SATURATED:
+        pytest.skip(
+            f"the machine was saturated before the load (a task waited for a CPU"
+            f" {median(before, 'waiting'):.0%} of the quiet run): no load can show beside it"
+        )
     # what makes a claim of the loaded run unknown (verdict.judge.busier), as recorded
     assert (
         median(during, "waiting") - median(before, "waiting") >= WAITED
-        or median(during, "others") - median(before, "others") >= BUSIER
+        or median(during, "busy") - median(before, "busy") >= BUSIER
     ), (before, during)
     db = str(loaded.report_dir / "results.sqlite")
     capsys.readouterr()

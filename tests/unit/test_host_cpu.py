@@ -72,15 +72,28 @@ def test_a_regression_measured_while_the_machine_was_busier_is_unknown() -> None
     (busy,) = judge_point("p", _runs(BASE, 0.1), _runs(SLOW, 1.9))
     assert busy.verdict == "unknown"
     assert busy.reason == (
-        "other work on the device's machine: 1.9 CPUs beside fio during the new run's"
-        " repeats, 0.1 during the baseline's"
+        "other work on the device's machine: 2.9 CPUs busy during the new run's"
+        " repeats, 1.1 during the baseline's"
     )
     # the baseline busier: the new build's slowness is not the host's doing
     (stands,) = judge_point("p", _runs(BASE, 1.9), _runs(SLOW, 0.1))
     assert stands.verdict == "regressed"
     # an improvement measured while the baseline's machine was busier is unknown
     (better,) = judge_point("p", _runs(SLOW, 1.9), _runs(BASE, 0.1))
-    assert better.verdict == "unknown" and "1.9 during the baseline's" in better.reason
+    assert better.verdict == "unknown" and "2.9 during the baseline's" in better.reason
+
+
+def test_work_taking_the_cpu_a_slowed_fio_left_is_not_a_busier_machine() -> None:
+    """Every CPU busy both times (here beside the test suite): the drive slowed, fio used
+    0.3 CPU less and the other work took it (1.4 CPUs beside fio, then 1.7): the
+    regression stands."""
+
+    def runs(iops: list[float], fio: float) -> list[dict[str, object]]:
+        cpus = {"busy": 2.0, "fio": fio, "others": 2.0 - fio, "waiting": 0.73}
+        return [{"read": {"iops": v}, "host_cpus": cpus} for v in iops]
+
+    (slowed,) = judge_point("p", runs(BASE, 0.6), runs(SLOW, 0.3))
+    assert slowed.verdict == "regressed", slowed.reason
 
 
 def test_a_tail_many_times_longer_on_a_busier_machine_is_not_claimed() -> None:
