@@ -81,8 +81,11 @@ INTERRUPTS_KEY = pytest.StashKey[Any]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """pytest-ssd's own hooks (:mod:`pytest_ssd.newhooks`)."""
+    """pytest-ssd's own hooks (:mod:`pytest_ssd.newhooks`), and its methods that implement them."""
     pluginmanager.add_hookspecs(newhooks)
+    from pytest_ssd import methods  # noqa: PLC0415  # the methods' hook modules, no more
+
+    methods.register(pluginmanager)
 
 
 def extensions(config: pytest.Config) -> Extensions:
@@ -478,7 +481,6 @@ def _configure_controller(config: pytest.Config) -> None:
     from pytest_ssd.plugin import controller, shape  # noqa: PLC0415
     from pytest_ssd.plugin.interrupts import Interrupts  # noqa: PLC0415
 
-    config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
     layout = controller.check_layout(config)
     try:
         # a run recorded before runs kept their shape: its command line, read as this one

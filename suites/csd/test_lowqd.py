@@ -20,8 +20,14 @@ import pytest
 
 from pytest_ssd import ALL_CLASSES, FioJob, JobResult, Pattern, SsdBench
 from pytest_ssd.analysis.lowqd import POINT_RECORD, point_values
-from pytest_ssd.workloads.csd import CSSD_ROUNDS
-from pytest_ssd.workloads.lowqd import BLOCK_SIZES, PATTERNS, PLANS, point_jobs, throughput_mib_s
+from pytest_ssd.methods.csd.workloads.flow import CSSD_ROUNDS
+from pytest_ssd.methods.csd.workloads.lowqd import (
+    BLOCK_SIZES,
+    PATTERNS,
+    PLANS,
+    point_jobs,
+    throughput_mib_s,
+)
 
 pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 
