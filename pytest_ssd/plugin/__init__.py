@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd import newhooks
+from pytest_ssd.asserts import rewritten
 from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.device.pinned import DeviceChanged
@@ -70,7 +71,7 @@ from pytest_ssd.text import name_problem
 
 # the method drivers check what fio did with asserts, as tests do: pytest rewrites them too
 # (a failed check names its values); everything else in pytest_ssd raises SsdError instead
-pytest.register_assert_rewrite("pytest_ssd.methods")
+pytest.register_assert_rewrite(*rewritten())
 
 PASSED_KEY = pytest.StashKey[bool]()
 #: the fio batches of point tests (one per device at a time)

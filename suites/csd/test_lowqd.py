@@ -8,7 +8,7 @@ Measured in both cSSD rounds.  Each point is one test, ``test_low_qd[seq-cssd1-q
 consecutive points of a round run in one fio process, each point's jobs released by
 its test (``jobs=jobs_of``, see docs/csd.md); the report draws the curves, the
 weighted curve and the ranking from every point's ``lowqd-point`` record.  See
-pytest_ssd/workloads/lowqd.py for how the seed's amounts map to fio.
+pytest_ssd/methods/csd/workloads/lowqd.py for how the seed's amounts map to fio.
 """
 
 from __future__ import annotations

@@ -139,3 +139,32 @@ def test_figure_kinds_of_the_wrong_shape_are_refused_naming_the_conftest(
     with pytest.raises(ExtensionError, match=r"^pytest_ssd_figure_kinds of ") as e:
         figure_kinds(manager.hook.pytest_ssd_figure_kinds, GENERIC_KINDS)
     assert "/lab/conftest.py" in str(e.value) and says in str(e.value), str(e.value)
+
+
+NEW_METHOD = """
+from pytest_ssd.methods import hookimpl
+
+
+@hookimpl
+def pytest_ssd_report_sections():
+    from pytest_ssd.report.sections.base import ReportSection
+
+    return [ReportSection(suite="endurance", title="Endurance (suites/endurance)", order=70)]
+"""
+
+
+def test_a_new_folder_is_a_new_method(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a newcomer adds: one folder under methods/ (and its suite), nothing else."""
+    (tmp_path / "endurance").mkdir()
+    (tmp_path / "endurance" / "__init__.py").write_text(NEW_METHOD)
+    monkeypatch.setattr(methods, "__path__", [*methods.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "pytest_ssd.methods.endurance", raising=False)
+    try:
+        declared = declared_sections(_builtin().hook.pytest_ssd_report_sections)
+    finally:
+        sys.modules.pop("pytest_ssd.methods.endurance", None)
+    (added,) = [s for s in declared if s.suite == "endurance"]
+    assert (added.title, added.origin) == (
+        "Endurance (suites/endurance)",
+        "plugin ssd-method-endurance",
+    )
