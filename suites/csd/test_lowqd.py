@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd import ALL_CLASSES, FioJob, JobResult, Pattern, SsdBench
-from pytest_ssd.analysis.lowqd import POINT_RECORD, point_values
+from pytest_ssd.methods.csd.analysis.lowqd import POINT_RECORD, point_values
 from pytest_ssd.methods.csd.workloads.flow import CSSD_ROUNDS
 from pytest_ssd.methods.csd.workloads.lowqd import (
     BLOCK_SIZES,

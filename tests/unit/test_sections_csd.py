@@ -27,11 +27,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from pytest_ssd.analysis.fill import FillPass
-from pytest_ssd.analysis.lowqd import RatioMatrix
 from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, Series
 from pytest_ssd.db.arrays import pack, unpack
 from pytest_ssd.errors import ParseError
 from pytest_ssd.figures.latency import LatencySample
+from pytest_ssd.methods.csd.analysis.lowqd import RatioMatrix
 from pytest_ssd.methods.csd.figures.fill import pass_of, series_of
 from pytest_ssd.methods.csd.figures.grid import grid_of, grid_of_values
 from pytest_ssd.methods.csd.report import section

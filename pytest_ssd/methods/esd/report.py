@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from pytest_ssd.analysis.sweep import POINT_RECORD
 from pytest_ssd.db import DriveResults, Series
 from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.methods.esd import figures as figs
+from pytest_ssd.methods.esd.analysis import POINT_RECORD
 from pytest_ssd.report.sections.base import (
     Context,
     KeyFigure,
