@@ -1,9 +1,10 @@
 """The consumer SSD method (``suites/csd``, METHOD §4): quick profiles, fill drive and
 speed profile, sync writes, low QD by read share, QD1 latency.
 
-:mod:`.workloads` holds its fio jobs and its flow (``flow.CSSD_ROUNDS``), :mod:`.figures`
-its graphs, :mod:`.report` its section of the report; the headline numbers are
-pytest-ssd's generic ones (sequential MiB/s, 4 KiB IOPS, p99.9 latency).
+:mod:`.workloads` holds its fio jobs and its flow (``flow.CSSD_ROUNDS``), :mod:`.analysis`
+the low-QD numbers, :mod:`.figures` its graphs, :mod:`.report` its section of the report;
+the headline numbers are pytest-ssd's generic ones (sequential MiB/s, 4 KiB IOPS, p99.9
+latency).
 """
 
 from __future__ import annotations

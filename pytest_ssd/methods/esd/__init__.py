@@ -2,8 +2,9 @@
 the QD and block-size sweeps, RND QoS at QD1.
 
 :mod:`.workloads` holds its jobs and device states, :mod:`.run` the steps run on the
-``ssd`` fixture, :mod:`.figures` the graphs, :mod:`.report` the section and the
-headline numbers (steady-state IOPS and MiB/s, QoS p99.99).  Its figure kind
+``ssd`` fixture, :mod:`.analysis` the record of a sweep's point, :mod:`.figures` the
+graphs, :mod:`.report` the section and the headline numbers (steady-state IOPS and
+MiB/s, QoS p99.99).  Its figure kind
 ``qos_percentiles`` draws any measurement on the QoS graph's axes (``ssd.plot``).
 """
 
