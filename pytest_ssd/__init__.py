@@ -1,10 +1,11 @@
 """pytest-ssd: benchmark and qualify SSDs with fio, as a pytest plugin.
 
 The public API: what a suite (ours under ``suites/``, or a vendor's anywhere)
-imports.  Method building blocks live in :mod:`pytest_ssd.workloads` (fio jobs
-of each method), :mod:`pytest_ssd.methods` (drivers of long methods),
-:mod:`pytest_ssd.analysis` (numbers from fio's logs) and
-:mod:`pytest_ssd.figures` (matplotlib Figures); everything else is internal.
+imports.  Each of pytest-ssd's methods is one folder of :mod:`pytest_ssd.methods`
+(its workloads, run, figures and report section, registered through
+:mod:`pytest_ssd.newhooks` as a vendor's plugin is); shared building blocks are
+:mod:`pytest_ssd.analysis` (numbers from fio's logs) and :mod:`pytest_ssd.figures`
+(matplotlib Figures); everything else is internal.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from pytest_ssd import asserts as _asserts  # noqa: F401
 
 # isort: split
-from pytest_ssd.device.drive_class import ALL_CLASSES, ESD_CLASSES, WSAT_CLASSES, DriveClass
+from pytest_ssd.device.drive_class import ALL_CLASSES, DriveClass
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ConfigError, ParseError, SafetyError, SsdError, ToolError
 from pytest_ssd.fio.engine import FioRun
@@ -27,11 +28,14 @@ from pytest_ssd.lazy import exports
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.extra import PurgeProvider
 from pytest_ssd.purge.methods import Capabilities as PurgeCapabilities
-from pytest_ssd.results.record import Derived
+from pytest_ssd.results.record import Derived, Measurement
 from pytest_ssd.state.layout import Region
 from pytest_ssd.version import __version__
 
 if TYPE_CHECKING:
+    from pytest_ssd.extensions import FigureKind
+    from pytest_ssd.methods.esd import ESD_CLASSES
+    from pytest_ssd.methods.wsat import WSAT_CLASSES
     from pytest_ssd.report.sections.base import (
         Context,
         KeyFigure,
@@ -50,6 +54,9 @@ else:  # mypy sees the imports above, and no catch-all attribute
     __getattr__ = exports(
         __name__,
         {
+            ".extensions": ("FigureKind",),
+            ".methods.esd": ("ESD_CLASSES",),
+            ".methods.wsat": ("WSAT_CLASSES",),
             ".report.sections.base": (
                 "Context",
                 "KeyFigure",
@@ -77,12 +84,14 @@ __all__ = [
     "DeviceIdentity",
     "DirectionResult",
     "DriveClass",
+    "FigureKind",
     "FioJob",
     "FioRun",
     "HealthSample",
     "JobResult",
     "KeyFigure",
     "Machine",
+    "Measurement",
     "ParseError",
     "Pattern",
     "PurgeCapabilities",

@@ -1,8 +1,9 @@
 """Whose asserts pytest rewrites: pytest-ssd's method drivers only.
 
 pytest rewrites the asserts of every module of a plugin's distribution, here all of
-``pytest_ssd``.  Only :mod:`pytest_ssd.methods` checks with ``assert`` (what fio did, named
-in a failure as a test's asserts are); everything else raises :class:`~pytest_ssd.errors.SsdError`.
+``pytest_ssd``.  Only a method's run (``pytest_ssd/methods/<method>/run.py``) checks with
+``assert`` (what fio did, named in a failure as a test's asserts are); everything else
+raises :class:`~pytest_ssd.errors.SsdError`.
 A rewritten module is parsed, rewritten and compiled by pytest from its source into a
 cache of its own, so where bytecode is not written (``PYTHONDONTWRITEBYTECODE``, common in
 container images, or a read-only install) every process compiles the ~160 modules it loads
@@ -17,10 +18,20 @@ nothing to change.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 PACKAGE = "pytest_ssd"
-#: the modules whose asserts pytest still rewrites
-REWRITTEN = "pytest_ssd.methods"
+#: where the methods' folders are (read without importing them: this runs first of all)
+METHODS = Path(__file__).resolve().parent / "methods"
+
+
+def rewritten() -> tuple[str, ...]:
+    """The modules whose asserts pytest still rewrites: each method's run."""
+    return tuple(
+        f"{PACKAGE}.methods.{folder.name}.run"
+        for folder in sorted(METHODS.iterdir())
+        if (folder / "run.py").is_file()
+    )
 
 
 def rewrite_methods_only() -> None:
@@ -30,7 +41,7 @@ def rewrite_methods_only() -> None:
         marked = getattr(finder, "_must_rewrite", None)
         if isinstance(marked, set) and PACKAGE in marked:
             marked.discard(PACKAGE)
-            finder.mark_rewrite(REWRITTEN)  # type: ignore[attr-defined]  # the same hook's
+            finder.mark_rewrite(*rewritten())  # type: ignore[attr-defined]  # the same hook's
 
 
 rewrite_methods_only()

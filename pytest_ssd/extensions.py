@@ -9,17 +9,22 @@ raises or returns the wrong thing is one line naming it and the hook.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from pluggy import HookCaller, HookRelay
 
 from pytest_ssd.device.drive_class import DriveClass
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.errors import kind_of
+from pytest_ssd.errors import ExtensionError, kind_of
 from pytest_ssd.health.sources import PluginSource, Source, source_problem
 from pytest_ssd.hookcall import calls, listed
 from pytest_ssd.purge.extra import PurgeProvider, provider_problem
+from pytest_ssd.results.record import Measurement
+
+if TYPE_CHECKING:  # drawn on the controller: a worker that validates a kind loads no matplotlib
+    from matplotlib.figure import Figure
 
 
 def _no_class(identity: DeviceIdentity) -> DriveClass | None:
@@ -94,3 +99,45 @@ def from_hooks(hook: HookRelay) -> Extensions:
         health_source=lambda identity: health_source(hook.pytest_ssd_health_source, identity),
         purge_methods=purge_methods(hook.pytest_ssd_purge_methods),
     )
+
+
+@dataclass(frozen=True)
+class FigureKind:
+    """A figure ``ssd.plot(name, measurement, title)`` draws (``pytest_ssd_figure_kinds``).
+
+    *draw* gets the test's :class:`~pytest_ssd.results.record.Measurement` and returns a
+    matplotlib ``Figure``; it runs where the report is written (the controller under
+    xdist), so the process that runs the test never loads matplotlib for it.
+    """
+
+    name: str
+    draw: Callable[[Measurement], Figure]
+    #: who declared it: a conftest.py's path or ``plugin NAME`` (set by pytest-ssd)
+    origin: str = ""
+
+
+def _kind_problem(kind: FigureKind) -> str | None:
+    if not isinstance(kind.name, str) or not kind.name.isidentifier():
+        return "its name is not an identifier (a str: 'qos_curve')"
+    return None if callable(kind.draw) else "its draw is not callable"
+
+
+def figure_kinds(caller: HookCaller, generic: Sequence[FigureKind] = ()) -> dict[str, FigureKind]:
+    """The figures ``ssd.plot`` draws by name: the *generic* ones (pytest-ssd's), then every
+    implementation's, each checked (ExtensionError at the first bad one or a name taken)."""
+    found = {kind.name: kind for kind in generic}
+    for call in calls(caller):
+        for kind in listed(call, call(), "FigureKind"):
+            if not isinstance(kind, FigureKind):
+                raise call.wrong(kind, "a FigureKind", kind_of([]))
+            problem = _kind_problem(kind)
+            if problem is not None:
+                raise call.wrong(kind, "a FigureKind", kind_of([]), problem)
+            taken = found.get(kind.name)
+            if taken is not None:
+                raise ExtensionError(
+                    f"{call.where} and {taken.origin} both declare the figure kind"
+                    f" {kind.name!r}: one must take another name"
+                )
+            found[kind.name] = replace(kind, origin=call.origin)
+    return found

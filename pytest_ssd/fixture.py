@@ -18,6 +18,7 @@ from pytest_ssd.analysis.repeat import aggregate
 from pytest_ssd.db.arrays import pack
 from pytest_ssd.device.identity import binary_size
 from pytest_ssd.errors import ConfigError, present
+from pytest_ssd.extensions import FigureKind, figure_kinds
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import FioRun, run_jobs
 from pytest_ssd.fio.job import FioJob
@@ -74,8 +75,16 @@ NOT_CHECKED: dict[str, object] = {
 FIGURES_KEY = pytest.StashKey[list[dict[str, Any]]]()
 #: an extra that asks the controller to draw a figure (:meth:`SsdBench.plot`)
 PLOT_EXTRA = "ssd-plot"
-#: the builders :meth:`SsdBench.plot` takes: ``pytest_ssd.figures.<name>(measurement)``
-PLOTS = ("latency_percentiles",)
+
+
+def _latency_percentiles(measurement: Measurement) -> Figure:
+    from pytest_ssd.figures import latency_percentiles  # noqa: PLC0415  # matplotlib: drawn
+
+    return latency_percentiles(measurement)
+
+
+#: pytest-ssd's figure of any measurement; a method's own come through ``pytest_ssd_figure_kinds``
+GENERIC_KINDS = (FigureKind("latency_percentiles", _latency_percentiles, "pytest-ssd"),)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -465,20 +474,22 @@ class SsdBench:
         self._node.stash.setdefault(FIGURES_KEY, []).append(extra)
         return png
 
-    def plot(self, builder: str, measurement: Measurement, title: str) -> Path:
-        """``pytest_ssd.figures.<builder>(measurement)``, drawn on the controller.
+    def plot(self, kind: str, measurement: Measurement, title: str) -> Path:
+        """The figure *kind* of *measurement*, drawn on the controller.
 
         Like :meth:`figure`, without matplotlib in the process that runs the test: the
         measurement travels on the test's report and the controller draws it, attaches it
         to the test's row and saves it as PNG and SVG.  Returns the PNG's path, written
-        once the test's report reaches the controller.  *builder* is one of :data:`PLOTS`.
+        once the test's report reaches the controller.  *kind* is ``latency_percentiles``
+        or one a method or plugin declares (``pytest_ssd_figure_kinds``).
         """
-        if builder not in PLOTS:
-            raise ConfigError(f"ssd.plot: no figure {builder!r} (one of: {', '.join(PLOTS)})")
+        kinds = figure_kinds(self._node.config.hook.pytest_ssd_figure_kinds, GENERIC_KINDS)
+        if kind not in kinds:
+            raise ConfigError(f"ssd.plot: no figure {kind!r} (one of: {', '.join(sorted(kinds))})")
         self._node.stash.setdefault(FIGURES_KEY, []).append(
             {
                 "format_type": PLOT_EXTRA,
-                "builder": builder,
+                "builder": kind,
                 "measurement": measurement.to_json(),
                 "name": title,
                 "folder": str(self.artifacts),

@@ -9,9 +9,10 @@ vendor extends pytest-ssd without editing it::
     def pytest_ssd_report_sections():
         return [ReportSection(suite="vendor", title="Vendor checks", build=my_section)]
 
-pytest-ssd's own report sections come through the same hook
-(:mod:`pytest_ssd.report.sections.builtin`).  ``pytest-ssd report`` and
-``compare`` (no pytest session) load the built-in sections and every plugin
+pytest-ssd's own methods implement the same hooks, one folder each
+(:mod:`pytest_ssd.methods`: ``methods/wsat/__init__.py`` declares the WSAT
+section, its headline numbers and its figure kinds).  ``pytest-ssd report`` and
+``compare`` (no pytest session) load the built-in methods and every plugin
 installed under the entry-point group ``pytest_ssd``.
 
 Each implementation is called on its own (:mod:`pytest_ssd.hookcall`): one that
@@ -29,6 +30,7 @@ import pytest
 if TYPE_CHECKING:
     from pytest_ssd.device.drive_class import DriveClass
     from pytest_ssd.device.identity import DeviceIdentity
+    from pytest_ssd.extensions import FigureKind
     from pytest_ssd.health.sources import Source
     from pytest_ssd.purge.extra import PurgeProvider
     from pytest_ssd.report.sections.base import ReportSection
@@ -44,6 +46,18 @@ def pytest_ssd_report_sections() -> list[ReportSection]:
     Every implementation's list is used; sections are ordered by their ``order``,
     then by title.  A suite whose records no section declares gets the generic
     table and bars of its measurements.
+    """
+    raise NotImplementedError
+
+
+@pytest.hookspec
+def pytest_ssd_figure_kinds() -> list[FigureKind]:
+    """The figures ``ssd.plot(kind, measurement, title)`` draws for this plugin, by name.
+
+    Each a :class:`~pytest_ssd.extensions.FigureKind`: a name (an identifier) and a
+    function from the test's measurement to a matplotlib ``Figure``, called where the
+    report is written (so import matplotlib inside it).  Names are pytest-ssd's
+    (``latency_percentiles``) and every implementation's; one given twice is refused.
     """
     raise NotImplementedError
 

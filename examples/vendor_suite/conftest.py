@@ -1,4 +1,4 @@
-"""A vendor's own suite beside pytest-ssd's: its name, and its own report section.
+"""A vendor's own suite beside pytest-ssd's: its name, its report section, its figure.
 
 Everything here goes through pytest-ssd's public API (``from pytest_ssd
 import ...``) and its hooks, so it runs from any folder:
@@ -13,8 +13,12 @@ to check the example datasheet against it).
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
-from pytest_ssd import Context, ReportSection, Section, notes, table
+from pytest_ssd import Context, FigureKind, Measurement, ReportSection, Section, notes, table
+
+if TYPE_CHECKING:  # drawn where the report is written: matplotlib is imported there
+    from matplotlib.figure import Figure
 
 #: the suite's name: each test's records carry it, and the section below draws them
 pytest_ssd_suite = "vendor"
@@ -32,6 +36,24 @@ def pytest_ssd_report_sections() -> list[ReportSection]:
         kinds=(KIND,),
     )
     return [section]
+
+
+def pytest_ssd_figure_kinds() -> list[FigureKind]:
+    """pytest-ssd's hook: the figures ``ssd.plot(kind, measurement, title)`` draws for it."""
+    return [FigureKind("vendor_iops", iops_bars)]
+
+
+def iops_bars(measurement: Measurement) -> Figure:
+    """One bar per direction measured: its IOPS."""
+    from matplotlib.figure import Figure  # noqa: PLC0415  # only where the figure is drawn
+
+    fig = Figure(figsize=(4.0, 3.0), layout="constrained")
+    ax = fig.add_subplot()
+    directions = sorted(measurement.metrics)
+    ax.bar(directions, [measurement.metrics[d]["iops"] for d in directions])
+    ax.set_ylabel("IOPS")
+    ax.set_title(f"{measurement.name}: IOPS", fontsize="medium")
+    return fig
 
 
 def acceptance(ctx: Context) -> Section | None:

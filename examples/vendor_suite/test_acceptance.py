@@ -55,5 +55,10 @@ def test_random_read_qd32(ssd: SsdBench) -> None:
         },
     )
     assert iops > 0
+    # drawn where the report is written: the suite's own figure kind (conftest.py) and the
+    # esd method's, from the measurement this test made
+    measured = ssd.measurements[-1]
+    ssd.plot("vendor_iops", measured, "acceptance iops")
+    ssd.plot("qos_percentiles", measured, "acceptance qos")
     if verdict is not None:
         assert verdict.status == "met", verdict.message

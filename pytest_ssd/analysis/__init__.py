@@ -1,4 +1,8 @@
-"""Metrics derived from measurements, as numpy series: fill drive and cache, speed profile."""
+"""Metrics derived from measurements, as numpy series: fill drive and cache, speed profile.
+
+Shared by the methods (fio's logs read once for csd's fill drive and WSAT); a method's own
+numbers are in its folder (``pytest_ssd/methods/csd/analysis``).
+"""
 
 from __future__ import annotations
 

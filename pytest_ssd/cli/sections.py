@@ -2,9 +2,10 @@
 
 ``pytest-ssd report`` and ``compare`` ask the same hook as a run does
 (:func:`pytest_ssd.newhooks.pytest_ssd_report_sections`) of pytest-ssd's own
-sections and of every plugin installed under the ``pytest_ssd`` entry-point
-group; a suite's ``conftest.py`` is not loaded here, so its own sections show
-only in the run's report (its measurements still show as a table).
+methods (:mod:`pytest_ssd.methods`) and of every plugin installed under the
+``pytest_ssd`` entry-point group; a suite's ``conftest.py`` is not loaded here, so
+its own sections show only in the run's report (its measurements still show as a
+table).
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from importlib.metadata import entry_points
 
 import pluggy
 
-from pytest_ssd import newhooks
+from pytest_ssd import methods, newhooks
 from pytest_ssd.errors import ExtensionError, call_extension
 from pytest_ssd.report.build import declared_sections as declared_by
 from pytest_ssd.report.build import failing
-from pytest_ssd.report.sections import builtin
 from pytest_ssd.report.sections.base import ReportSection
 
 
@@ -29,7 +29,7 @@ def declared_sections() -> list[ReportSection]:
     """
     manager = pluggy.PluginManager("pytest")
     manager.add_hookspecs(newhooks)
-    manager.register(builtin, "ssd-builtin-sections")
+    methods.register(manager)
     unloaded: list[ReportSection] = []
     for point in entry_points(group=newhooks.ENTRY_POINT_GROUP):
         if manager.get_plugin(point.name) is not None or manager.is_blocked(point.name):

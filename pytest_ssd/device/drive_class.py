@@ -18,9 +18,9 @@ How a suite declares where it applies: the ``ssd_applies`` marker with the
 classes, as ``pytestmark`` in each of its test modules (or on one test)::
 
     import pytest
-    from pytest_ssd.device.drive_class import APPLIES_MARKER, WSAT_CLASSES
+    from pytest_ssd import WSAT_CLASSES  # the method's own (pytest_ssd.methods.wsat)
 
-    pytestmark = getattr(pytest.mark, APPLIES_MARKER)(*WSAT_CLASSES)
+    pytestmark = pytest.mark.ssd_applies(*WSAT_CLASSES)
     # the same as: pytestmark = pytest.mark.ssd_applies("essd-wi")
 
 A test whose device's class is not listed is skipped in set-up, before any
@@ -56,12 +56,8 @@ CLASS_TITLES = {
     "essd-mu": "enterprise mixed-use",
     "essd-wi": "enterprise write-intensive",
 }
-#: every class: suites/csd
+#: every class (suites/csd); a method's own classes are in its folder (``methods/esd``)
 ALL_CLASSES: tuple[DriveClassName, ...] = CLASS_NAMES
-#: suites/esd: enterprise drives
-ESD_CLASSES: tuple[DriveClassName, ...] = ("essd-ri", "essd-mu", "essd-wi")
-#: suites/wsat: write-intensive drives
-WSAT_CLASSES: tuple[DriveClassName, ...] = ("essd-wi",)
 
 APPLIES_MARKER = "ssd_applies"
 APPLIES_HELP = (

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd import newhooks
+from pytest_ssd.asserts import rewritten
 from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.device.pinned import DeviceChanged
@@ -70,7 +71,7 @@ from pytest_ssd.text import name_problem
 
 # the method drivers check what fio did with asserts, as tests do: pytest rewrites them too
 # (a failed check names its values); everything else in pytest_ssd raises SsdError instead
-pytest.register_assert_rewrite("pytest_ssd.methods")
+pytest.register_assert_rewrite(*rewritten())
 
 PASSED_KEY = pytest.StashKey[bool]()
 #: the fio batches of point tests (one per device at a time)
@@ -81,8 +82,11 @@ INTERRUPTS_KEY = pytest.StashKey[Any]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """pytest-ssd's own hooks (:mod:`pytest_ssd.newhooks`)."""
+    """pytest-ssd's own hooks (:mod:`pytest_ssd.newhooks`), and its methods that implement them."""
     pluginmanager.add_hookspecs(newhooks)
+    from pytest_ssd import methods  # noqa: PLC0415  # the methods' hook modules, no more
+
+    methods.register(pluginmanager)
 
 
 def extensions(config: pytest.Config) -> Extensions:
@@ -478,7 +482,6 @@ def _configure_controller(config: pytest.Config) -> None:
     from pytest_ssd.plugin import controller, shape  # noqa: PLC0415
     from pytest_ssd.plugin.interrupts import Interrupts  # noqa: PLC0415
 
-    config.pluginmanager.register(controller.builtin_sections, "ssd-builtin-sections")
     layout = controller.check_layout(config)
     try:
         # a run recorded before runs kept their shape: its command line, read as this one

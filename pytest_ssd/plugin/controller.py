@@ -12,7 +12,6 @@ from pytest_ssd.plugin.host import HostReport
 from pytest_ssd.plugin.html import HtmlReport, terminal_lines
 from pytest_ssd.plugin.junit import JunitProperties, check_layout
 from pytest_ssd.plugin.plots import Plots
-from pytest_ssd.report.sections import builtin as builtin_sections
 
 __all__ = [
     "HostReport",
@@ -20,7 +19,6 @@ __all__ = [
     "JunitProperties",
     "Plots",
     "RunRecorder",
-    "builtin_sections",
     "check_layout",
     "terminal_lines",
 ]

@@ -20,7 +20,6 @@ from pytest_ssd.errors import ExtensionError
 from pytest_ssd.hookcall import HookCall, calls, listed
 from pytest_ssd.report.sections import STYLE, build
 from pytest_ssd.report.sections.base import Context, ReportSection, Section
-from pytest_ssd.report.sections.builtin import SECTIONS
 from pytest_ssd.verdict.tolerance import Tolerances
 
 #: (anchor, title) of pytest-html's results table in a run's report, of the tests in a rebuilt one
@@ -93,7 +92,7 @@ def sections_html(
     run_id: str,
     compared: Sequence[DriveRef],
     folder: Path,
-    declared: Sequence[ReportSection] = SECTIONS,
+    declared: Sequence[ReportSection],
     *,
     progress: Callable[[str], None] | None = None,
 ) -> Rendered:
@@ -131,7 +130,7 @@ def report_page(
     folder: Path,
     current: Sequence[DriveRef] | None = None,
     *,
-    declared: Sequence[ReportSection] = SECTIONS,
+    declared: Sequence[ReportSection],
     progress: Callable[[str], None] | None = None,
     tolerances: Tolerances | None = None,
 ) -> Rendered:

@@ -10,7 +10,7 @@ Every pass logs each I/O's completion; its windows (100 ms, quick 10 ms) carry
 the bytes that completed in them, so the "written" axis ends exactly at fio's
 ``io_bytes`` (checked within 0.5 %).  Each pass's windows are kept as a series
 named after its job (``fill-pass-1``, ``fill-pass-2``, ``speed-read``;
-:func:`pytest_ssd.figures.fill.series_of`), so the results database can compare
+:func:`pytest_ssd.methods.csd.figures.fill.series_of`), so the results database can compare
 drives' curves long after the run; a large per-I/O log is kept gzip-compressed.
 
 ``test_speed_profile_read`` reads the filled span once with fio, shaped like dd
@@ -20,7 +20,7 @@ same chunks spread over the span in turn (dd first on even chunks, fio first on
 odd ones), so that a busy host slows both alike.  Both figures, their ratio and
 each chunk's speed per tool are recorded.  The tools disagree (the test fails) only
 when every chunk's speed of one lies beyond the factor that
-:class:`pytest_ssd.workloads.fill.Agreement` justifies from every chunk's of the other;
+:class:`pytest_ssd.methods.csd.workloads.fill.Agreement` justifies from every chunk's of the other;
 when a tool's own spread over the chunks is wider than the gap, the host's noise
 decides and the check is skipped as "not judged: noise" with the spreads
 (:mod:`pytest_ssd.verdict.noise`).
@@ -48,9 +48,8 @@ from pytest_ssd.analysis import (
     shrink_log,
     speed_profile,
 )
-from pytest_ssd.figures import fill as graphs
-from pytest_ssd.workloads.csd import FILL_DRIVE_STATE
-from pytest_ssd.workloads.fill import (
+from pytest_ssd.methods.csd.figures import fill as graphs
+from pytest_ssd.methods.csd.workloads.fill import (
     SELF_CHECK,
     FillTiming,
     check_chunks,
@@ -61,6 +60,7 @@ from pytest_ssd.workloads.fill import (
     read_job,
     timing,
 )
+from pytest_ssd.methods.csd.workloads.flow import FILL_DRIVE_STATE
 
 pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 

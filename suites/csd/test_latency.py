@@ -15,8 +15,8 @@ import pytest
 
 from pytest_ssd import ALL_CLASSES, DEFAULT_PERCENTILES, FioJob, SsdBench
 from pytest_ssd.figures.latency import LatencySample, distribution, tail, tail_table
-from pytest_ssd.workloads.csd import CSSD_ROUNDS
-from pytest_ssd.workloads.profiles import LATENCY_MIXES, LATENCY_SIZE, latency_jobs
+from pytest_ssd.methods.csd.workloads.flow import CSSD_ROUNDS
+from pytest_ssd.methods.csd.workloads.profiles import LATENCY_MIXES, LATENCY_SIZE, latency_jobs
 
 pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 

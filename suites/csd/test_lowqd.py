@@ -8,7 +8,7 @@ Measured in both cSSD rounds.  Each point is one test, ``test_low_qd[seq-cssd1-q
 consecutive points of a round run in one fio process, each point's jobs released by
 its test (``jobs=jobs_of``, see docs/csd.md); the report draws the curves, the
 weighted curve and the ranking from every point's ``lowqd-point`` record.  See
-pytest_ssd/workloads/lowqd.py for how the seed's amounts map to fio.
+pytest_ssd/methods/csd/workloads/lowqd.py for how the seed's amounts map to fio.
 """
 
 from __future__ import annotations
@@ -19,9 +19,15 @@ from typing import Any
 import pytest
 
 from pytest_ssd import ALL_CLASSES, FioJob, JobResult, Pattern, SsdBench
-from pytest_ssd.analysis.lowqd import POINT_RECORD, point_values
-from pytest_ssd.workloads.csd import CSSD_ROUNDS
-from pytest_ssd.workloads.lowqd import BLOCK_SIZES, PATTERNS, PLANS, point_jobs, throughput_mib_s
+from pytest_ssd.methods.csd.analysis.lowqd import POINT_RECORD, point_values
+from pytest_ssd.methods.csd.workloads.flow import CSSD_ROUNDS
+from pytest_ssd.methods.csd.workloads.lowqd import (
+    BLOCK_SIZES,
+    PATTERNS,
+    PLANS,
+    point_jobs,
+    throughput_mib_s,
+)
 
 pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 

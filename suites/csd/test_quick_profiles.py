@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from pytest_ssd import ALL_CLASSES, DirectionResult, FioJob, SsdBench
-from pytest_ssd.workloads.csd import CSSD_ROUNDS
-from pytest_ssd.workloads.profiles import (
+from pytest_ssd.methods.csd.workloads.flow import CSSD_ROUNDS
+from pytest_ssd.methods.csd.workloads.profiles import (
     CDM_PROFILE_ORDER,
     CDM_PROFILES,
     CDM_TIMING,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd import ALL_CLASSES, FioJob, SsdBench
-from pytest_ssd.figures.grid import Bar, mib_bars
-from pytest_ssd.workloads.csd import CSSD_ROUNDS
-from pytest_ssd.workloads.profiles import SYNC_SIZE, sync_jobs
+from pytest_ssd.methods.csd.figures.grid import Bar, mib_bars
+from pytest_ssd.methods.csd.workloads.flow import CSSD_ROUNDS
+from pytest_ssd.methods.csd.workloads.profiles import SYNC_SIZE, sync_jobs
 
 pytestmark = pytest.mark.ssd_applies(*ALL_CLASSES)  # csd applies to every class
 

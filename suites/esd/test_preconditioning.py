@@ -15,8 +15,13 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd import ESD_CLASSES, SsdBench
-from pytest_ssd.methods.esd import run_precondition
-from pytest_ssd.workloads.esd import RND_PRECONDITION, RND_STEADY, SEQ_PRECONDITION, SEQ_STEADY
+from pytest_ssd.methods.esd.run import run_precondition
+from pytest_ssd.methods.esd.workloads import (
+    RND_PRECONDITION,
+    RND_STEADY,
+    SEQ_PRECONDITION,
+    SEQ_STEADY,
+)
 
 pytestmark = pytest.mark.ssd_applies(*ESD_CLASSES)
 

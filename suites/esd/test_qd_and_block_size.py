@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from pytest_ssd import ESD_CLASSES, FioJob, Pattern, SsdBench
-from pytest_ssd.methods.esd import limits_of, run_point
-from pytest_ssd.workloads.esd import (
+from pytest_ssd.methods.esd.run import limits_of, run_point
+from pytest_ssd.methods.esd.workloads import (
     MIXED_READ_PCT,
     RND_STATE,
     SEQ_STATE,

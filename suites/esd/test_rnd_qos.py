@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd import ESD_CLASSES, SsdBench
-from pytest_ssd.methods.esd import qos_run_jobs, run_qos
-from pytest_ssd.workloads.esd import RND_STATE
+from pytest_ssd.methods.esd.run import qos_run_jobs, run_qos
+from pytest_ssd.methods.esd.workloads import RND_STATE
 
 pytestmark = [pytest.mark.ssd_applies(*ESD_CLASSES), RND_STATE]
 

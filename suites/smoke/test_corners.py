@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd import FioJob, SsdBench
-from pytest_ssd.workloads.corners import CORNERS, corner_job, prefill_job, span_for
+from pytest_ssd.methods.smoke.workloads import CORNERS, corner_job, prefill_job, span_for
 
 
 def jobs_of(ssd: SsdBench, corner: str) -> list[FioJob]:

@@ -9,8 +9,8 @@ IOPS as a table and a 2-D plot, and the steady-state pages.
 from __future__ import annotations
 
 from pytest_ssd import SsdBench
-from pytest_ssd.methods.snia import PTS_STATE, check_rounds, run_rounds
-from pytest_ssd.workloads.snia import plan
+from pytest_ssd.methods.snia.run import PTS_STATE, check_rounds, run_rounds
+from pytest_ssd.methods.snia.workloads import plan
 
 
 @PTS_STATE

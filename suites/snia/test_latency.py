@@ -8,8 +8,8 @@ they are too few to resolve it) and maximum completion latency (fio's clat).
 from __future__ import annotations
 
 from pytest_ssd import SsdBench
-from pytest_ssd.methods.snia import PTS_STATE, check_rounds, run_rounds
-from pytest_ssd.workloads.snia import plan
+from pytest_ssd.methods.snia.run import PTS_STATE, check_rounds, run_rounds
+from pytest_ssd.methods.snia.workloads import plan
 
 
 @PTS_STATE

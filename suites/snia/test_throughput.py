@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd import SsdBench
-from pytest_ssd.methods.snia import PTS_STATE, check_rounds, run_rounds
-from pytest_ssd.workloads.snia import THROUGHPUT_TESTS, plan
+from pytest_ssd.methods.snia.run import PTS_STATE, check_rounds, run_rounds
+from pytest_ssd.methods.snia.workloads import THROUGHPUT_TESTS, plan
 
 
 @PTS_STATE

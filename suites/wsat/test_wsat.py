@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_ssd import WSAT_CLASSES, SsdBench
-from pytest_ssd.methods.wsat import check_run, run_wsat
-from pytest_ssd.workloads.wsat import WORKLOADS
+from pytest_ssd.methods.wsat.run import check_run, run_wsat
+from pytest_ssd.methods.wsat.workloads import WORKLOADS
 
 pytestmark = pytest.mark.ssd_applies(*WSAT_CLASSES)
 

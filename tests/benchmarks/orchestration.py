@@ -57,9 +57,9 @@ from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
 from pytest_ssd.fio.runners import HERE, HostFio
 from pytest_ssd.fio.server import FioServer
+from pytest_ssd.methods.csd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, point_jobs
 from pytest_ssd.state.layout import layout
 from pytest_ssd.state.spec import parse_state
-from pytest_ssd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, point_jobs
 from tests.benchmarks.lab import REPO, loop_device, run_pytest, verdict
 from tests.benchmarks.phases import PHASES_ENV
 from tests.sshd import local_sshd

@@ -12,6 +12,7 @@ from typing import Any
 
 from PIL import Image, ImageOps
 
+from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import RunInfo
 from pytest_ssd.report.build import page
 from pytest_ssd.report.sections import build
@@ -71,7 +72,7 @@ def test_a_two_drive_csd_report_reads_in_a_1400_px_window(chromium: str, artifac
     fast = load()
     drives = [fast, slower(load("slow drive", "run-b"))]
     run = RunInfo("run-a", "2026-11-25T00:00:00", None, True, {}, "", {}, (fast.drive,))
-    sections = build(drives, 1, [run], artifacts / "figures")
+    sections = build(drives, 1, [run], artifacts / "figures", declared_sections())
     path = artifacts / "csd.html"
     path.write_text(page("two drives", "".join(s.html() for s in sections)))
 

@@ -403,3 +403,63 @@ def test_pytest_ssd_report_with_a_plugin_at_fault_writes_the_page_with_its_box(
         box = text[text.index('<div class="ssd-error">') :]
         assert html.escape(says) in box[: box.index("</div>")], box[:500]
         assert 'id="ssd-devices"' in text and 'id="ssd-environment"' in text, "ours stand"
+
+
+#: a conftest.py whose figure kind is at fault (MODE), and a test that asks for it
+KINDS = """
+from pytest_ssd import FigureKind
+
+pytest_ssd_suite = "hooked"
+
+
+def draw(measurement):
+    raise ValueError("the vendor's figure is broken")
+
+
+def pytest_ssd_figure_kinds():
+    if {mode!r} == "hook-raises":
+        raise ValueError("the vendor's hook is broken")
+    return [FigureKind("vendor_broken", draw)]
+"""
+
+PLOTTED = """
+import pytest
+from pytest_ssd import FioJob
+
+
+@pytest.mark.dut_state("fob")
+def test_one(ssd):
+    device = ssd.region("device")
+    job = FioJob.on(device.head(1 << 20), name="w", pattern="seq", block_size=1 << 20,
+                    read_pct=0)
+    ssd.run(job)
+    ssd.plot("latency_percentiles", ssd.measurements[-1], "tail")
+    ssd.plot("vendor_broken", ssd.measurements[-1], "broken")
+"""
+
+
+@pytest.mark.parametrize("mode", ["hook-raises", "draw-raises"])
+def test_a_figure_kind_at_fault_is_one_line_and_the_rest_is_drawn(
+    run_ssd: Any, tmp_path: Path, mode: str
+) -> None:
+    """The hook is asked when a test plots (the test fails saying so); a draw that raises
+    leaves one line in the figure's place in the report, the test's other figure drawn."""
+    suite = _suite(tmp_path, KINDS.format(mode=mode), PLOTTED)
+    run = run_ssd("--dut=scratch:64M", suite=suite, rootdir=None)
+    out = _clean(run)
+    # the line is HTML in pytest-html's data blob, itself HTML-escaped in an attribute
+    page = html.unescape(html.unescape((run.run_dir / "report.html").read_text()))
+    tail = list((run.run_dir / "artifacts").rglob("tail.png"))
+    if mode == "hook-raises":
+        run.result.assert_outcomes(failed=1)
+        said = f"pytest_ssd_figure_kinds of {suite / 'conftest.py'} raised ValueError"
+        assert said in out and "the vendor's hook is broken" in out, out
+        assert tail == [], "the test stopped at its first plot"
+    else:
+        run.result.assert_outcomes(passed=1)
+        said = (
+            f"figure kind 'vendor_broken' of {suite / 'conftest.py'}: draw() raised"
+            " ValueError: the vendor's figure is broken"
+        )
+        assert said in page, said
+        assert len(tail) == 1 and tail[0].stat().st_size > 1000, "the good figure is drawn"

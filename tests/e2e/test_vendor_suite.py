@@ -11,6 +11,7 @@ import json
 import shutil
 import sqlite3
 import xml.etree.ElementTree as ET
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,11 @@ def test_the_example_runs_outside_suites_with_its_own_section(run_ssd: Any, tmp_
     assert f"{derived['values']['measured']:,.0f} IOPS" in section
     assert "% of spec 100 IOPS" in section
     assert "Tests in vendor" not in page, "the declared section, not the generic table"
+    # ssd.plot: the suite's own figure kind and the esd method's, drawn on the controller
+    for stem in ("acceptance-iops", "acceptance-qos"):
+        (png,) = (run.run_dir / "artifacts").rglob(f"{stem}.png")
+        assert png.stat().st_size > 1000 and png.with_suffix(".svg").is_file(), stem
+    assert unescape(page).count("acceptance qos") >= 1 and "no figure kind" not in page
     with sqlite3.connect(run.report_dir / "results.sqlite") as db:
         suites = db.execute("SELECT suite FROM tests WHERE run_id = ?", (run.run_dir.name,))
         assert [s for (s,) in suites] == ["vendor"]

@@ -19,7 +19,7 @@ from pytest_ssd import asserts
 LOADERS = """
 import json, sys
 
-import pytest_ssd.methods
+import pytest_ssd.methods.esd.run
 
 
 def test_loaders():
@@ -39,8 +39,10 @@ def test_a_worker_rewrites_the_method_drivers_only(pytester: pytest.Pytester) ->
     loaders = json.loads((pytester.path / "loaders.json").read_text())
     assert "pytest_ssd.fixture" in loaders and "pytest_ssd.plugin" in loaders
     rewritten = {n for n, loader in loaders.items() if loader == "AssertionRewritingHook"}
-    # the package and the module that unmarks it load before the unmarking
-    assert rewritten - {"pytest_ssd", "pytest_ssd.asserts"} == {"pytest_ssd.methods"}, rewritten
+    # the package and the module that unmarks it load before the unmarking; of a method's
+    # folder (its hooks, workloads, figures) only its run
+    assert "pytest_ssd.methods.esd.workloads" in loaders and "pytest_ssd.methods" in loaders
+    assert rewritten - {"pytest_ssd", "pytest_ssd.asserts"} == {"pytest_ssd.methods.esd.run"}
 
 
 class _Hook:
@@ -61,5 +63,6 @@ def test_only_the_package_mark_is_replaced() -> None:
         asserts.rewrite_methods_only()
     finally:
         sys.meta_path[:] = saved
-    assert ours._must_rewrite == {"pytest_ssd.methods", "pytest_html"}
+    runs = {f"pytest_ssd.methods.{m}.run" for m in ("esd", "snia", "wsat")}
+    assert ours._must_rewrite == {*runs, "pytest_html"}
     assert others._must_rewrite == {"xdist"}

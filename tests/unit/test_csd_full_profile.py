@@ -7,11 +7,11 @@ inspected as fio would receive them (METHOD §1, §4; seed 000).
 from __future__ import annotations
 
 from pytest_ssd.fio.job import FioJob
+from pytest_ssd.methods.csd.workloads import fill, lowqd, profiles
 from pytest_ssd.state.layout import layout
 from pytest_ssd.state.profile import Profile
 from pytest_ssd.state.spec import StateSpec
 from pytest_ssd.state.steps import Context, path
-from pytest_ssd.workloads import fill, lowqd, profiles
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 TB = 1_000_204_886_016  # a "1 TB" drive: 1,953,525,168 LBAs of 512 B

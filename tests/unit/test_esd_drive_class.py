@@ -11,8 +11,6 @@ import pytest
 
 from pytest_ssd.device.drive_class import (
     ALL_CLASSES,
-    ESD_CLASSES,
-    WSAT_CLASSES,
     classify,
     dut_class,
     guess,
@@ -21,6 +19,8 @@ from pytest_ssd.device.drive_class import (
 )
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import NvmeInfo, parse_id_ctrl, parse_id_ns
+from pytest_ssd.methods.esd import ESD_CLASSES
+from pytest_ssd.methods.wsat import WSAT_CLASSES
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "nvme"
 BASE = DeviceIdentity(

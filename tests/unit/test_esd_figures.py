@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_ssd.figures import esd as figs
-from pytest_ssd.methods.esd import steady_verdict
+from pytest_ssd.methods.esd import figures as figs
+from pytest_ssd.methods.esd.run import steady_verdict
 from pytest_ssd.steady import FioSteadyState
 
 

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from pytest_ssd.device.drive_class import IndirectionUnit
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.state.profile import Profile
-from pytest_ssd.state.spec import parse_state
-from pytest_ssd.state.steps import Context, path
-from pytest_ssd.workloads.esd import (
+from pytest_ssd.methods.esd.workloads import (
     RND_STEADY,
     SEQ_STEADY,
     WORKERS_POINT,
@@ -22,6 +19,9 @@ from pytest_ssd.workloads.esd import (
     qos_jobs,
     timing,
 )
+from pytest_ssd.state.profile import Profile
+from pytest_ssd.state.spec import parse_state
+from pytest_ssd.state.steps import Context, path
 
 KiB, MiB = 1 << 10, 1 << 20
 GB960 = 960_197_124_096  # a "960 GB" drive (PM983 MZQLB960HAJR): 1,875,385,008 LBAs of 512 B

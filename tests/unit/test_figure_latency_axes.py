@@ -17,12 +17,17 @@ from matplotlib.figure import Figure
 
 from pytest_ssd.analysis.fill import FillPass
 from pytest_ssd.figures import latency_percentiles, render
-from pytest_ssd.figures.esd import PreconditionLog, QosCurve, precondition_figure, qos_figure
-from pytest_ssd.figures.fill import DriveFill, latency_vs_time, latency_vs_time_drives
 from pytest_ssd.figures.history import history_figure
 from pytest_ssd.figures.latency import LatencySample, TailCurve, distribution, tail_curves
-from pytest_ssd.figures.snia import CellTable, by_block_size
 from pytest_ssd.figures.steady import snia_convergence, snia_window
+from pytest_ssd.methods.csd.figures.fill import DriveFill, latency_vs_time, latency_vs_time_drives
+from pytest_ssd.methods.esd.figures import (
+    PreconditionLog,
+    QosCurve,
+    precondition_figure,
+    qos_figure,
+)
+from pytest_ssd.methods.snia.figures import CellTable, by_block_size
 from pytest_ssd.results.history import HistoryRow
 from pytest_ssd.results.record import Measurement
 from pytest_ssd.steady.snia import evaluate

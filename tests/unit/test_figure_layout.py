@@ -10,9 +10,9 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from pytest_ssd.figures import MAX_WIDTH_PX, PAD_INCHES, render, thousands
-from pytest_ssd.figures.grid import Grid, grid_bars, grid_of, results_grid
-from pytest_ssd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
-from pytest_ssd.workloads.profiles import CdmTest
+from pytest_ssd.methods.csd.figures.grid import Grid, grid_bars, grid_of, results_grid
+from pytest_ssd.methods.csd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
+from pytest_ssd.methods.csd.workloads.profiles import CdmTest
 from tests.unit.test_lowqd import matrix
 
 MiB = 1 << 20

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from pytest_ssd.analysis.fill import FillPass
 from pytest_ssd.figures import linear_number, render, thousands, value_labels, value_text
-from pytest_ssd.figures.fill import DriveFill, bw_vs_data_drives
+from pytest_ssd.methods.csd.figures.fill import DriveFill, bw_vs_data_drives
 
 
 @pytest.mark.parametrize(

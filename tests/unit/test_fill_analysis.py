@@ -29,12 +29,12 @@ from pytest_ssd.analysis import (
     shrink_log,
 )
 from pytest_ssd.errors import ConfigError, ParseError
-from pytest_ssd.figures import fill as graphs
 from pytest_ssd.figures import render as render_figure
 from pytest_ssd.fio.job import render
 from pytest_ssd.fio.results import parse_output
+from pytest_ssd.methods.csd.figures import fill as graphs
+from pytest_ssd.methods.csd.workloads.fill import PROFILES, fill_job, idle_gap_s
 from pytest_ssd.state.profile import Profile
-from pytest_ssd.workloads.fill import PROFILES, fill_job, idle_gap_s
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "fio"
 MiB, GiB = 1 << 20, 1 << 30

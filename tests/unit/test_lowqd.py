@@ -11,7 +11,11 @@ import pytest
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from pytest_ssd.analysis.lowqd import (
+from pytest_ssd.errors import ConfigError, ParseError
+from pytest_ssd.figures import render as render_figure
+from pytest_ssd.fio.job import FioJob, fio_seed, render
+from pytest_ssd.fio.results import DirectionResult, JobResult
+from pytest_ssd.methods.csd.analysis.lowqd import (
     Ranked,
     RatioMatrix,
     point_values,
@@ -19,13 +23,8 @@ from pytest_ssd.analysis.lowqd import (
     trimmed_mean,
     weighted_curve,
 )
-from pytest_ssd.errors import ConfigError, ParseError
-from pytest_ssd.figures import render as render_figure
-from pytest_ssd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
-from pytest_ssd.fio.job import FioJob, fio_seed, render
-from pytest_ssd.fio.results import DirectionResult, JobResult
-from pytest_ssd.state.layout import Region
-from pytest_ssd.workloads.lowqd import (
+from pytest_ssd.methods.csd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
+from pytest_ssd.methods.csd.workloads.lowqd import (
     PLANS,
     Amount,
     LowQdPlan,
@@ -33,6 +32,7 @@ from pytest_ssd.workloads.lowqd import (
     point_jobs,
     throughput_mib_s,
 )
+from pytest_ssd.state.layout import Region
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 PNG = b"\x89PNG\r\n\x1a\n"

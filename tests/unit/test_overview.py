@@ -6,9 +6,10 @@ import dataclasses
 import re
 from pathlib import Path
 
+from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import RunInfo
 from pytest_ssd.figures import PALETTE
-from pytest_ssd.report.sections import build, builtin
+from pytest_ssd.report.sections import build
 from pytest_ssd.report.sections.base import KeyFigure, Palette, ReportSection
 from pytest_ssd.results.record import Derived
 from tests.unit.test_sections_csd import load, slower
@@ -37,7 +38,9 @@ def test_summary_counts_the_run_per_suite_and_links_every_section_and_graph(
     ]
     drives = [fast, slower(load("slow drive", "run-b"))]
     run = _run(host_warnings=["ASLR (randomize_va_space) is 2, the method recommends 0"])
-    summary, *sections = build(drives, 1, [run], tmp_path, tail=[("ssd-results", "Results")])
+    summary, *sections = build(
+        drives, 1, [run], tmp_path, declared_sections(), tail=[("ssd-results", "Results")]
+    )
 
     assert summary.id == "ssd-summary" and summary.title == "Summary"
     body = summary.body
@@ -97,7 +100,13 @@ def test_a_suites_own_headline_and_a_vendors_come_in_the_key_results(tmp_path: P
         headline=lambda ctx, drive: [KeyFigure("endurance", "1.2 DWPD", "vendor rule")],
     )
     run = _run()
-    summary, *_ = build([fast], 1, [run], tmp_path, [*builtin.SECTIONS[2:], vendor])
+    summary, *_ = build(
+        [fast],
+        1,
+        [run],
+        tmp_path,
+        [*(s for s in declared_sections() if s.suite not in ("smoke", "csd")), vendor],
+    )
     key = summary.body[: summary.body.index("<th>tests</th>")]
     rows = dict(re.findall(r"<td>([^<]*)</td><td><b>([^<]*)</b></td>", key))
     assert rows["endurance"] == "1.2 DWPD" and "SEQ read" not in rows, "the suite's own"
@@ -135,7 +144,7 @@ def test_summary_counts_each_test_once_however_many_drives_ran_it(tmp_path: Path
     # every drive of a run holds the run's whole test list (the tests table has no device)
     drives = [load("drive a", "run-a"), load("drive b", "run-a")]
     drives[1].drive = dataclasses.replace(drives[1].drive, dut_id="other")
-    summary, *_ = build(drives, 2, [_run()], tmp_path)
+    summary, *_ = build(drives, 2, [_run()], tmp_path, declared_sections())
 
     counts = summary.body[summary.body.index("<th>tests</th>") :]
     csd = re.search(r"<td>csd</td><td>(.*?)</td>", counts)

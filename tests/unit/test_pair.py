@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.report.build import gather
 from pytest_ssd.report.sections import build
@@ -56,7 +57,7 @@ def test_two_labels_get_ratios_and_agreeing_trends(tmp_path: Path) -> None:
     write_run(path, "run-b", "emulator", scale=0.5)
     with ResultsDb(path) as db:
         drives, runs = gather(db, db.run("run-a").drives, db.resolve(["emulator"]))
-    sections = {s.id: s for s in build(drives, 1, runs, tmp_path / "figures")}
+    sections = {s.id: s for s in build(drives, 1, runs, tmp_path / "figures", declared_sections())}
     body = sections["ssd-pair"].body
     assert sections["ssd-pair"].title == "Two-device comparison: real SSD and emulator"
     rows = body.split("<tr>")[2:6]
@@ -79,7 +80,9 @@ def test_one_or_three_labels_have_no_pair_section(tmp_path: Path) -> None:
         alone = gather(db, db.run("r1").drives, [])
         three = gather(db, db.run("r1").drives, db.resolve(["B", "C"]))
     for (drives, runs), current in ((alone, 1), (three, 1)):
-        assert "ssd-pair" not in {s.id for s in build(drives, current, runs, tmp_path / "f")}
+        assert "ssd-pair" not in {
+            s.id for s in build(drives, current, runs, tmp_path / "f", declared_sections())
+        }
 
 
 def test_one_drive_against_its_own_earlier_run_gets_two_names(tmp_path: Path) -> None:
@@ -88,7 +91,7 @@ def test_one_drive_against_its_own_earlier_run_gets_two_names(tmp_path: Path) ->
     write_run(path, "run-2", "drive A", scale=2.0)
     with ResultsDb(path) as db:
         drives, runs = gather(db, db.run("run-2").drives, db.resolve(["run-1"]))
-    sections = {s.id: s for s in build(drives, 1, runs, tmp_path / "figures")}
+    sections = {s.id: s for s in build(drives, 1, runs, tmp_path / "figures", declared_sections())}
     assert [d.drive.label for d in drives] == ["drive A (run run-2)", "drive A (run run-1)"]
     assert (
         sections["ssd-pair"].title

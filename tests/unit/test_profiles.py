@@ -13,7 +13,6 @@ from matplotlib.text import Text
 from pytest_ssd.errors import ConfigError, ParseError
 from pytest_ssd.figures import nines_x
 from pytest_ssd.figures import render as render_figure
-from pytest_ssd.figures.grid import Bar, Cell, grid_of, mib_bars, results_grid
 from pytest_ssd.figures.latency import (
     NOT_RESOLVED,
     LatencySample,
@@ -24,8 +23,8 @@ from pytest_ssd.figures.latency import (
 )
 from pytest_ssd.fio.job import render
 from pytest_ssd.fio.results import DirectionResult, JobResult, parse_output, percentiles_from_bins
-from pytest_ssd.state.layout import Region
-from pytest_ssd.workloads.profiles import (
+from pytest_ssd.methods.csd.figures.grid import Bar, Cell, grid_of, mib_bars, results_grid
+from pytest_ssd.methods.csd.workloads.profiles import (
     CDM_PROFILES,
     CDM_TIMING,
     LATENCY_SIZE,
@@ -41,6 +40,7 @@ from pytest_ssd.workloads.profiles import (
     latency_jobs,
     sync_jobs,
 )
+from pytest_ssd.state.layout import Region
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 GOLDEN = Path(__file__).parent.parent / "golden" / "fio"

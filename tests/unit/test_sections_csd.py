@@ -27,20 +27,20 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from pytest_ssd.analysis.fill import FillPass
-from pytest_ssd.analysis.lowqd import RatioMatrix
 from pytest_ssd.db import DriveRef, DriveResults, ResultsDb, Series
 from pytest_ssd.db.arrays import pack, unpack
 from pytest_ssd.errors import ParseError
-from pytest_ssd.figures.fill import pass_of, series_of
-from pytest_ssd.figures.grid import grid_of, grid_of_values
 from pytest_ssd.figures.latency import LatencySample
+from pytest_ssd.methods.csd.analysis.lowqd import RatioMatrix
+from pytest_ssd.methods.csd.figures.fill import pass_of, series_of
+from pytest_ssd.methods.csd.figures.grid import grid_of, grid_of_values
+from pytest_ssd.methods.csd.report import section
+from pytest_ssd.methods.csd.workloads.profiles import CDM_PROFILES, CdmScore
 from pytest_ssd.report.sections.base import Context, FigureSink, Palette, Section
-from pytest_ssd.report.sections.csd import section
 from pytest_ssd.report.sections.match import SHAPE
 from pytest_ssd.report.sections.suites import suite_view
 from pytest_ssd.results.record import Derived, Measurement
 from pytest_ssd.text import latency
-from pytest_ssd.workloads.profiles import CDM_PROFILES, CdmScore
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "csd"
 CSD = "suites/csd/"

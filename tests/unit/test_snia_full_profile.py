@@ -7,12 +7,12 @@ inspected as fio would receive them (METHOD §3, §5; SNIA SSS PTS).
 from __future__ import annotations
 
 from pytest_ssd.fio.job import FioJob, render
-from pytest_ssd.methods.snia import PTS_STATE
+from pytest_ssd.methods.snia.run import PTS_STATE
+from pytest_ssd.methods.snia.workloads import Cell, plan
 from pytest_ssd.state.profile import Profile
 from pytest_ssd.state.spec import parse_state
 from pytest_ssd.state.steps import Context, path
 from pytest_ssd.steady.snia import SniaRule
-from pytest_ssd.workloads.snia import Cell, plan
 
 KiB = 1 << 10
 GB960 = 1_875_385_008 * 512  # a "960 GB" drive: 960,197,124,096 bytes

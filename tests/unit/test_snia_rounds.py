@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ssd.figures.snia import CellTable
 from pytest_ssd.fio.results import parse_output, percentiles_from_bins
-from pytest_ssd.methods.snia import CellStats, Rounds, window_results
-from pytest_ssd.report.sections.snia import STEADY_HEADER, cell_table, steady_row
+from pytest_ssd.methods.snia.figures import CellTable
+from pytest_ssd.methods.snia.report import STEADY_HEADER, cell_table, steady_row
+from pytest_ssd.methods.snia.run import CellStats, Rounds, window_results
+from pytest_ssd.methods.snia.workloads import plan
 from pytest_ssd.state.profile import Profile
 from pytest_ssd.steady.snia import evaluate
-from pytest_ssd.workloads.snia import plan
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "fio"
 RESULT = parse_output((GOLDEN / "randrw_70_30_qd1.json").read_text()).job("randrw")

@@ -20,10 +20,10 @@ from pytest_ssd.analysis import (
     speed_profile,
 )
 from pytest_ssd.errors import ConfigError, ParseError
-from pytest_ssd.figures import fill as graphs
 from pytest_ssd.figures import render as render_figure
 from pytest_ssd.fio.job import render
-from pytest_ssd.workloads.fill import (
+from pytest_ssd.methods.csd.figures import fill as graphs
+from pytest_ssd.methods.csd.workloads.fill import (
     PROFILES,
     SELF_CHECK,
     check_chunks,

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.cli import main
+from pytest_ssd.cli.sections import declared_sections
 from pytest_ssd.db import ResultsDb, RunInfo, RunWriter, TestRecords
 from pytest_ssd.report.build import gather
 from pytest_ssd.report.sections import build
@@ -126,7 +127,7 @@ def test_one_run_each_is_unknown_and_makes_no_section(tmp_path: Path) -> None:
         verdicts = compare_runs(found, "one", "other")
         drives, runs = gather(found, found.run("run-a").drives, found.resolve(["other"]))
     assert verdicts and {v.verdict for _, v in verdicts} == {"unknown"}
-    sections = {s.id for s in build(drives, 1, runs, tmp_path / "figures")}
+    sections = {s.id for s in build(drives, 1, runs, tmp_path / "figures", declared_sections())}
     assert "ssd-pair" in sections and "ssd-baseline" not in sections
 
 
@@ -161,7 +162,7 @@ def test_the_report_has_a_part_per_drive_worst_first_with_the_state_group(tmp_pa
         )
     ]
     run = RunInfo("run-b", "2026-11-25T00:00:00", None, True, {}, "", {}, ())
-    _, *sections = build([first, second], 2, [run], tmp_path)
+    _, *sections = build([first, second], 2, [run], tmp_path, declared_sections())
     (section,) = [s for s in sections if s.id == "ssd-baseline"]
     parts = re.findall(r"<h3[^>]*>([^<]*)</h3>", section.body)
     assert parts == [

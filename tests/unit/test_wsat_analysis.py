@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from pytest_ssd.analysis.fill import read_log
+from pytest_ssd.methods.wsat.workloads import round_means, steady_region, wsat_log
 from pytest_ssd.steady.snia import SniaRule
-from pytest_ssd.workloads.wsat import round_means, steady_region, wsat_log
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "fio"
 MIXED = """\

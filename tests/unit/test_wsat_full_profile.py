@@ -7,10 +7,10 @@ RND 4 KiB writes and SEQ 512 B 50/50 until 4 x capacity or 24 h, from FOB
 from __future__ import annotations
 
 from pytest_ssd.fio.job import FioJob, render
+from pytest_ssd.methods.wsat.workloads import TIMING, WORKLOADS, amount_of, timing
 from pytest_ssd.state.profile import Profile
 from pytest_ssd.state.spec import StateSpec
 from pytest_ssd.state.steps import Context, path
-from pytest_ssd.workloads.wsat import TIMING, WORKLOADS, amount_of, timing
 
 GB960 = 1_875_385_008 * 512
 FULL = Profile("full")

@@ -17,7 +17,6 @@ from pytest_ssd.db import DriveResults, RunInfo
 from pytest_ssd.errors import ExtensionError, call_extension, kind_of
 from pytest_ssd.report.sections import (
     baseline,
-    builtin,
     general,
     health,
     overview,
@@ -138,7 +137,7 @@ def build(
     current: int,
     runs: list[RunInfo],
     figures: Path,
-    declared: Sequence[ReportSection] = builtin.SECTIONS,
+    declared: Sequence[ReportSection],
     *,
     tail: Sequence[tuple[str, str]] = (),
     progress: Callable[[str], None] | None = None,

@@ -2,8 +2,8 @@
 datasheet verdicts (the lines not met named) and the warnings.
 
 A suite's headline numbers come from its :class:`ReportSection`'s ``headline`` when it
-declares one (esd: steady-state IOPS; snia: each test's tracked variable; wsat: the
-steady IOPS; a vendor's section may declare its own), else from its measurements:
+declares one (a method's, :mod:`pytest_ssd.methods`, or a vendor's: esd's steady-state
+IOPS, each SNIA test's tracked variable, WSAT's steady IOPS), else from its measurements:
 the best sequential read and write (MiB/s), 4 KiB random read and write IOPS at QD1 and at
 the highest queue depth measured, and the p99.9 completion latency of 4 KiB random I/O at
 QD1 (the measurement with the largest sample).
@@ -231,49 +231,6 @@ def block(ctx: Context, declared: Sequence[ReportSection], warnings: Sequence[st
     return f'<div id="{ANCHOR}" class="ssd-key-results">{body}</div>'
 
 
-def _steady(attained: object) -> str:
+def steady_text(attained: object) -> str:
+    """How a headline says whether a steady state was reached."""
     return "steady state reached" if attained else "steady state NOT reached"
-
-
-def esd_headline(ctx: Context, drive: DriveResults) -> list[KeyFigure]:
-    """The enterprise suite: steady-state IOPS (RND) and MiB/s (SEQ), QoS p99.99 at QD1."""
-    found = []
-    for record in records(ctx, drive, "precondition-*"):
-        v = record.values
-        rnd = record.name.endswith("-rnd")
-        value = number(
-            v.get("steady_mean_iops" if rnd else "steady_mean_mib_s"), "IOPS" if rnd else "MiB/s"
-        )
-        what = f"{'RND' if rnd else 'SEQ'} steady state"
-        found.append(
-            KeyFigure(what, value, f"{v.get('workload', '')}, {_steady(v.get('attained'))}")
-        )
-    for record in records(ctx, drive, "qos"):
-        for job, values in sorted(record.values.items()):
-            us = values.get("p99.99_us") if isinstance(values, dict) else None
-            if us is not None:  # the QoS figure datasheets give
-                found.append(KeyFigure("QoS p99.99", latency(float(us)), f"{job}, RND 4 KiB QD1"))
-    return found
-
-
-def snia_headline(ctx: Context, drive: DriveResults) -> list[KeyFigure]:
-    """The SNIA PTS tests: each test's tracked variable, its mean over the window."""
-    found = []
-    for record in records(ctx, drive, "snia-*"):
-        v = record.values
-        what = f"{v.get('title', record.name)}: {v.get('quantity', '')}".strip(": ")
-        unit = str(v.get("unit", ""))
-        found.append(KeyFigure(what, number(v.get("mean"), unit), _steady(v.get("attained"))))
-    return found
-
-
-def wsat_headline(ctx: Context, drive: DriveResults) -> list[KeyFigure]:
-    """Write saturation: the steady IOPS of each workload (none: not reached)."""
-    return [
-        KeyFigure(
-            f"{r.values.get('title', r.name)}: steady IOPS",
-            number(r.values.get("steady_iops"), "IOPS"),
-            f"ended by {r.values.get('ended_by', '?')}",
-        )
-        for r in records(ctx, drive, "wsat-*")
-    ]

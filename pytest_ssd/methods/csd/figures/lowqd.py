@@ -15,9 +15,9 @@ import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pytest_ssd.analysis.lowqd import WEIGHTS, RatioMatrix, ranking
 from pytest_ssd.figures import PALETTE, legend_below
 from pytest_ssd.fio.job import format_bytes
+from pytest_ssd.methods.csd.analysis.lowqd import WEIGHTS, RatioMatrix, ranking
 
 
 def _colour(index: int, device: str, colours: Mapping[str, str] | None) -> str:

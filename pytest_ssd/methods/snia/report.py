@@ -19,14 +19,23 @@ from typing import Any
 import numpy as np
 
 from pytest_ssd.db import DriveResults
-from pytest_ssd.figures import snia as figs
 from pytest_ssd.figures.steady import snia_convergence, snia_window
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report.sections.base import Context, Section, derived_records, notes, table
+from pytest_ssd.methods.snia import figures as figs
+from pytest_ssd.methods.snia.workloads import mix_label
+from pytest_ssd.report.sections.base import (
+    Context,
+    KeyFigure,
+    ReportSection,
+    Section,
+    derived_records,
+    notes,
+    table,
+)
+from pytest_ssd.report.sections.keyresults import number, records, steady_text
 from pytest_ssd.results.record import Derived
 from pytest_ssd.steady.snia import SniaRule, SniaVerdict, SteadyStateError, evaluate
 from pytest_ssd.text import latency, rate
-from pytest_ssd.workloads.snia import mix_label
 
 ID = "ssd-suite-snia"
 TITLE = "SNIA PTS tests (suites/snia)"
@@ -158,3 +167,20 @@ def section(ctx: Context) -> Section | None:
             f"<h3>{html.escape(heading)}</h3>" + table(STEADY_HEADER, rows) + "".join(bodies)
         )
     return Section(ID, TITLE, notes(left_out) + "".join(parts))
+
+
+def headline(ctx: Context, drive: DriveResults) -> list[KeyFigure]:
+    """The SNIA PTS tests: each test's tracked variable, its mean over the window."""
+    found = []
+    for record in records(ctx, drive, "snia-*"):
+        v = record.values
+        what = f"{v.get('title', record.name)}: {v.get('quantity', '')}".strip(": ")
+        unit = str(v.get("unit", ""))
+        found.append(KeyFigure(what, number(v.get("mean"), unit), steady_text(v.get("attained"))))
+    return found
+
+
+#: the method's section of the report, declared by its hook (:mod:`pytest_ssd.methods.snia`)
+SECTION = ReportSection(
+    suite="snia", title=TITLE, build=section, order=40, kinds=("snia-*",), headline=headline
+)

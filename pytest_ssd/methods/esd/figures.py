@@ -7,7 +7,8 @@
   shows both because the full view's peaks flatten what steady state looks like;
 * QoS at QD1: the latency distribution on seed 001's percentile axis (linear
   to 90 %, one step per nine above) and the table datasheets quote: typical
-  (mean), p99, p99.99.
+  (mean), p99, p99.99; any measurement's fio percentiles on the same axes
+  (:func:`qos_percentiles`, the method's figure kind for ``ssd.plot``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pytest_ssd.figures import (
 from pytest_ssd.figures.latency import NOT_RESOLVED, LatencySample
 from pytest_ssd.fio.job import format_bytes
 from pytest_ssd.fio.results import Percentile
+from pytest_ssd.results.record import Measurement
 from pytest_ssd.text import latency
 
 Floats = npt.NDArray[np.float64]
@@ -238,6 +240,12 @@ def qos_figure(
             color=_colour(colours, curve.label, index),
             label=f"{curve.label} (mean {latency(curve.mean_us)})",
         )
+    _qos_axes(ax, top, title)
+    return fig
+
+
+def _qos_axes(ax: Axes, top: float, title: str) -> None:
+    """Percentile up the side (linear to 90 %, nines above, to *top*), latency along (log)."""
     ax.set_yscale("function", functions=(nines_forward, nines_inverse))
     ticks = [p for p in NINE_TICKS if p <= top]
     ax.yaxis.set_major_locator(FixedLocator(ticks))
@@ -251,6 +259,28 @@ def qos_figure(
     ax.set_title(title, fontsize="medium")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small", loc="lower right")  # slow and rare: no curve goes there
+
+
+def qos_percentiles(measurement: Measurement) -> Figure:
+    """A measurement's completion-latency percentiles on the QoS graph's axes, one line per
+    direction (``ssd.plot("qos_percentiles", ...)``: fio's percentiles, not the histogram)."""
+    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    ax = fig.add_subplot()
+    top = LINEAR_TO
+    for index, (direction, data) in enumerate(sorted(measurement.metrics.items())):
+        points = (data.get("clat") or {}).get("percentiles", [])
+        if not points:
+            continue
+        top = max([top, *(float(item["p"]) for item in points)])
+        ax.step(
+            [float(item["us"]) for item in points],
+            [float(item["p"]) for item in points],
+            where="post",
+            marker=".",
+            color=PALETTE[index % len(PALETTE)],
+            label=f"{direction} (mean {latency(float(data['lat_mean_us']))})",
+        )
+    _qos_axes(ax, top, f"{measurement.workload.get('label', measurement.name)}: QoS")
     return fig
 
 

@@ -15,10 +15,15 @@ from typing import Any
 from pytest_ssd.analysis.fill import CacheEstimate, FillPass
 from pytest_ssd.db import DriveResults
 from pytest_ssd.errors import ParseError
-from pytest_ssd.figures.fill import DriveFill, bw_vs_data_drives, latency_vs_time_drives, pass_of
-from pytest_ssd.figures.grid import Bar, mib_bars
+from pytest_ssd.methods.csd.figures.fill import (
+    DriveFill,
+    bw_vs_data_drives,
+    latency_vs_time_drives,
+    pass_of,
+)
+from pytest_ssd.methods.csd.figures.grid import Bar, mib_bars
+from pytest_ssd.methods.csd.report.common import CSD, Drives, Part, derived, series
 from pytest_ssd.report.sections.base import table
-from pytest_ssd.report.sections.csd.common import CSD, Drives, Part, derived, series
 from pytest_ssd.text import latency, significant
 
 FILL = f"{CSD}test_fill_drive.py::test_fill_drive"

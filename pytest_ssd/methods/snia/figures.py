@@ -20,9 +20,9 @@ from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from pytest_ssd.figures import PALETTE, legend_below, thousands, value_axis, value_labels
 from pytest_ssd.fio.job import format_bytes
+from pytest_ssd.methods.snia.workloads import mix_label
 from pytest_ssd.steady.snia import SniaVerdict
 from pytest_ssd.text import latency_unit
-from pytest_ssd.workloads.snia import mix_label
 
 _SIZE = (6.4, 3.8)
 #: the per-cell results each test draws by block size (the latency test: all three figures)

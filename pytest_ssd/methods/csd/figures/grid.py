@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import StrMethodFormatter
 
 from pytest_ssd.figures import MAX_WIDTH_PX, PALETTE, legend_below, value_text
-from pytest_ssd.workloads.profiles import DIRECTIONS, CdmScore, CdmTest
+from pytest_ssd.methods.csd.workloads.profiles import DIRECTIONS, CdmScore, CdmTest
 
 #: column edges of a grid panel (label, read, write), in axes units
 _COLUMNS = ((0.0, 0.3), (0.3, 0.65), (0.65, 1.0))

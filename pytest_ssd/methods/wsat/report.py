@@ -13,15 +13,19 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pytest_ssd.figures.wsat import WsatCurve, iops_vs_time, iops_vs_written
+from pytest_ssd.db import DriveResults
+from pytest_ssd.methods.wsat.figures import WsatCurve, iops_vs_time, iops_vs_written
 from pytest_ssd.report.sections.base import (
     Context,
+    KeyFigure,
+    ReportSection,
     Section,
     derived_records,
     notes,
     row,
     table,
 )
+from pytest_ssd.report.sections.keyresults import number, records
 
 ID = "ssd-suite-wsat"
 TITLE = "Write saturation (suites/wsat)"
@@ -81,3 +85,21 @@ def section(ctx: Context) -> Section | None:
         )
         parts.append(f"<h3>{html.escape(title)}</h3>{body}{table(HEADER, rows)}")
     return Section(ID, TITLE, notes(left_out) + "".join(parts))
+
+
+def headline(ctx: Context, drive: DriveResults) -> list[KeyFigure]:
+    """Write saturation: the steady IOPS of each workload (none: not reached)."""
+    return [
+        KeyFigure(
+            f"{r.values.get('title', r.name)}: steady IOPS",
+            number(r.values.get("steady_iops"), "IOPS"),
+            f"ended by {r.values.get('ended_by', '?')}",
+        )
+        for r in records(ctx, drive, "wsat-*")
+    ]
+
+
+#: the method's section of the report, declared by its hook (:mod:`pytest_ssd.methods.wsat`)
+SECTION = ReportSection(
+    suite="wsat", title=TITLE, build=section, order=50, kinds=("wsat-*",), headline=headline
+)

@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pytest_ssd.figures import Health, legend_below, temperature_axis
-from pytest_ssd.workloads.wsat import SteadyRegion, WsatLog
+from pytest_ssd.methods.wsat.workloads import SteadyRegion, WsatLog
 
 GiB = 1 << 30
 Floats = npt.NDArray[np.float64]

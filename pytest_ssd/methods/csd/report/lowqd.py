@@ -16,13 +16,13 @@ import html
 from collections.abc import Iterator
 from typing import Any
 
-from pytest_ssd.analysis.lowqd import POINT_AXES, POINT_RECORD, RatioMatrix, ranking
 from pytest_ssd.db import DriveResults
 from pytest_ssd.errors import ParseError
-from pytest_ssd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
 from pytest_ssd.fio.job import format_bytes
+from pytest_ssd.methods.csd.analysis.lowqd import POINT_AXES, POINT_RECORD, RatioMatrix, ranking
+from pytest_ssd.methods.csd.figures.lowqd import ranking_bars, ratio_curves, weighted_curves
+from pytest_ssd.methods.csd.report.common import CSD, Drives, Part, state_of
 from pytest_ssd.report.sections.base import row, table
-from pytest_ssd.report.sections.csd.common import CSD, Drives, Part, state_of
 
 MODULE = f"{CSD}test_lowqd.py::"
 PATTERN_ORDER = ("seq", "rnd")

@@ -8,7 +8,7 @@ sizes the inner one, all in one fio process, the cells one after another
 excursion ≤ 10 %) judges the test's tracked variable; the test stops when it
 holds or after 25 rounds.  Before every test the PTS purge and its
 workload-independent preconditioning (``wipc``: SEQ 128 KiB QD256 over
-2 × capacity) are reached through :data:`pytest_ssd.methods.snia.PTS_STATE`; the
+2 × capacity) are reached through :data:`pytest_ssd.methods.snia.run.PTS_STATE`; the
 first rounds are the workload-dependent preconditioning, as the PTS has it.
 
 | test | cells | QD × jobs | tracked variable |

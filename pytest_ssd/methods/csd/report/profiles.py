@@ -11,9 +11,8 @@ import html
 from typing import Any
 
 from pytest_ssd.db import DriveResults, shared_test_id
-from pytest_ssd.figures.grid import Bar, Cell, Grid, grid_bars, grid_of_values, mib_bars
-from pytest_ssd.report.sections.base import row, table
-from pytest_ssd.report.sections.csd.common import (
+from pytest_ssd.methods.csd.figures.grid import Bar, Cell, Grid, grid_bars, grid_of_values, mib_bars
+from pytest_ssd.methods.csd.report.common import (
     CSD,
     Drives,
     Part,
@@ -21,13 +20,14 @@ from pytest_ssd.report.sections.csd.common import (
     param_of,
     state_of,
 )
-from pytest_ssd.workloads.profiles import (
+from pytest_ssd.methods.csd.workloads.profiles import (
     CDM_PROFILE_ORDER,
     CDM_PROFILES,
     CDM_TITLES,
     DIRECTIONS,
     LINE_RECORD,
 )
+from pytest_ssd.report.sections.base import row, table
 
 MODULE = f"{CSD}test_quick_profiles.py::"
 

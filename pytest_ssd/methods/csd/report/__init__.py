@@ -10,12 +10,12 @@ there is no steady-state part.
 
 from __future__ import annotations
 
-from pytest_ssd.report.sections.base import Context, Section, notes
-from pytest_ssd.report.sections.csd.common import Drives, Part
-from pytest_ssd.report.sections.csd.fill import fill_drive
-from pytest_ssd.report.sections.csd.latency import latency
-from pytest_ssd.report.sections.csd.lowqd import low_qd
-from pytest_ssd.report.sections.csd.profiles import quick_profiles, sync_writes
+from pytest_ssd.methods.csd.report.common import Drives, Part
+from pytest_ssd.methods.csd.report.fill import fill_drive
+from pytest_ssd.methods.csd.report.latency import latency
+from pytest_ssd.methods.csd.report.lowqd import low_qd
+from pytest_ssd.methods.csd.report.profiles import quick_profiles, sync_writes
+from pytest_ssd.report.sections.base import Context, ReportSection, Section, notes
 
 ID = "ssd-suite-csd"
 TITLE = "Consumer SSD suite (suites/csd)"
@@ -36,3 +36,21 @@ def section(ctx: Context) -> Section | None:
     ]
     body = notes(without) + "".join(part.html() for part in parts)
     return Section(ID, TITLE, body)
+
+
+#: the method's section of the report, declared by its hook (:mod:`pytest_ssd.methods.csd`)
+SECTION = ReportSection(
+    suite="csd",
+    title=TITLE,
+    build=section,
+    order=20,
+    kinds=(
+        "cdm-*",
+        "fill",
+        "fill-speed",
+        "speed-read",
+        "sync-writes",
+        "lowqd-point",
+        "tail-latency",
+    ),
+)

@@ -4,7 +4,7 @@ In the flow's order: the SEQ preconditioning (full and close up) and its
 table, the SEQ sweeps, the RND preconditioning, the RND sweeps and the 70/30
 mix, then QoS at QD1 (nines graph per workload and the datasheet table:
 typical, p99, p99.99).  Everything is read from the derived records and series
-the tests stored (:mod:`pytest_ssd.methods.esd`); a drive without them
+the tests stored (:mod:`pytest_ssd.methods.esd.run`); a drive without them
 is listed under the part with the reason.
 """
 
@@ -17,12 +17,21 @@ from typing import Any
 
 import numpy as np
 
-from pytest_ssd.analysis.sweep import POINT_RECORD
 from pytest_ssd.db import DriveResults, Series
-from pytest_ssd.figures import esd as figs
 from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.job import format_bytes
-from pytest_ssd.report.sections.base import Context, Section, notes, row, table
+from pytest_ssd.methods.esd import figures as figs
+from pytest_ssd.methods.esd.analysis import POINT_RECORD
+from pytest_ssd.report.sections.base import (
+    Context,
+    KeyFigure,
+    ReportSection,
+    Section,
+    notes,
+    row,
+    table,
+)
+from pytest_ssd.report.sections.keyresults import number, records, steady_text
 from pytest_ssd.text import latency, significant
 
 ID = "ssd-suite-esd"
@@ -255,3 +264,35 @@ def section(ctx: Context) -> Section | None:
         if not any(d is kept for kept in drives.all)
     ]
     return Section(ID, TITLE, notes(without) + body + notes(drives.missing))
+
+
+def headline(ctx: Context, drive: DriveResults) -> list[KeyFigure]:
+    """The enterprise suite: steady-state IOPS (RND) and MiB/s (SEQ), QoS p99.99 at QD1."""
+    found = []
+    for record in records(ctx, drive, "precondition-*"):
+        v = record.values
+        rnd = record.name.endswith("-rnd")
+        value = number(
+            v.get("steady_mean_iops" if rnd else "steady_mean_mib_s"), "IOPS" if rnd else "MiB/s"
+        )
+        what = f"{'RND' if rnd else 'SEQ'} steady state"
+        found.append(
+            KeyFigure(what, value, f"{v.get('workload', '')}, {steady_text(v.get('attained'))}")
+        )
+    for record in records(ctx, drive, "qos"):
+        for job, values in sorted(record.values.items()):
+            us = values.get("p99.99_us") if isinstance(values, dict) else None
+            if us is not None:  # the QoS figure datasheets give
+                found.append(KeyFigure("QoS p99.99", latency(float(us)), f"{job}, RND 4 KiB QD1"))
+    return found
+
+
+#: the method's section of the report, declared by its hook (:mod:`pytest_ssd.methods.esd`)
+SECTION = ReportSection(
+    suite="esd",
+    title=TITLE,
+    build=section,
+    order=30,
+    kinds=("precondition-*", "qos", "esd-point"),
+    headline=headline,
+)

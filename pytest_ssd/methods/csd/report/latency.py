@@ -22,8 +22,7 @@ from pytest_ssd.figures.latency import (
     tail_curves,
 )
 from pytest_ssd.fio.results import Percentile
-from pytest_ssd.report.sections.base import table
-from pytest_ssd.report.sections.csd.common import (
+from pytest_ssd.methods.csd.report.common import (
     Drives,
     Part,
     measurement_names,
@@ -32,6 +31,7 @@ from pytest_ssd.report.sections.csd.common import (
     series,
     state_of,
 )
+from pytest_ssd.report.sections.base import table
 from pytest_ssd.results.record import Measurement
 
 
