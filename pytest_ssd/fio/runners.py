@@ -26,6 +26,9 @@ class FioRunner(Protocol):
 
     #: fio reports the disks it saw busy on this machine (the target's family is checked)
     here: bool
+    #: fio's status reports reach this process while it runs (``--status-interval``);
+    #: False: only with its result (``fio --client``)
+    live_status: bool
 
     def where(self, target: str) -> str:
         """The target in a message."""
@@ -67,6 +70,7 @@ class LocalFio:
     """fio as a process of this machine."""
 
     here = True
+    live_status = True
 
     def where(self, target: str) -> str:
         return target
@@ -101,6 +105,7 @@ class HostFio:
 
     server: FioServer
     here = False
+    live_status = False
 
     def where(self, target: str) -> str:
         return f"{target} ({self.server.ssh.where})"

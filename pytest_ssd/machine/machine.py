@@ -90,6 +90,11 @@ class Machine(ABC):
             raise DeviceError(f"{self.where}: {done.last_error_line()}")
         return blocks.parse_blocks(done.stdout, numbers)
 
+    @property
+    def on(self) -> str:
+        """The machine after a path in a message: ``" on ssh root@host port 2222"``, "" here."""
+        return f" on {self.where}" if self.where else ""
+
 
 class LocalMachine(Machine):
     """This machine."""
