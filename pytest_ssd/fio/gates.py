@@ -20,7 +20,8 @@ from typing import Protocol
 
 from pytest_ssd.fio.agent import HostFio
 from pytest_ssd.fio.job import FIO_INSTALL_HINT, FioJob
-from pytest_ssd.fio.watch import StallWatch, local_capacity, local_watch
+from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.proc import Background, spawn, which
 from pytest_ssd.proc.runner import may_raise_priority
 
@@ -158,10 +159,10 @@ class LocalGates:
         return target
 
     def capacity(self, target: str) -> int | None:
-        return local_capacity(target)
+        return capacity(LOCAL, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str, where: str) -> StallWatch | None:
-        return local_watch(jobs, target)
+        return stall_watch(LOCAL, jobs, target, where)
 
     @property
     def held(self) -> bool:

@@ -18,7 +18,8 @@ from pytest_ssd.errors import FioError, SsdError
 from pytest_ssd.fio.gates import Gates, LocalGates
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import FioServer
-from pytest_ssd.fio.watch import StallWatch, host_capacity, host_watch, local_capacity, local_watch
+from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
+from pytest_ssd.machine.machine import LOCAL, Machine
 
 
 class FioRunner(Protocol):
@@ -66,9 +67,11 @@ class Unbatched(FioError):
     """No fio batch can run where the device's fio runs: its points run one by one."""
 
 
+@dataclass
 class LocalFio:
     """fio as a process of this machine."""
 
+    machine: Machine
     here = True
     live_status = True
 
@@ -79,10 +82,10 @@ class LocalFio:
         return []
 
     def capacity(self, target: str) -> int | None:
-        return local_capacity(target)
+        return capacity(self.machine, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str) -> StallWatch | None:
-        return local_watch(jobs, target)
+        return stall_watch(self.machine, jobs, target, self.where(target))
 
     def stalled(self) -> None:
         """The process itself is ended by the runner."""
@@ -96,7 +99,7 @@ class LocalFio:
 
 
 #: fio on this machine
-HERE = LocalFio()
+HERE = LocalFio(LOCAL)
 
 
 @dataclass
@@ -104,20 +107,22 @@ class HostFio:
     """fio as ``fio --client`` of the fio server on a test host."""
 
     server: FioServer
+    #: the server's machine (its counters, its devices' sizes)
+    machine: Machine
     here = False
     live_status = False
 
     def where(self, target: str) -> str:
-        return f"{target} ({self.server.ssh.where})"
+        return f"{target} ({self.machine.where})"
 
     def client_args(self, artifacts: Path) -> list[str]:
         return self.server.client_args(artifacts)
 
     def capacity(self, target: str) -> int | None:
-        return host_capacity(self.server.ssh, target)
+        return capacity(self.machine, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str) -> StallWatch | None:
-        return host_watch(self.server.ssh, jobs, target, self.where(target))
+        return stall_watch(self.machine, jobs, target, self.where(target))
 
     def stalled(self) -> None:
         """Its jobs there hang too: the host ends every fio of the server."""
@@ -128,7 +133,7 @@ class HostFio:
         and identity files; the session's full check of the device that follows confirms
         them, and every release compares them."""
         try:
-            gates = self.server.batch_gates()
+            gates = self.server.batch_gates(self.machine)
         except SsdError as exc:
             raise Unbatched(str(exc)) from None
         if gates is None or pinned is None or pinned.key[0] != "block":

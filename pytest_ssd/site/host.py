@@ -200,7 +200,7 @@ class HostSite(Site):
         return find_source(identity, self.machine)
 
     def runner(self) -> FioRunner:
-        return HostFio(self.hosts.server(self.address))
+        return HostFio(self.hosts.server(self.address), self.machine)
 
     def counters(self, target: Path, kernel_name: str | None) -> Counters | None:
         return counters_on(self.machine, kernel_name)

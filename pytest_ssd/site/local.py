@@ -11,7 +11,7 @@ from pytest_ssd.device.node import DeviceLock, device_key
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import LocalView, View
-from pytest_ssd.fio.runners import HERE, FioRunner
+from pytest_ssd.fio.runners import FioRunner, LocalFio
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source, find_source
 from pytest_ssd.machine.machine import LOCAL, Machine
@@ -79,7 +79,7 @@ class LocalSite(Site):
         return find_source(identity, self.machine)
 
     def runner(self) -> FioRunner:
-        return HERE
+        return LocalFio(self.machine)
 
     def counters(self, target: Path, kernel_name: str | None) -> Counters | None:
         return counters_on(self.machine, kernel_name)
