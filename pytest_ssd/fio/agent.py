@@ -122,9 +122,6 @@ class HostGates:
     #: a batch started early holds its gates in a thread meanwhile
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    #: fio's disks are the host's
-    here = False
-
     @property
     def watch_after(self) -> float:
         """The counters are a command away (0.05-0.1 s over SSH): watched only for a job

@@ -25,8 +25,8 @@ from pytest_ssd.machine.machine import LOCAL, Machine
 class FioRunner(Protocol):
     """What :func:`~pytest_ssd.fio.engine.run_jobs` needs of the place fio runs in."""
 
-    #: fio reports the disks it saw busy on this machine (the target's family is checked)
-    here: bool
+    #: the machine fio runs on (the target's, whose disks fio reports busy)
+    machine: Machine
     #: fio's status reports reach this process while it runs (``--status-interval``);
     #: False: only with its result (``fio --client``)
     live_status: bool
@@ -72,7 +72,6 @@ class LocalFio:
     """fio as a process of this machine."""
 
     machine: Machine
-    here = True
     live_status = True
 
     def where(self, target: str) -> str:
@@ -109,7 +108,6 @@ class HostFio:
     server: FioServer
     #: the server's machine (its counters, its devices' sizes)
     machine: Machine
-    here = False
     live_status = False
 
     def where(self, target: str) -> str:

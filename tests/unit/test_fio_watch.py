@@ -10,7 +10,8 @@ from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio import watch
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.watch import FLOOR_RATE, TIMEOUT_MARGIN_S, StallWatch, timeout_for
-from pytest_ssd.machine.machine import LOCAL, LocalMachine, Machine
+from pytest_ssd.machine.machine import LOCAL, Machine
+from tests.shell_machine import Shell
 
 MiB, GiB = 1 << 20, 1 << 30
 
@@ -67,18 +68,6 @@ def test_the_counters_are_what_completes() -> None:
     text = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n"
     assert watch.parse_done(text) == (1, 3, 5, 7, 12, 14, 16)
     assert watch.parse_done("1 2 3 4 5 6 7 8 9 10 11\n") == (1, 3, 5, 7)  # an older kernel
-
-
-class Shell(LocalMachine):
-    """This machine read as a test host is: by shell commands, a device by its /dev name."""
-
-    block_name = Machine.block_name
-    file_size = Machine.file_size
-    poll_s = Machine.poll_s
-
-    def read(self, path: str) -> str | None:
-        done = self.run(["cat", "--", path], timeout=5)
-        return done.stdout if done.returncode == 0 else None
 
 
 @pytest.mark.parametrize("machine", [LOCAL, Shell()], ids=["here", "by-commands"])
