@@ -25,7 +25,7 @@ from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import Background, spawn, which
 from pytest_ssd.proc.runner import may_raise_priority
 
-#: a batch's fio process, here or on a host
+#: a batch's fio process: this process's child, or one its agent started
 FioProcess = Background | HostFio
 
 
@@ -163,10 +163,10 @@ class LocalGates:
         return target
 
     def capacity(self, target: str) -> int | None:
-        return capacity(LOCAL, target)
+        return capacity(self.machine, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str, where: str) -> StallWatch | None:
-        return stall_watch(LOCAL, jobs, target, where)
+        return stall_watch(self.machine, jobs, target, where)
 
     @property
     def held(self) -> bool:
