@@ -49,8 +49,8 @@ from pathlib import Path
 from pytest_ssd.device.pinned import changed
 from pytest_ssd.errors import FioError
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.watch import HOST_EVERY_S, StallWatch, host_capacity, host_watch
-from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.proc import Completed
 
 #: how long an answer may take beyond the time asked for (a host under load)
@@ -105,8 +105,8 @@ class HostGates:
 
     #: the forwarded agent socket here
     socket_path: Path
-    #: the host's connection (the device's size and the stall watch read there)
-    ssh: Ssh
+    #: the host (the device's size and the stall watch read there)
+    machine: Machine
     #: the batch's folder on the host (the agent made it)
     folder: str = ""
     #: :meth:`pin` noted the device: every release checks it
@@ -122,24 +122,24 @@ class HostGates:
     #: a batch started early holds its gates in a thread meanwhile
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    #: fio's disks are the host's
-    here = False
-    #: the counters are an ssh command away (0.05-0.1 s): watched only for a job still
-    #: running after the watch's first interval
-    watch_after = HOST_EVERY_S
+    @property
+    def watch_after(self) -> float:
+        """The counters are a command away (0.05-0.1 s over SSH): watched only for a job
+        still running after the watch's first interval."""
+        return self.machine.poll_s
 
     @property
     def checks_device(self) -> bool:
         return self.pinned
 
     def where(self, target: str) -> str:
-        return f"{target} ({self.ssh.where})"
+        return f"{target} ({self.machine.where})"
 
     def capacity(self, target: str) -> int | None:
-        return host_capacity(self.ssh, target)
+        return capacity(self.machine, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str, where: str) -> StallWatch | None:
-        return host_watch(self.ssh, jobs, target, where)
+        return stall_watch(self.machine, jobs, target, where)
 
     def connect(self) -> None:
         """Connect; the agent makes the batch's folder there (FioError in one line if not)."""
@@ -150,7 +150,7 @@ class HostGates:
         except OSError as exc:
             sock.close()
             raise FioError(
-                f"{self.ssh.where}: the fio batch agent cannot be reached: {exc}"
+                f"{self.machine.where}: the fio batch agent cannot be reached: {exc}"
             ) from None
         self._sock = sock
         self._reader = sock.makefile("rb")
@@ -177,7 +177,7 @@ class HostGates:
     def _answer(self, request: str, data: bytes, wait: float) -> str:
         sock = self._sock
         if sock is None:
-            raise AgentLost(f"{self.ssh.where}: the fio batch's agent connection is closed")
+            raise AgentLost(f"{self.machine.where}: the fio batch's agent connection is closed")
         try:
             sock.settimeout(ANSWER_S + wait)
             if request:
@@ -185,22 +185,26 @@ class HostGates:
             line = self._reader.readline().decode(errors="replace").rstrip("\n")
         except OSError as exc:
             self.close()
-            raise AgentLost(f"{self.ssh.where}: the fio batch's agent was lost: {exc}") from None
+            raise AgentLost(
+                f"{self.machine.where}: the fio batch's agent was lost: {exc}"
+            ) from None
         if not line:
             self.close()
-            raise AgentLost(f"{self.ssh.where}: the fio batch's agent was lost (connection ended)")
+            raise AgentLost(
+                f"{self.machine.where}: the fio batch's agent was lost (connection ended)"
+            )
         word, _, rest = line.partition(" ")
         if word == "err" and rest.startswith("changed "):
             raise changed(self.node, rest.removeprefix("changed "))
         if word != "ok":
-            raise FioError(f"{self.ssh.where}: the fio batch agent: {rest or line}")
+            raise FioError(f"{self.machine.where}: the fio batch agent: {rest or line}")
         return rest
 
     def _bytes(self, size: int) -> bytes:
         data = self._reader.read(size)
         if len(data) != size:
             self.close()
-            raise AgentLost(f"{self.ssh.where}: the fio batch's agent was lost mid-answer")
+            raise AgentLost(f"{self.machine.where}: the fio batch's agent was lost mid-answer")
         return data
 
     # --- the batch's files ---------------------------------------------------------------
@@ -341,7 +345,7 @@ class HostFio:
         found = self.gates.ask_output(f"end {self.key} {timeout:g}", wait=timeout)
         if found is None:
             self.kill()
-            raise FioError(f"{self.gates.ssh.where}: fio timed out after {timeout:g} s")
+            raise FioError(f"{self.gates.machine.where}: fio timed out after {timeout:g} s")
         return self._keep(found)
 
     def kill(self) -> Completed:

@@ -422,7 +422,7 @@ class Batch:
             raise FioError(f"{exited(completed, self._where)} ({exc})") from None
         if completed.returncode:
             raise FioError(exited(completed, self._where))
-        check_target(output, str(self.target), here=self.gates.here)
+        check_target(output, str(self.target), self.gates.machine)
         process.output, process.completed = output, completed
         return output
 

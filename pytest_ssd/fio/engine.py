@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
 from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback, StatusSink
 from pytest_ssd.fio.watch import timeout_for
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.proc import Completed, run, which
 from pytest_ssd.proc.runner import Stalled
 
@@ -87,32 +87,26 @@ def _check(jobs: Sequence[FioJob], output: FioOutput, target: str, stderr: str) 
             )
 
 
-def _block_family(target: str) -> set[str] | None:
-    """Kernel names of block device *target* and every device it is built on; None for a file."""
-    try:
-        st = Path(target).stat()
-    except OSError:
-        return None
-    if not stat.S_ISBLK(st.st_mode):
-        return None
-    todo = [Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve()]
+def block_family(machine: Machine, name: str) -> set[str]:
+    """Kernel names of block device *name* on *machine* and every device it is built on."""
     names: set[str] = set()
+    todo = [name]
     while todo:
-        sysdir = todo.pop()
-        if sysdir.name in names:
-            continue
-        names.add(sysdir.name)
-        slaves = sysdir / "slaves"
-        todo += [s.resolve() for s in slaves.iterdir()] if slaves.is_dir() else []
+        found = todo.pop()
+        if found not in names:
+            names.add(found)
+            todo += [
+                p.rpartition("/")[2] for p in machine.glob(f"/sys/class/block/{found}/slaves/*")
+            ]
     return names
 
 
-def check_target(output: FioOutput, target: str, *, here: bool = True) -> None:
-    """Raise :class:`FioError` unless fio worked on *target* and nothing else.
+def check_target(output: FioOutput, target: str, machine: Machine) -> None:
+    """Raise :class:`FioError` unless fio worked on *target* (on *machine*) and nothing else.
 
     fio names the file of each job in its options and the disks it saw busy in
-    ``disk_util``: a job on another file, or a disk that is not the target (or what
-    it is built on), means fio was pointed somewhere else.
+    ``disk_util`` (the disks of the machine it ran on): a job on another file, or a disk
+    that is not the target (or what it is built on), means fio was pointed somewhere else.
     """
     expected = fio_path(target)
     for job in output.jobs:
@@ -122,11 +116,11 @@ def check_target(output: FioOutput, target: str, *, here: bool = True) -> None:
                 f"fio job {job.name} ran on {given!r}, not on the guarded target {target}:"
                 " treat the device's contents as unknown"
             )
-    family = _block_family(target) if here else None
     disks = {str(d.get("name")) for d in output.disk_util}
-    if family is None or not disks:
+    name = machine.block_name(target) if disks else None
+    if name is None or disks <= {name}:  # a file, or the device alone: nothing to look up
         return
-    strangers = sorted(disks - family)
+    strangers = sorted(disks - block_family(machine, name))
     if strangers:
         raise FioError(
             f"fio reported I/O on {', '.join(strangers)}, not on the guarded"
@@ -220,5 +214,5 @@ def run_jobs(
     if completed.returncode:
         raise FioError(exited(completed, where))
     _check(jobs, output, str(target), completed.stderr)
-    check_target(output, str(target), here=runner.here)
+    check_target(output, str(target), runner.machine)
     return FioRun(tuple(jobs), output, completed, artifacts, started, ended)

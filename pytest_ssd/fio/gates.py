@@ -20,11 +20,12 @@ from typing import Protocol
 
 from pytest_ssd.fio.agent import HostFio
 from pytest_ssd.fio.job import FIO_INSTALL_HINT, FioJob
-from pytest_ssd.fio.watch import StallWatch, local_capacity, local_watch
+from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc import Background, spawn, which
 from pytest_ssd.proc.runner import may_raise_priority
 
-#: a batch's fio process, here or on a host
+#: a batch's fio process: this process's child, or one its agent started
 FioProcess = Background | HostFio
 
 
@@ -42,8 +43,8 @@ class Gates(Protocol):
         ...
 
     @property
-    def here(self) -> bool:
-        """fio reports the disks it saw busy on this machine (the target's family is checked)."""
+    def machine(self) -> Machine:
+        """The machine fio runs on (the target's, whose disks fio reports busy)."""
         ...
 
     @property
@@ -128,9 +129,13 @@ class LocalGates:
 
     #: the session checks the device before each release
     checks_device = False
-    here = True
     #: the counters are a file read away: watched from the release on
     watch_after = 0.0
+
+    @property
+    def machine(self) -> Machine:
+        """This one: the FIFOs and fio processes are this process's."""
+        return LOCAL
 
     def fio(self) -> str:
         return which("fio", FIO_INSTALL_HINT)
@@ -158,10 +163,10 @@ class LocalGates:
         return target
 
     def capacity(self, target: str) -> int | None:
-        return local_capacity(target)
+        return capacity(self.machine, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str, where: str) -> StallWatch | None:
-        return local_watch(jobs, target)
+        return stall_watch(self.machine, jobs, target, where)
 
     @property
     def held(self) -> bool:

@@ -18,14 +18,18 @@ from pytest_ssd.errors import FioError, SsdError
 from pytest_ssd.fio.gates import Gates, LocalGates
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import FioServer
-from pytest_ssd.fio.watch import StallWatch, host_capacity, host_watch, local_capacity, local_watch
+from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
+from pytest_ssd.machine.machine import LOCAL, Machine
 
 
 class FioRunner(Protocol):
     """What :func:`~pytest_ssd.fio.engine.run_jobs` needs of the place fio runs in."""
 
-    #: fio reports the disks it saw busy on this machine (the target's family is checked)
-    here: bool
+    #: the machine fio runs on (the target's, whose disks fio reports busy)
+    machine: Machine
+    #: fio's status reports reach this process while it runs (``--status-interval``);
+    #: False: only with its result (``fio --client``)
+    live_status: bool
 
     def where(self, target: str) -> str:
         """The target in a message."""
@@ -63,10 +67,12 @@ class Unbatched(FioError):
     """No fio batch can run where the device's fio runs: its points run one by one."""
 
 
+@dataclass
 class LocalFio:
     """fio as a process of this machine."""
 
-    here = True
+    machine: Machine
+    live_status = True
 
     def where(self, target: str) -> str:
         return target
@@ -75,10 +81,10 @@ class LocalFio:
         return []
 
     def capacity(self, target: str) -> int | None:
-        return local_capacity(target)
+        return capacity(self.machine, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str) -> StallWatch | None:
-        return local_watch(jobs, target)
+        return stall_watch(self.machine, jobs, target, self.where(target))
 
     def stalled(self) -> None:
         """The process itself is ended by the runner."""
@@ -92,7 +98,7 @@ class LocalFio:
 
 
 #: fio on this machine
-HERE = LocalFio()
+HERE = LocalFio(LOCAL)
 
 
 @dataclass
@@ -100,19 +106,21 @@ class HostFio:
     """fio as ``fio --client`` of the fio server on a test host."""
 
     server: FioServer
-    here = False
+    #: the server's machine (its counters, its devices' sizes)
+    machine: Machine
+    live_status = False
 
     def where(self, target: str) -> str:
-        return f"{target} ({self.server.ssh.where})"
+        return f"{target} ({self.machine.where})"
 
     def client_args(self, artifacts: Path) -> list[str]:
         return self.server.client_args(artifacts)
 
     def capacity(self, target: str) -> int | None:
-        return host_capacity(self.server.ssh, target)
+        return capacity(self.machine, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str) -> StallWatch | None:
-        return host_watch(self.server.ssh, jobs, target, self.where(target))
+        return stall_watch(self.machine, jobs, target, self.where(target))
 
     def stalled(self) -> None:
         """Its jobs there hang too: the host ends every fio of the server."""
@@ -123,7 +131,7 @@ class HostFio:
         and identity files; the session's full check of the device that follows confirms
         them, and every release compares them."""
         try:
-            gates = self.server.batch_gates()
+            gates = self.server.batch_gates(self.machine)
         except SsdError as exc:
             raise Unbatched(str(exc)) from None
         if gates is None or pinned is None or pinned.key[0] != "block":

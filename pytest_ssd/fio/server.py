@@ -30,6 +30,7 @@ from pathlib import Path
 from pytest_ssd.errors import FioError, SsdError
 from pytest_ssd.fio.agent import AGENT, HostGates
 from pytest_ssd.fio.agent import SOCKET as AGENT_SOCKET
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.ssh import MARK, Held, Ssh, marks
 from pytest_ssd.proc import Completed
 
@@ -197,13 +198,14 @@ class FioServer:
         link.symlink_to(self.socket)
         return [f"--client=sock:{CLIENT_SOCKET}"]
 
-    def batch_gates(self) -> HostGates | None:
-        """A connection to the batch agent, for one batch (None: the host has no perl)."""
+    def batch_gates(self, machine: Machine) -> HostGates | None:
+        """A connection to the batch agent, for one batch on *machine* (the host's: None
+        when it has no perl)."""
         if not self.agent:
             return None
         if not self.alive:
             raise FioError(f"{self.ssh.where}: the fio server is not running (connection lost?)")
-        gates = HostGates(self.agent_socket, self.ssh)
+        gates = HostGates(self.agent_socket, machine)
         gates.connect()
         return gates
 

@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pytest_ssd.errors import ConfigError, SsdError
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.machine.machine import Machine
 
 #: the environment variable that sets every job's allowance, in seconds
 STALL_ENV = "PYTEST_SSD_STALL_S"
@@ -43,8 +41,9 @@ WRITE_STALL_S = 120.0
 FLOOR_RATE = 1 << 20
 #: seconds allowed beyond a run's planned time (fio's start-up, a slow host)
 TIMEOUT_MARGIN_S = 120.0
-#: how often a device's counters are read here, and on a test host (over ssh)
-EVERY_S, HOST_EVERY_S = 1.0, 5.0
+#: how often a device's counters are read at most (a machine may read them less often:
+#: :attr:`~pytest_ssd.machine.machine.Machine.poll_s`)
+EVERY_S = 1.0
 #: the fields of a block device's ``stat`` that count completed work: reads, sectors
 #: read, writes, sectors written, discards, sectors discarded, flushes (not the
 #: in-flight count or the busy times, which move while nothing completes)
@@ -91,38 +90,16 @@ def timeout_for(jobs: Sequence[FioJob], capacity: int | None) -> float:
     return total
 
 
-def local_capacity(target: str) -> int | None:
-    """Bytes of *target* here; None when unknown."""
+def capacity(machine: Machine, target: str) -> int | None:
+    """Bytes of *target* on *machine* (a block device, or a regular file); None when unknown."""
     try:
-        st = Path(target).stat()
-    except OSError:
-        return None
-    if not stat.S_ISBLK(st.st_mode):
-        return st.st_size
-    size = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}/size")
-    try:
-        return int(size.read_text()) * 512
-    except (OSError, ValueError):
-        return None
-
-
-def host_capacity(ssh: Ssh, target: str) -> int | None:
-    """Bytes of block device *target* on the host of *ssh*; None when unknown."""
-    name = _kernel_name(target)
-    if name is None:
-        return None
-    try:
-        with_size = ssh.run(["cat", "--", f"/sys/class/block/{name}/size"], timeout=60)
+        name = machine.block_name(target)
+        if name is None:
+            return machine.file_size(target)
+        text = (machine.read(f"/sys/class/block/{name}/size") or "").strip()
     except SsdError:  # the connection's trouble is fio's to report
         return None
-    text = with_size.stdout.strip()
-    return int(text) * 512 if with_size.returncode == 0 and text.isdigit() else None
-
-
-def _kernel_name(target: str) -> str | None:
-    """The kernel's name of a host's ``/dev/<name>`` node (the session's canonical node)."""
-    name = target.removeprefix("/dev/")
-    return name if target.startswith("/dev/") and name and "/" not in name else None
+    return int(text) * 512 if text.isdigit() else None
 
 
 def parse_done(text: str) -> tuple[int, ...]:
@@ -131,43 +108,18 @@ def parse_done(text: str) -> tuple[int, ...]:
     return tuple(int(fields[i]) for i in _DONE_FIELDS if i < len(fields))
 
 
-def _stat_path(target: str) -> Path | None:
-    """The ``stat`` file of block device *target*, or of the device a file is on; None."""
-    try:
-        st = Path(target).stat()
-    except OSError:
-        return None
-    number = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
-    path = Path(f"/sys/dev/block/{os.major(number)}:{os.minor(number)}/stat")
-    return path if path.is_file() else None
-
-
-def local_counters(target: str) -> Counters | None:
-    """A reader of the completed work of the device *target* is (or is on); None: none."""
-    path = _stat_path(target)
-    if path is None:
-        return None
-
-    def read() -> tuple[int, ...] | None:
-        try:
-            return parse_done(path.read_text())
-        except (OSError, ValueError):
-            return None
-
-    return read
-
-
-def host_counters(ssh: Ssh, target: str) -> Counters | None:
-    """A reader of the completed work of block device *target* on the host (None: no node)."""
-    name = _kernel_name(target)
+def counters(machine: Machine, target: str) -> Counters | None:
+    """A reader of the completed work of the device *target* is (or is on) on *machine*;
+    None: none."""
+    name = machine.block_name(target, holding=True)
     if name is None:
         return None
     path = f"/sys/class/block/{name}/stat"
 
     def read() -> tuple[int, ...] | None:
         try:
-            done = ssh.run(["cat", "--", path], timeout=HOST_EVERY_S * 4)
-            return parse_done(done.stdout) if done.returncode == 0 else None
+            text = machine.read(path)
+            return parse_done(text) if text else None
         except (SsdError, ValueError):  # the connection's trouble is fio's to report
             return None
 
@@ -208,14 +160,13 @@ class StallWatch:
         )
 
 
-def local_watch(jobs: Sequence[FioJob], target: str) -> StallWatch | None:
-    """The stall watch of *jobs* on *target* here; None where none can be."""
-    return _watch(jobs, local_counters(target), target, EVERY_S)
-
-
-def host_watch(ssh: Ssh, jobs: Sequence[FioJob], target: str, where: str) -> StallWatch | None:
-    """The stall watch of *jobs* on *target* on the host of *ssh* (*where* in its message)."""
-    return _watch(jobs, host_counters(ssh, target), where, HOST_EVERY_S)
+def stall_watch(
+    machine: Machine, jobs: Sequence[FioJob], target: str, where: str
+) -> StallWatch | None:
+    """The stall watch of *jobs* on *target* on *machine* (*where* in its message), its
+    counters read every :attr:`~pytest_ssd.machine.machine.Machine.poll_s`; None where none
+    can be."""
+    return _watch(jobs, counters(machine, target), where, machine.poll_s)
 
 
 def _watch(

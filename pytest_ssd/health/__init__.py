@@ -6,7 +6,6 @@ from pytest_ssd.health.sampler import Sampler, summarize
 from pytest_ssd.health.sources import (
     HealthSample,
     Source,
-    find_host_source,
     find_source,
     parse_smart_log,
     parse_smartctl,
@@ -16,7 +15,6 @@ __all__ = [
     "HealthSample",
     "Sampler",
     "Source",
-    "find_host_source",
     "find_source",
     "parse_smart_log",
     "parse_smartctl",

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import load_object
 from pytest_ssd.errors import ToolError
-from pytest_ssd.health.sources import KELVIN, READ_TIMEOUT_S, without
+from pytest_ssd.health.sources import KELVIN, READ_TIMEOUT_S, nvme_of
 from pytest_ssd.machine.machine import Machine
 
 #: what a rule may name, and what it is
@@ -185,15 +185,12 @@ class SmartctlLogReader:
 
 def find_log_reader(identity: DeviceIdentity, machine: Machine) -> tuple[LogReader | None, str]:
     """The device's health-log reader on *machine* and what it is, or None and why none."""
-    if (why := without(identity, "health log")) is not None:
-        return None, why
-    if identity.nvme is not None:
-        try:
-            nvme = machine.which("nvme", "install nvme-cli")
-        except ToolError as exc:
-            return None, str(exc)
+    nvme, why = nvme_of(identity, machine, "health log")
+    if nvme is not None:
         constants = thresholds(identity)
         return NvmeLogReader(nvme, Path(identity.path), machine, constants), "nvme smart-log"
+    if why:
+        return None, why
     try:
         smartctl = machine.which("smartctl", "install smartmontools")
     except ToolError:

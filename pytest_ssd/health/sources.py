@@ -7,6 +7,7 @@ file has no sensor: the report says so instead of drawing nothing).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field, fields
@@ -23,8 +24,7 @@ from pytest_ssd.errors import (
     call_extension,
     kind_of,
 )
-from pytest_ssd.machine.machine import LOCAL, Machine
-from pytest_ssd.proc import which
+from pytest_ssd.machine.machine import Machine
 
 #: kelvin of 0 °C (NVMe reports temperatures in kelvin)
 KELVIN = 273.15
@@ -140,9 +140,9 @@ class NvmeSmartLog:
 
     nvme: str
     device: Path
-    name: str = "nvme smart-log"
     #: the machine the device is in
-    machine: Machine = LOCAL
+    machine: Machine
+    name: str = "nvme smart-log"
 
     def read(self) -> HealthSample:
         argv = [self.nvme, "smart-log", str(self.device), "-o", "json"]
@@ -157,9 +157,9 @@ class Smartctl:
 
     smartctl: str
     device: Path
-    name: str = "smartctl"
     #: the machine the device is in
-    machine: Machine = LOCAL
+    machine: Machine
+    name: str = "smartctl"
 
     def read(self) -> HealthSample:
         argv = [self.smartctl, "-j", "-A", str(self.device)]
@@ -171,45 +171,24 @@ class Smartctl:
 
 @dataclass
 class Hwmon:
-    """A hwmon folder of the device (drivetemp, nvme): ``temp*_input`` in m°C, temp1 first."""
-
-    folder: Path
-    name: str = "hwmon"
-
-    def read(self) -> HealthSample:
-        inputs = sorted(self.folder.glob("temp*_input"), key=lambda p: _index(p.name))
-        values = [int(p.read_text().strip()) / 1000 for p in inputs]
-        if not values:
-            raise ParseError(f"{self.folder}: no temp*_input")
-        return HealthSample(time.time(), values[0], tuple(values[1:]))
-
-
-@dataclass
-class HostHwmon:
-    """The hwmon sensors of a device on a test host: every ``temp*_input`` in one command."""
+    """A hwmon folder of the device (drivetemp, nvme): ``temp*_input`` in m°C, temp1 first,
+    read on the device's machine in one go."""
 
     machine: Machine
-    kernel_name: str
+    folder: str
+    #: the folder's ``temp*_input`` files, temp1 first
+    inputs: tuple[str, ...]
     name: str = "hwmon"
 
     def read(self) -> HealthSample:
-        if not self.kernel_name.replace("-", "").replace("_", "").isalnum():
-            raise ParseError(f"{self.kernel_name!r} is no block device name")
-        block = f"/sys/block/{self.kernel_name}/device"
-        script = f"grep -H . {block}/hwmon/hwmon*/temp*_input {block}/hwmon*/temp*_input"
-        argv = ["sh", "-c", f"{script} 2>/dev/null || true"]
-        done = self.machine.run(argv, timeout=READ_TIMEOUT_S)
-        found: dict[str, list[tuple[int, float]]] = {}
-        for line in done.stdout.splitlines():
-            path, _, value = line.partition(":")
-            folder, _, attribute = path.rpartition("/")
+        values = []
+        for path, text in zip(self.inputs, self.machine.read_many(self.inputs), strict=True):
             try:
-                found.setdefault(folder, []).append((_index(attribute), int(value) / 1000))
+                values.append(int((text or "").strip()) / 1000)
             except ValueError:
-                continue
-        if not found:
-            raise ParseError(f"{block} on {self.machine.where}: no hwmon temp*_input")
-        values = [v for _, v in sorted(found[min(found)])]
+                raise ParseError(f"{path}{self.machine.on}: no temperature in it") from None
+        if not values:
+            raise ParseError(f"{self.folder}{self.machine.on}: no temp*_input")
         return HealthSample(time.time(), values[0], tuple(values[1:]))
 
 
@@ -218,16 +197,20 @@ def _index(name: str) -> int:
     return int(digits or 0)
 
 
-def hwmon_folder(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> Path | None:
-    """The hwmon folder of the device's disk or NVMe controller, if the kernel has one."""
+def hwmon_of(identity: DeviceIdentity, machine: Machine, sysfs: str = "/sys") -> Hwmon | None:
+    """The hwmon sensors of the device's disk or NVMe controller on *machine*, if any."""
     name = identity.kernel_name
-    if not name:
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
         return None
-    candidates = [sysfs / "block" / name / "device" / "hwmon", sysfs / "block" / name / "device"]
-    for base in candidates:
-        for folder in sorted(base.glob("hwmon*")):
-            if any(folder.glob("temp*_input")):
-                return folder
+    device = f"{sysfs}/block/{name}/device"
+    for pattern in (f"{device}/hwmon/hwmon*/temp*_input", f"{device}/hwmon*/temp*_input"):
+        found: dict[str, list[str]] = {}
+        for path in machine.glob(pattern):
+            found.setdefault(path.rpartition("/")[0], []).append(path)
+        if found:
+            folder = min(found)
+            inputs = sorted(found[folder], key=lambda p: _index(p.rpartition("/")[2]))
+            return Hwmon(machine, folder, tuple(inputs))
     return None
 
 
@@ -240,51 +223,40 @@ def without(identity: DeviceIdentity, what: str) -> str | None:
     return None
 
 
-def _anywhere(identity: DeviceIdentity, machine: Machine) -> tuple[Source | None, str] | None:
-    """What holds on every machine: a file or a loop device has no sensor, NVMe its log."""
-    if (why := without(identity, "temperature sensor")) is not None:
+def nvme_of(identity: DeviceIdentity, machine: Machine, what: str) -> tuple[str | None, str]:
+    """What holds on every machine: (nvme-cli's path there, "") for an NVMe device;
+    (None, why) when the device has no *what* (a file, a loop device) or nvme-cli is
+    missing; (None, "") for another device."""
+    if (why := without(identity, what)) is not None:
         return None, why
-    if identity.nvme is not None:
-        try:
-            nvme = machine.which("nvme", "install nvme-cli")
-        except ToolError as exc:
-            return None, str(exc)
-        return NvmeSmartLog(nvme, Path(identity.path), machine=machine), "nvme"
-    return None
-
-
-def find_source(identity: DeviceIdentity, sysfs: Path = Path("/sys")) -> tuple[Source | None, str]:
-    """The health source of a device of this machine and what it is, or None and why none."""
-    found = _anywhere(identity, LOCAL)
-    if found is not None:
-        return found
-    folder = hwmon_folder(identity, sysfs)
-    if folder is not None:
-        return Hwmon(folder), f"hwmon {folder}"
+    if identity.nvme is None:
+        return None, ""
     try:
-        path = which("smartctl", "install smartmontools")
-    except ToolError:
-        return None, "no hwmon sensor and smartctl is not installed (apt-get install smartmontools)"
-    return Smartctl(path, Path(identity.path)), "smartctl"
+        return machine.which("nvme", "install nvme-cli"), ""
+    except ToolError as exc:
+        return None, str(exc)
 
 
-def find_host_source(identity: DeviceIdentity, machine: Machine) -> tuple[Source | None, str]:
-    """The same for a device on the test host *machine*: every read there."""
-    return _anywhere(identity, machine) or _host_source(identity, machine)
-
-
-def _host_source(identity: DeviceIdentity, machine: Machine) -> tuple[Source | None, str]:
-    """A SATA/SAS drive on a test host: its hwmon sensor (drivetemp), else smartctl there."""
-    if identity.kernel_name:
-        hwmon = HostHwmon(machine, identity.kernel_name)
-        try:
+def find_source(
+    identity: DeviceIdentity, machine: Machine, sysfs: str = "/sys"
+) -> tuple[Source | None, str]:
+    """The health source of a device of *machine* and what it is, or None and why none:
+    NVMe its smart-log; another disk its hwmon sensor (drivetemp), else smartctl."""
+    nvme, why = nvme_of(identity, machine, "temperature sensor")
+    if nvme is not None:
+        return NvmeSmartLog(nvme, Path(identity.path), machine=machine), "nvme"
+    if why:
+        return None, why
+    hwmon = hwmon_of(identity, machine, sysfs)
+    if hwmon is not None:
+        with contextlib.suppress(ParseError, ToolError):  # a sensor that reads, or none
             hwmon.read()
-        except (ParseError, ToolError):
-            pass
-        else:
-            return hwmon, f"hwmon of {identity.kernel_name} ({machine.where})"
+            return hwmon, f"hwmon {hwmon.folder}{machine.on}"
     try:
         path = machine.which("smartctl", "install smartmontools")
     except ToolError:
-        return None, f"no hwmon sensor and smartctl is not installed on {machine.where}"
-    return Smartctl(path, Path(identity.path), machine=machine), f"smartctl ({machine.where})"
+        return None, (
+            f"no hwmon sensor and smartctl is not installed{machine.on}"
+            " (apt-get install smartmontools)"
+        )
+    return Smartctl(path, Path(identity.path), machine=machine), f"smartctl{machine.on}"

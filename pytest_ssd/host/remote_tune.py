@@ -26,7 +26,7 @@ accepted only for the kernel's own node, as the host's ``stat`` and sysfs descri
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -285,14 +285,3 @@ def _to_host(change: Change, tree: Tree) -> Change:
     if isinstance(change, FileWrite):
         return replace(change, path=tree.host_path(change.path))
     return change
-
-
-def combined(tuners: Sequence[MachineTuner]) -> TuneLog:
-    """Every machine's tune log in one, a host's lines named by it (the record's)."""
-    both = TuneLog(requested=any(t.log.requested for t in tuners))
-    for tuner in tuners:
-        for name in ("recovered", "refused", "changed", "skipped"):
-            prefix = f"{tuner.label}: " if tuner.label else ""
-            lines = [f"{prefix}{line}" for line in getattr(tuner.log, name)]
-            setattr(both, name, [*getattr(both, name), *lines])
-    return both

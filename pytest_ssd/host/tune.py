@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
@@ -268,3 +268,14 @@ def tune_lines(log: TuneLog, kept: str) -> list[str]:
     lines += [f"--ssd-tune restored: {line}" for line in log.restored]
     lines += [f"--ssd-tune could NOT restore: {line} (kept in {kept})" for line in log.failed]
     return lines
+
+
+def combined(tuners: Sequence[MachineTuner]) -> TuneLog:
+    """Every machine's tune log in one, a host's lines named by it (the record's)."""
+    both = TuneLog(requested=any(t.log.requested for t in tuners))
+    for tuner in tuners:
+        for name in ("recovered", "refused", "changed", "skipped"):
+            prefix = f"{tuner.label}: " if tuner.label else ""
+            lines = [f"{prefix}{line}" for line in getattr(tuner.log, name)]
+            setattr(both, name, [*getattr(both, name), *lines])
+    return both

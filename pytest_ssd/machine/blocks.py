@@ -13,12 +13,19 @@ import mmap
 import os
 from collections.abc import Iterator
 
+from pytest_ssd.errors import DeviceError
 from pytest_ssd.machine.ssh import MARK
 
-#: ``sh -c READ_THERE sh PATH UNIT BLOCK...``: each block as hex, after a mark
+#: ``sh -c READ_THERE sh PATH UNIT BLOCK...``: each block as hex, after a mark; a block
+#: that cannot be read ends it with dd's error and exit 1 (as here: not an empty block)
 READ_THERE = f"""p=$1 u=$2; shift 2
-for b; do echo "{MARK}block $b"; dd if="$p" bs="$u" skip="$b" count=1 iflag=direct 2>/dev/null |
-  od -An -v -tx1; done
+t=$(mktemp) || exit 1
+trap 'rm -f "$t" "$t.e"' EXIT
+for b; do
+  dd if="$p" of="$t" bs="$u" skip="$b" count=1 iflag=direct 2>"$t.e" ||
+    {{ cat "$t.e" >&2; exit 1; }}
+  echo "{MARK}block $b"; od -An -v -tx1 "$t"
+done
 """
 READ_TIMEOUT_S = 600.0
 
@@ -34,9 +41,21 @@ def _open(path: str) -> tuple[int, bool]:
 
 
 def read_here(path: str, unit: int, blocks: list[int]) -> Iterator[tuple[int, bytes]]:
-    """(block, data) for each block, read with O_DIRECT; buffered where O_DIRECT is refused."""
+    """(block, data) for each block, read with O_DIRECT; buffered where O_DIRECT is refused.
+
+    Raises :class:`DeviceError` when they cannot be read (as ``dd`` elsewhere), at once.
+    """
+    try:
+        fd, direct = _open(path)
+    except OSError as exc:
+        raise DeviceError(exc.strerror or str(exc)) from None
+    return _read(path, fd, direct, unit, blocks)
+
+
+def _read(
+    path: str, fd: int, direct: bool, unit: int, blocks: list[int]
+) -> Iterator[tuple[int, bytes]]:
     buf = mmap.mmap(-1, unit)  # page-aligned, as O_DIRECT needs
-    fd, direct = _open(path)
     try:
         for block in blocks:
             try:
@@ -49,6 +68,8 @@ def read_here(path: str, unit: int, blocks: list[int]) -> Iterator[tuple[int, by
                 fd, direct = os.open(path, os.O_RDONLY), False
                 got = os.preadv(fd, [buf], block * unit)
             yield block, buf[:got]
+    except OSError as exc:
+        raise DeviceError(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
         buf.close()

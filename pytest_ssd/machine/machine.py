@@ -8,6 +8,8 @@ measures a local drive and a drive in a test host alike.
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -90,6 +92,33 @@ class Machine(ABC):
             raise DeviceError(f"{self.where}: {done.last_error_line()}")
         return blocks.parse_blocks(done.stdout, numbers)
 
+    @property
+    def on(self) -> str:
+        """The machine after a path in a message: ``" on ssh root@host port 2222"``, "" here."""
+        return f" on {self.where}" if self.where else ""
+
+    @property
+    def poll_s(self) -> float:
+        """Seconds between two readings of a small file there in a loop (a stall watch): a
+        command away, every few seconds."""
+        return 5.0
+
+    def block_name(self, target: str, *, holding: bool = False) -> str | None:
+        """The kernel's name of block device *target* there (*holding*: or of the device a
+        regular file is on); None when it names none.
+
+        There: a ``/dev/<name>`` node, the session's canonical node of the device.
+        """
+        name = target.removeprefix("/dev/")
+        return name if target.startswith("/dev/") and name and "/" not in name else None
+
+    def file_size(self, target: str) -> int | None:
+        """Bytes of regular file *target* there; None when it is none."""
+        done = self.run(["stat", "-L", "-c", "%F %s", "--", target], timeout=READ_TIMEOUT_S)
+        kind, _, size = done.stdout.strip().rpartition(" ")
+        ok = done.returncode == 0 and kind.startswith("regular") and size.isdigit()
+        return int(size) if ok else None
+
 
 class LocalMachine(Machine):
     """This machine."""
@@ -129,6 +158,33 @@ class LocalMachine(Machine):
 
     def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
         return blocks.read_here(path, unit, numbers)
+
+    @property
+    def poll_s(self) -> float:
+        """A file read away: every second."""
+        return 1.0
+
+    def block_name(self, target: str, *, holding: bool = False) -> str | None:
+        """By the device number of the node (or of the file's filesystem), in ``/sys``."""
+        try:
+            st = Path(target).stat()
+        except OSError:
+            return None
+        if stat.S_ISBLK(st.st_mode):
+            number = st.st_rdev
+        elif holding and stat.S_ISREG(st.st_mode):
+            number = st.st_dev
+        else:
+            return None
+        folder = Path(f"/sys/dev/block/{os.major(number)}:{os.minor(number)}")
+        return folder.resolve().name if folder.is_dir() else None
+
+    def file_size(self, target: str) -> int | None:
+        try:
+            st = Path(target).stat()
+        except OSError:
+            return None
+        return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 #: this machine

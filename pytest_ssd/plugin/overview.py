@@ -8,6 +8,7 @@ import pytest
 
 from pytest_ssd.device.identity import SECTOR, DeviceIdentity, binary_size, identify
 from pytest_ssd.errors import SsdError, present
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.plugin.skips import skip_before_state
 from pytest_ssd.session import Dut, SsdSession, speed_key
 from pytest_ssd.state import actions
@@ -83,8 +84,11 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
             continue
         scratch = session.options.duts[index].is_scratch
         profile = profile_for(session.options.profile, scratch, session.options.idle)
+        # a device not opened yet (--collect-only) was identified here, on this machine
+        site = session.devices.services.get(dut_id)
+        machine = site.machine if site is not None else LOCAL
         purge = session.options.purge or (
-            actions.purge_name(identity) if identity is not None else "discard"
+            actions.purge_name(identity, (), machine) if identity is not None else "discard"
         )
         ctx = Context(capacity, profile, purge)
         keeper = session.keepers.get(dut_id)

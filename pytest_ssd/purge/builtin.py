@@ -13,7 +13,7 @@ from pathlib import Path
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge.execute import ViewOf, purge
-from pytest_ssd.purge.methods import CAPABILITIES, ORDER, Capabilities, PurgeMethod, options
+from pytest_ssd.purge.methods import CAPABILITIES, ORDER, Capabilities, PurgeMethod, support
 
 
 def _here(path: str) -> None:
@@ -29,14 +29,14 @@ class BuiltinPurge:
     capabilities: Capabilities
 
     def unsupported(self, identity: DeviceIdentity) -> str | None:
-        option = next(o for o in options(identity) if o.method is self.method)
-        return None if option.supported else option.reason
+        supported, reason = support(identity, self.method)
+        return None if supported else reason
 
     def purge(
         self,
         identity: DeviceIdentity,
         artifacts: Path,
-        machine: Machine = LOCAL,
+        machine: Machine = LOCAL,  # the protocol's shape: a provider's purge(identity, artifacts)
         view: ViewOf = _here,
     ) -> str:
         """Purge and read back (the guard first, also on the namespaces it erases too)."""

@@ -16,7 +16,7 @@ from pytest_ssd.device import guard
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.view import View
 from pytest_ssd.errors import PurgeError, SafetyError, ToolError
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge import sanitize
 from pytest_ssd.purge.ata import HDPARM_HINT, HDPARM_TIMEOUT_S, AtaSecurity, query_ata
 from pytest_ssd.purge.methods import ATA, FORMAT, SANITIZE, PurgeMethod, nvme_controller, options
@@ -78,7 +78,7 @@ class _Job:
     artifacts: Path
     timeout_s: float
     poll_interval_s: float
-    machine: Machine = LOCAL
+    machine: Machine
     view: ViewOf = _here
 
     def run(self, argv: list[str], name: str, timeout: float | None = None) -> str:
@@ -195,7 +195,7 @@ def _security(job: _Job) -> AtaSecurity | None:
         raise PurgeError(f"{job.method} of {job.identity.path}: {exc}") from None
 
 
-def sibling_namespaces(identity: DeviceIdentity, machine: Machine = LOCAL) -> list[str]:
+def sibling_namespaces(identity: DeviceIdentity, machine: Machine) -> list[str]:
     """The other namespaces (``/dev/nvme0n2`` ...) of an NVMe namespace's controller, as
     *machine*'s ``/sys/block`` lists them."""
     controller = nvme_controller(identity)
@@ -222,7 +222,8 @@ def _check_siblings(job: _Job) -> None:
 
 
 def _require(job: _Job, security: AtaSecurity | None) -> None:
-    option = next(o for o in options(job.identity, security) if o.method is job.method)
+    found = options(job.identity, security, machine=job.machine)
+    option = next(o for o in found if o.method is job.method)
     if not option.supported:
         raise PurgeError(f"cannot purge {job.identity.path} by {job.method}: {option.reason}")
 
@@ -248,7 +249,7 @@ def purge(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     samples: int = DEFAULT_SAMPLES,
     tools: Tools | None = None,
-    machine: Machine = LOCAL,
+    machine: Machine,
     view: ViewOf = _here,
 ) -> PurgeResult:
     """Purge *identity* with *method*, then read back *samples* random blocks plus the ends.

@@ -29,7 +29,7 @@ from typing import Protocol
 from pytest_ssd.device import guard
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ExtensionError, PurgeError, SsdError, call_extension, kind_of
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.builtin import BUILTIN, BuiltinPurge, builtin
 from pytest_ssd.purge.execute import ViewOf
 from pytest_ssd.purge.methods import Capabilities, choose
@@ -121,7 +121,7 @@ def pick(
     identity: DeviceIdentity,
     providers: tuple[PurgeProvider, ...],
     forced: str | None,
-    machine: Machine = LOCAL,
+    machine: Machine,
 ) -> PurgeProvider:
     """The method that purges *identity*: the one *forced* names, else the first added one
     that can, else the strongest built-in one; :class:`PurgeError` (one line) when none can.
@@ -143,7 +143,7 @@ def run(
     provider: PurgeProvider,
     identity: DeviceIdentity,
     artifacts: Path,
-    machine: Machine = LOCAL,
+    machine: Machine,
     view: ViewOf = lambda path: None,
 ) -> str:
     """The guard first (with the host's facts on a host), then *provider*'s erase: one line."""

@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import PurgeError
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.ata import AtaSecurity
 
 _NAMESPACE = re.compile(r"nvme(\d+)n\d+")
@@ -128,8 +128,9 @@ def _nvme(identity: DeviceIdentity, method: PurgeMethod) -> tuple[bool, str]:
 
 
 def _ata(
-    identity: DeviceIdentity, method: PurgeMethod, ata: AtaSecurity | None
+    identity: DeviceIdentity, method: PurgeMethod, ata: AtaSecurity | None = None
 ) -> tuple[bool, str]:
+    """Whether *method* can purge *identity* (*ata*: a SATA drive's security state), and why."""
     if identity.transport != "scsi":
         return False, f"not a SATA device ({identity.transport})"
     if ata is None:
@@ -153,9 +154,10 @@ def _discard(identity: DeviceIdentity) -> tuple[bool, str]:
     return True, "queue/discard_max_bytes > 0 (weaker than sanitize or format)"
 
 
-def _support(
-    identity: DeviceIdentity, method: PurgeMethod, ata: AtaSecurity | None
+def support(
+    identity: DeviceIdentity, method: PurgeMethod, ata: AtaSecurity | None = None
 ) -> tuple[bool, str]:
+    """Whether *method* can purge *identity* (*ata*: a SATA drive's security state), and why."""
     if method in SANITIZE or method in FORMAT:
         return _nvme(identity, method)
     if method in ATA:
@@ -173,11 +175,11 @@ def _option(
     refused = CAPABILITIES[method].refusal(machine)
     if refused is not None:
         return PurgeOption(method, False, refused)
-    return PurgeOption(method, *_support(identity, method, ata))
+    return PurgeOption(method, *support(identity, method, ata))
 
 
 def options(
-    identity: DeviceIdentity, ata: AtaSecurity | None = None, machine: Machine = LOCAL
+    identity: DeviceIdentity, ata: AtaSecurity | None = None, *, machine: Machine
 ) -> list[PurgeOption]:
     """Every method, strongest first, with whether it can purge *identity* and why.
 
@@ -192,13 +194,14 @@ def choose(
     identity: DeviceIdentity,
     forced: PurgeMethod | None = None,
     ata: AtaSecurity | None = None,
-    machine: Machine = LOCAL,
+    *,
+    machine: Machine,
 ) -> PurgeMethod:
     """The strongest supported method, or *forced*; :class:`PurgeError` when it cannot run.
 
     The error is one line naming the device and why each candidate failed.
     """
-    found = options(identity, ata, machine)
+    found = options(identity, ata, machine=machine)
     if forced is not None:
         option = next(o for o in found if o.method is forced)
         if option.supported:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import DeviceError, PurgeError
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.methods import FORMAT, SANITIZE, PurgeMethod
 
 DEFAULT_SAMPLES = 64
@@ -105,7 +105,7 @@ def verify(
     *,
     samples: int = DEFAULT_SAMPLES,
     seed: int | None = None,
-    read: BlockReader = LOCAL.read_blocks,
+    read: BlockReader,
 ) -> Verification:
     """Read the first, last and *samples* random blocks and compare them with the promise."""
     expected = promise(identity, method)
@@ -122,8 +122,6 @@ def verify(
             for block, data in read(identity.path, unit, blocks)
             if not data or data.count(expected.byte) != len(data)
         ]
-    except OSError as exc:
-        raise PurgeError(f"read-back check of {identity.path}: {exc.strerror}") from None
     except DeviceError as exc:
         raise PurgeError(f"read-back check of {identity.path}: {exc}") from None
     matching = len(blocks) - len(bad)

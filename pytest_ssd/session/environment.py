@@ -46,7 +46,7 @@ class HostEnvironment:
         mine = local.start(here, warnings) if here or not hosts else []
         theirs = [reading for tuner, devices in hosts for reading in tuner.start(devices, warnings)]
         from pytest_ssd.host import HostRecord  # noqa: PLC0415
-        from pytest_ssd.host.remote_tune import combined  # noqa: PLC0415
+        from pytest_ssd.host.tune import combined  # noqa: PLC0415
 
         self.record = HostRecord((*mine, *theirs), combined(self.tuners()))
         return self.record

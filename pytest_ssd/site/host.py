@@ -22,14 +22,14 @@ from pytest_ssd.device.view import Node, View
 from pytest_ssd.errors import DeviceError, SafetyError, SsdError
 from pytest_ssd.fio.runners import FioRunner, HostFio
 from pytest_ssd.fio.status import StatusCallback
-from pytest_ssd.health import Source, find_host_source
+from pytest_ssd.health import Source, find_source
 from pytest_ssd.hosts import Hosts, TestHost
 from pytest_ssd.machine.address import SshAddress, parse_address
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.snapshot import BLOCK_NAME
 from pytest_ssd.site.base import Key, Site, Tuning
 from pytest_ssd.state.accounting import Counters, counters_on
-from pytest_ssd.state.progress import Progress, host_feeding
+from pytest_ssd.state.progress import Progress, feeding
 
 
 def key_now(found: Node) -> Key:
@@ -197,10 +197,10 @@ class HostSite(Site):
         return dataclasses.replace(found, path=f"{found.path} on {self.address.label}")
 
     def health_source(self, identity: DeviceIdentity) -> tuple[Source | None, str]:
-        return find_host_source(identity, self.machine)
+        return find_source(identity, self.machine)
 
     def runner(self) -> FioRunner:
-        return HostFio(self.hosts.server(self.address))
+        return HostFio(self.hosts.server(self.address), self.machine)
 
     def counters(self, target: Path, kernel_name: str | None) -> Counters | None:
         return counters_on(self.machine, kernel_name)
@@ -208,8 +208,7 @@ class HostSite(Site):
     def feeding(
         self, follow: Progress | None, kernel_name: str | None
     ) -> AbstractContextManager[StatusCallback | None]:
-        # fio --client hears fio's status only at the end: the host's counters feed *follow*
-        return host_feeding(follow, self.machine, kernel_name)
+        return feeding(follow, self.machine, kernel_name, self.runner().live_status)
 
     def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
         label = self.address.label

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,13 +11,13 @@ from pytest_ssd.device.node import DeviceLock, device_key
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import LocalView, View
-from pytest_ssd.fio.runners import HERE, FioRunner
+from pytest_ssd.fio.runners import FioRunner, LocalFio
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source, find_source
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.site.base import Key, Site, Tuning
-from pytest_ssd.state.accounting import Counters, read_counters, stat_file
-from pytest_ssd.state.progress import Progress
+from pytest_ssd.state.accounting import Counters, counters_on
+from pytest_ssd.state.progress import Progress, feeding
 
 
 @dataclass
@@ -77,18 +76,18 @@ class LocalSite(Site):
         return summarize(identity)
 
     def health_source(self, identity: DeviceIdentity) -> tuple[Source | None, str]:
-        return find_source(identity)
+        return find_source(identity, self.machine)
 
     def runner(self) -> FioRunner:
-        return HERE
+        return LocalFio(self.machine)
 
     def counters(self, target: Path, kernel_name: str | None) -> Counters | None:
-        return read_counters(stat_file(target))
+        return counters_on(self.machine, kernel_name)
 
     def feeding(
         self, follow: Progress | None, kernel_name: str | None
     ) -> AbstractContextManager[StatusCallback | None]:
-        return contextlib.nullcontext(follow)  # fio's own status, once a second
+        return feeding(follow, self.machine, kernel_name, self.runner().live_status)
 
     def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
         tuning.here[dut_id] = identity

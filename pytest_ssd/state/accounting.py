@@ -7,11 +7,9 @@ regular file has no such counters: its bytes come from fio alone.
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
-from pathlib import Path
 
+from pytest_ssd.errors import DeviceError
 from pytest_ssd.machine.machine import Machine
 
 SECTOR = 512
@@ -43,32 +41,19 @@ class Counters:
         return {"read": self.read, "written": self.written, "discarded": self.discarded}
 
 
-def stat_file(path: Path, sysfs_root: Path = Path("/sys")) -> Path | None:
-    """The ``stat`` file of the block device at *path*, or None for anything else."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    if not stat.S_ISBLK(st.st_mode):
-        return None
-    node = sysfs_root / "dev" / "block" / f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    candidate = node / "stat"
-    return candidate if candidate.is_file() else None
-
-
-def read_counters(stat_path: Path | None) -> Counters | None:
-    """The counters now, or None when the device has none (a regular file)."""
-    if stat_path is None:
-        return None
-    return parse_counters(stat_path.read_text())
-
-
 def counters_on(machine: Machine, kernel_name: str | None) -> Counters | None:
-    """The counters of block device *kernel_name* on *machine* now (None: a file, or none)."""
+    """The counters of block device *kernel_name* on *machine* now (None: a regular file).
+
+    A block device whose counters cannot be read is an error (:class:`DeviceError`): its
+    bytes would otherwise silently come from fio alone.
+    """
     if kernel_name is None:
         return None
-    text = machine.read(f"/sys/class/block/{kernel_name}/stat")
-    return parse_counters(text) if text else None
+    path = f"/sys/class/block/{kernel_name}/stat"
+    text = machine.read(path)
+    if not text:
+        raise DeviceError(f"{path}{machine.on}: the kernel's counters of the device cannot be read")
+    return parse_counters(text)
 
 
 def parse_counters(text: str) -> Counters:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import SsdError, ToolError, present
 from pytest_ssd.fio.engine import run_jobs
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge import extra
 from pytest_ssd.purge.execute import ViewOf
 from pytest_ssd.purge.extra import PurgeProvider
@@ -30,9 +30,7 @@ UTIL_LINUX_HINT = "install util-linux ('apt-get install util-linux')"
 TOOL_TIMEOUT_S = 3600.0
 
 
-def purge_name(
-    identity: DeviceIdentity, added: tuple[PurgeProvider, ...] = (), machine: Machine = LOCAL
-) -> str:
+def purge_name(identity: DeviceIdentity, added: tuple[PurgeProvider, ...], machine: Machine) -> str:
     """The purge method that would run, for plans; says so when none can."""
     try:
         return extra.pick(identity, added, None, machine).name
@@ -46,7 +44,7 @@ def purge(
     artifacts: Path,
     added: tuple[PurgeProvider, ...] = (),
     *,
-    machine: Machine = LOCAL,
+    machine: Machine,
     view: ViewOf = lambda path: None,
 ) -> str:
     """Purge the whole device with the strongest method (or *forced*); one line on what ran.
@@ -59,7 +57,7 @@ def purge(
 
 
 def discard(
-    identity: DeviceIdentity, offset: int, size: int, artifacts: Path, machine: Machine = LOCAL
+    identity: DeviceIdentity, offset: int, size: int, artifacts: Path, machine: Machine
 ) -> None:
     """Deallocate [offset, offset + size): blkdiscard on a device, a punched hole in a file."""
     if identity.kind == "file":

@@ -36,8 +36,8 @@ MIN_BYTES = 1 << 30
 MIN_RATE_INTERVAL_S = 0.5
 #: a random job of blocks up to this size shows its rate in IOPS, any other job in MiB/s
 IOPS_MAX_BLOCK = 64 * 1024
-#: on a test host: how often the block layer's counters are read there
-HOST_EVERY_S = 5.0
+#: without fio's own status while it runs: how often the block layer's counters are read
+FEED_EVERY_S = 5.0
 #: nothing moved for this long: the line says the device is stalled, and gives no estimate
 STALLED_S = 10.0
 #: Write(text, final): show a progress line; final closes it
@@ -206,10 +206,10 @@ class Ticker:
 
 
 class KernelFeed:
-    """Progress on a test host from its block layer's counters, read there every few seconds.
+    """Progress from the device's block-layer counters, read on its machine every few seconds.
 
     ``fio --client`` gets a status report only with the result, when fio ends; the
-    host's ``/sys/class/block/<dev>/stat`` (bytes and I/Os completed, every I/O of the
+    machine's ``/sys/class/block/<dev>/stat`` (bytes and I/Os completed, every I/O of the
     device: the session holds its lock) tells how far the run is meanwhile.  Each
     reading goes to *follow* as a status document of one job, on this machine's clock.
     """
@@ -261,15 +261,24 @@ def _document(moved: Counters) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def host_feeding(
-    follow: Progress | None, host: Machine, kernel_name: str | None
+def feeding(
+    follow: Progress | None, machine: Machine, kernel_name: str | None, live_status: bool
 ) -> Iterator[StatusCallback | None]:
-    """The ``on_status`` for ``run_jobs`` on a test host (*host*): none, fio's status comes
-    only at its end; a :class:`KernelFeed` feeds *follow* while fio runs instead."""
-    if follow is None or kernel_name is None:  # a file on a host: the line at the end only
+    """The ``on_status`` of a fio run on *machine* whose progress *follow* shows.
+
+    *live_status*: fio's own status reports reach this process while it runs, once a
+    second (its runner's :attr:`~pytest_ssd.fio.runners.FioRunner.live_status`), and feed
+    *follow*.  Otherwise (``fio --client`` hears them only at the end) a
+    :class:`KernelFeed` feeds *follow* from the device's counters there meanwhile; a
+    regular file has none: the line at the end only.
+    """
+    if live_status or follow is None:
+        yield follow
+        return
+    if kernel_name is None:
         yield None
         return
-    with KernelFeed(follow, host, kernel_name, HOST_EVERY_S):
+    with KernelFeed(follow, machine, kernel_name, FEED_EVERY_S):
         yield None
 
 

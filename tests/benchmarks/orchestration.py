@@ -57,6 +57,7 @@ from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
 from pytest_ssd.fio.runners import HERE, HostFio
 from pytest_ssd.fio.server import FioServer
+from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.methods.csd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, point_jobs
 from pytest_ssd.state.layout import layout
 from pytest_ssd.state.spec import parse_state
@@ -285,7 +286,9 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
         if p.point.repetition == 0 and p.point.read_pct in FIDELITY_READ_PCT
     ]
     folder = work / "fidelity"
-    runner = HERE if server is None else HostFio(server)  # the benchmark's own choice
+    runner = (
+        HERE if server is None else HostFio(server, SshMachine(server.ssh))
+    )  # the benchmark's own choice
 
     def lone(tag: str) -> dict[str, float]:
         return {
@@ -296,7 +299,7 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
         }
 
     def batched(tag: str) -> dict[str, float]:
-        gates = server.batch_gates() if server is not None else None
+        gates = server.batch_gates(SshMachine(server.ssh)) if server is not None else None
         points = [1] * len(jobs)
         with Batch(jobs, dev, folder / tag, points=points, gates=gates or LocalGates()) as batch:
             for job in jobs:

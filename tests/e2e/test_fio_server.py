@@ -20,6 +20,7 @@ from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.runners import HostFio
 from pytest_ssd.fio.server import FioServer
+from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from tests.sshd import Sshd, local_sshd
 
@@ -52,7 +53,9 @@ def test_jobs_on_the_host_do_what_they_do_here(
         FioJob("w", "rnd", 4096, iodepth=4, read_pct=0, size=8 * MIB, io_bytes=4 * MIB, seed=7),
         FioJob("r", "rnd", 4096, iodepth=4, size=8 * MIB, io_bytes=4 * MIB, seed=7, io_log=True),
     ]
-    there = run_jobs(jobs, dev, artifacts=tmp_path / "there", runner=HostFio(fio_host))
+    there = run_jobs(
+        jobs, dev, artifacts=tmp_path / "there", runner=HostFio(fio_host, SshMachine(fio_host.ssh))
+    )
     here = run_jobs(jobs, dev, artifacts=tmp_path / "here")
     for job in jobs:
         remote, local = there.result(job), here.result(job)
@@ -75,7 +78,13 @@ def test_a_read_only_session_cannot_write_on_the_host(
     before = dev.read_bytes()[: 4 * MIB]
     job = FioJob("w", "seq", 65536, read_pct=0, size=4 * MIB)
     with pytest.raises(FioError, match=r"did not run on .*but fio is in read-only mode"):
-        run_jobs([job], dev, artifacts=tmp_path / "ro", readonly=True, runner=HostFio(fio_host))
+        run_jobs(
+            [job],
+            dev,
+            artifacts=tmp_path / "ro",
+            readonly=True,
+            runner=HostFio(fio_host, SshMachine(fio_host.ssh)),
+        )
     assert dev.read_bytes()[: 4 * MIB] == before
 
 
@@ -88,7 +97,12 @@ def test_stopping_the_server_ends_its_running_jobs(
 
     def measure() -> None:
         try:
-            run_jobs([job], dev, artifacts=tmp_path / "long", runner=HostFio(fio_host))
+            run_jobs(
+                [job],
+                dev,
+                artifacts=tmp_path / "long",
+                runner=HostFio(fio_host, SshMachine(fio_host.ssh)),
+            )
         except BaseException as exc:  # noqa: BLE001  # handed to the test
             failed.append(exc)
 

@@ -10,24 +10,42 @@ running or waiting on the machine the device is in) and ``--ssd-repeat=2``.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_ssd.device.identity import identify
+from pytest_ssd.device.node import device_key
+from pytest_ssd.device.pinned import Pinned
+from pytest_ssd.errors import DeviceError, FioError
+from pytest_ssd.fio.batch import Batch
+from pytest_ssd.fio.engine import check_target
+from pytest_ssd.fio.job import FioJob
+from pytest_ssd.fio.results import FioOutput
+from pytest_ssd.fio.runners import HostFio, LocalFio
+from pytest_ssd.fio.server import FioServer
+from pytest_ssd.fio.watch import capacity, stall_watch
+from pytest_ssd.health import find_source
+from pytest_ssd.health.log import find_log_reader
+from pytest_ssd.machine.machine import LOCAL, Machine, SshMachine
+from pytest_ssd.state.accounting import counters_on
+from pytest_ssd.state.progress import Plan, Progress, feeding
 from tests.e2e.conftest import REPO, cssd_suite, smoke_argv
 from tests.e2e.test_tune import as_found, one_tuner  # noqa: F401  (fixtures: THP, ASLR as found)
 from tests.own import is_fio, tagged
 from tests.sshd import Sshd
 
 CSD = REPO / "suites" / "csd"
+MIB = 1 << 20
 LoopFactory = Callable[..., Path]
 
 
@@ -239,3 +257,110 @@ def test_repeat_2(where: Where, loop_device: LoopFactory, run_ssd: Any) -> None:
     for m in measured:
         per_test[m["test"]] = per_test.get(m["test"], 0) + 1
     assert len(per_test) == 2 and set(per_test.values()) == {2}, per_test
+
+
+# --- each job of a device's machine, called directly on this machine and over SSH ---------
+
+
+@pytest.fixture(params=["local", "host"])
+def machine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Machine]:
+    """This machine, or the test host (a real sshd on 127.0.0.1) with the same devices."""
+    if request.param == "local":
+        yield LOCAL
+        return
+    ssh = request.getfixturevalue("server").client(tmp_path.name)
+    ssh.open()
+    try:
+        yield SshMachine(ssh)
+    finally:
+        ssh.close()
+
+
+def _write(dev: Path, offset: int, data: bytes) -> None:
+    """*data* at *offset* of *dev*, past the page cache (the kernel counts it at once)."""
+    fd = os.open(dev, os.O_WRONLY | os.O_SYNC)
+    try:
+        os.pwrite(fd, data, offset)
+    finally:
+        os.close(fd)
+
+
+def test_the_kernel_counters_and_the_progress_feed(
+    machine: Machine, loop_device: LoopFactory
+) -> None:
+    dev = loop_device(64)
+    before = counters_on(machine, dev.name)
+    assert before is not None and counters_on(machine, None) is None  # a file has none
+    lines: list[str] = []
+    follow = Progress("feed", Plan(total_bytes=MIB), lambda text, final: lines.append(text))
+    with feeding(follow, machine, dev.name, live_status=False) as on_status:
+        assert on_status is None, "fio's status comes only at its end: the counters feed"
+        _write(dev, 0, os.urandom(MIB))
+    after = counters_on(machine, dev.name)
+    assert after is not None and (after - before).written >= MIB
+    assert follow.done >= MIB, lines
+    with feeding(follow, machine, dev.name, live_status=True) as on_status:
+        assert on_status is follow, "fio's own status feeds the line where it comes live"
+    with pytest.raises(DeviceError, match="the kernel's counters of the device cannot be read"):
+        counters_on(machine, "no-such-disk")
+
+
+def test_the_size_the_stall_watch_and_fios_disks(
+    machine: Machine, loop_device: LoopFactory
+) -> None:
+    dev = loop_device(64)
+    assert capacity(machine, str(dev)) == 64 * MIB
+    job = FioJob("j", "seq", 4096, read_pct=0)
+    found = stall_watch(machine, [job], str(dev), str(dev))
+    assert found is not None and found.every_s == machine.poll_s and found._last is not None
+    result = FioOutput("fio-3", "", (), ({"name": dev.name},))
+    check_target(result, str(dev), machine)  # fio saw the device alone
+    stranger = FioOutput("fio-3", "", (), ({"name": dev.name}, {"name": "vda"}))
+    with pytest.raises(FioError, match="fio reported I/O on vda"):
+        check_target(stranger, str(dev), machine)
+
+
+def test_block_reads(machine: Machine, loop_device: LoopFactory) -> None:
+    dev = loop_device(64)
+    blocks = {0: os.urandom(4096), 5: os.urandom(4096)}
+    for number, data in blocks.items():
+        _write(dev, number * 4096, data)
+    assert dict(machine.read_blocks(str(dev), 4096, [0, 5])) == blocks
+    with pytest.raises(DeviceError):
+        list(machine.read_blocks("/dev/no-such-disk", 4096, [0]))
+
+
+def test_the_health_source_and_log(machine: Machine, loop_device: LoopFactory) -> None:
+    identity = identify(loop_device(64))
+    assert find_source(identity, machine) == (None, "a loop device has no temperature sensor")
+    assert find_log_reader(identity, machine) == (None, "a loop device has no health log")
+    sata = dataclasses.replace(identity, transport="sata", kernel_name="no-such-disk")
+    source, what = find_source(sata, machine)
+    if source is None:  # no smartmontools on this machine: the reason names the machine
+        assert what.startswith("no hwmon sensor and smartctl is not installed" + machine.on)
+    else:
+        assert what == "smartctl" + machine.on
+
+
+def test_a_batchs_gates(machine: Machine, loop_device: LoopFactory, tmp_path: Path) -> None:
+    dev = loop_device(64)
+    server = None if machine is LOCAL else FioServer(machine.ssh, tmp_path / "server")  # type: ignore[attr-defined]
+    if server is not None:
+        server.start()
+    try:
+        runner = LocalFio(machine) if server is None else HostFio(server, machine)
+        pinned = Pinned.of(device_key(dev), identify(dev))
+        gates = runner.batch_gates(str(dev), pinned)
+        assert gates.machine is machine and gates.capacity(str(dev)) == 64 * MIB
+        jobs = [
+            FioJob(f"p{n}", "rnd", 4096, read_pct=0, size=8 * MIB, io_bytes=MIB, seed=n)
+            for n in range(3)
+        ]
+        with Batch(jobs, dev, tmp_path / "batch", points=[1, 1, 1], gates=gates) as batch:
+            for job in jobs:
+                (result,) = batch.measure([job])
+                assert result.directions["write"].io_bytes == MIB
+            batch.close()
+    finally:
+        if server is not None:
+            server.stop()

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_ssd.device.identity import identify
 from pytest_ssd.errors import PurgeError, SafetyError
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.proc.runner import Completed, run
 from pytest_ssd.purge import PurgeMethod, Tools, choose, purge
 from tests.e2e import test_safety
@@ -71,10 +72,10 @@ def test_loop_device_discard_reads_zeroes_and_frees_the_backing_file(
     backing = Path(identity.backing_file)
     before = backing.stat().st_blocks
     assert before * 512 >= 64 * MIB  # fully allocated by the fill
-    assert choose(identity) is PurgeMethod.DISCARD
+    assert choose(identity, machine=LOCAL) is PurgeMethod.DISCARD
 
     artifacts = tmp_path / "artifacts"
-    result = purge(identity, PurgeMethod.DISCARD, artifacts=artifacts)
+    result = purge(identity, PurgeMethod.DISCARD, artifacts=artifacts, machine=LOCAL)
 
     after = backing.stat().st_blocks
     assert after * 512 < MIB, (before, after)
@@ -98,9 +99,11 @@ def test_regular_file_punch_hole(tmp_path: Path) -> None:
     _fill(target, size)
     assert target.stat().st_blocks * 512 >= size
     identity = identify(target)
-    assert choose(identity) is PurgeMethod.PUNCH_HOLE
+    assert choose(identity, machine=LOCAL) is PurgeMethod.PUNCH_HOLE
 
-    result = purge(identity, PurgeMethod.PUNCH_HOLE, artifacts=tmp_path / "artifacts")
+    result = purge(
+        identity, PurgeMethod.PUNCH_HOLE, artifacts=tmp_path / "artifacts", machine=LOCAL
+    )
 
     assert target.stat().st_size == size  # --keep-size
     assert target.stat().st_blocks == 0
@@ -121,7 +124,9 @@ def test_discard_that_leaves_data_fails_the_read_back(loop_device: Any, tmp_path
     _fill(dev, 16 * MIB)
     tools = Tools(which=lambda program, hint: "true" if program == "blkdiscard" else program)
     with pytest.raises(PurgeError, match="failed its read-back check: 66 of 66 sampled blocks"):
-        purge(identify(dev), PurgeMethod.DISCARD, artifacts=tmp_path / "a", tools=tools)
+        purge(
+            identify(dev), PurgeMethod.DISCARD, artifacts=tmp_path / "a", tools=tools, machine=LOCAL
+        )
 
 
 def _refused(dev: Path, tmp_path: Path, *needles: str) -> None:
@@ -130,7 +135,13 @@ def _refused(dev: Path, tmp_path: Path, *needles: str) -> None:
     recorder = Recorder()
     artifacts = tmp_path / "artifacts"
     with pytest.raises(SafetyError) as info:
-        purge(identity, PurgeMethod.DISCARD, artifacts=artifacts, tools=Tools(run=recorder))
+        purge(
+            identity,
+            PurgeMethod.DISCARD,
+            artifacts=artifacts,
+            tools=Tools(run=recorder),
+            machine=LOCAL,
+        )
     for needle in (f"refusing to write to {dev}", *needles):
         assert needle in str(info.value)
     assert recorder.calls == []

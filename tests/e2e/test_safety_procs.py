@@ -26,7 +26,9 @@ from pytest_ssd.errors import FioError
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import START_ENV
-from pytest_ssd.fio.watch import STALL_ENV, local_counters
+from pytest_ssd.fio.watch import STALL_ENV
+from pytest_ssd.fio.watch import counters as counters_of
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.proc.sweep import MARK_ENV
 from tests.e2e.conftest import digest
 from tests.e2e.test_safety_session import _popen, _wait_for
@@ -447,7 +449,7 @@ def test_a_stalled_batched_point_is_stopped_in_one_line(
             except FioError as exc:
                 failed.append(exc)
 
-        counters = local_counters(str(dev))
+        counters = counters_of(LOCAL, str(dev))
         assert counters is not None
         before = counters()
         worker = threading.Thread(target=release)

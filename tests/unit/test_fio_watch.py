@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio import watch
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.watch import FLOOR_RATE, TIMEOUT_MARGIN_S, StallWatch, timeout_for
+from pytest_ssd.machine.machine import LOCAL, Machine
+from tests.shell_machine import Shell
 
 MiB, GiB = 1 << 20, 1 << 30
 
@@ -64,3 +68,26 @@ def test_the_counters_are_what_completes() -> None:
     text = "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n"
     assert watch.parse_done(text) == (1, 3, 5, 7, 12, 14, 16)
     assert watch.parse_done("1 2 3 4 5 6 7 8 9 10 11\n") == (1, 3, 5, 7)  # an older kernel
+
+
+@pytest.mark.parametrize("machine", [LOCAL, Shell()], ids=["here", "by-commands"])
+def test_a_files_size_and_watch_are_read_on_its_machine(machine: Machine, tmp_path: Path) -> None:
+    data = tmp_path / "target"
+    data.write_bytes(b"x" * 12345)
+    assert watch.capacity(machine, str(data)) == 12345
+    assert watch.capacity(machine, str(tmp_path / "absent")) is None
+    found = watch.stall_watch(machine, [FioJob("j", "seq", 4096)], str(tmp_path / "absent"), "x")
+    assert found is None, "no device, no watch"
+
+
+def test_a_block_device_is_read_from_its_sysfs_on_its_machine() -> None:
+    name = next((p.name for p in sorted(Path("/sys/class/block").glob("*"))), None)
+    if name is None or not Path(f"/dev/{name}").exists():
+        pytest.skip("no block device node here")
+    sectors = int(Path(f"/sys/class/block/{name}/size").read_text())
+    for machine in (LOCAL, Shell()):
+        assert watch.capacity(machine, f"/dev/{name}") == sectors * 512
+        found = watch.stall_watch(machine, [FioJob("j", "seq", 4096)], f"/dev/{name}", "x")
+        assert found is not None and found.every_s == machine.poll_s
+        assert found._last is not None, "the counters before fio starts"
+    assert (LOCAL.poll_s, Shell().poll_s) == (watch.EVERY_S, 5.0)

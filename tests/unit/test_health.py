@@ -15,13 +15,12 @@ from pytest_ssd.errors import ParseError, ToolError
 from pytest_ssd.health import (
     HealthSample,
     Sampler,
-    find_host_source,
     find_source,
     parse_smart_log,
     summarize,
 )
-from pytest_ssd.health.sources import HostHwmon, Hwmon, hwmon_folder, parse_smartctl
-from pytest_ssd.machine.machine import LocalMachine
+from pytest_ssd.health.sources import Hwmon, hwmon_of, parse_smartctl
+from pytest_ssd.machine.machine import LOCAL, LocalMachine, Machine
 from pytest_ssd.proc.runner import Completed
 from pytest_ssd.report.transitions import _step_line
 
@@ -79,9 +78,9 @@ def test_hwmon_of_a_sata_disk_reads_millidegrees_temp1_first(tmp_path: Path) -> 
     (folder / "temp10_input").write_text("30000\n")
     (folder / "temp1_input").write_text("41500\n")
     (folder / "temp2_input").write_text("38000\n")
-    found = hwmon_folder(_identity(), tmp_path)
-    assert found == folder
-    source, what = find_source(_identity(), tmp_path)
+    found = hwmon_of(_identity(), LOCAL, str(tmp_path))
+    assert found is not None and found.folder == str(folder)
+    source, what = find_source(_identity(), LOCAL, str(tmp_path))
     assert isinstance(source, Hwmon) and what == f"hwmon {folder}"
     sample = source.read()
     assert sample.temperature_c == 41.5 and sample.sensors_c == (38.0, 30.0)
@@ -95,7 +94,7 @@ def test_hwmon_of_a_sata_disk_reads_millidegrees_temp1_first(tmp_path: Path) -> 
     ],
 )
 def test_devices_without_sensors_say_so(changes: dict[str, object], reason: str) -> None:
-    assert find_source(_identity(**changes)) == (None, reason)
+    assert find_source(_identity(**changes), LOCAL) == (None, reason)
 
 
 class Fake:
@@ -173,17 +172,26 @@ class HostAt(LocalMachine):
     def which(self, program: str, install_hint: str) -> str:
         raise ToolError(f"{program} is not installed there ({install_hint})")
 
+    glob = Machine.glob  # a shell's glob there, as over SSH
+
+    def read(self, path: str) -> str | None:
+        done = self.run(["cat", "--", path], timeout=5)
+        return done.stdout if done.returncode == 0 else None
+
 
 def test_a_sata_disk_on_a_test_host_reads_its_hwmon_there(tmp_path: Path) -> None:
     folder = tmp_path / "block" / "sda" / "device" / "hwmon" / "hwmon3"
     folder.mkdir(parents=True)
     (folder / "temp2_input").write_text("38000\n")
     (folder / "temp1_input").write_text("41500\n")
-    source, what = find_host_source(_identity(), HostAt(tmp_path))
-    assert isinstance(source, HostHwmon) and what == "hwmon of sda (ssh root@lab1)"
+    source, what = find_source(_identity(), HostAt(tmp_path))
+    assert isinstance(source, Hwmon) and what == f"hwmon {folder} on ssh root@lab1"
     sample = source.read()
     assert sample.temperature_c == 41.5 and sample.sensors_c == (38.0,)
     # without a sensor, smartctl there; without smartctl, the reason
-    source, what = find_host_source(_identity(kernel_name="sdb"), HostAt(tmp_path))
+    source, what = find_source(_identity(kernel_name="sdb"), HostAt(tmp_path))
     assert source is None
-    assert what == "no hwmon sensor and smartctl is not installed on ssh root@lab1"
+    assert what == (
+        "no hwmon sensor and smartctl is not installed on ssh root@lab1"
+        " (apt-get install smartmontools)"
+    )

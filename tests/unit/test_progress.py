@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.errors import DeviceError
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.status import StatusSink, moved
 from pytest_ssd.state import progress
-from pytest_ssd.state.progress import KernelFeed, Plan, Progress, host_feeding, plan_of
+from pytest_ssd.state.accounting import counters_on
+from pytest_ssd.state.progress import KernelFeed, Plan, Progress, feeding, plan_of
 from pytest_ssd.state.relay import Relay, worker_writer
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -179,6 +181,7 @@ class CountingHost:
     """A test host whose disk's block-layer counters move 64 MiB and 512 writes a reading."""
 
     where = "ssh root@lab7"
+    on = " on ssh root@lab7"
 
     def __init__(self) -> None:
         self.readings = 0
@@ -203,8 +206,28 @@ def test_a_host_run_is_followed_from_the_hosts_counters() -> None:
 
 def test_a_file_on_a_host_gets_no_feed() -> None:
     follow = Progress("x", Plan(1 << 30), lambda text, final: None)
-    with host_feeding(follow, CountingHost(), None) as file:  # type: ignore[arg-type]
+    with feeding(follow, CountingHost(), None, live_status=False) as file:  # type: ignore[arg-type]
         assert file is None, "a file on a host has no counters: the line at the end only"
+
+
+def test_fios_own_status_feeds_the_line_where_it_comes_while_fio_runs() -> None:
+    follow = Progress("x", Plan(1 << 30), lambda text, final: None)
+    host = CountingHost()
+    with feeding(follow, host, "sdb", live_status=True) as on_status:  # type: ignore[arg-type]
+        assert on_status is follow and host.readings == 0, "fio's status, no counters read"
+    with feeding(follow, host, "sdb", live_status=False) as on_status:  # type: ignore[arg-type]
+        assert on_status is None and host.readings == 1, "the counters at the start"
+    assert host.readings == 2, "and at the end"
+
+
+def test_a_block_devices_unreadable_counters_are_an_error() -> None:
+    class Gone(CountingHost):
+        def read(self, path: str) -> str | None:
+            return None
+
+    assert counters_on(Gone(), None) is None  # type: ignore[arg-type]
+    with pytest.raises(DeviceError, match=r"stat on ssh root@lab7: the kernel's counters"):
+        counters_on(Gone(), "sdb")  # type: ignore[arg-type]
 
 
 def test_a_stalled_run_says_so_gives_no_estimate_and_never_says_done() -> None:

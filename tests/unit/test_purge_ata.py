@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.errors import PurgeError, ToolError
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.purge import (
     AtaSecurity,
     PurgeMethod,
@@ -101,7 +102,12 @@ def _sata_purge(tmp_path: Path, runner: FakeRunner, method: PurgeMethod) -> Purg
     target = sparse_target(tmp_path)
     identity = sata_identity(target, size_bytes=target.stat().st_size)
     return purge(
-        identity, method, artifacts=tmp_path / "artifacts", timeout_s=60.0, tools=fake_tools(runner)
+        identity,
+        method,
+        artifacts=tmp_path / "artifacts",
+        timeout_s=60.0,
+        tools=fake_tools(runner),
+        machine=LOCAL,
     )
 
 

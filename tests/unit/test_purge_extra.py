@@ -66,7 +66,7 @@ def test_builtin_methods_are_registered_with_their_capabilities() -> None:
 
 def test_a_host_is_offered_only_methods_whose_capabilities_reach_it() -> None:
     host, both = Named("lab7"), (Here(), Anywhere(), Declared())
-    assert pick(DISK, both, None).name == "here"
+    assert pick(DISK, both, None, LOCAL).name == "here"
     assert pick(DISK, both, None, host).name == "anywhere"
     assert pick(DISK, (Here(), Declared()), None, host).name == "declared"
     # then pytest-ssd's own, registered the same way

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.errors import ParseError, PurgeError, SafetyError
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.purge import PurgeMethod, PurgeResult, execute, parse_sanitize_log, purge
 from pytest_ssd.purge.sanitize import START_GRACE_S, SanitizeState
 from tests.unit.purge_fakes import (
@@ -51,6 +52,7 @@ def _purge(
         poll_interval_s=POLL_S,
         timeout_s=timeout_s,
         tools=fake_tools(runner, clock),
+        machine=LOCAL,
     )
 
 
@@ -272,7 +274,13 @@ def test_guard_runs_before_any_command(tmp_path: Path) -> None:
     runner = FakeRunner({"format": [OK]})
     identity = nvme_identity(tmp_path / "missing")
     with pytest.raises(SafetyError, match="does not exist"):
-        purge(identity, PurgeMethod.FORMAT_SES1, artifacts=tmp_path, tools=fake_tools(runner))
+        purge(
+            identity,
+            PurgeMethod.FORMAT_SES1,
+            artifacts=tmp_path,
+            tools=fake_tools(runner),
+            machine=LOCAL,
+        )
     assert runner.calls == []
 
 
@@ -287,8 +295,8 @@ def sibling_sysfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_sibling_namespaces(sibling_sysfs: Path) -> None:
-    assert execute.sibling_namespaces(nvme_identity()) == ["/dev/nvme0n10", "/dev/nvme0n2"]
-    assert execute.sibling_namespaces(nvme_identity(kernel_name="nvme1n1")) == []
+    assert execute.sibling_namespaces(nvme_identity(), LOCAL) == ["/dev/nvme0n10", "/dev/nvme0n2"]
+    assert execute.sibling_namespaces(nvme_identity(kernel_name="nvme1n1"), LOCAL) == []
 
 
 def test_sanitize_guards_every_namespace_of_the_controller(

@@ -47,7 +47,7 @@ def test_empty_target_is_not_checked(tmp_path: Path) -> None:
     identity = dataclasses.replace(
         nvme_identity(target), kind="file", transport="file", physical_block_size=4096
     )
-    check = verify(identity, PurgeMethod.PUNCH_HOLE)
+    check = verify(identity, PurgeMethod.PUNCH_HOLE, read=LOCAL.read_blocks)
     assert (check.ok, check.sampled, check.detail) == (None, 0, "not checked: the target is empty")
 
 

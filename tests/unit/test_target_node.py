@@ -18,6 +18,8 @@ from pytest_ssd.errors import ConfigError, FioError, SafetyError
 from pytest_ssd.fio.engine import check_target
 from pytest_ssd.fio.job import FioJob, fio_path, render
 from pytest_ssd.fio.results import parse_output
+from pytest_ssd.machine.machine import LOCAL, Machine
+from tests.shell_machine import Shell
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "fio"
 
@@ -88,21 +90,24 @@ def _output(name: str, **changes: Any) -> Any:
 
 def test_fio_on_the_guarded_file_passes_and_on_another_fails() -> None:
     output = _output("two_jobs_stonewall.json")  # filename=/tmp/gold/data.bin
-    check_target(output, "/tmp/gold/data.bin")
+    check_target(output, "/tmp/gold/data.bin", LOCAL)
     with pytest.raises(FioError, match=r"ran on '/tmp/gold/data.bin', not on the guarded target"):
-        check_target(output, "/tmp/gold/other.bin")
+        check_target(output, "/tmp/gold/other.bin", LOCAL)
 
 
-def test_fio_reporting_io_on_another_disk_fails(loop_device: Any) -> None:
+@pytest.mark.parametrize("machine", [LOCAL, Shell()], ids=["here", "by-commands"])
+def test_fio_reporting_io_on_another_disk_fails(loop_device: Any, machine: Machine) -> None:
     dev: Path = loop_device(64)
     jobs = _output("two_jobs_stonewall.json").jobs
     moved = tuple(dataclasses.replace(j, options={**j.options, "filename": str(dev)}) for j in jobs)
-    check_target(_output("two_jobs_stonewall.json", jobs=moved, disk_util=()), str(dev))
+    check_target(_output("two_jobs_stonewall.json", jobs=moved, disk_util=()), str(dev), machine)
     mine = ({"name": dev.name},)
-    check_target(_output("two_jobs_stonewall.json", jobs=moved, disk_util=mine), str(dev))
+    check_target(_output("two_jobs_stonewall.json", jobs=moved, disk_util=mine), str(dev), machine)
     other = ({"name": dev.name}, {"name": "vda"})
     with pytest.raises(FioError, match=r"fio reported I/O on vda, not on the guarded target"):
-        check_target(_output("two_jobs_stonewall.json", jobs=moved, disk_util=other), str(dev))
+        check_target(
+            _output("two_jobs_stonewall.json", jobs=moved, disk_util=other), str(dev), machine
+        )
 
 
 def test_lock_holders_are_read_from_proc_locks(
