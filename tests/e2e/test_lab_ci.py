@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.e2e.conftest import REPO, kill_everything_of
@@ -41,6 +42,8 @@ from tests.pgserver import Postgres
 from tests.sshd import Sshd, local_sshd
 
 EXAMPLE = REPO / "examples" / "lab-ci.yml"
+#: what ./run installs the venv from when they are newer than its stamp
+INSTALLED_FROM = ("setup.cfg", "pyproject.toml")
 #: what GitLab's shell executor runs each script with (bash)
 PROLOGUE = "set -eo pipefail\n"
 JOB_TIMEOUT_S = 600
@@ -177,9 +180,20 @@ class Lab:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         for entry in REPO.iterdir():
-            if entry.name not in ("run", ".git"):
+            if entry.name not in ("run", ".git", *INSTALLED_FROM):
                 (folder / entry.name).symlink_to(entry)
         shutil.copy2(REPO / "run", folder / "run")
+        # the venv is the checkout's own, linked: a job's ./run must never install into it
+        # (pip would write this folder's path into its scripts), so what it was installed
+        # from is no newer than its stamp here
+        stamp = REPO / ".venv" / ".installed"
+        if not stamp.is_file():
+            pytest.skip(f"{stamp} is missing: set the venv up with ./run tests first")
+        installed = stamp.stat().st_mtime
+        for name in INSTALLED_FROM:
+            shutil.copy2(REPO / name, folder / name)
+            made = min((folder / name).stat().st_mtime, installed)
+            os.utime(folder / name, (made, made))
         return folder
 
     def start(self, job: Job, pipeline_id: int, **more: str) -> subprocess.Popen[str]:
