@@ -17,6 +17,7 @@ from typing import Literal
 
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine import blocks
+from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, take_all
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc.runner import Completed, run, which
 
@@ -27,6 +28,7 @@ GLOB = 'for f in $1; do [ -e "$f" ] && echo "$f"; done; exit 0'
 #: no NUL: /proc and /sys files)
 READ_MANY = 'for f; do cat -- "$f" 2>/dev/null || printf "\\001"; printf "\\000"; done'
 UNREAD = "\x01"
+SYSFS = Path("/sys")
 
 
 #: a machine's place: this machine, or a test host
@@ -79,6 +81,21 @@ class Machine(ABC):
         done = self.run(["sh", "-c", GLOB, "sh", pattern], timeout=READ_TIMEOUT_S, name="glob")
         return sorted(done.stdout.splitlines()) if done.returncode == 0 else []
 
+    def sysfs(
+        self, reads: Reads, root: Path, devices: list[str], what: str = "sysfs"
+    ) -> dict[str, Path]:
+        """Where a reader finds the files *reads* declares of each block device of *devices*:
+        the root of a ``/sys`` it reads exactly as this machine's (a device the machine does
+        not have is left out).  A test host's is a copy under *root*
+        (:mod:`~pytest_ssd.machine.snapshot`, one command; *what* names it in a message).
+
+        Raises :class:`SnapshotError` when the files cannot be read.
+        """
+        if not devices:
+            return {}
+        found = take_all(self, reads, root, devices=devices, what=what)
+        return {name: copy.sysfs for name, copy in found.items()}
+
     def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
         """(block, data) of each block *numbers* of *unit* bytes of *path* there, direct I/O.
 
@@ -126,6 +143,15 @@ class LocalMachine(Machine):
 
     def glob(self, pattern: str) -> list[str]:
         return sorted(str(p) for p in Path("/").glob(pattern.lstrip("/")))
+
+    def sysfs(
+        self, reads: Reads, root: Path, devices: list[str], what: str = "sysfs"
+    ) -> dict[str, Path]:
+        """This machine's own ``/sys``, read in place (nothing is copied)."""
+        for device in devices:
+            if not BLOCK_NAME.fullmatch(device):
+                raise SnapshotError(f"not a block device name: {device[:200]!r}")
+        return {name: SYSFS for name in devices if (SYSFS / "class" / "block" / name).exists()}
 
     def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
         return blocks.read_here(path, unit, numbers)

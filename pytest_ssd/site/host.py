@@ -11,12 +11,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.device.identity import DeviceIdentity, identify_from, identify_on, sysfs_roots
 from pytest_ssd.device.node import canonical
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.remote import SshView
-from pytest_ssd.device.remote_identity import copy_blocks, identify_copied, identify_remote
-from pytest_ssd.device.remote_links import sysfs_copies
+from pytest_ssd.device.summary import READS as SUMMARY_READS
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import Node, View
 from pytest_ssd.errors import DeviceError, SafetyError, SsdError
@@ -122,7 +121,7 @@ class HostSite(Site):
             except SsdError:
                 return {}
             with ThreadPoolExecutor(1, thread_name_prefix="ssd-copy") as pool:
-                copying = pool.submit(copy_blocks, machine, guessed, Path(tmp) / "guessed")
+                copying = pool.submit(sysfs_roots, machine, guessed, Path(tmp) / "guessed")
                 try:
                     self.check_tools()  # once for all (each device asks again: a one-line refusal)
                     views = SshView.snapshots(self.host.ssh, targets, write=write)
@@ -139,8 +138,8 @@ class HostSite(Site):
                         nodes[node] = block.name
             late = sorted(set(nodes.values()) - set(copies))
             if late:
-                copies = {**copies, **copy_blocks(machine, late, Path(tmp) / "found")}
-            identities = identify_copied(machine, nodes, copies)
+                copies = {**copies, **sysfs_roots(machine, late, Path(tmp) / "found")}
+            identities = identify_from(machine, nodes, copies)
         for view in views.values():
             view.identified.update(identities)
         return dict(views)
@@ -167,7 +166,7 @@ class HostSite(Site):
         if found is None or block is None:
             raise DeviceError(f"{host.ssh.where}: {path} is not a block device there")
         known = view.identified.get(str(path)) if isinstance(view, SshView) else None
-        return key_now(found), known or identify_remote(host.machine, str(path), block.name)
+        return key_now(found), known or identify_on(host.machine, str(path), block.name)
 
     def summary(self, identity: DeviceIdentity, warnings: list[str]) -> DeviceSummary:
         """From a copy of what the host's sysfs says of the device."""
@@ -180,7 +179,8 @@ class HostSite(Site):
         names = sorted({i.kernel_name for i in identities if i.kernel_name})
         with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
             try:
-                roots, failed = sysfs_copies(self.machine, names, Path(tmp)), ""
+                roots = self.machine.sysfs(SUMMARY_READS, Path(tmp), names, "sysfs links")
+                failed = ""
             except SsdError as exc:  # the summary says "not exposed" rather than stop the run
                 roots, failed = {}, str(exc)
             found = []

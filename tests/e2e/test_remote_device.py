@@ -21,10 +21,9 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.device import guard
-from pytest_ssd.device.identity import identify
+from pytest_ssd.device.identity import identify, identify_on
 from pytest_ssd.device.node import DeviceLock, canonical
 from pytest_ssd.device.remote import SshView
-from pytest_ssd.device.remote_identity import identify_remote
 from pytest_ssd.device.remote_lock import RemoteLock
 from pytest_ssd.errors import SafetyError, ToolError
 from pytest_ssd.hosts import Hosts
@@ -238,7 +237,7 @@ def test_a_device_is_identified_as_here(host: Ssh, loop_device: LoopFactory) -> 
     assert node is not None
     block = view.block_of(node.rdev)
     assert block is not None
-    remote = identify_remote(SshMachine(host), str(dev), block.name)
+    remote = identify_on(SshMachine(host), str(dev), block.name)
     assert remote == identify(dev)
     assert remote.size_bytes == 24 << 20 and remote.backing_file and remote.direct_io
 
