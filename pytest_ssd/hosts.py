@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ssd.device.remote import SshView
 from pytest_ssd.device.remote_lock import HostLocks, RemoteLock
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.server import FioServer
@@ -134,19 +133,6 @@ class Hosts:
 
     def _lock(self, address: SshAddress, node: str) -> RemoteLock:
         return next(lock for lock in self.host(address).locks if lock.node == node)
-
-    def view(
-        self,
-        address: SshAddress,
-        path: str,
-        *,
-        write: bool,
-        ours: tuple[int, ...] = (),
-        claimed: frozenset[int] = frozenset(),
-    ) -> SshView:
-        """The host's facts about *path* now (one snapshot)."""
-        ssh = self.host(address).ssh
-        return SshView.snapshot(ssh, path, write=write, ours=ours, claimed=claimed)
 
     def server(self, address: SshAddress) -> FioServer:
         """The host's fio server for this process, started on first use.

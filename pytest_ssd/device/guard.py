@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.openers import shown
-from pytest_ssd.device.view import LocalView, Node, View
+from pytest_ssd.device.view import Node, View
 from pytest_ssd.errors import SafetyError
+from pytest_ssd.machine.machine import LOCAL
 
 #: mount points of the running system: a device backing one is never written to
 SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
@@ -69,7 +70,7 @@ def inspect(
     Raises :class:`~pytest_ssd.errors.ToolError` only when ``wipefs`` is missing;
     every other failure to probe is recorded in ``probe_error`` (and refused).
     """
-    view = view or LocalView()
+    view = view or View.of(LOCAL, str(path))
     text = str(path)
     node = view.stat(text)
     if node is None:

@@ -23,8 +23,9 @@ import stat
 from pathlib import Path
 
 from pytest_ssd.device.openers import describe_pid, shown
-from pytest_ssd.device.view import LocalView, View
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError
+from pytest_ssd.machine.machine import LOCAL
 
 PROC_LOCKS = Path("/proc/locks")
 
@@ -41,7 +42,7 @@ def canonical(path: Path, view: View | None = None) -> Path:
         raise SafetyError(
             f"refusing --dut {shown(text)}: the path holds control characters; check it"
         )
-    view = view or LocalView()
+    view = view or View.of(LOCAL, text)
     real = view.realpath(text)
     node = view.stat(real)
     if node is None or node.kind != "block":

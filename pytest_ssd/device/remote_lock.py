@@ -30,9 +30,9 @@ from typing import NoReturn
 
 from pytest_ssd.device.node import flock_holders, in_use, locked
 from pytest_ssd.device.openers import describe
-from pytest_ssd.device.remote import COMMANDS, sections
 from pytest_ssd.errors import DeviceError, SafetyError, SsdError
 from pytest_ssd.machine.flock import CONFLICT, RELEASE_TIMEOUT_S, HostFlock, hold_script
+from pytest_ssd.machine.hostfacts import COMMANDS, sections
 from pytest_ssd.machine.ssh import MARK, Held, Mark, Ssh, check_missing, need
 from pytest_ssd.proc.runner import Completed
 

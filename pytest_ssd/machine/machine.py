@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pytest_ssd.errors import DeviceError, ToolError
-from pytest_ssd.machine import blocks
+from pytest_ssd.machine import blocks, hostfacts
+from pytest_ssd.machine.facts import Facts, HereFacts
 from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, take_all
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc.runner import Completed, run, which
@@ -81,6 +82,12 @@ class Machine(ABC):
         done = self.run(["sh", "-c", GLOB, "sh", pattern], timeout=READ_TIMEOUT_S, name="glob")
         return sorted(done.stdout.splitlines()) if done.returncode == 0 else []
 
+    def facts(self, targets: Mapping[str, Iterable[int]], *, write: bool) -> dict[str, Facts]:
+        """The block-device facts of the machine now, for each of *targets* (each one's pids
+        that are pytest-ssd's own there), in one look: with the probes a write check needs
+        too when *write*.  One ``sh`` snapshot there (:mod:`.hostfacts`)."""
+        return dict(hostfacts.snapshots(self, targets, write=write))
+
     def sysfs(
         self, reads: Reads, root: Path, devices: list[str], what: str = "sysfs"
     ) -> dict[str, Path]:
@@ -143,6 +150,12 @@ class LocalMachine(Machine):
 
     def glob(self, pattern: str) -> list[str]:
         return sorted(str(p) for p in Path("/").glob(pattern.lstrip("/")))
+
+    def facts(self, targets: Mapping[str, Iterable[int]], *, write: bool) -> dict[str, Facts]:
+        """Read in place as they are asked for (pytest-ssd's own: this process and those
+        above it)."""
+        look = HereFacts()
+        return dict.fromkeys(targets, look)
 
     def sysfs(
         self, reads: Reads, root: Path, devices: list[str], what: str = "sysfs"

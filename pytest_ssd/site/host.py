@@ -14,7 +14,6 @@ from pathlib import Path
 from pytest_ssd.device.identity import DeviceIdentity, identify_from, identify_on, sysfs_roots
 from pytest_ssd.device.node import canonical
 from pytest_ssd.device.pinned import Pinned
-from pytest_ssd.device.remote import SshView
 from pytest_ssd.device.summary import READS as SUMMARY_READS
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import Node, View
@@ -90,14 +89,14 @@ class HostSite(Site):
         return ": the same host named twice" if spelled else ""
 
     def snapshot(self, path: str) -> View:
-        return SshView.snapshot(self.host.ssh, path, write=False)
+        return View.of(self.machine, path)
 
     def snapshots(self, paths: list[str]) -> dict[str, View]:
         return self._identified({path: () for path in paths}, write=False)
 
     def view(self, path: str, lock_pid: int | None, claimed: frozenset[int]) -> View:
         ours = (lock_pid,) if lock_pid else ()
-        return self.hosts.view(self.address, path, write=True, ours=ours, claimed=claimed)
+        return View.of(self.machine, path, write=True, ours=ours, claimed=claimed)
 
     def views(self, held: dict[str, int | None]) -> dict[str, View]:
         return self._identified(
@@ -124,7 +123,7 @@ class HostSite(Site):
                 copying = pool.submit(sysfs_roots, machine, guessed, Path(tmp) / "guessed")
                 try:
                     self.check_tools()  # once for all (each device asks again: a one-line refusal)
-                    views = SshView.snapshots(self.host.ssh, targets, write=write)
+                    views = View.all(machine, targets, write=write)
                 except SsdError:
                     return {}
                 copies = copying.result()
@@ -160,13 +159,14 @@ class HostSite(Site):
 
     def read(self, path: Path, view: View | None = None) -> tuple[Key, DeviceIdentity]:
         host = self.host
-        view = view or SshView.snapshot(host.ssh, str(path), write=False)
+        view = view or View.of(host.machine, str(path))
         found = view.stat(str(path))
         block = view.block_of(found.rdev) if found is not None else None
         if found is None or block is None:
             raise DeviceError(f"{host.ssh.where}: {path} is not a block device there")
-        known = view.identified.get(str(path)) if isinstance(view, SshView) else None
-        return key_now(found), known or identify_on(host.machine, str(path), block.name)
+        return key_now(found), view.identified.get(str(path)) or identify_on(
+            host.machine, str(path), block.name
+        )
 
     def summary(self, identity: DeviceIdentity, warnings: list[str]) -> DeviceSummary:
         """From a copy of what the host's sysfs says of the device."""

@@ -11,7 +11,7 @@ from pytest_ssd.device.identity import DeviceIdentity, identify
 from pytest_ssd.device.node import DeviceLock, device_key
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import DeviceSummary, summarize
-from pytest_ssd.device.view import LocalView, View
+from pytest_ssd.device.view import View
 from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source, find_source
@@ -56,10 +56,10 @@ class LocalSite(Site):
         return label
 
     def snapshot(self, path: str) -> View:
-        return LocalView()
+        return View.of(LOCAL, path)
 
     def view(self, path: str, lock_pid: int | None, claimed: frozenset[int]) -> View:
-        return LocalView(claimed=claimed)
+        return View.of(LOCAL, path, write=True, claimed=claimed)
 
     def key(self, node: Path, view: View, raw: str) -> Key:
         return device_key(node)

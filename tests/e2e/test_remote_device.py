@@ -3,7 +3,7 @@
 A real sshd on 127.0.0.1 (tests/sshd.py) reaches this very machine, so every
 state a loop device is put in can be inspected both ways: the local view
 (``/sys``, ``/proc`` and ``/dev`` read by Python) and the host's snapshot (one
-``sh`` script over SSH, :mod:`pytest_ssd.device.remote`) must give the same
+``sh`` script over SSH, :mod:`pytest_ssd.machine.hostfacts`) must give the same
 :class:`~pytest_ssd.device.guard.TargetFacts`, and so the same verdict.
 """
 
@@ -23,8 +23,8 @@ import pytest
 from pytest_ssd.device import guard
 from pytest_ssd.device.identity import identify, identify_on
 from pytest_ssd.device.node import DeviceLock, canonical
-from pytest_ssd.device.remote import SshView
 from pytest_ssd.device.remote_lock import RemoteLock
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError, ToolError
 from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import parse_address
@@ -57,7 +57,7 @@ def _tool(*argv: str | Path, stdin: str | None = None) -> str:
 def _same_both_ways(host: Ssh, path: Path, reason: str | None) -> guard.TargetFacts:
     """Inspect *path* here and over SSH; the facts agree and the verdict contains *reason*."""
     local = guard.inspect(path)
-    remote = guard.inspect(path, view=SshView.snapshot(host, str(path), write=True))
+    remote = guard.inspect(path, view=View.of(SshMachine(host), str(path), write=True))
     assert remote == local
     refusal = guard.refusal(remote)
     if reason is None:
@@ -150,7 +150,7 @@ def test_a_symlink_becomes_the_same_kernel_node(
     dev = loop_device(16)
     link = tmp_path / "by-path:pci-0000:00:04.0"
     link.symlink_to(dev)
-    remote = canonical(link, SshView.snapshot(host, str(link), write=False))
+    remote = canonical(link, View.of(SshMachine(host), str(link), write=False))
     assert remote == canonical(link) == dev
 
 
@@ -167,9 +167,9 @@ def test_the_lock_on_a_host_is_the_flock_every_session_sees(
         assert f"it is locked by pid {lock.pid} ({_flock(dev)})" in str(second.value)
         with pytest.raises(SafetyError, match=f"locked by pid {lock.pid} "):
             DeviceLock(dev).acquire()  # the host is this machine: a local session sees it too
-        held = SshView.snapshot(host, str(dev), write=True)
+        held = View.of(SshMachine(host), str(dev), write=True)
         assert guard.inspect(dev, view=held).openers == (f"pid {lock.pid} ({_flock(dev)})",)
-        ours = SshView.snapshot(host, str(dev), write=True, ours=[lock.pid])
+        ours = View.of(SshMachine(host), str(dev), write=True, ours=[lock.pid])
         assert guard.refusal(guard.inspect(dev, view=ours)) is None, "the session's own lock"
     finally:
         lock.release()
@@ -232,7 +232,7 @@ def test_a_lock_ends_with_the_session_that_held_it(
 
 def test_a_device_is_identified_as_here(host: Ssh, loop_device: LoopFactory) -> None:
     dev = loop_device(24)
-    view = SshView.snapshot(host, str(dev), write=False)
+    view = View.of(SshMachine(host), str(dev), write=False)
     node = view.stat(str(dev))
     assert node is not None
     block = view.block_of(node.rdev)

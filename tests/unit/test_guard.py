@@ -17,7 +17,10 @@ import pytest
 
 from pytest_ssd.device import guard, openers
 from pytest_ssd.device.guard import TargetFacts
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError
+from pytest_ssd.machine import facts
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.proc.runner import run
 
 MIB = 1 << 20
@@ -445,23 +448,26 @@ def test_the_scan_finds_a_plain_opener_but_not_this_process_or_its_parents(
     target.write_bytes(b"x" * 4096)
     st = target.stat()
     key = (st.st_dev, st.st_ino)
-    assert os.getpid() in openers.ancestors() and os.getppid() in openers.ancestors()
+    assert os.getpid() in facts.ancestors() and os.getppid() in facts.ancestors()
     with target.open("rb"):
-        assert openers.scan((), (key,)) == set(), "this process does not count"
+        assert facts.scan((), (key,)) == set(), "this process does not count"
         with target.open("rb") as held:
             child = subprocess.Popen(["sleep", "30"], stdin=held)
         try:
-            assert openers.openers((), (key,)) == [child.pid]
+            assert View.of(LOCAL, str(target)).openers((), (key,)) == (
+                f"pid {child.pid} (sleep 30)",
+            )
         finally:
             child.kill()
             child.wait(timeout=10)
-    assert openers.openers((), (key,)) == []
+    assert View.of(LOCAL, str(target)).openers((), (key,)) == ()
 
 
 def test_an_opener_seen_only_once_is_a_passing_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     scans = iter([{11, 12}, {12}, {12, 13}])
-    monkeypatch.setattr(openers, "scan", lambda devices, files: next(scans))
+    monkeypatch.setattr(facts, "scan", lambda devices, files: next(scans))
     monkeypatch.setattr(openers, "SCAN_PAUSE_S", 0.0)
-    assert openers.openers((1,)) == [12]
-    monkeypatch.setattr(openers, "scan", lambda devices, files: set())
-    assert openers.openers((1,)) == []
+    view = View.of(LOCAL, "/dev/null")
+    assert [line.split(" (")[0] for line in view.openers((1,), ())] == ["pid 12"]
+    monkeypatch.setattr(facts, "scan", lambda devices, files: set())
+    assert view.openers((1,), ()) == ()
