@@ -5,8 +5,8 @@ A ``--dut=ssh://[user@]host[:port]/dev/...`` device is reached through a
 controller logs in once per host; an xdist worker multiplexes over the
 controller's master and honours its channel budget, :meth:`Hosts.shared` and
 :meth:`Hosts.join`), the device locks the controller holds there for the session
-(:class:`~pytest_ssd.device.remote_lock.RemoteLock`, all in one process on one
-channel: :class:`~pytest_ssd.device.remote_lock.HostLocks`), the host's agent
+(:class:`~pytest_ssd.device.node.DeviceLock`, all in one process on one
+channel: :meth:`~pytest_ssd.machine.machine.Machine.locks`), the host's agent
 (:mod:`~pytest_ssd.machine.agent`, one channel: what lasts in every process goes
 through it on forwarded sockets) and the fio server each process running tests
 starts there on first use (:class:`~pytest_ssd.fio.server.FioServer`).
@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ssd.device.remote_lock import HostLocks, RemoteLock
+from pytest_ssd.device.node import DeviceLock
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine import agent
 from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.slots import Slots
 from pytest_ssd.machine.ssh import (
@@ -50,8 +51,8 @@ class TestHost:
     ssh: Ssh
     machine: SshMachine
     #: the one process there that holds every lock and claim below
-    holder: HostLocks
-    locks: list[RemoteLock] = field(default_factory=list)
+    holder: NodeLocks
+    locks: list[DeviceLock] = field(default_factory=list)
     fio: FioServer | None = None
     #: the agent's channel (the connection's owner runs it; None: not yet, or no perl there)
     agent: Held | None = None
@@ -110,14 +111,14 @@ class Hosts:
                     ssh.agent = Path(joined.agent) if joined.agent else None
                     ssh.slots = Slots(Path(joined.slots), RUN_CHANNELS)
                 ssh.open()
-                holder = HostLocks(ssh, ssh.control_dir / "locks")
-                self.hosts[key] = TestHost(ssh, SshMachine(ssh), holder)
+                machine = SshMachine(ssh)
+                self.hosts[key] = TestHost(ssh, machine, machine.locks(ssh.control_dir / "locks"))
             return self.hosts[key]
 
     def lock(self, address: SshAddress, node: str) -> int:
         """Lock *node* on the host for the session; the pid holding the lock there."""
         host = self.host(address)
-        lock = RemoteLock(host.ssh, node, host.holder.artifacts, host=host.holder)
+        lock = DeviceLock(host.holder, node)
         lock.acquire()
         with self._connecting:
             host.locks.append(lock)
@@ -131,7 +132,7 @@ class Hosts:
         """Send *node*'s claim now (:meth:`claim` waits for its answer only)."""
         self._lock(address, node).claim_ahead()
 
-    def _lock(self, address: SshAddress, node: str) -> RemoteLock:
+    def _lock(self, address: SshAddress, node: str) -> DeviceLock:
         return next(lock for lock in self.host(address).locks if lock.node == node)
 
     def server(self, address: SshAddress) -> FioServer:
@@ -228,8 +229,7 @@ def _close(host: TestHost) -> list[str]:
                 pids = ", ".join(map(str, left))
                 problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
     host.holder.close()  # every lock and claim of its drives at once
-    while host.locks:  # those of a host without perl: a channel each
-        host.locks.pop().release()
+    host.locks.clear()
     held, host.agent = host.agent, None
     if held is not None:
         held.close(agent.STOP_TIMEOUT_S)

@@ -11,27 +11,13 @@ write, so a process must be seen in every one of a few scans to count
 
 from __future__ import annotations
 
-import re
+from pytest_ssd.machine.facts import command_here, describe, shown
 
-from pytest_ssd.machine.facts import command_here
+__all__ = ["SCANS", "SCAN_PAUSE_S", "describe", "describe_pid", "shown"]
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: scans a process must be seen in, and the pause between them
 SCANS = 3
 SCAN_PAUSE_S = 0.2
-
-
-def shown(text: str) -> str:
-    """*text* on one line: control characters as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def describe(pid: int, command: str) -> str:
-    """'pid 1234 (pytest suites/smoke --dut=/dev/loop3)', shortened to one readable line."""
-    command = shown(command.strip())
-    if len(command) > 120:
-        command = command[:117] + "..."
-    return f"pid {pid} ({command})" if command else f"pid {pid}"
 
 
 def describe_pid(pid: int) -> str:

@@ -31,6 +31,20 @@ PROC = Path("/proc")
 PROBE_TIMEOUT_S = 60.0
 WIPEFS_HINT = "install util-linux"
 _DEVNAME = re.compile(r"^DEVNAME=(.+)$", re.MULTILINE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """*text* on one line: control characters as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def describe(pid: int, command: str) -> str:
+    """'pid 1234 (pytest suites/smoke --dut=/dev/loop3)', shortened to one readable line."""
+    command = shown(command.strip())
+    if len(command) > 120:
+        command = command[:117] + "..."
+    return f"pid {pid} ({command})" if command else f"pid {pid}"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from typing import Literal
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine import blocks, hostfacts
 from pytest_ssd.machine.facts import Facts, HereFacts
+from pytest_ssd.machine.hostlocks import HostLocks
+from pytest_ssd.machine.locks import HereLocks, NodeLocks
 from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, take_all
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc.runner import Completed, run, which
@@ -88,6 +90,11 @@ class Machine(ABC):
         too when *write*.  One ``sh`` snapshot there (:mod:`.hostfacts`)."""
         return dict(hostfacts.snapshots(self, targets, write=write))
 
+    def locks(self, artifacts: Path) -> NodeLocks:
+        """A holder of the session's locks and claims on the machine's device nodes, held
+        until it is closed (*artifacts*: where a holder running there keeps its output)."""
+        raise DeviceError(f"{self.where or 'this machine'}: pytest-ssd cannot lock devices there")
+
     def sysfs(
         self, reads: Reads, root: Path, devices: list[str], what: str = "sysfs"
     ) -> dict[str, Path]:
@@ -157,6 +164,10 @@ class LocalMachine(Machine):
         look = HereFacts()
         return dict.fromkeys(targets, look)
 
+    def locks(self, artifacts: Path) -> NodeLocks:
+        """This process: an ``open(2)`` and a ``flock(2)`` a node, no program."""
+        return HereLocks()
+
     def sysfs(
         self, reads: Reads, root: Path, devices: list[str], what: str = "sysfs"
     ) -> dict[str, Path]:
@@ -218,6 +229,10 @@ class SshMachine(Machine):
     def read(self, path: str) -> str | None:
         done = self.ssh.run(["cat", "--", path], timeout=READ_TIMEOUT_S)
         return done.stdout if done.returncode == 0 else None
+
+    def locks(self, artifacts: Path) -> NodeLocks:
+        """The host's lock process (:mod:`.hostlocks`), on a channel of its own."""
+        return HostLocks(self.ssh, artifacts)
 
     def read_many(self, paths: Sequence[str]) -> list[str | None]:
         done = self.ssh.run(["sh", "-c", READ_MANY, "sh", *paths], timeout=READ_TIMEOUT_S)

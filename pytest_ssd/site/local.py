@@ -12,9 +12,11 @@ from pytest_ssd.device.node import DeviceLock, device_key
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import View
+from pytest_ssd.errors import present
 from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source, find_source
+from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.site.base import Key, Site, Tuning
 from pytest_ssd.state.accounting import Counters, read_counters, stat_file
@@ -29,7 +31,8 @@ class LocalLock:
     pid: int | None = None
 
     def pinned(self, identity: DeviceIdentity) -> Pinned:
-        return Pinned.of(self.held.key, identity)  # of the open descriptor, not of the name
+        key = present(self.held.key, "the key of the device locked")
+        return Pinned.of(key, identity)  # of the open descriptor, not of the name
 
     def claim(self) -> None:
         self.held.claim()
@@ -42,8 +45,9 @@ class LocalLock:
 class LocalSite(Site):
     """This machine: its devices, files and processes, read and run here."""
 
-    #: the session's locks on devices here
+    #: the session's locks on devices here, and the one holder of them all
     locks: list[DeviceLock] = field(default_factory=list)
+    holder: NodeLocks = field(default_factory=lambda: LOCAL.locks(Path()))
 
     @property
     def machine(self) -> Machine:
@@ -65,7 +69,7 @@ class LocalSite(Site):
         return device_key(node)
 
     def lock(self, node: Path, key: Key) -> LocalLock:
-        held = DeviceLock(node)
+        held = DeviceLock(self.holder, str(node))
         held.acquire()
         self.locks.append(held)
         return LocalLock(held)

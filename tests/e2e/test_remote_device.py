@@ -23,11 +23,12 @@ import pytest
 from pytest_ssd.device import guard
 from pytest_ssd.device.identity import identify, identify_on
 from pytest_ssd.device.node import DeviceLock, canonical
-from pytest_ssd.device.remote_lock import RemoteLock
 from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError, ToolError
 from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import parse_address
+from pytest_ssd.machine.hostlocks import HostLocks
+from pytest_ssd.machine.locks import HereLocks
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.site.host import HostSite
@@ -158,22 +159,25 @@ def test_the_lock_on_a_host_is_the_flock_every_session_sees(
     host: Ssh, loop_device: LoopFactory, tmp_path: Path
 ) -> None:
     dev = loop_device(16)
-    lock = RemoteLock(host, str(dev), tmp_path / "lock-1")
+    holder, other = HostLocks(host, tmp_path / "lock-1"), HostLocks(host, tmp_path / "lock-2")
+    lock = DeviceLock(holder, str(dev))
     lock.acquire()
     try:
         assert lock.pid is not None
         with pytest.raises(SafetyError) as second:
-            RemoteLock(host, str(dev), tmp_path / "lock-2").acquire()
+            DeviceLock(other, str(dev)).acquire()
         assert f"it is locked by pid {lock.pid} ({_flock(dev)})" in str(second.value)
         with pytest.raises(SafetyError, match=f"locked by pid {lock.pid} "):
-            DeviceLock(dev).acquire()  # the host is this machine: a local session sees it too
+            DeviceLock(HereLocks(), str(dev)).acquire()  # the host is this machine: seen here
         held = View.of(SshMachine(host), str(dev), write=True)
         assert guard.inspect(dev, view=held).openers == (f"pid {lock.pid} ({_flock(dev)})",)
         ours = View.of(SshMachine(host), str(dev), write=True, ours=[lock.pid])
         assert guard.refusal(guard.inspect(dev, view=ours)) is None, "the session's own lock"
     finally:
         lock.release()
-    again = DeviceLock(dev)
+        holder.close()
+        other.close()
+    again = DeviceLock(HereLocks(), str(dev))
     again.acquire()
     again.release()
 
@@ -186,7 +190,7 @@ def _flock(dev: Path) -> str:
 def test_a_lock_on_a_missing_node_creates_nothing(host: Ssh, tmp_path: Path) -> None:
     missing = tmp_path / "nvme9n9"
     with pytest.raises(SafetyError, match="it is not a block device or a file there"):
-        RemoteLock(host, str(missing), tmp_path / "lock").acquire()
+        DeviceLock(HostLocks(host, tmp_path / "lock"), str(missing)).acquire()
     assert not missing.exists(), "flock would have created a regular file"
 
 
@@ -198,13 +202,14 @@ def test_a_lock_ends_with_the_session_that_held_it(
     holder = textwrap.dedent(
         f"""
         from pathlib import Path
-        from pytest_ssd.device.remote_lock import RemoteLock
+        from pytest_ssd.device.node import DeviceLock
+        from pytest_ssd.machine.hostlocks import HostLocks
         from pytest_ssd.machine.address import parse_address
         from pytest_ssd.machine.ssh import Ssh
         ssh = Ssh(parse_address({server.url("/dev/null")!r}), Path({str(control)!r}),
                   config=Path({str(server.config)!r}))
         ssh.open()
-        RemoteLock(ssh, {str(dev)!r}, Path({str(tmp_path / "held")!r})).acquire()
+        DeviceLock(HostLocks(ssh, Path({str(tmp_path / "held")!r})), {str(dev)!r}).acquire()
         print("held", flush=True)
         input()
         """
@@ -214,11 +219,11 @@ def test_a_lock_ends_with_the_session_that_held_it(
     )
     assert session.stdout is not None and session.stdout.readline() == "held\n"
     with pytest.raises(SafetyError, match="locked by pid"):
-        DeviceLock(dev).acquire()
+        DeviceLock(HereLocks(), str(dev)).acquire()
     session.kill()  # kill -9: nothing of the session runs its clean-up
     session.wait(timeout=10)
     shutil.rmtree(control, ignore_errors=True)  # what the killed session could not remove
-    lock = DeviceLock(dev)
+    lock = DeviceLock(HereLocks(), str(dev))
     for _ in range(50):
         try:
             lock.acquire()

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_ssd.device import remote_lock
+from pytest_ssd.device.node import DeviceLock
 from pytest_ssd.device.view import View
 from pytest_ssd.errors import DeviceError, ToolError
-from pytest_ssd.machine import hostfacts
+from pytest_ssd.machine import hostfacts, hostlocks
 from pytest_ssd.machine.address import parse_address
 from pytest_ssd.machine.facts import HereFacts
 from pytest_ssd.machine.hostfacts import HostFacts, sections
@@ -113,8 +113,8 @@ class _SlowHost:
 def test_a_lock_that_does_not_come_says_it_timed_out(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, holders: list[int], why: str
 ) -> None:
-    monkeypatch.setattr(remote_lock, "ACQUIRE_TIMEOUT_S", 0.0)
-    lock = remote_lock.RemoteLock(_SlowHost(holders), "/dev/sdb", tmp_path)  # type: ignore[arg-type]
+    monkeypatch.setattr(hostlocks, "ACQUIRE_TIMEOUT_S", 0.0)
+    lock = DeviceLock(hostlocks.HostLocks(_SlowHost(holders), tmp_path), "/dev/sdb")  # type: ignore[arg-type]
     with pytest.raises(DeviceError) as caught:
         lock.acquire()
     assert str(caught.value) == (

@@ -18,6 +18,8 @@ from pytest_ssd.errors import ConfigError, FioError, SafetyError
 from pytest_ssd.fio.engine import check_target
 from pytest_ssd.fio.job import FioJob, fio_path, render
 from pytest_ssd.fio.results import parse_output
+from pytest_ssd.machine import locks
+from pytest_ssd.machine.locks import HereLocks
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "fio"
 
@@ -112,14 +114,14 @@ def test_lock_holders_are_read_from_proc_locks(
     target.write_bytes(b"")
     st = target.stat()
     inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    locks = tmp_path / "locks"
-    locks.write_text(
+    held = tmp_path / "locks"
+    held.write_text(
         f"1: FLOCK  ADVISORY  WRITE 4242 {inode} 0 EOF\n"
         f"1: -> FLOCK  ADVISORY  WRITE 5151 {inode} 0 EOF\n"  # a waiter, not a holder
         f"2: POSIX  ADVISORY  WRITE 6161 {inode} 0 EOF\n"
         "3: FLOCK  ADVISORY  WRITE 7171 00:01:1 0 EOF\n"
     )
-    monkeypatch.setattr(node, "PROC_LOCKS", locks)
+    monkeypatch.setattr(locks, "PROC_LOCKS", held)
     assert node.lock_holders(st) == [4242]
 
 
@@ -134,7 +136,7 @@ def test_a_second_lock_is_refused_naming_the_holder(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "flock did not take its lock"
             time.sleep(0.05)
         with pytest.raises(SafetyError) as info:
-            DeviceLock(target).acquire()
+            DeviceLock(HereLocks(), str(target)).acquire()
         assert str(info.value) == (
             f"refusing {target}: it is locked by pid {holder.pid} (flock -o {target} sleep 30),"
             " another pytest-ssd session or a tool using 'flock' (one session per device);"
@@ -143,7 +145,29 @@ def test_a_second_lock_is_refused_naming_the_holder(tmp_path: Path) -> None:
     finally:
         os.killpg(holder.pid, signal.SIGKILL)
         holder.wait(timeout=10)
-    lock = DeviceLock(target)
+    lock = DeviceLock(HereLocks(), str(target))
     lock.acquire()
     lock.release()
     lock.release()  # twice is fine
+
+
+def test_a_folder_is_no_target_to_lock(tmp_path: Path) -> None:
+    """The holder locks a block device or a regular file only (as a test host's does)."""
+    with pytest.raises(SafetyError) as refused:
+        DeviceLock(HereLocks(), str(tmp_path)).acquire()
+    assert str(refused.value) == f"refusing {tmp_path}: it is not a block device or a file there"
+
+
+def test_a_file_locked_is_claimed_without_an_exclusive_open(tmp_path: Path) -> None:
+    target = tmp_path / "device.img"
+    target.write_bytes(b"")
+    holder = HereLocks()
+    lock = DeviceLock(holder, str(target))
+    lock.acquire()
+    st = target.stat()
+    assert lock.key == ("file", st.st_dev, st.st_ino) and lock.pid == os.getpid()
+    lock.claim()
+    holder.close()
+    again = DeviceLock(HereLocks(), str(target))
+    again.acquire()  # closing the holder let every lock go
+    again.release()
