@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ssd.device.node import DeviceLock
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine import agent
@@ -50,9 +49,8 @@ class TestHost:
 
     ssh: Ssh
     machine: SshMachine
-    #: the one process there that holds every lock and claim below
+    #: the one process there that holds every lock and claim of the session's drives
     holder: NodeLocks
-    locks: list[DeviceLock] = field(default_factory=list)
     fio: FioServer | None = None
     #: the agent's channel (the connection's owner runs it; None: not yet, or no perl there)
     agent: Held | None = None
@@ -114,26 +112,6 @@ class Hosts:
                 machine = SshMachine(ssh)
                 self.hosts[key] = TestHost(ssh, machine, machine.locks(ssh.control_dir / "locks"))
             return self.hosts[key]
-
-    def lock(self, address: SshAddress, node: str) -> int:
-        """Lock *node* on the host for the session; the pid holding the lock there."""
-        host = self.host(address)
-        lock = DeviceLock(host.holder, node)
-        lock.acquire()
-        with self._connecting:
-            host.locks.append(lock)
-        return int(lock.pid or 0)
-
-    def claim(self, address: SshAddress, node: str) -> None:
-        """Claim *node*, locked on the host, for writing (``O_EXCL`` in the lock's process)."""
-        self._lock(address, node).claim()
-
-    def claim_ahead(self, address: SshAddress, node: str) -> None:
-        """Send *node*'s claim now (:meth:`claim` waits for its answer only)."""
-        self._lock(address, node).claim_ahead()
-
-    def _lock(self, address: SshAddress, node: str) -> DeviceLock:
-        return next(lock for lock in self.host(address).locks if lock.node == node)
 
     def server(self, address: SshAddress) -> FioServer:
         """The host's fio server for this process, started on first use.
@@ -229,7 +207,6 @@ def _close(host: TestHost) -> list[str]:
                 pids = ", ".join(map(str, left))
                 problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
     host.holder.close()  # every lock and claim of its drives at once
-    host.locks.clear()
     held, host.agent = host.agent, None
     if held is not None:
         held.close(agent.STOP_TIMEOUT_S)

@@ -18,7 +18,6 @@ from typing import Literal
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine import blocks, hostfacts
 from pytest_ssd.machine.facts import Facts, HereFacts
-from pytest_ssd.machine.hostlocks import HostLocks
 from pytest_ssd.machine.locks import HereLocks, NodeLocks
 from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, take_all
 from pytest_ssd.machine.ssh import Ssh
@@ -43,6 +42,9 @@ class Machine(ABC):
 
     #: where it is (what a purge method's capabilities name)
     place: Place
+    #: a regular file there may be a device under test (a test host's fio server is given
+    #: block devices only)
+    file_targets: bool = False
 
     @property
     @abstractmethod
@@ -126,6 +128,7 @@ class LocalMachine(Machine):
     """This machine."""
 
     place: Place = "local"
+    file_targets: bool = True
 
     @property
     def where(self) -> str:
@@ -232,6 +235,9 @@ class SshMachine(Machine):
 
     def locks(self, artifacts: Path) -> NodeLocks:
         """The host's lock process (:mod:`.hostlocks`), on a channel of its own."""
+        # the controller's: a worker locks nothing
+        from pytest_ssd.machine.hostlocks import HostLocks  # noqa: PLC0415
+
         return HostLocks(self.ssh, artifacts)
 
     def read_many(self, paths: Sequence[str]) -> list[str | None]:
