@@ -26,7 +26,6 @@ from pytest_ssd.device.openers import describe, shown
 from pytest_ssd.device.view import View
 from pytest_ssd.errors import DeviceError, SafetyError
 from pytest_ssd.machine.locks import NodeLocks, flock_holders, lock_holders
-from pytest_ssd.machine.machine import LOCAL
 
 __all__ = [
     "DeviceLock",
@@ -41,10 +40,10 @@ __all__ = [
 ]
 
 
-def canonical(path: Path, view: View | None = None) -> Path:
+def canonical(path: Path, view: View) -> Path:
     """The node behind *path*: ``/dev/<kernel name>`` for a block device, else the real path.
 
-    On *view*'s machine (default: this one).  Raises :class:`SafetyError` for control
+    On *view*'s machine.  Raises :class:`SafetyError` for control
     characters in the name (a newline in a job file starts a new fio option).  A path
     that does not exist resolves to itself; the guard refuses it.
     """
@@ -53,7 +52,6 @@ def canonical(path: Path, view: View | None = None) -> Path:
         raise SafetyError(
             f"refusing --dut {shown(text)}: the path holds control characters; check it"
         )
-    view = view or View.of(LOCAL, text)
     real = view.realpath(text)
     node = view.stat(real)
     if node is None or node.kind != "block":

@@ -29,7 +29,7 @@ from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import parse_address
 from pytest_ssd.machine.hostlocks import HostLocks
 from pytest_ssd.machine.locks import HereLocks
-from pytest_ssd.machine.machine import SshMachine
+from pytest_ssd.machine.machine import LOCAL, SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.site.host import HostSite
 from tests.sshd import Sshd
@@ -57,7 +57,7 @@ def _tool(*argv: str | Path, stdin: str | None = None) -> str:
 
 def _same_both_ways(host: Ssh, path: Path, reason: str | None) -> guard.TargetFacts:
     """Inspect *path* here and over SSH; the facts agree and the verdict contains *reason*."""
-    local = guard.inspect(path)
+    local = guard.inspect(path, View.of(LOCAL, str(path)))
     remote = guard.inspect(path, view=View.of(SshMachine(host), str(path), write=True))
     assert remote == local
     refusal = guard.refusal(remote)
@@ -152,7 +152,7 @@ def test_a_symlink_becomes_the_same_kernel_node(
     link = tmp_path / "by-path:pci-0000:00:04.0"
     link.symlink_to(dev)
     remote = canonical(link, View.of(SshMachine(host), str(link), write=False))
-    assert remote == canonical(link) == dev
+    assert remote == canonical(link, View.of(LOCAL, str(link))) == dev
 
 
 def test_the_lock_on_a_host_is_the_flock_every_session_sees(

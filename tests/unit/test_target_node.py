@@ -14,14 +14,21 @@ import pytest
 
 from pytest_ssd.device import node
 from pytest_ssd.device.node import DeviceLock, canonical, device_key
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import ConfigError, FioError, SafetyError
 from pytest_ssd.fio.engine import check_target
 from pytest_ssd.fio.job import FioJob, fio_path, render
 from pytest_ssd.fio.results import parse_output
 from pytest_ssd.machine import locks
 from pytest_ssd.machine.locks import HereLocks
+from pytest_ssd.machine.machine import LOCAL
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "fio"
+
+
+def here(path: object) -> View:
+    """This machine's look at *path* (the guard's and the node's view of it)."""
+    return View.of(LOCAL, str(path))
 
 
 def test_a_colon_is_escaped_in_filename_only() -> None:
@@ -64,11 +71,11 @@ def test_canonical_resolves_links_and_refuses_control_characters(tmp_path: Path)
     link = tmp_path / "links" / "pci-0000:00:04.0"
     link.parent.mkdir()
     link.symlink_to(target)
-    assert canonical(link) == target
+    assert canonical(link, here(link)) == target
     assert device_key(link) == device_key(target)
-    assert canonical(tmp_path / "missing") == tmp_path / "missing"
+    assert canonical(tmp_path / "missing", here(tmp_path / "missing")) == tmp_path / "missing"
     with pytest.raises(SafetyError, match=r"control characters; check it") as info:
-        canonical(Path(f"{target}\nfilename=/dev/sda"))
+        canonical(Path(f"{target}\nfilename=/dev/sda"), here(Path(f"{target}\nfilename=/dev/sda")))
     assert "\\x0a" in str(info.value) and "\n" not in str(info.value)
 
 
@@ -79,8 +86,8 @@ def test_a_block_device_becomes_its_kernel_node(loop_device: Any, tmp_path: Path
     os.mknod(copy, 0o600 | (st.st_mode & 0o170000), st.st_rdev)
     link = tmp_path / "by-path:0"
     link.symlink_to(copy)
-    assert canonical(copy) == dev
-    assert canonical(link) == dev
+    assert canonical(copy, here(copy)) == dev
+    assert canonical(link, here(link)) == dev
 
 
 def _output(name: str, **changes: Any) -> Any:
