@@ -23,7 +23,6 @@ import os
 import re
 import stat
 import struct
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,8 +246,8 @@ def identify_on(
     machine: Machine, path: str, kernel_name: str, artifacts: Path | None = None
 ) -> DeviceIdentity:
     """Identify block device *kernel_name* of *machine*, opened there as *path*."""
-    with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
-        roots = sysfs_roots(machine, [kernel_name], Path(tmp), strict=True)
+    with contextlib.ExitStack() as stack:
+        roots = sysfs_roots(machine, [kernel_name], stack, strict=True)
         if kernel_name not in roots:
             on = f"{machine.where}: " if machine.where else ""
             raise DeviceError(f"{on}block device {kernel_name} is not in its /sys")
@@ -261,13 +260,17 @@ def identify_on(
 
 
 def sysfs_roots(
-    machine: Machine, names: list[str], root: Path, *, strict: bool = False
+    machine: Machine,
+    names: list[str],
+    stack: contextlib.ExitStack[bool | None],
+    *,
+    strict: bool = False,
 ) -> dict[str, Path]:
-    """Where what identifies each block device of *names* on *machine* is read: its /sys (a
-    test host's copied under *root*, in one command); a name it does not have is left out,
-    and everything when the copy fails (unless *strict*: :class:`DeviceError`)."""
+    """Where what identifies each block device of *names* on *machine* is read while *stack*
+    lasts: its /sys (a test host's copied, in one command); a name it does not have is left
+    out, and everything when the copy fails (unless *strict*: :class:`DeviceError`)."""
     try:
-        return machine.sysfs(READS, root, names)
+        return stack.enter_context(machine.sysfs(READS, names))
     except SnapshotError as exc:
         if strict:
             raise DeviceError(str(exc)) from None

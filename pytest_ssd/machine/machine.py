@@ -8,6 +8,8 @@ measures a local drive and a drive in a test host alike.
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -97,20 +99,24 @@ class Machine(ABC):
         until it is closed (*artifacts*: where a holder running there keeps its output)."""
         raise DeviceError(f"{self.where or 'this machine'}: pytest-ssd cannot lock devices there")
 
+    @contextlib.contextmanager
     def sysfs(
-        self, reads: Reads, root: Path, devices: list[str], what: str = "sysfs"
-    ) -> dict[str, Path]:
-        """Where a reader finds the files *reads* declares of each block device of *devices*:
-        the root of a ``/sys`` it reads exactly as this machine's (a device the machine does
-        not have is left out).  A test host's is a copy under *root*
-        (:mod:`~pytest_ssd.machine.snapshot`, one command; *what* names it in a message).
+        self, reads: Reads, devices: list[str], what: str = "sysfs"
+    ) -> Iterator[dict[str, Path]]:
+        """Where a reader finds the files *reads* declares of each block device of *devices*,
+        while the context lasts: the root of a ``/sys`` it reads exactly as this machine's
+        (a device the machine does not have is left out).  A test host's is a copy in a
+        temporary folder (:mod:`~pytest_ssd.machine.snapshot`, one command; *what* names it
+        in a message).
 
         Raises :class:`SnapshotError` when the files cannot be read.
         """
         if not devices:
-            return {}
-        found = take_all(self, reads, root, devices=devices, what=what)
-        return {name: copy.sysfs for name, copy in found.items()}
+            yield {}
+            return
+        with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
+            found = take_all(self, reads, Path(tmp), devices=devices, what=what)
+            yield {name: copy.sysfs for name, copy in found.items()}
 
     def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
         """(block, data) of each block *numbers* of *unit* bytes of *path* there, direct I/O.
@@ -171,14 +177,15 @@ class LocalMachine(Machine):
         """This process: an ``open(2)`` and a ``flock(2)`` a node, no program."""
         return HereLocks()
 
+    @contextlib.contextmanager
     def sysfs(
-        self, reads: Reads, root: Path, devices: list[str], what: str = "sysfs"
-    ) -> dict[str, Path]:
+        self, reads: Reads, devices: list[str], what: str = "sysfs"
+    ) -> Iterator[dict[str, Path]]:
         """This machine's own ``/sys``, read in place (nothing is copied)."""
         for device in devices:
             if not BLOCK_NAME.fullmatch(device):
                 raise SnapshotError(f"not a block device name: {device[:200]!r}")
-        return {name: SYSFS for name in devices if (SYSFS / "class" / "block" / name).exists()}
+        yield {name: SYSFS for name in devices if (SYSFS / "class" / "block" / name).exists()}
 
     def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
         return blocks.read_here(path, unit, numbers)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import tempfile
 from abc import abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -108,14 +107,14 @@ class MachineSite(Site):
         Either way a device is identified from the sysfs of the block device the look
         found, read in the same step (before the locks, or after them all).
         """
-        with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
+        with contextlib.ExitStack() as copies:
             guessed = sorted({name for t in targets if BLOCK_NAME.fullmatch(name := Path(t).name)})
             try:
                 machine = self.machine  # connected first: an unreachable host is tried once
             except SsdError:
                 return {}
             with ThreadPoolExecutor(1, thread_name_prefix="ssd-copy") as pool:
-                copying = pool.submit(sysfs_roots, machine, guessed, Path(tmp) / "guessed")
+                copying = pool.submit(sysfs_roots, machine, guessed, copies)
                 try:
                     self.check_tools()  # once for all (each device asks again: a one-line refusal)
                     views = View.all(machine, targets, write=write)
@@ -132,7 +131,7 @@ class MachineSite(Site):
                         nodes[node] = block.name
             late = sorted(set(nodes.values()) - set(roots))
             if late:
-                roots = {**roots, **sysfs_roots(machine, late, Path(tmp) / "found")}
+                roots = {**roots, **sysfs_roots(machine, late, copies)}
             identities = identify_from(machine, nodes, roots)
         for view in views.values():
             view.identified.update(identities)
@@ -183,9 +182,11 @@ class MachineSite(Site):
     def summaries(self, identities: list[DeviceIdentity]) -> list[tuple[DeviceSummary, list[str]]]:
         """From one read of what the machine's sysfs says of all the devices."""
         names = sorted({i.kernel_name for i in identities if i.kernel_name})
-        with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
+        with contextlib.ExitStack() as copies:
             try:
-                roots = self.machine.sysfs(SUMMARY_READS, Path(tmp), names, "sysfs links")
+                roots = copies.enter_context(
+                    self.machine.sysfs(SUMMARY_READS, names, "sysfs links")
+                )
                 failed = ""
             except SsdError as exc:  # the summary says "not exposed" rather than stop the run
                 roots, failed = {}, str(exc)
