@@ -15,8 +15,8 @@ import contextlib
 import dataclasses
 import os
 from abc import abstractmethod
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pytest_ssd.device.identity import (
@@ -113,14 +113,14 @@ class MachineSite(Site):
                 machine = self.machine  # connected first: an unreachable host is tried once
             except SsdError:
                 return {}
-            with ThreadPoolExecutor(1, thread_name_prefix="ssd-copy") as pool:
-                copying = pool.submit(sysfs_roots, machine, guessed, copies)
-                try:
-                    self.check_tools()  # once for all (each device asks again: a one-line refusal)
-                    views = View.all(machine, targets, write=write)
-                except SsdError:
-                    return {}
-                roots = copying.result()
+            copying = machine.beside(partial(sysfs_roots, machine, guessed, copies))
+            try:
+                self.check_tools()  # once for all (each device asks again: a one-line refusal)
+                views = View.all(machine, targets, write=write)
+            except SsdError:
+                copying()  # done before its folder goes
+                return {}
+            roots = copying()
             nodes = {}
             for target, view in views.items():
                 with contextlib.suppress(SsdError):
