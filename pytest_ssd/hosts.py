@@ -5,8 +5,8 @@ A ``--dut=ssh://[user@]host[:port]/dev/...`` device is reached through a
 controller logs in once per host; an xdist worker multiplexes over the
 controller's master and honours its channel budget, :meth:`Hosts.shared` and
 :meth:`Hosts.join`), the device locks the controller holds there for the session
-(:class:`~pytest_ssd.device.remote_lock.RemoteLock`, all in one process on one
-channel: :class:`~pytest_ssd.device.remote_lock.HostLocks`), the host's agent
+(:class:`~pytest_ssd.device.node.DeviceLock`, all in one process on one
+channel: :meth:`~pytest_ssd.machine.machine.Machine.locks`), the host's agent
 (:mod:`~pytest_ssd.machine.agent`, one channel: what lasts in every process goes
 through it on forwarded sockets) and the fio server each process running tests
 starts there on first use (:class:`~pytest_ssd.fio.server.FioServer`).
@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ssd.device.remote import SshView
-from pytest_ssd.device.remote_lock import HostLocks, RemoteLock
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine import agent
 from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.slots import Slots
 from pytest_ssd.machine.ssh import (
@@ -50,9 +49,8 @@ class TestHost:
 
     ssh: Ssh
     machine: SshMachine
-    #: the one process there that holds every lock and claim below
-    holder: HostLocks
-    locks: list[RemoteLock] = field(default_factory=list)
+    #: the one process there that holds every lock and claim of the session's drives
+    holder: NodeLocks
     fio: FioServer | None = None
     #: the agent's channel (the connection's owner runs it; None: not yet, or no perl there)
     agent: Held | None = None
@@ -111,42 +109,9 @@ class Hosts:
                     ssh.agent = Path(joined.agent) if joined.agent else None
                     ssh.slots = Slots(Path(joined.slots), RUN_CHANNELS)
                 ssh.open()
-                holder = HostLocks(ssh, ssh.control_dir / "locks")
-                self.hosts[key] = TestHost(ssh, SshMachine(ssh), holder)
+                machine = SshMachine(ssh)
+                self.hosts[key] = TestHost(ssh, machine, machine.locks(ssh.control_dir / "locks"))
             return self.hosts[key]
-
-    def lock(self, address: SshAddress, node: str) -> int:
-        """Lock *node* on the host for the session; the pid holding the lock there."""
-        host = self.host(address)
-        lock = RemoteLock(host.ssh, node, host.holder.artifacts, host=host.holder)
-        lock.acquire()
-        with self._connecting:
-            host.locks.append(lock)
-        return int(lock.pid or 0)
-
-    def claim(self, address: SshAddress, node: str) -> None:
-        """Claim *node*, locked on the host, for writing (``O_EXCL`` in the lock's process)."""
-        self._lock(address, node).claim()
-
-    def claim_ahead(self, address: SshAddress, node: str) -> None:
-        """Send *node*'s claim now (:meth:`claim` waits for its answer only)."""
-        self._lock(address, node).claim_ahead()
-
-    def _lock(self, address: SshAddress, node: str) -> RemoteLock:
-        return next(lock for lock in self.host(address).locks if lock.node == node)
-
-    def view(
-        self,
-        address: SshAddress,
-        path: str,
-        *,
-        write: bool,
-        ours: tuple[int, ...] = (),
-        claimed: frozenset[int] = frozenset(),
-    ) -> SshView:
-        """The host's facts about *path* now (one snapshot)."""
-        ssh = self.host(address).ssh
-        return SshView.snapshot(ssh, path, write=write, ours=ours, claimed=claimed)
 
     def server(self, address: SshAddress) -> FioServer:
         """The host's fio server for this process, started on first use.
@@ -242,8 +207,6 @@ def _close(host: TestHost) -> list[str]:
                 pids = ", ".join(map(str, left))
                 problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
     host.holder.close()  # every lock and claim of its drives at once
-    while host.locks:  # those of a host without perl: a channel each
-        host.locks.pop().release()
     held, host.agent = host.agent, None
     if held is not None:
         held.close(agent.STOP_TIMEOUT_S)

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.openers import shown
-from pytest_ssd.device.view import LocalView, Node, View
+from pytest_ssd.device.view import Node, View
 from pytest_ssd.errors import SafetyError
+from pytest_ssd.machine.machine import LOCAL
 
 #: mount points of the running system: a device backing one is never written to
 SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
@@ -57,10 +58,8 @@ class TargetFacts:
     built_on: tuple[TargetFacts, ...] = ()
 
 
-def inspect(
-    path: str | Path, above: frozenset[str] = frozenset(), view: View | None = None
-) -> TargetFacts:
-    """Gather the facts about *path* (on *view*'s machine, default this one).
+def inspect(path: str | Path, view: View, above: frozenset[str] = frozenset()) -> TargetFacts:
+    """Gather the facts about *path* on *view*'s machine.
 
     Reads only, never writes or opens for writing.  *above* names the devices built
     on *path* that the walk came down from: they are the target's own chain, not
@@ -69,7 +68,6 @@ def inspect(
     Raises :class:`~pytest_ssd.errors.ToolError` only when ``wipefs`` is missing;
     every other failure to probe is recorded in ``probe_error`` (and refused).
     """
-    view = view or LocalView()
     text = str(path)
     node = view.stat(text)
     if node is None:
@@ -109,7 +107,7 @@ def _built_on(view: View, rdev: int, above: frozenset[str]) -> Iterable[TargetFa
             continue
         node = view.kernel_node(dev)
         path = node or f"/dev/block/{os.major(dev)}:{os.minor(dev)}"
-        yield inspect(path, frozenset(chain), view)
+        yield inspect(path, view, frozenset(chain))
 
 
 def _backing_file(view: View, path: str, above: frozenset[str]) -> Iterable[TargetFacts]:
@@ -326,15 +324,17 @@ def refusal(facts: TargetFacts, where: str = "") -> str | None:
 
 
 def check_writable(path: str | Path, view: View | None = None) -> TargetFacts:
-    """Inspect *path* and raise :class:`SafetyError` unless writing to it is safe."""
+    """Inspect *path* and raise :class:`SafetyError` unless writing to it is safe (*view*:
+    its machine's look; None: this machine's, as a purge's callers still say)."""
+    view = view or View.of(LOCAL, str(path))
     facts = inspect(path, view=view)
-    reason = refusal(facts, view.where if view is not None else "")
+    reason = refusal(facts, view.where)
     if reason is not None:
         raise SafetyError(reason)
     return facts
 
 
-def check_readable(path: str | Path, view: View | None = None) -> TargetFacts:
+def check_readable(path: str | Path, view: View) -> TargetFacts:
     """Inspect *path* and raise :class:`SafetyError` unless it is a block device or a file."""
     facts = inspect(path, view=view)
     if not facts.exists:

@@ -5,10 +5,18 @@ A block device is matched to its sysfs node by device number
 Attributes are read from files under *sysfs_root*, never through udev: without
 udevd there is no ID_MODEL or ID_SERIAL, and tests can point *sysfs_root* at a
 fake tree.  A partition takes model, serial and queue limits from its disk.
+
+Any machine's device is identified the same way (:func:`identify_on`): the files
+:func:`identify_block` reads are those it declares (:data:`READS`); the machine gives
+the ``/sys`` to read them from (:meth:`~pytest_ssd.machine.machine.Machine.sysfs`:
+this machine's own, a test host's copied here in one command) and NVMe devices are
+asked ``nvme id-ctrl`` and ``id-ns`` there.  The identity names the device by its
+path on its machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import os
@@ -22,8 +30,9 @@ from typing import Any
 
 from pytest_ssd.device import nvme
 from pytest_ssd.device.nvme import NvmeInfo
-from pytest_ssd.errors import DeviceError, ToolError
-from pytest_ssd.machine.snapshot import Reads
+from pytest_ssd.errors import DeviceError, SsdError, ToolError
+from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.snapshot import Reads, SnapshotError
 
 SYSFS = Path("/sys")
 SECTOR = 512
@@ -231,6 +240,63 @@ def identify_block(
         nsid=_optional_int(disk / "nsid") if transport == "nvme" else None,
         partition=_optional_int(node / "partition") if disk != node else None,
     )
+
+
+def identify_on(
+    machine: Machine, path: str, kernel_name: str, artifacts: Path | None = None
+) -> DeviceIdentity:
+    """Identify block device *kernel_name* of *machine*, opened there as *path*."""
+    with contextlib.ExitStack() as stack:
+        roots = sysfs_roots(machine, [kernel_name], stack, strict=True)
+        if kernel_name not in roots:
+            on = f"{machine.where}: " if machine.where else ""
+            raise DeviceError(f"{on}block device {kernel_name} is not in its /sys")
+        return identify_block(
+            Path(path),
+            kernel_name,
+            sysfs_root=roots[kernel_name],
+            query_nvme=lambda device: nvme.query(device, artifacts, machine),
+        )
+
+
+def sysfs_roots(
+    machine: Machine,
+    names: list[str],
+    stack: contextlib.ExitStack[bool | None],
+    *,
+    strict: bool = False,
+) -> dict[str, Path]:
+    """Where what identifies each block device of *names* on *machine* is read while *stack*
+    lasts: its /sys (a test host's copied, in one command); a name it does not have is left
+    out, and everything when the copy fails (unless *strict*: :class:`DeviceError`)."""
+    try:
+        return stack.enter_context(machine.sysfs(READS, names))
+    except SnapshotError as exc:
+        if strict:
+            raise DeviceError(str(exc)) from None
+        return {}
+
+
+def identify_from(
+    machine: Machine,
+    paths: dict[str, str],
+    roots: dict[str, Path],
+    artifacts: Path | None = None,
+) -> dict[str, DeviceIdentity]:
+    """Identify the block devices of *machine* (*paths*: each one's path there -> kernel
+    name) from its sysfs (*roots*: :func:`sysfs_roots`); those that could not be are left
+    out (:func:`identify_on` tells why)."""
+    found: dict[str, DeviceIdentity] = {}
+    for path, name in paths.items():
+        if name in roots:
+            with contextlib.suppress(SsdError):
+                found[path] = identify_block(
+                    Path(path),
+                    name,
+                    sysfs_root=roots[name],
+                    query_nvme=lambda device: nvme.query(device, artifacts, machine),
+                )
+    return found
 
 
 #: LOOP_GET_STATUS64 (linux/loop.h): its struct loop_info64 (232 bytes) begins with the

@@ -8,31 +8,42 @@ splits ``filename=`` on ``:``, cuts option values at ``;`` and ``#`` and expands
 ``/dev/<name>`` of its device number (a ``mknod`` copy elsewhere becomes that node too),
 for a file its real path.  The guard, the lock, fio and the report all use that node.
 
-:class:`DeviceLock` is the "one session per device" rule: a BSD ``flock`` on the node
-for the whole session, the convention udev and util-linux follow (``flock /dev/sdb``
-and ``udevadm lock`` wait for it, and udev does not probe a device locked this way).
+:class:`DeviceLock` is the "one session per device" rule on any machine: a BSD
+``flock`` on the node for the whole session, taken through the machine's lock holder
+(:class:`~pytest_ssd.machine.locks.NodeLocks`: this process here, one lock process on
+a test host) and, for a session that writes, an ``O_EXCL`` claim; what the holder
+answers is told here in one line, the same way for every machine.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import os
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.device.openers import describe_pid, shown
-from pytest_ssd.device.view import LocalView, View
-from pytest_ssd.errors import SafetyError
+from pytest_ssd.device.openers import describe, shown
+from pytest_ssd.device.view import View
+from pytest_ssd.errors import DeviceError, SafetyError
+from pytest_ssd.machine.locks import NodeLocks, flock_holders, lock_holders
 
-PROC_LOCKS = Path("/proc/locks")
+__all__ = [
+    "DeviceLock",
+    "LockOpenError",
+    "canonical",
+    "device_key",
+    "flock_holders",
+    "in_use",
+    "key_of",
+    "lock_holders",
+    "locked",
+]
 
 
-def canonical(path: Path, view: View | None = None) -> Path:
+def canonical(path: Path, view: View) -> Path:
     """The node behind *path*: ``/dev/<kernel name>`` for a block device, else the real path.
 
-    On *view*'s machine (default: this one).  Raises :class:`SafetyError` for control
+    On *view*'s machine.  Raises :class:`SafetyError` for control
     characters in the name (a newline in a job file starts a new fio option).  A path
     that does not exist resolves to itself; the guard refuses it.
     """
@@ -41,7 +52,6 @@ def canonical(path: Path, view: View | None = None) -> Path:
         raise SafetyError(
             f"refusing --dut {shown(text)}: the path holds control characters; check it"
         )
-    view = view or LocalView()
     real = view.realpath(text)
     node = view.stat(real)
     if node is None or node.kind != "block":
@@ -52,29 +62,6 @@ def canonical(path: Path, view: View | None = None) -> Path:
 def device_key(path: Path) -> tuple[str, int, int]:
     """What makes two targets the same: the device number of a block device, else the inode."""
     return key_of(path.stat())
-
-
-def lock_holders(st: os.stat_result) -> list[int]:
-    """Pids /proc/locks names as holding a FLOCK on the inode *st* describes."""
-    try:
-        lines = PROC_LOCKS.read_text().splitlines()
-    except OSError:
-        return []
-    return flock_holders(lines, st.st_dev, st.st_ino)
-
-
-def flock_holders(lines: list[str], dev: int, ino: int) -> list[int]:
-    """Pids the lines of /proc/locks name as holding a FLOCK on inode *ino* of device *dev*."""
-    inode = f"{os.major(dev):02x}:{os.minor(dev):02x}:{ino}"
-    pids = []
-    for line in lines:
-        fields = line.split()
-        # "1: FLOCK  ADVISORY  WRITE 1234 00:05:18 0 EOF"; blocked waiters carry "->"
-        if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
-            continue
-        if fields[5] == inode and fields[4].isdigit():
-            pids.append(int(fields[4]))
-    return pids
 
 
 def locked(node: str, holders: list[str]) -> str:
@@ -103,68 +90,86 @@ def in_use(node: str, where: str = "") -> str:
     )
 
 
+#: what makes two targets the same device (:func:`device_key`)
+Key = tuple[str, int, int]
+
+
 class LockOpenError(SafetyError):
     """The node could not even be opened to lock it (a refusal of the kernel's, not a holder)."""
 
 
-class DeviceLock:
-    """An exclusive BSD ``flock`` on a device node (or file), held for the whole session.
+def parse_key(text: str) -> Key | None:
+    """The key a holder's ``locked`` answer gives (``block 7 3``, ``file 2049 1234``)."""
+    kind, *numbers = text.split()
+    if kind not in ("block", "file") or len(numbers) != 2 or not all(n.isdigit() for n in numbers):
+        return None
+    return (kind, int(numbers[0]), int(numbers[1]))
 
-    :meth:`claim` adds the exclusive claim of a session that writes: the block device
-    held open ``O_EXCL``, so that the kernel refuses a mount, ``mkfs`` and every other
-    exclusive opener (``EBUSY``) until the session ends.
+
+@dataclass
+class DeviceLock:
+    """An exclusive ``flock`` on *node* of the machine whose holder is *locks*, for the session.
+
+    *pid*: the process holding it there (the guard's "ours"; None: not held); *key*: what
+    the holder opened, a block device's number, else the file's inode (None: unknown).
     """
 
-    def __init__(self, node: Path) -> None:
-        self.node = node
-        self._fd: int | None = None
-        self._claim: int | None = None
+    locks: NodeLocks
+    node: str
+    pid: int | None = None
+    key: Key | None = None
+    _claimed: bool = field(default=False, repr=False)
 
     @property
-    def key(self) -> tuple[str, int, int]:
-        """:func:`device_key` of the device locked (of its open descriptor, not of its name)."""
-        if self._fd is None:
-            raise SafetyError(f"pytest-ssd internal error: {self.node} is not locked")
-        return key_of(os.fstat(self._fd))
-
-    @property
-    def claimed(self) -> int | None:
-        """The device number held ``O_EXCL``, else None."""
-        return os.fstat(self._claim).st_rdev if self._claim is not None else None
-
-    def claim(self) -> None:
-        """Hold the block device ``O_EXCL`` (a file needs no claim); :class:`SafetyError` when
-        the kernel says it is in use."""
-        if self._claim is not None or self.key[0] != "block":
-            return
-        try:
-            fd = os.open(self.node, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno == errno.EBUSY:
-                raise SafetyError(in_use(str(self.node))) from None
-            raise SafetyError(f"cannot claim {self.node}: {exc.strerror}") from None
-        if key_of(os.fstat(fd)) != self.key:  # the node was re-made since it was locked
-            os.close(fd)
-            raise SafetyError(f"refusing to write to {self.node}: it changed while it was locked")
-        self._claim = fd
+    def _on(self) -> str:
+        return f" on {self.locks.where}" if self.locks.where else ""
 
     def acquire(self) -> None:
-        """Take the lock or raise :class:`SafetyError` naming the session that holds it."""
-        try:
-            fd = os.open(self.node, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-        except OSError as exc:
-            raise LockOpenError(f"cannot open {self.node} to lock it: {exc.strerror}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holders = [p for p in lock_holders(os.fstat(fd)) if p != os.getpid()]
-            os.close(fd)
-            raise SafetyError(locked(str(self.node), [describe_pid(p) for p in holders])) from None
-        self._fd = fd
+        """Take the lock or raise :class:`SafetyError` naming the process that holds it."""
+        answer = self.locks.lock(self.node)
+        where = f"{self.locks.where}: {self.node}" if self.locks.where else self.node
+        if answer.word == "locked":
+            self.pid, self.key = answer.pid, parse_key(answer.rest)
+            return
+        if answer.word == "notarget":
+            raise SafetyError(f"refusing {where}: it is not a block device or a file there")
+        if answer.word == "unopened":
+            raise LockOpenError(f"cannot open {self.node}{self._on} to lock it: {answer.rest}")
+        if answer.word != "conflict":
+            raise DeviceError(f"cannot lock {where}: {answer.rest}")
+        holders = self.locks.holders(self.node)
+        raise SafetyError(locked(where, [describe(p, c) for p, c in holders.items()]))
+
+    def claim_ahead(self) -> None:
+        """Send the claim :meth:`claim` then waits for (the device is guarded already)."""
+        if not self._claimed and self.pid is not None:
+            self.locks.claim_ahead(self.node)
+
+    def claim(self) -> None:
+        """Hold the block device ``O_EXCL`` (a file needs no claim) for the session, or raise
+        :class:`SafetyError` when the kernel says it is in use."""
+        if self._claimed or self.pid is None:
+            return
+        answer = self.locks.claim(self.node)
+        if answer.word == "claimed":
+            self._claimed = True
+        elif answer.word == "unclaimed" and "busy" in answer.rest.lower():
+            raise SafetyError(in_use(self.node, self.locks.where))
+        elif answer.word == "unclaimed":
+            raise SafetyError(f"cannot claim {self.node}{self._on}: {answer.rest}")
+        elif answer.word == "changed":
+            raise SafetyError(
+                f"refusing to write to {self.node}{self._on}: it changed while it was locked"
+            )
+        elif answer.word == "refused":
+            raise SafetyError(
+                f"refusing to write to {self.node}{self._on}: {answer.rest} or use --ssd-readonly"
+            )
+        else:
+            raise DeviceError(f"cannot claim {self.node}{self._on}: {answer.rest}")
 
     def release(self) -> None:
-        for fd in (self._claim, self._fd):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self._fd = self._claim = None
+        """Let the lock and claim go (idempotent)."""
+        if self.pid is not None:
+            self.locks.release(self.node)
+        self.pid, self._claimed = None, False

@@ -1,147 +1,115 @@
-"""What a machine's kernel says about its block devices: the facts the guard judges.
+"""What a machine's kernel says about its block devices, as the guard reads it (:class:`View`).
 
-The guard (:mod:`.guard`) reads them through a :class:`View`, so that it judges a
-device on this machine and one on a test host alike.  :class:`LocalView` reads
-``/sys/class/block``, ``/proc`` and ``/dev`` here as it is asked;
-:class:`pytest_ssd.device.remote.SshView` reads a test host's in one snapshot
-over SSH (a command costs about 0.1 s there).  Both give the same records:
-:class:`Node` for what ``stat`` says of a path (symlinks followed), :class:`Block`
-for a block device's sysfs entry.
+The guard (:mod:`.guard`) reads a device's machine through a :class:`View`, so that it
+judges a device on this machine and one on a test host alike: the view is one look the
+machine took (:meth:`~pytest_ssd.machine.machine.Machine.facts`: read in place here, one
+snapshot over SSH on a test host), with what the session knows (the devices it holds
+``O_EXCL``, the identities read with the look).  Its records are :class:`Node` for what
+``stat`` says of a path (symlinks followed) and :class:`Block` for a block device's sysfs
+entry.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
-import re
-import stat
-from abc import ABC, abstractmethod
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from pytest_ssd.device.openers import describe_pid, openers
-from pytest_ssd.documents import loads_json
-from pytest_ssd.proc.runner import run, which
+from pytest_ssd.device import openers
+from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.machine.facts import Block, Facts, Node
+from pytest_ssd.machine.machine import Machine
 
-SYS_BLOCK = Path("/sys/class/block")
-MOUNTINFO = Path("/proc/self/mountinfo")
-SWAPS = Path("/proc/swaps")
-PROBE_TIMEOUT_S = 60.0
-WIPEFS_HINT = "install util-linux"
-_DEVNAME = re.compile(r"^DEVNAME=(.+)$", re.MULTILINE)
+__all__ = ["Block", "Node", "View"]
 
 
-@dataclass(frozen=True)
-class Node:
-    """What ``stat`` says of a path, symlinks followed."""
+@dataclass
+class View:
+    """The block-device facts of one machine, as of one look (*facts*)."""
 
-    kind: str  # "block", "file" or "other"
-    rdev: int
-    dev: int
-    ino: int
-
-    @classmethod
-    def of_mode(cls, mode: int, rdev: int, dev: int, ino: int) -> Node:
-        kind = "block" if stat.S_ISBLK(mode) else "file" if stat.S_ISREG(mode) else "other"
-        return cls(kind, rdev if kind == "block" else 0, dev, ino)
-
-    def same(self, other: Node | None) -> bool:
-        """Both name one target: the same block device number, else the same inode."""
-        if other is None:
-            return False
-        if self.kind == "block" and other.kind == "block":
-            return self.rdev == other.rdev
-        return (self.dev, self.ino) == (other.dev, other.ino)
-
-
-@dataclass(frozen=True)
-class Block:
-    """A block device's sysfs entry (``/sys/class/block/<name>``)."""
-
-    name: str
-    dev: int
-    #: the whole disk of a partition, else None
-    disk: str | None = None
-    holders: tuple[str, ...] = ()
-    slaves: tuple[str, ...] = ()
-    #: a loop device's backing file as the kernel shows it (may end in " (deleted)")
-    backing_file: str | None = None
-    #: DEVNAME of its uevent: its node is ``/dev/<devname>``
-    devname: str | None = None
-
-
-def parse_dev(text: str) -> int | None:
-    """``"259:0"`` (a sysfs ``dev`` file) as a device number, or None."""
-    major, _, minor = text.strip().partition(":")
-    try:
-        return os.makedev(int(major), int(minor))
-    except ValueError:
-        return None
-
-
-def devname(uevent: str) -> str | None:
-    found = _DEVNAME.search(uevent)
-    return found.group(1).strip() if found else None
-
-
-def signatures_of(returncode: int, stdout: str, error: str) -> tuple[tuple[str, ...], str | None]:
-    """Signature types from ``wipefs --no-act --json``'s exit code and output, or why none."""
-    if returncode != 0:
-        return (), f"wipefs failed: {error}"
-    if not stdout.strip():  # some wipefs versions print nothing when nothing is found
-        return (), None
-    try:
-        found = loads_json(stdout).get("signatures", [])
-        return tuple(dict.fromkeys(str(sig["type"]) for sig in found)), None
-    except (ValueError, AttributeError, KeyError, TypeError):
-        return (), "wipefs printed JSON this guard does not understand"
-
-
-class View(ABC):
-    """The block-device facts of one machine, as of one inspection."""
-
+    facts: Facts
     #: device numbers this session holds ``O_EXCL``: an exclusive open of them fails by
     #: our own claim, and no one else can hold or mount them
-    claimed: frozenset[int]
+    claimed: frozenset[int] = frozenset()
+    #: identities of block devices read with these facts, by node (one copy of a machine's
+    #: sysfs for all its devices: :func:`~.identity.identify_from`)
+    identified: dict[str, DeviceIdentity] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        machine: Machine,
+        path: str,
+        *,
+        write: bool = False,
+        ours: Iterable[int] = (),
+        claimed: frozenset[int] = frozenset(),
+    ) -> View:
+        """*machine*'s facts about *path* now (*ours*: the pids there that are the session's)."""
+        return cls.all(machine, {path: tuple(ours)}, write=write, claimed=claimed)[path]
+
+    @classmethod
+    def all(
+        cls,
+        machine: Machine,
+        targets: Mapping[str, Iterable[int]],
+        *,
+        write: bool,
+        claimed: frozenset[int] = frozenset(),
+    ) -> dict[str, View]:
+        """*machine*'s facts about each of *targets* now, in one look."""
+        looks = machine.facts(targets, write=write)
+        return {target: cls(facts, claimed) for target, facts in looks.items()}
 
     @property
     def where(self) -> str:
         """Where the facts come from, for messages ("" on this machine)."""
-        return ""
+        return self.facts.where
 
-    @abstractmethod
     def stat(self, path: str) -> Node | None:
         """``stat`` of *path*, symlinks followed; None when it cannot be reached."""
+        return self.facts.stat(path)
 
-    @abstractmethod
     def realpath(self, path: str) -> str:
         """*path* with every symlink resolved (itself when it does not exist)."""
+        return self.facts.realpath(path)
 
-    @abstractmethod
     def blocks(self) -> Mapping[str, Block]:
         """Every block device by kernel name."""
+        return self.facts.blocks()
 
-    @abstractmethod
     def mountinfo(self) -> list[str]:
         """The lines of ``/proc/self/mountinfo``."""
+        return self.facts.mountinfo()
 
-    @abstractmethod
     def swaps(self) -> list[str]:
         """The lines of ``/proc/swaps`` (its heading included)."""
+        return self.facts.swaps()
 
-    @abstractmethod
-    def openers(self, devices: Iterable[int], files: Iterable[tuple[int, int]]) -> tuple[str, ...]:
-        """Processes (not pytest-ssd's own) holding one of *devices* or *files* open."""
-
-    @abstractmethod
     def exclusive_open(self, path: str) -> tuple[bool, str | None]:
         """(busy, error) of an exclusive open of block device *path*, closed at once."""
+        return self.facts.exclusive_open(path)
 
-    @abstractmethod
     def signatures(self, path: str) -> tuple[tuple[str, ...], str | None]:
         """Filesystem, partition-table, RAID, LVM and swap signatures on *path*, or why not."""
+        return self.facts.signatures(path)
+
+    def openers(self, devices: Iterable[int], files: Iterable[tuple[int, int]]) -> tuple[str, ...]:
+        """Processes (not pytest-ssd's own) holding one of *devices* or *files* open.
+
+        udev's probes open a device for a moment after a write, so a process must be seen
+        in every one of :data:`~.openers.SCANS` scans to count; nothing found in the first
+        ends at once (the common case costs one scan).
+        """
+        wanted, mapped = set(devices), set(files)
+        seen = self.facts.holding(wanted, mapped, again=False)
+        for _ in range(openers.SCANS - 1):
+            if not seen:
+                break
+            time.sleep(openers.SCAN_PAUSE_S)
+            seen &= self.facts.holding(wanted, mapped, again=True)
+        commands = self.facts.commands(sorted(seen))
+        return tuple(openers.describe(pid, commands.get(pid, "")) for pid in sorted(seen))
 
     def block_of(self, rdev: int) -> Block | None:
         """The block device with device number *rdev*."""
@@ -155,86 +123,3 @@ class View(ABC):
         node = f"/dev/{block.devname}"
         found = self.stat(node)
         return node if found is not None and found.kind == "block" and found.rdev == rdev else None
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except OSError:
-        return None
-
-
-def _names(folder: Path) -> tuple[str, ...]:
-    try:
-        return tuple(sorted(entry.name for entry in folder.iterdir()))
-    except OSError:
-        return ()
-
-
-def local_block(entry: Path) -> Block | None:
-    """The :class:`Block` of ``/sys/class/block/<name>`` on this machine (None: it is gone)."""
-    dev = parse_dev(_read(entry / "dev") or "")
-    if dev is None:
-        return None
-    backing = _read(entry / "loop" / "backing_file")
-    return Block(
-        name=entry.name,
-        dev=dev,
-        disk=entry.resolve().parent.name if (entry / "partition").is_file() else None,
-        holders=_names(entry / "holders"),
-        slaves=_names(entry / "slaves"),
-        backing_file=backing.rstrip("\n") if backing is not None else None,
-        devname=devname(_read(entry / "uevent") or ""),
-    )
-
-
-@dataclass
-class LocalView(View):
-    """This machine's facts, read as they are asked for (sysfs once per view)."""
-
-    claimed: frozenset[int] = frozenset()
-    _blocks: dict[str, Block] | None = field(default=None, repr=False)
-
-    def stat(self, path: str) -> Node | None:
-        try:
-            st = Path(path).stat()
-        except (OSError, ValueError):
-            return None
-        return Node.of_mode(st.st_mode, st.st_rdev, st.st_dev, st.st_ino)
-
-    def realpath(self, path: str) -> str:
-        return os.path.realpath(path)
-
-    def blocks(self) -> Mapping[str, Block]:
-        if self._blocks is None:
-            found = (local_block(entry) for entry in sorted(SYS_BLOCK.iterdir()))
-            self._blocks = {b.name: b for b in found if b is not None}
-        return self._blocks
-
-    def mountinfo(self) -> list[str]:
-        return MOUNTINFO.read_text().splitlines()
-
-    def swaps(self) -> list[str]:
-        return SWAPS.read_text().splitlines()
-
-    def openers(self, devices: Iterable[int], files: Iterable[tuple[int, int]]) -> tuple[str, ...]:
-        return tuple(describe_pid(pid) for pid in openers(devices, files))
-
-    def exclusive_open(self, path: str) -> tuple[bool, str | None]:
-        """EBUSY means mounted, held by a holder or opened with O_EXCL by another program;
-        any other failure (EPERM from a device cgroup, ...) leaves the state unknown.
-        """
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_EXCL)
-        except OSError as exc:
-            if exc.errno == errno.EBUSY:
-                return True, None
-            return False, f"an exclusive open failed: {exc.strerror}"
-        with contextlib.suppress(OSError):
-            os.close(fd)
-        return False, None
-
-    def signatures(self, path: str) -> tuple[tuple[str, ...], str | None]:
-        wipefs = which("wipefs", WIPEFS_HINT)
-        done = run([wipefs, "--no-act", "--json", path], timeout=PROBE_TIMEOUT_S)
-        return signatures_of(done.returncode, done.stdout, done.last_error_line())

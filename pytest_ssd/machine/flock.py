@@ -1,7 +1,7 @@
 """An exclusive ``flock`` on a host's file, held over one SSH channel for as long as it is open.
 
 The one protocol every lock on a test host without a lock process of its own uses
-(a device's lock on a host without perl, :mod:`pytest_ssd.device.remote_lock`; the
+(a device's lock on a host without perl, :mod:`pytest_ssd.machine.hostlocks`; the
 host's tune lock, :mod:`pytest_ssd.host.remote_tune`): util-linux ``flock -n -o`` on
 the file, running ``cat`` on the channel's input.  The lock lasts until this process
 closes the channel, ends, or loses the connection: ``cat`` reads the end of its input,

@@ -8,17 +8,23 @@ measures a local drive and a drive in a test host alike.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pytest_ssd.errors import DeviceError, ToolError
-from pytest_ssd.machine import blocks
+from pytest_ssd.machine import blocks, hostfacts
+from pytest_ssd.machine.facts import Facts, HereFacts
+from pytest_ssd.machine.locks import HereLocks, NodeLocks
+from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, take_all
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc.runner import Completed, run, which
 
@@ -29,6 +35,8 @@ GLOB = 'for f in $1; do [ -e "$f" ] && echo "$f"; done; exit 0'
 #: no NUL: /proc and /sys files)
 READ_MANY = 'for f; do cat -- "$f" 2>/dev/null || printf "\\001"; printf "\\000"; done'
 UNREAD = "\x01"
+T = TypeVar("T")
+SYSFS = Path("/sys")
 
 
 #: a machine's place: this machine, or a test host
@@ -40,6 +48,9 @@ class Machine(ABC):
 
     #: where it is (what a purge method's capabilities name)
     place: Place
+    #: a regular file there may be a device under test (a test host's fio server is given
+    #: block devices only)
+    file_targets: bool = False
 
     @property
     @abstractmethod
@@ -63,6 +74,20 @@ class Machine(ABC):
     ) -> Completed:
         """Run *argv* there to completion (never raises on a non-zero exit)."""
 
+    def beside(self, work: Callable[[], T]) -> Callable[[], T]:
+        """Start *work* (more of the machine's reads) beside what the caller does next, so
+        that their round trips overlap; what it gave, when called (it waits for it)."""
+        pool = ThreadPoolExecutor(1, thread_name_prefix="ssd-beside")
+        future = pool.submit(work)
+
+        def result() -> T:
+            try:
+                return future.result()
+            finally:
+                pool.shutdown()
+
+        return result
+
     @abstractmethod
     def which(self, program: str, install_hint: str) -> str:
         """The path of *program* there, or a :class:`ToolError` saying how to install it."""
@@ -80,6 +105,36 @@ class Machine(ABC):
         """The paths shell glob *pattern* names there (``/sys/block/nvme*``), sorted."""
         done = self.run(["sh", "-c", GLOB, "sh", pattern], timeout=READ_TIMEOUT_S, name="glob")
         return sorted(done.stdout.splitlines()) if done.returncode == 0 else []
+
+    def facts(self, targets: Mapping[str, Iterable[int]], *, write: bool) -> dict[str, Facts]:
+        """The block-device facts of the machine now, for each of *targets* (each one's pids
+        that are pytest-ssd's own there), in one look: with the probes a write check needs
+        too when *write*.  One ``sh`` snapshot there (:mod:`.hostfacts`)."""
+        return dict(hostfacts.snapshots(self, targets, write=write))
+
+    def locks(self, artifacts: Path) -> NodeLocks:
+        """A holder of the session's locks and claims on the machine's device nodes, held
+        until it is closed (*artifacts*: where a holder running there keeps its output)."""
+        raise DeviceError(f"{self.where or 'this machine'}: pytest-ssd cannot lock devices there")
+
+    @contextlib.contextmanager
+    def sysfs(
+        self, reads: Reads, devices: list[str], what: str = "sysfs"
+    ) -> Iterator[dict[str, Path]]:
+        """Where a reader finds the files *reads* declares of each block device of *devices*,
+        while the context lasts: the root of a ``/sys`` it reads exactly as this machine's
+        (a device the machine does not have is left out).  A test host's is a copy in a
+        temporary folder (:mod:`~pytest_ssd.machine.snapshot`, one command; *what* names it
+        in a message).
+
+        Raises :class:`SnapshotError` when the files cannot be read.
+        """
+        if not devices:
+            yield {}
+            return
+        with tempfile.TemporaryDirectory(prefix="ssd-sysfs-") as tmp:
+            found = take_all(self, reads, Path(tmp), devices=devices, what=what)
+            yield {name: copy.sysfs for name, copy in found.items()}
 
     def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
         """(block, data) of each block *numbers* of *unit* bytes of *path* there, direct I/O.
@@ -124,6 +179,7 @@ class LocalMachine(Machine):
     """This machine."""
 
     place: Place = "local"
+    file_targets: bool = True
 
     @property
     def where(self) -> str:
@@ -155,6 +211,31 @@ class LocalMachine(Machine):
 
     def glob(self, pattern: str) -> list[str]:
         return sorted(str(p) for p in Path("/").glob(pattern.lstrip("/")))
+
+    def beside(self, work: Callable[[], T]) -> Callable[[], T]:
+        """Done at once: a read here is quicker than starting a thread for it."""
+        done = work()
+        return lambda: done
+
+    def facts(self, targets: Mapping[str, Iterable[int]], *, write: bool) -> dict[str, Facts]:
+        """Read in place as they are asked for (pytest-ssd's own: this process and those
+        above it)."""
+        look = HereFacts()
+        return dict.fromkeys(targets, look)
+
+    def locks(self, artifacts: Path) -> NodeLocks:
+        """This process: an ``open(2)`` and a ``flock(2)`` a node, no program."""
+        return HereLocks()
+
+    @contextlib.contextmanager
+    def sysfs(
+        self, reads: Reads, devices: list[str], what: str = "sysfs"
+    ) -> Iterator[dict[str, Path]]:
+        """This machine's own ``/sys``, read in place (nothing is copied)."""
+        for device in devices:
+            if not BLOCK_NAME.fullmatch(device):
+                raise SnapshotError(f"not a block device name: {device[:200]!r}")
+        yield {name: SYSFS for name in devices if (SYSFS / "class" / "block" / name).exists()}
 
     def read_blocks(self, path: str, unit: int, numbers: list[int]) -> Iterator[tuple[int, bytes]]:
         return blocks.read_here(path, unit, numbers)
@@ -235,6 +316,13 @@ class SshMachine(Machine):
     def read(self, path: str) -> str | None:
         done = self.ssh.run(["cat", "--", path], timeout=READ_TIMEOUT_S)
         return done.stdout if done.returncode == 0 else None
+
+    def locks(self, artifacts: Path) -> NodeLocks:
+        """The host's lock process (:mod:`.hostlocks`), on a channel of its own."""
+        # the controller's: a worker locks nothing
+        from pytest_ssd.machine.hostlocks import HostLocks  # noqa: PLC0415
+
+        return HostLocks(self.ssh, artifacts)
 
     def read_many(self, paths: Sequence[str]) -> list[str | None]:
         done = self.ssh.run(["sh", "-c", READ_MANY, "sh", *paths], timeout=READ_TIMEOUT_S)

@@ -19,10 +19,13 @@ import os
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_ssd.errors import SsdError
-from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.ssh import MARK, need
+
+if TYPE_CHECKING:  # the machine reads its files through this module
+    from pytest_ssd.machine.machine import Machine
 
 READ_TIMEOUT_S = 60.0
 #: a block device's kernel name (``nvme0n1``, ``loop3``, ``dm-0``): never ``.`` or ``..``

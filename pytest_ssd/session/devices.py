@@ -27,6 +27,7 @@ from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, SsdError, p
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.purge.extra import pick as pick_purge
 from pytest_ssd.session.options import Options
@@ -76,7 +77,7 @@ def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
     return identity.path
 
 
-def unopened_key(spec: DutSpec) -> str | None:
+def unopened_key(spec: DutSpec, machine: Machine) -> str | None:
     """A device's key in a run that opens none (``--collect-only``): this machine's device
     identified read-only (no lock), a test host's (not reached) or one that cannot be by
     its host and path's name; None for scratch."""
@@ -87,7 +88,7 @@ def unopened_key(spec: DutSpec) -> str | None:
     if spec.address is not None:
         return identity_key({"path": spec.address.path}, spec.address.label)
     try:
-        identity = identify(canonical(spec.path))
+        identity = identify(canonical(spec.path, View.of(machine, str(spec.path))))
     except SsdError:
         return identity_key({"path": str(spec.path)})
     return identity_key(identity.as_dict())
@@ -133,7 +134,8 @@ class Devices:
         if self._unopened is None:
             from pytest_ssd.device.naming import device_ids  # noqa: PLC0415  # see _name
 
-            named = [(spec.raw, unopened_key(spec)) for spec in self.options.duts]
+            here = self.sites.of(None).machine  # a device of this machine is identified here
+            named = [(spec.raw, unopened_key(spec, here)) for spec in self.options.duts]
             self._unopened = device_ids(named, opened=False)
         return self._unopened
 

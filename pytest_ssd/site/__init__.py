@@ -1,11 +1,12 @@
 """The machine model: where a device is, and every service that touches it there.
 
-A device is in a :class:`Site`: this machine (:class:`LocalSite`) or a test host
-reached over SSH (:class:`HostSite`), a host like any other.  A site answers for
-everything pytest-ssd does on a device's machine: its programs and files (its
-:class:`~pytest_ssd.machine.machine.Machine`), the guard's view, the device's key,
-identity, lock and summary, the fio runner, health sources, the kernel's counters,
-the progress feed and the tuner of its settings.  Which site a device has is chosen
+A device is in a :class:`Site`: this machine or a test host reached over SSH, a
+host like any other.  A site answers for everything pytest-ssd does on a device's
+machine: its programs and files (its :class:`~pytest_ssd.machine.machine.Machine`),
+the guard's view, the device's key, identity, lock and summary (written once for
+every machine, :class:`MachineSite`, through the machine alone), the fio runner,
+health sources, the kernel's counters, the progress feed and the tuner of its
+settings (:class:`LocalSite`, :class:`HostSite`).  Which site a device has is chosen
 once, where the device is resolved (:func:`site_of`); :class:`DeviceSite` is one
 device's services on its site, shared by its state keeper and its tests' ``ssd``.
 """
@@ -16,7 +17,18 @@ from pytest_ssd.site.base import Site, SiteLock, Tuning
 from pytest_ssd.site.device import DeviceSite
 from pytest_ssd.site.dut import Dut
 from pytest_ssd.site.host import HostSite
+from pytest_ssd.site.jobs import MachineSite
 from pytest_ssd.site.local import LocalSite
 from pytest_ssd.site.sites import Sites
 
-__all__ = ["DeviceSite", "Dut", "HostSite", "LocalSite", "Site", "SiteLock", "Sites", "Tuning"]
+__all__ = [
+    "DeviceSite",
+    "Dut",
+    "HostSite",
+    "LocalSite",
+    "MachineSite",
+    "Site",
+    "SiteLock",
+    "Sites",
+    "Tuning",
+]

@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from pytest_ssd.device import guard
-from pytest_ssd.device.remote import SshView
+from pytest_ssd.device.view import View
 from pytest_ssd.host.facts import BUSY_TITLE
+from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from tests.e2e.conftest import REPO, cssd_suite
 from tests.qemu_nvme import SERIAL, nvme_guest
@@ -59,7 +60,7 @@ def _sh(ssh: Ssh, script: str) -> str:
 
 
 def _refusal(ssh: Ssh) -> str | None:
-    return guard.refusal(guard.inspect(NS, view=SshView.snapshot(ssh, NS, write=True)))
+    return guard.refusal(guard.inspect(NS, view=View.of(SshMachine(ssh), NS, write=True)))
 
 
 def test_a_namespace_is_identified_needs_its_serial_and_is_measured(
@@ -119,7 +120,7 @@ def test_the_guard_refuses_a_namespace_in_use(shell: Ssh) -> None:
         assert "it is mounted at /tmp/mnt" in (_refusal(shell) or "")
         _sh(shell, f"umount /tmp/mnt && wipefs -q -a {NS}")
         _sh(shell, f"printf 'label: dos\\n,64M,L\\n' | sfdisk -q {NS}")
-        facts = guard.inspect(NS, view=SshView.snapshot(shell, NS, write=True))
+        facts = guard.inspect(NS, view=View.of(SshMachine(shell), NS, write=True))
         assert facts.partitions == ("nvme0n1p1",) and "dos" in facts.signatures
         _sh(shell, f"mkfs.ext4 -q -F {NS}p1 && mount -o ro {NS}p1 /tmp/mnt")
         assert "it is mounted at /tmp/mnt" in (_refusal(shell) or "")

@@ -5,11 +5,15 @@ A test host is not second-class: every case below runs twice, once with
 (a real sshd, tests/sshd.py), and must hold the same way in both: the smoke
 suite, the consumer suite's batched low-QD points, a purge, ``--ssd-tune``, the
 lock refusal, ``kill -9`` of pytest in the middle of a batch (nothing left
-running or waiting on the machine the device is in) and ``--ssd-repeat=2``.
+running or waiting on the machine the device is in) and ``--ssd-repeat=2``; and
+each device job of the device's site, asked directly: the look (its node through
+a link), the identity and summary, the guard's view of a mounted device, the lock
+and the claim.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import os
@@ -23,10 +27,12 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.device import guard
 from pytest_ssd.device.identity import identify
-from pytest_ssd.device.node import device_key
+from pytest_ssd.device.node import canonical, device_key
 from pytest_ssd.device.pinned import Pinned
-from pytest_ssd.errors import DeviceError, FioError
+from pytest_ssd.device.summary import summarize
+from pytest_ssd.errors import DeviceError, FioError, SafetyError
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import check_target
 from pytest_ssd.fio.job import FioJob
@@ -36,10 +42,13 @@ from pytest_ssd.fio.server import FioServer
 from pytest_ssd.fio.watch import capacity, stall_watch
 from pytest_ssd.health import find_source
 from pytest_ssd.health.log import find_log_reader
+from pytest_ssd.machine.address import parse_address
 from pytest_ssd.machine.machine import LOCAL, Machine, SshMachine
+from pytest_ssd.site import Site, Sites
 from pytest_ssd.state.accounting import counters_on
 from pytest_ssd.state.progress import Plan, Progress, feeding
 from tests.e2e.conftest import REPO, cssd_suite, smoke_argv
+from tests.e2e.test_safety import ext4_device, mounted  # noqa: F401  (fixtures: a mounted ext4)
 from tests.e2e.test_tune import as_found, one_tuner  # noqa: F401  (fixtures: THP, ASLR as found)
 from tests.own import is_fio, tagged
 from tests.sshd import Sshd
@@ -364,3 +373,84 @@ def test_a_batchs_gates(machine: Machine, loop_device: LoopFactory, tmp_path: Pa
     finally:
         if server is not None:
             server.stop()
+
+
+@contextlib.contextmanager
+def _site(where: Where) -> Iterator[Site]:
+    """The site of a device *where* is, in a session of its own (closed at the end)."""
+    sites = Sites()
+    address = None
+    if where.server is not None:
+        sites.hosts.config = where.server.config
+        address = parse_address(where.server.url("/dev/null"))
+    try:
+        yield sites.of(address)
+    finally:
+        sites.close()
+        sites.close_hosts()
+
+
+def test_the_look_finds_the_node_and_identity_alike(
+    where: Where, loop_device: LoopFactory, tmp_path: Path
+) -> None:
+    """A link with colons in its name (fio would split it) resolves to the kernel's node."""
+    link, dev = tmp_path / "by-path:pci-0000:00:04.0", loop_device(64)
+    link.symlink_to(dev)
+    with _site(where) as site:
+        views = site.snapshots([str(dev), str(link)])
+        assert canonical(link, views[str(link)]) == canonical(dev, views[str(dev)]) == dev
+        # one look identifies every block device it names, here as on a host
+        assert views[str(dev)].identified[str(dev)] == identify(dev)
+        key, identity = site.read(dev, views[str(dev)])
+        st = dev.stat()
+        assert key == ("block", os.major(st.st_rdev), os.minor(st.st_rdev))
+        assert identity == site.read(dev)[1] == identify(dev)
+
+
+def test_the_summary_reads_the_same_sysfs_alike(where: Where, loop_device: LoopFactory) -> None:
+    dev = loop_device(64)
+    with _site(where) as site:
+        ((summary, said),) = site.summaries([identify(dev)])
+    assert said == []
+    expected = summarize(identify(dev))
+    on = "" if where.server is None else f" on 127.0.0.1:{where.server.port}"
+    assert summary == dataclasses.replace(expected, path=f"{dev}{on}")
+
+
+def test_a_mounted_device_is_refused_by_the_view_and_the_claim_alike(
+    where: Where,
+    mounted: tuple[Path, Path],  # noqa: F811  (the fixture)
+) -> None:
+    dev, mnt = mounted
+    with _site(where) as site:
+        view = site.view(str(dev), None, frozenset())
+        refusal = guard.refusal(guard.inspect(dev, view=view), view.where)
+        assert refusal is not None and f"it is mounted at {mnt}" in refusal
+        _, identity = site.read(dev)
+        lock = site.lock(dev, site.key(dev, site.snapshot(str(dev)), str(dev)))
+        assert lock.pinned(identity).key == ("block", *divmod_dev(dev))
+        with pytest.raises(SafetyError, match="it is in use"):
+            lock.claim()
+
+
+def divmod_dev(dev: Path) -> tuple[int, int]:
+    st = dev.stat()
+    return os.major(st.st_rdev), os.minor(st.st_rdev)
+
+
+def test_a_second_sessions_lock_is_refused_until_the_first_ends_alike(
+    where: Where, loop_device: LoopFactory
+) -> None:
+    dev = loop_device(64)
+    with _site(where) as first:
+        key = first.key(dev, first.snapshot(str(dev)), str(dev))
+        held = first.lock(dev, key)
+        assert held.pid is not None
+        with _site(where) as second, pytest.raises(SafetyError) as refused:
+            second.lock(dev, key)
+        assert "it is locked by" in str(refused.value) and "one session per device" in str(
+            refused.value
+        )
+        held.claim()  # nothing else holds it: the claim is the session's
+    with _site(where) as third:
+        third.lock(dev, key).claim()  # the first session's lock and claim went with it

@@ -3,7 +3,7 @@
 A real sshd on 127.0.0.1 (tests/sshd.py) reaches this very machine, so every
 state a loop device is put in can be inspected both ways: the local view
 (``/sys``, ``/proc`` and ``/dev`` read by Python) and the host's snapshot (one
-``sh`` script over SSH, :mod:`pytest_ssd.device.remote`) must give the same
+``sh`` script over SSH, :mod:`pytest_ssd.machine.hostfacts`) must give the same
 :class:`~pytest_ssd.device.guard.TargetFacts`, and so the same verdict.
 """
 
@@ -21,15 +21,15 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.device import guard
-from pytest_ssd.device.identity import identify
+from pytest_ssd.device.identity import identify, identify_on
 from pytest_ssd.device.node import DeviceLock, canonical
-from pytest_ssd.device.remote import SshView
-from pytest_ssd.device.remote_identity import identify_remote
-from pytest_ssd.device.remote_lock import RemoteLock
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError, ToolError
 from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import parse_address
-from pytest_ssd.machine.machine import SshMachine
+from pytest_ssd.machine.hostlocks import HostLocks
+from pytest_ssd.machine.locks import HereLocks
+from pytest_ssd.machine.machine import LOCAL, SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.site.host import HostSite
 from tests.sshd import Sshd
@@ -57,8 +57,8 @@ def _tool(*argv: str | Path, stdin: str | None = None) -> str:
 
 def _same_both_ways(host: Ssh, path: Path, reason: str | None) -> guard.TargetFacts:
     """Inspect *path* here and over SSH; the facts agree and the verdict contains *reason*."""
-    local = guard.inspect(path)
-    remote = guard.inspect(path, view=SshView.snapshot(host, str(path), write=True))
+    local = guard.inspect(path, View.of(LOCAL, str(path)))
+    remote = guard.inspect(path, view=View.of(SshMachine(host), str(path), write=True))
     assert remote == local
     refusal = guard.refusal(remote)
     if reason is None:
@@ -151,30 +151,33 @@ def test_a_symlink_becomes_the_same_kernel_node(
     dev = loop_device(16)
     link = tmp_path / "by-path:pci-0000:00:04.0"
     link.symlink_to(dev)
-    remote = canonical(link, SshView.snapshot(host, str(link), write=False))
-    assert remote == canonical(link) == dev
+    remote = canonical(link, View.of(SshMachine(host), str(link), write=False))
+    assert remote == canonical(link, View.of(LOCAL, str(link))) == dev
 
 
 def test_the_lock_on_a_host_is_the_flock_every_session_sees(
     host: Ssh, loop_device: LoopFactory, tmp_path: Path
 ) -> None:
     dev = loop_device(16)
-    lock = RemoteLock(host, str(dev), tmp_path / "lock-1")
+    holder, other = HostLocks(host, tmp_path / "lock-1"), HostLocks(host, tmp_path / "lock-2")
+    lock = DeviceLock(holder, str(dev))
     lock.acquire()
     try:
         assert lock.pid is not None
         with pytest.raises(SafetyError) as second:
-            RemoteLock(host, str(dev), tmp_path / "lock-2").acquire()
+            DeviceLock(other, str(dev)).acquire()
         assert f"it is locked by pid {lock.pid} ({_flock(dev)})" in str(second.value)
         with pytest.raises(SafetyError, match=f"locked by pid {lock.pid} "):
-            DeviceLock(dev).acquire()  # the host is this machine: a local session sees it too
-        held = SshView.snapshot(host, str(dev), write=True)
+            DeviceLock(HereLocks(), str(dev)).acquire()  # the host is this machine: seen here
+        held = View.of(SshMachine(host), str(dev), write=True)
         assert guard.inspect(dev, view=held).openers == (f"pid {lock.pid} ({_flock(dev)})",)
-        ours = SshView.snapshot(host, str(dev), write=True, ours=[lock.pid])
+        ours = View.of(SshMachine(host), str(dev), write=True, ours=[lock.pid])
         assert guard.refusal(guard.inspect(dev, view=ours)) is None, "the session's own lock"
     finally:
         lock.release()
-    again = DeviceLock(dev)
+        holder.close()
+        other.close()
+    again = DeviceLock(HereLocks(), str(dev))
     again.acquire()
     again.release()
 
@@ -187,7 +190,7 @@ def _flock(dev: Path) -> str:
 def test_a_lock_on_a_missing_node_creates_nothing(host: Ssh, tmp_path: Path) -> None:
     missing = tmp_path / "nvme9n9"
     with pytest.raises(SafetyError, match="it is not a block device or a file there"):
-        RemoteLock(host, str(missing), tmp_path / "lock").acquire()
+        DeviceLock(HostLocks(host, tmp_path / "lock"), str(missing)).acquire()
     assert not missing.exists(), "flock would have created a regular file"
 
 
@@ -199,13 +202,14 @@ def test_a_lock_ends_with_the_session_that_held_it(
     holder = textwrap.dedent(
         f"""
         from pathlib import Path
-        from pytest_ssd.device.remote_lock import RemoteLock
+        from pytest_ssd.device.node import DeviceLock
+        from pytest_ssd.machine.hostlocks import HostLocks
         from pytest_ssd.machine.address import parse_address
         from pytest_ssd.machine.ssh import Ssh
         ssh = Ssh(parse_address({server.url("/dev/null")!r}), Path({str(control)!r}),
                   config=Path({str(server.config)!r}))
         ssh.open()
-        RemoteLock(ssh, {str(dev)!r}, Path({str(tmp_path / "held")!r})).acquire()
+        DeviceLock(HostLocks(ssh, Path({str(tmp_path / "held")!r})), {str(dev)!r}).acquire()
         print("held", flush=True)
         input()
         """
@@ -215,11 +219,11 @@ def test_a_lock_ends_with_the_session_that_held_it(
     )
     assert session.stdout is not None and session.stdout.readline() == "held\n"
     with pytest.raises(SafetyError, match="locked by pid"):
-        DeviceLock(dev).acquire()
+        DeviceLock(HereLocks(), str(dev)).acquire()
     session.kill()  # kill -9: nothing of the session runs its clean-up
     session.wait(timeout=10)
     shutil.rmtree(control, ignore_errors=True)  # what the killed session could not remove
-    lock = DeviceLock(dev)
+    lock = DeviceLock(HereLocks(), str(dev))
     for _ in range(50):
         try:
             lock.acquire()
@@ -233,12 +237,12 @@ def test_a_lock_ends_with_the_session_that_held_it(
 
 def test_a_device_is_identified_as_here(host: Ssh, loop_device: LoopFactory) -> None:
     dev = loop_device(24)
-    view = SshView.snapshot(host, str(dev), write=False)
+    view = View.of(SshMachine(host), str(dev), write=False)
     node = view.stat(str(dev))
     assert node is not None
     block = view.block_of(node.rdev)
     assert block is not None
-    remote = identify_remote(SshMachine(host), str(dev), block.name)
+    remote = identify_on(SshMachine(host), str(dev), block.name)
     assert remote == identify(dev)
     assert remote.size_bytes == 24 << 20 and remote.backing_file and remote.direct_io
 

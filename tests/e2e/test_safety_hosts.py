@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd.device.remote import FAILED, RESCAN
-from pytest_ssd.device.remote_lock import ACQUIRE_TIMEOUT_S
+from pytest_ssd.machine.hostfacts import FAILED, RESCAN
+from pytest_ssd.machine.hostlocks import ACQUIRE_TIMEOUT_S
 from tests.e2e.conftest import digest, kill_everything_of, smoke_argv
 from tests.e2e.test_safety_session import _one_error, _wait_for
 from tests.sshd import Sshd, local_sshd

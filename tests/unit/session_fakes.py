@@ -12,13 +12,13 @@ from pathlib import Path
 from pytest_ssd.device.identity import DeviceIdentity, identify
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import DeviceSummary, summarize
-from pytest_ssd.device.view import LocalView, View
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError
 from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source
 from pytest_ssd.machine.address import SshAddress
-from pytest_ssd.machine.machine import Machine, Place
+from pytest_ssd.machine.machine import LOCAL, Machine, Place
 from pytest_ssd.proc import Completed
 from pytest_ssd.site import Site, Sites, Tuning
 from pytest_ssd.site.base import Key
@@ -96,11 +96,11 @@ class FakeSite(Site):
         return f"{label} on {self.name}"
 
     def snapshot(self, path: str) -> View:
-        return LocalView()
+        return View.of(LOCAL, path)
 
     def view(self, path: str, lock_pid: int | None, claimed: frozenset[int]) -> View:
         self.events.append(f"view {Path(path).name}")
-        return LocalView(claimed=claimed)
+        return View.of(LOCAL, path, claimed=claimed)
 
     def key(self, node: Path, view: View, raw: str) -> Key:
         st = node.stat()
@@ -113,7 +113,7 @@ class FakeSite(Site):
         return FakeLock(self, node, key)
 
     def read(self, path: Path, view: View | None = None) -> tuple[Key, DeviceIdentity]:
-        return self.key(path, LocalView(), ""), identify(path)
+        return self.key(path, View.of(LOCAL, str(path)), ""), identify(path)
 
     def summary(self, identity: DeviceIdentity, warnings: list[str]) -> DeviceSummary:
         warnings.append("a fake summary")

@@ -18,14 +18,13 @@ import pytest
 
 from pytest_ssd.device import identity, summary
 from pytest_ssd.device.identity import DeviceIdentity, identify_block
-from pytest_ssd.device.remote_identity import identify_remote
 from pytest_ssd.device.summary import summarize
 from pytest_ssd.host import journal, record, settings
 from pytest_ssd.host.io import Roots
 from pytest_ssd.host.journal import checked
 from pytest_ssd.host.record import HostRecord, device_settings
 from pytest_ssd.machine.machine import LOCAL
-from pytest_ssd.machine.snapshot import Places, Reads
+from pytest_ssd.machine.snapshot import Places, Reads, take
 from tests.unit.host_fakes import KernelIo, fake_host, put
 from tests.unit.test_summary import (
     ENDPOINT,
@@ -233,12 +232,13 @@ def test_a_journals_checks_are_read_as_declared(
     assert len(good) == 2, refused
 
 
-def test_this_machines_disks_are_identified_the_same_from_a_copy() -> None:
+def test_this_machines_disks_are_identified_the_same_from_a_copy(tmp_path: Path) -> None:
     # the declarations' one script really runs here (as on a host) on this machine's sysfs
     names = sorted(p.name for p in Path("/sys/block").iterdir() if not p.name.startswith("zram"))
     if not names:
         pytest.skip("no block device here")
     for name in names[:4]:
         here = identify_block(Path(f"/dev/{name}"), name, query_nvme=None)
-        there = identify_remote(LOCAL, f"/dev/{name}", name)
-        assert dataclasses.replace(there, nvme=None) == here, name
+        copy = take(LOCAL, identity.READS, tmp_path / name, device=name)
+        there = identify_block(Path(f"/dev/{name}"), name, sysfs_root=copy.sysfs, query_nvme=None)
+        assert there == here, name

@@ -17,8 +17,17 @@ import pytest
 
 from pytest_ssd.device import guard, openers
 from pytest_ssd.device.guard import TargetFacts
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError
+from pytest_ssd.machine import facts
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.proc.runner import run
+
+
+def here(path: object) -> View:
+    """This machine's look at *path* (the guard's and the node's view of it)."""
+    return View.of(LOCAL, str(path))
+
 
 MIB = 1 << 20
 SECTOR = 512
@@ -184,14 +193,14 @@ def test_ext4_is_refused(loop: Path) -> None:
     _mkfs_ext4(loop)
     message = _assert_refused(loop, "holds a ext4 signature", f"'wipefs -a {loop}'")
     assert message.endswith("or use --ssd-readonly")
-    assert guard.inspect(loop).signatures == ("ext4",)
+    assert guard.inspect(loop, here(loop)).signatures == ("ext4",)
 
 
 def test_mounted_device_is_refused(loop: Path, mount: Callable[[Path], Path]) -> None:
     _mkfs_ext4(loop)
     point = mount(loop)
     _assert_refused(loop, f"it is mounted at {point}; unmount it first")
-    facts = guard.inspect(loop)
+    facts = guard.inspect(loop, here(loop))
     assert facts.mounts == (str(point),)
     assert facts.busy
     assert facts.system == ()
@@ -209,7 +218,7 @@ def test_mounted_device_is_refused_through_a_symlink(
 
 def test_exclusively_open_device_is_refused(exclusive: Path) -> None:
     _assert_refused(exclusive, "it is in use (an exclusive open failed")
-    facts = guard.inspect(exclusive)
+    facts = guard.inspect(exclusive, here(exclusive))
     assert facts.busy
     assert facts.mounts == ()
 
@@ -218,20 +227,20 @@ def test_exclusively_open_device_is_refused(exclusive: Path) -> None:
 def test_partition_table_is_refused(loop: Path, label: str) -> None:
     _write(loop, _dos_label() if label == "dos" else _gpt_label(32 * MIB // SECTOR))
     _assert_refused(loop, label, "wipefs -a")
-    assert label in guard.inspect(loop).signatures
+    assert label in guard.inspect(loop, here(loop)).signatures
 
 
 def test_swap_signature_is_refused(loop: Path) -> None:
     _tool("mkswap", loop)
     _assert_refused(loop, "holds a swap signature")
-    assert not guard.inspect(loop).swap
+    assert not guard.inspect(loop, here(loop)).swap
 
 
 def test_root_filesystem_device_is_refused_as_system() -> None:
     root = _root_device()
     if root is None:
         pytest.skip("'/' is not on a block device here")
-    facts = guard.inspect(root)  # reads only: never write to this device
+    facts = guard.inspect(root, here(root))  # reads only: never write to this device
     assert "/" in facts.system
     with pytest.raises(SafetyError) as info:
         guard.check_writable(root)
@@ -256,7 +265,7 @@ def test_missing_path_is_refused_and_not_created(tmp_path: Path, where: str) -> 
     )
     assert not path.exists()
     with pytest.raises(SafetyError, match="does not exist"):
-        guard.check_readable(path)
+        guard.check_readable(path, here(path))
     assert not path.exists()
 
 
@@ -270,7 +279,7 @@ def test_other_types_are_refused(tmp_path: Path, what: str) -> None:
     assert "\n" not in str(info.value)
     assert (sorted(path.iterdir()) if path.is_dir() else None) == before
     with pytest.raises(SafetyError, match="not a block device or a regular file"):
-        guard.check_readable(path)
+        guard.check_readable(path, here(path))
 
 
 # -- regular files -----------------------------------------------------------------------
@@ -282,13 +291,13 @@ def test_clean_regular_file_is_writable(tmp_path: Path) -> None:
         fh.truncate(32 * MIB)
     facts = guard.check_writable(path)
     assert facts == TargetFacts(path=str(path), exists=True, kind="file")
-    assert guard.check_readable(path) == facts
+    assert guard.check_readable(path, here(path)) == facts
 
 
 def test_regular_file_backing_a_loop_device_is_refused(loop: Path) -> None:
     backing = _backing_file(loop)
     _assert_refused(backing, f"it backs the loop device {loop}")
-    assert guard.inspect(backing).backs_loop == (loop.name,)
+    assert guard.inspect(backing, here(backing)).backs_loop == (loop.name,)
 
 
 def test_device_backing_a_loop_device_is_refused(stacked: tuple[Path, Path]) -> None:
@@ -303,7 +312,7 @@ def test_device_under_a_mounted_loop_device_is_refused(
     _mkfs_ext4(upper)
     point = mount(upper)
     _assert_refused(lower, f"mounted at {point}")
-    assert guard.inspect(lower).backs_loop == (upper.name,)
+    assert guard.inspect(lower, here(lower)).backs_loop == (upper.name,)
 
 
 def test_regular_file_of_a_mounted_loop_device_is_refused(
@@ -311,7 +320,7 @@ def test_regular_file_of_a_mounted_loop_device_is_refused(
 ) -> None:
     _mkfs_ext4(loop)
     point = mount(loop)
-    facts = guard.inspect(_backing_file(loop))
+    facts = guard.inspect(_backing_file(loop), here(_backing_file(loop)))
     assert facts.mounts == (str(point),)
     assert facts.signatures == ("ext4",)
     _assert_refused(_backing_file(loop), f"mounted at {point}")
@@ -328,7 +337,7 @@ def test_regular_file_with_ext4_is_refused(tmp_path: Path) -> None:
 def test_check_readable_accepts_a_mounted_device(loop: Path, mount: Callable[[Path], Path]) -> None:
     _mkfs_ext4(loop)
     mount(loop)
-    assert guard.check_readable(loop).kind == "block"
+    assert guard.check_readable(loop, here(loop)).kind == "block"
 
 
 # -- refusal() on facts the machine cannot produce (no device-mapper, no partitions) ------
@@ -445,23 +454,26 @@ def test_the_scan_finds_a_plain_opener_but_not_this_process_or_its_parents(
     target.write_bytes(b"x" * 4096)
     st = target.stat()
     key = (st.st_dev, st.st_ino)
-    assert os.getpid() in openers.ancestors() and os.getppid() in openers.ancestors()
+    assert os.getpid() in facts.ancestors() and os.getppid() in facts.ancestors()
     with target.open("rb"):
-        assert openers.scan((), (key,)) == set(), "this process does not count"
+        assert facts.scan((), (key,)) == set(), "this process does not count"
         with target.open("rb") as held:
             child = subprocess.Popen(["sleep", "30"], stdin=held)
         try:
-            assert openers.openers((), (key,)) == [child.pid]
+            assert View.of(LOCAL, str(target)).openers((), (key,)) == (
+                f"pid {child.pid} (sleep 30)",
+            )
         finally:
             child.kill()
             child.wait(timeout=10)
-    assert openers.openers((), (key,)) == []
+    assert View.of(LOCAL, str(target)).openers((), (key,)) == ()
 
 
 def test_an_opener_seen_only_once_is_a_passing_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     scans = iter([{11, 12}, {12}, {12, 13}])
-    monkeypatch.setattr(openers, "scan", lambda devices, files: next(scans))
+    monkeypatch.setattr(facts, "scan", lambda devices, files: next(scans))
     monkeypatch.setattr(openers, "SCAN_PAUSE_S", 0.0)
-    assert openers.openers((1,)) == [12]
-    monkeypatch.setattr(openers, "scan", lambda devices, files: set())
-    assert openers.openers((1,)) == []
+    view = View.of(LOCAL, "/dev/null")
+    assert [line.split(" (")[0] for line in view.openers((1,), ())] == ["pid 12"]
+    monkeypatch.setattr(facts, "scan", lambda devices, files: set())
+    assert view.openers((1,), ()) == ()

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ssd.device.remote_lock import HostLocks, RemoteLock
+from pytest_ssd.device.node import DeviceLock
 from pytest_ssd.errors import SafetyError
+from pytest_ssd.machine.hostlocks import HostLocks
 from pytest_ssd.machine.ssh import Mark
 
 NODES = ("/dev/sdb", "/dev/sdc", "/dev/sdd")
@@ -20,10 +21,9 @@ class _Ssh:
 
 
 @dataclass
-class _Holder:
+class _Holder(HostLocks):
     """The host's lock process: with or without perl, and its answer to ``claim``."""
 
-    perl: bool = True
     answer: Mark | None = None
     asked: list[str] = field(default_factory=list)
 
@@ -32,12 +32,16 @@ class _Holder:
         return self.answer
 
 
-def _lock(holder: _Holder) -> RemoteLock:
-    return RemoteLock(_Ssh(), "/dev/sdb", Path("unused"), host=holder, pid=12)  # type: ignore[arg-type]
+def _holder(perl: bool = True, answer: Mark | None = None) -> _Holder:
+    return _Holder(_Ssh(), Path("unused"), pid=12, perl=perl, answer=answer)  # type: ignore[arg-type]
+
+
+def _lock(holder: _Holder) -> DeviceLock:
+    return DeviceLock(holder, "/dev/sdb", pid=12)
 
 
 def test_a_host_without_perl_refuses_a_writing_session() -> None:
-    holder = _Holder(perl=False)
+    holder = _holder(perl=False)
     with pytest.raises(SafetyError) as refused:
         _lock(holder).claim()
     assert str(refused.value) == (
@@ -49,14 +53,14 @@ def test_a_host_without_perl_refuses_a_writing_session() -> None:
 
 
 def test_a_device_in_use_on_the_host_is_refused() -> None:
-    holder = _Holder(answer=Mark("unclaimed", "/dev/sdb", "Device or resource busy"))
+    holder = _holder(answer=Mark("unclaimed", "/dev/sdb", "Device or resource busy"))
     with pytest.raises(SafetyError, match=r"/dev/sdb on ssh root@lab-07: it is in use"):
         _lock(holder).claim()
     assert holder.asked == ["claim /dev/sdb"]
 
 
 def test_a_claim_held_is_not_asked_again() -> None:
-    holder = _Holder(answer=Mark("claimed", "/dev/sdb", ""))
+    holder = _holder(answer=Mark("claimed", "/dev/sdb", ""))
     lock = _lock(holder)
     lock.claim()
     lock.claim()
@@ -87,7 +91,7 @@ def test_claims_sent_ahead_are_written_once_and_answered_in_order() -> None:
     held = _Held()
     host = HostLocks(_Ssh(), Path("unused"), pid=12)  # type: ignore[arg-type]
     host._holder = held  # type: ignore[assignment]
-    locks = [RemoteLock(_Ssh(), node, Path("unused"), host=host, pid=12) for node in NODES]  # type: ignore[arg-type]
+    locks = [DeviceLock(host, node, pid=12) for node in NODES]
     for lock in locks:
         lock.claim_ahead()
     assert held.written == [f"claim {node}" for node in NODES], "all out before any answer"
@@ -99,3 +103,12 @@ def test_claims_sent_ahead_are_written_once_and_answered_in_order() -> None:
     assert held.written[-1] == f"release {NODES[0]}", "a question not sent ahead is written"
     locks[1].claim_ahead()  # claimed already: nothing more to send
     assert held.written[-1] == f"release {NODES[0]}"
+
+
+def test_a_node_made_again_since_it_was_locked_is_not_claimed() -> None:
+    holder = _holder(answer=Mark("changed", "/dev/sdb", ""))
+    with pytest.raises(SafetyError) as refused:
+        _lock(holder).claim()
+    assert str(refused.value) == (
+        "refusing to write to /dev/sdb on ssh root@lab-07: it changed while it was locked"
+    )

@@ -1,4 +1,4 @@
-"""A test host's facts: what cannot be read refuses (pytest_ssd.device.remote, machine.ssh)."""
+"""A test host's facts: what cannot be read refuses (pytest_ssd.machine.hostfacts, machine.ssh)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_ssd.device import remote_lock
-from pytest_ssd.device.remote import SshView, sections
+from pytest_ssd.device.node import DeviceLock
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import DeviceError, ToolError
+from pytest_ssd.machine import hostfacts, hostlocks
 from pytest_ssd.machine.address import parse_address
+from pytest_ssd.machine.facts import HereFacts
+from pytest_ssd.machine.hostfacts import HostFacts, sections
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.machine.ssh import (
     MARK,
     MISSING,
@@ -36,8 +40,8 @@ def test_a_missing_program_is_one_line_naming_its_package() -> None:
 
 def _holding(text: str) -> set[int]:
     host = SimpleNamespace(where="ssh lab-07")
-    view = SshView(ssh=host, target="/dev/sdb", write=True)  # type: ignore[arg-type]
-    return view._holding(sections(text), {os.makedev(8, 16)}, set())
+    facts = HostFacts(machine=host, target="/dev/sdb", write=True)  # type: ignore[arg-type]
+    return facts._holding(sections(text), {os.makedev(8, 16)}, set())
 
 
 def test_descriptors_count_only_when_the_scripts_own_are_listed() -> None:
@@ -109,10 +113,25 @@ class _SlowHost:
 def test_a_lock_that_does_not_come_says_it_timed_out(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, holders: list[int], why: str
 ) -> None:
-    monkeypatch.setattr(remote_lock, "ACQUIRE_TIMEOUT_S", 0.0)
-    lock = remote_lock.RemoteLock(_SlowHost(holders), "/dev/sdb", tmp_path)  # type: ignore[arg-type]
+    monkeypatch.setattr(hostlocks, "ACQUIRE_TIMEOUT_S", 0.0)
+    lock = DeviceLock(hostlocks.HostLocks(_SlowHost(holders), tmp_path), "/dev/sdb")  # type: ignore[arg-type]
     with pytest.raises(DeviceError) as caught:
         lock.acquire()
     assert str(caught.value) == (
         f"timed out waiting for the lock on /dev/sdb on ssh lab-07 after 0 s ({why})"
     )
+
+
+def test_the_snapshot_script_reads_this_machine_as_it_is_read_in_place() -> None:
+    """One view over either look: the host's script run here gives the in-place facts."""
+    target = "/dev/null"
+    (script,) = hostfacts.snapshots(LOCAL, {target: ()}, write=False).values()
+    here = HereFacts()
+    assert script.stat(target) == here.stat(target) is not None
+    assert script.realpath(target) == here.realpath(target)
+    assert script.blocks() == here.blocks()
+    assert script.swaps() == here.swaps()
+    assert View(script).kernel_node(os.makedev(1, 3)) is None  # not a block device
+    for name, block in here.blocks().items():
+        node = View(HereFacts()).kernel_node(block.dev)
+        assert View(script).kernel_node(block.dev) == node, name

@@ -8,10 +8,9 @@ import pytest
 
 from pytest_ssd.device.identity import identify
 from pytest_ssd.device.link import pcie_link, sata_link
-from pytest_ssd.device.remote_links import sysfs_copy
 from pytest_ssd.device.summary import READS, summarize
 from pytest_ssd.machine.machine import LOCAL
-from pytest_ssd.machine.snapshot import SnapshotError, parse, take_all
+from pytest_ssd.machine.snapshot import SnapshotError, parse, take, take_all
 
 PCI = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
 # what the script prints for an NVMe namespace behind a PCIe x4 link (a host's real layout)
@@ -71,7 +70,7 @@ def test_this_machines_disk_summarizes_the_same_from_the_copy(tmp_path: Path) ->
     if not disks:
         pytest.skip("this machine has no disk but loop and zram devices")
     identity = identify(Path("/dev") / disks[0])
-    copied = summarize(identity, sysfs_root=sysfs_copy(LOCAL, disks[0], tmp_path))
+    copied = summarize(identity, sysfs_root=take(LOCAL, READS, tmp_path, device=disks[0]).sysfs)
     assert copied == summarize(identity)
 
 

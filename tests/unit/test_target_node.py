@@ -14,14 +14,22 @@ import pytest
 
 from pytest_ssd.device import node
 from pytest_ssd.device.node import DeviceLock, canonical, device_key
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import ConfigError, FioError, SafetyError
 from pytest_ssd.fio.engine import check_target
 from pytest_ssd.fio.job import FioJob, fio_path, render
 from pytest_ssd.fio.results import parse_output
+from pytest_ssd.machine import locks
+from pytest_ssd.machine.locks import HereLocks
 from pytest_ssd.machine.machine import LOCAL, Machine
 from tests.shell_machine import Shell
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "fio"
+
+
+def here(path: object) -> View:
+    """This machine's look at *path* (the guard's and the node's view of it)."""
+    return View.of(LOCAL, str(path))
 
 
 def test_a_colon_is_escaped_in_filename_only() -> None:
@@ -64,11 +72,11 @@ def test_canonical_resolves_links_and_refuses_control_characters(tmp_path: Path)
     link = tmp_path / "links" / "pci-0000:00:04.0"
     link.parent.mkdir()
     link.symlink_to(target)
-    assert canonical(link) == target
+    assert canonical(link, here(link)) == target
     assert device_key(link) == device_key(target)
-    assert canonical(tmp_path / "missing") == tmp_path / "missing"
+    assert canonical(tmp_path / "missing", here(tmp_path / "missing")) == tmp_path / "missing"
     with pytest.raises(SafetyError, match=r"control characters; check it") as info:
-        canonical(Path(f"{target}\nfilename=/dev/sda"))
+        canonical(Path(f"{target}\nfilename=/dev/sda"), here(Path(f"{target}\nfilename=/dev/sda")))
     assert "\\x0a" in str(info.value) and "\n" not in str(info.value)
 
 
@@ -79,8 +87,8 @@ def test_a_block_device_becomes_its_kernel_node(loop_device: Any, tmp_path: Path
     os.mknod(copy, 0o600 | (st.st_mode & 0o170000), st.st_rdev)
     link = tmp_path / "by-path:0"
     link.symlink_to(copy)
-    assert canonical(copy) == dev
-    assert canonical(link) == dev
+    assert canonical(copy, here(copy)) == dev
+    assert canonical(link, here(link)) == dev
 
 
 def _output(name: str, **changes: Any) -> Any:
@@ -117,14 +125,14 @@ def test_lock_holders_are_read_from_proc_locks(
     target.write_bytes(b"")
     st = target.stat()
     inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    locks = tmp_path / "locks"
-    locks.write_text(
+    held = tmp_path / "locks"
+    held.write_text(
         f"1: FLOCK  ADVISORY  WRITE 4242 {inode} 0 EOF\n"
         f"1: -> FLOCK  ADVISORY  WRITE 5151 {inode} 0 EOF\n"  # a waiter, not a holder
         f"2: POSIX  ADVISORY  WRITE 6161 {inode} 0 EOF\n"
         "3: FLOCK  ADVISORY  WRITE 7171 00:01:1 0 EOF\n"
     )
-    monkeypatch.setattr(node, "PROC_LOCKS", locks)
+    monkeypatch.setattr(locks, "PROC_LOCKS", held)
     assert node.lock_holders(st) == [4242]
 
 
@@ -139,7 +147,7 @@ def test_a_second_lock_is_refused_naming_the_holder(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "flock did not take its lock"
             time.sleep(0.05)
         with pytest.raises(SafetyError) as info:
-            DeviceLock(target).acquire()
+            DeviceLock(HereLocks(), str(target)).acquire()
         assert str(info.value) == (
             f"refusing {target}: it is locked by pid {holder.pid} (flock -o {target} sleep 30),"
             " another pytest-ssd session or a tool using 'flock' (one session per device);"
@@ -148,7 +156,29 @@ def test_a_second_lock_is_refused_naming_the_holder(tmp_path: Path) -> None:
     finally:
         os.killpg(holder.pid, signal.SIGKILL)
         holder.wait(timeout=10)
-    lock = DeviceLock(target)
+    lock = DeviceLock(HereLocks(), str(target))
     lock.acquire()
     lock.release()
     lock.release()  # twice is fine
+
+
+def test_a_folder_is_no_target_to_lock(tmp_path: Path) -> None:
+    """The holder locks a block device or a regular file only (as a test host's does)."""
+    with pytest.raises(SafetyError) as refused:
+        DeviceLock(HereLocks(), str(tmp_path)).acquire()
+    assert str(refused.value) == f"refusing {tmp_path}: it is not a block device or a file there"
+
+
+def test_a_file_locked_is_claimed_without_an_exclusive_open(tmp_path: Path) -> None:
+    target = tmp_path / "device.img"
+    target.write_bytes(b"")
+    holder = HereLocks()
+    lock = DeviceLock(holder, str(target))
+    lock.acquire()
+    st = target.stat()
+    assert lock.key == ("file", st.st_dev, st.st_ino) and lock.pid == os.getpid()
+    lock.claim()
+    holder.close()
+    again = DeviceLock(HereLocks(), str(target))
+    again.acquire()  # closing the holder let every lock go
+    again.release()

@@ -1,14 +1,14 @@
-"""A test host's block-device facts, read in one snapshot over SSH.
+"""A test host's block-device facts (:class:`~.facts.Facts`), read in one snapshot over SSH.
 
 A command over the host's master connection costs about 0.1 s, so the guard
-does not ask the host file by file: :meth:`SshView.snapshot` runs one POSIX
+does not ask the host file by file: :func:`snapshots` runs one POSIX
 ``sh`` script there (coreutils, findutils, ``grep`` and ``wipefs``; no Python on
 the host) that prints every sysfs record of ``/sys/class/block``, ``stat`` of the
 target, of every block node and symlink under ``/dev``, of every loop device's
 backing file, swap area and mount source (a file mounted directly), mountinfo,
 ``/proc/swaps``, ``stat`` of every open file descriptor in ``/proc`` and the
 target's ``wipefs`` probes.  The guard then judges those records as it judges
-this machine's (:class:`~.view.LocalView`).
+this machine's (:class:`~.facts.HereFacts`).
 
 A fact that cannot be read refuses, never passes: a program the script needs
 that is missing ends it naming the program (:func:`~pytest_ssd.machine.ssh.need`);
@@ -19,7 +19,7 @@ while it was read (and a descriptor the kernel hides even from root, skipped as
 here) ends the script; a snapshot must end with its end mark and list the
 script's own descriptors.
 
-Two probes differ from the local ones:
+Two probes differ from this machine's:
 
 * the exclusive open is ``wipefs --all --no-act`` (it opens the device
   ``O_RDWR | O_EXCL`` and writes nothing); it runs only for a write check, so a
@@ -35,16 +35,16 @@ unreachable, as a mount source that is not a device does here.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from pytest_ssd.device import openers as local_openers
-from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.device.openers import describe
-from pytest_ssd.device.view import Block, Node, View, devname, parse_dev, signatures_of
 from pytest_ssd.errors import DeviceError
-from pytest_ssd.machine.ssh import MARK, Ssh, need
+from pytest_ssd.machine.facts import Block, Facts, Node, devname, parse_dev, signatures_of
+from pytest_ssd.machine.ssh import MARK, need
+
+if TYPE_CHECKING:  # the machine takes its facts through this module
+    from pytest_ssd.machine.machine import Machine
 
 SNAPSHOT_TIMEOUT_S = 120.0
 #: the exit code of a snapshot script that could not read a fact (its last line says which)
@@ -247,72 +247,53 @@ def parse_fds(lines: Iterable[str]) -> dict[int, list[Node]]:
     return found
 
 
-@dataclass
-class SshView(View):
-    """A test host's facts from one snapshot (:meth:`snapshot`)."""
+def snapshots(
+    machine: Machine, targets: Mapping[str, Iterable[int]], *, write: bool
+) -> dict[str, HostFacts]:
+    """The facts of *machine* about each of *targets* as of now, all in one command there.
 
-    ssh: Ssh
+    *targets*: each target's pids that are pytest-ssd's own (:attr:`HostFacts.ours`).  The
+    host's facts are read once for all; each target's real path and probes are its own.
+    """
+    names = list(targets)
+    look = HostFacts(machine, "", write)._run(SNAPSHOT, "1" if write else "0", *names)
+    head, *own = _targets(look)
+    if len(own) != len(names):
+        raise DeviceError(f"{machine.where}: the guard's facts were cut short there; refusing")
+    stats, blocks = parse_stats(head.get("stat", [])), parse_blocks(head)
+    found = {}
+    for target, parts in zip(names, own, strict=True):
+        facts = HostFacts(machine, target, write, frozenset(targets[target]))
+        facts._parts = {**head, **parts}
+        facts._stats, facts._blocks = stats, blocks
+        facts._probes[target] = parts
+        found[target] = facts
+    return found
+
+
+@dataclass
+class HostFacts(Facts):
+    """A test host's facts from one snapshot (:func:`snapshots`)."""
+
+    machine: Machine
     target: str
     write: bool
     #: pids on the host that are pytest-ssd's own (the session's lock holder)
     ours: frozenset[int] = frozenset()
-    claimed: frozenset[int] = frozenset()
-    #: identities of block devices read with these facts, by node (one copy for a host's
-    #: devices: :func:`~.remote_identity.identify_copied`)
-    identified: dict[str, DeviceIdentity] = field(default_factory=dict)
     _parts: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _stats: dict[str, Node] = field(default_factory=dict, repr=False)
     _blocks: dict[str, Block] = field(default_factory=dict, repr=False)
     _probes: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
 
-    @classmethod
-    def snapshot(
-        cls,
-        ssh: Ssh,
-        target: str,
-        *,
-        write: bool,
-        ours: Iterable[int] = (),
-        claimed: frozenset[int] = frozenset(),
-    ) -> SshView:
-        """The host's facts about *target* as of now (one command over *ssh*)."""
-        return cls.snapshots(ssh, {target: tuple(ours)}, write=write, claimed=claimed)[target]
-
-    @classmethod
-    def snapshots(
-        cls,
-        ssh: Ssh,
-        targets: Mapping[str, Iterable[int]],
-        *,
-        write: bool,
-        claimed: frozenset[int] = frozenset(),
-    ) -> dict[str, SshView]:
-        """The host's facts about each of *targets* as of now, all in one command over *ssh*.
-
-        *targets*: each target's pids that are pytest-ssd's own (:attr:`ours`).  The host's
-        facts are read once for all; each target's real path and probes are its own.
-        """
-        names = list(targets)
-        head, *own = _targets(cls(ssh, "", write)._run(SNAPSHOT, "1" if write else "0", *names))
-        if len(own) != len(names):
-            raise DeviceError(f"{ssh.where}: the guard's facts were cut short there; refusing")
-        stats, blocks = parse_stats(head.get("stat", [])), parse_blocks(head)
-        views = {}
-        for target, parts in zip(names, own, strict=True):
-            view = cls(ssh, target, write, frozenset(targets[target]), claimed)
-            view._parts = {**head, **parts}
-            view._stats, view._blocks = stats, blocks
-            view._probes[target] = parts
-            views[target] = view
-        return views
-
     @property
     def where(self) -> str:
-        return self.ssh.where
+        return self.machine.where
 
     def _run(self, script: str, *args: str) -> str:
         """The output of *script* run there, whole (it ends with its end mark)."""
-        done = self.ssh.run(["sh", "-c", script, "sh", *args], timeout=SNAPSHOT_TIMEOUT_S)
+        done = self.machine.run(
+            ["sh", "-c", script, "sh", *args], timeout=SNAPSHOT_TIMEOUT_S, name="facts"
+        )
         if done.returncode != 0:
             raise DeviceError(
                 f"{self.where}: the guard cannot read the device facts there"
@@ -363,21 +344,13 @@ class SshView(View):
             pid for pid, nodes in held.items() if pid not in skip and any(holds(n) for n in nodes)
         }
 
-    def openers(self, devices: Iterable[int], files: Iterable[tuple[int, int]]) -> tuple[str, ...]:
-        """As :func:`~.openers.openers`: a process must be seen in every scan to count."""
-        wanted, mapped = set(devices), set(files)
-        seen = self._holding(self._parts, wanted, mapped)
-        for _ in range(local_openers.SCANS - 1):
-            if not seen:
-                break
-            time.sleep(local_openers.SCAN_PAUSE_S)
-            seen &= self._holding(self._sh(RESCAN), wanted, mapped)
-        if not seen:
-            return ()
-        commands = self._sh(COMMANDS, *(str(pid) for pid in sorted(seen)))
-        return tuple(
-            describe(pid, " ".join(commands.get(f"pid {pid}", []))) for pid in sorted(seen)
-        )
+    def holding(self, devices: set[int], files: set[tuple[int, int]], again: bool) -> set[int]:
+        return self._holding(self._sh(RESCAN) if again else self._parts, devices, files)
+
+    def commands(self, pids: Iterable[int]) -> dict[int, str]:
+        wanted = [str(pid) for pid in pids]
+        found = self._sh(COMMANDS, *wanted) if wanted else {}
+        return {int(pid): " ".join(found.get(f"pid {pid}", [])) for pid in wanted}
 
     def _probe(self, path: str) -> dict[str, list[str]]:
         if path not in self._probes:

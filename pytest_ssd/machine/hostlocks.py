@@ -1,7 +1,8 @@
 """The session's locks and claims on a test host's devices, held in one process over SSH.
 
-The same BSD ``flock`` as :class:`~.node.DeviceLock` takes here, so a session
-on the host itself, another controller and ``flock /dev/sdb`` all see it.  One
+The same BSD ``flock`` and ``O_EXCL`` claim as this process holds here
+(:class:`~.locks.HereLocks`), so a session on the host itself, another controller
+and ``flock /dev/sdb`` all see it.  One
 ssh channel per host runs :data:`HOLD`: with ``perl`` on the host (Debian's
 Essential ``perl-base``; no Python is assumed) it ``exec``s a small perl program
 (:class:`HostLocks`) that, asked on its input, takes the ``flock`` of a node
@@ -15,24 +16,24 @@ It reads the channel, so locks and claims last until this process closes it,
 ends, or loses the connection: perl sees the end of its input and exits.
 Without perl, each lock is a :class:`~pytest_ssd.machine.flock.HostFlock` on a
 channel of its own (util-linux ``flock -o NODE cat``, the protocol the host's tune
-lock uses too): the lock holds, and a claim (a session that writes) is refused in
-one line.
+lock uses too): the lock holds, and a claim (a session that writes) is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from pytest_ssd.device.node import flock_holders, in_use, locked
-from pytest_ssd.device.openers import describe
-from pytest_ssd.device.remote import COMMANDS, sections
-from pytest_ssd.errors import DeviceError, SafetyError, SsdError
+from pytest_ssd.errors import DeviceError, SsdError
+from pytest_ssd.machine.facts import describe
 from pytest_ssd.machine.flock import CONFLICT, RELEASE_TIMEOUT_S, HostFlock, hold_script
+from pytest_ssd.machine.hostfacts import COMMANDS, sections
+from pytest_ssd.machine.locks import Answer, NodeLocks, flock_holders
 from pytest_ssd.machine.ssh import MARK, Held, Mark, Ssh, check_missing, need
 from pytest_ssd.proc.runner import Completed
 
@@ -55,6 +56,7 @@ $| = 1;
 my $mark = '{MARK}';
 my (%lock, %claim, @order);
 sub title {{ $0 = join(" ", "pytest-ssd lock", @order); }}
+sub key {{ my @s = stat($_[0]); -b $_[0] ? "block $s[6]" : "file $s[0] $s[1]"; }}
 sub answer {{ print $mark . $_[0] . " " . $_[1] . (defined $_[2] ? "\t$_[2]" : "") . "\n"; }}
 title();
 print "${{mark}}ready\n";
@@ -68,11 +70,13 @@ while (my $line = <STDIN>) {{
     my $fh;
     unless (sysopen($fh, $node, O_RDONLY | O_NONBLOCK)) {{ answer("failed", $node, "$!"); next; }}
     unless (flock($fh, LOCK_EX | LOCK_NB)) {{ answer("conflict", $node); next; }}
-    $lock{{$node}} = $fh; push @order, $node; title(); answer("locked", $node);
+    $lock{{$node}} = $fh; push @order, $node; title(); answer("locked", $node, key($fh));
   }} elsif ($do eq "claim") {{
     unless ($lock{{$node}}) {{ answer("unclaimed", $node, "it is not locked"); next; }}
     if ($claim{{$node}}) {{ answer("claimed", $node); next; }}
+    unless (-b $lock{{$node}}) {{ answer("claimed", $node); next; }}
     if (sysopen(my $fh, $node, O_RDONLY | O_EXCL | O_NONBLOCK)) {{
+      if (key($fh) ne key($lock{{$node}})) {{ answer("changed", $node); next; }}
       $claim{{$node}} = $fh; answer("claimed", $node);
     }} else {{
       answer("unclaimed", $node, "$!");
@@ -105,7 +109,7 @@ echo "{MARK}locks"; cat /proc/locks
 
 
 @dataclass
-class HostLocks:
+class HostLocks(NodeLocks):
     """The one process holding the session's locks and claims on a host, on one channel."""
 
     ssh: Ssh
@@ -120,18 +124,21 @@ class HostLocks:
     _asking: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: questions sent ahead (:meth:`send_ahead`), each answered to the :meth:`ask` that follows
     _ahead: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    #: without perl: each node's ``flock(1)`` on a channel of its own
+    _flocks: dict[str, HostFlock] = field(default_factory=dict, repr=False)
+
+    @property
+    def where(self) -> str:
+        return self.ssh.where
 
     def start(self) -> Completed | None:
         """Start the process once; how its start failed (None: it runs, or the host has no perl)."""
         with self._asking:
             if self._holder is not None or not self.perl:
                 return None
+            argv, out = ["sh", "-c", HOLD, "sh", PERL], self.artifacts
             held = self.ssh.hold(
-                ["sh", "-c", HOLD, "sh", PERL],
-                artifacts=self.artifacts,
-                name="locks",
-                ready="ready",
-                timeout=ACQUIRE_TIMEOUT_S,
+                argv, artifacts=out, name="locks", ready="ready", timeout=ACQUIRE_TIMEOUT_S
             )
             if isinstance(held, Held):
                 self._holder, self.pid = held, int(held.marks["pid"])
@@ -160,137 +167,95 @@ class HostLocks:
                 return self._holder.answer(node, answers, timeout)
             return self._holder.reply(f"{do} {node}", node, answers, timeout)
 
-    def close(self) -> None:
-        """Close the channel: perl reads the end of its input and exits, letting all go."""
-        with self._asking:
-            if self._holder is not None:
-                holder, self._holder = self._holder, None
-                holder.close(RELEASE_TIMEOUT_S)
-
-
-@dataclass
-class RemoteLock:
-    """An exclusive ``flock`` on *node* of the host *ssh* reaches, held for the session."""
-
-    ssh: Ssh
-    node: str
-    #: where the holding channel keeps its output
-    artifacts: Path
-    #: the host's lock process, shared by its devices (None: one of this lock's own)
-    host: HostLocks | None = None
-    pid: int | None = None
-    _own: bool = field(default=False, repr=False)
-    #: without perl: ``flock(1)`` on a channel of its own
-    _flock: HostFlock | None = field(default=None, repr=False)
-    _claimed: bool = field(default=False, repr=False)
-
-    def _host(self) -> HostLocks:
-        if self.host is None:
-            self.host, self._own = HostLocks(self.ssh, self.artifacts), True
-        return self.host
-
-    def acquire(self) -> None:
-        """Take the lock or raise :class:`SafetyError` naming the process that holds it."""
+    def lock(self, node: str) -> Answer:
         start = time.monotonic()
-        host = self._host()
-        failed = host.start()
+        failed = self.start()
         if failed is not None:
-            self._failed(failed, start)
-        if not host.perl:
-            self._acquire_flock(start)
-            return
+            return self._failed(node, failed, start)
+        if not self.perl:
+            return self._flock(node, start)
         answers = ("locked", "conflict", "notarget", "failed")
-        answer = host.ask("lock", self.node, answers, ACQUIRE_TIMEOUT_S)
+        answer = self.ask("lock", node, answers, ACQUIRE_TIMEOUT_S)
         if answer is None:
             if time.monotonic() - start >= ACQUIRE_TIMEOUT_S:
-                self._timed_out()
-            raise DeviceError(
-                f"cannot lock {self.node} on {self.ssh.where}: the lock's process ended"
-            )
-        if answer.word != "locked":
-            self._refuse(answer.word, answer.rest)
-        self.pid = host.pid
+                self._timed_out(node)
+            raise DeviceError(f"cannot lock {node} on {self.where}: the lock's process ended")
+        rest = answer.rest
+        if answer.word == "locked":
+            kind, _, number = rest.partition(" ")
+            if kind == "block" and number.isdigit():
+                rest = f"block {os.major(int(number))} {os.minor(int(number))}"
+        return Answer({"failed": "unopened"}.get(answer.word, answer.word), rest, self.pid)
 
-    def _acquire_flock(self, start: float) -> None:
-        lock = HostFlock(
-            self.ssh, FLOCK, (self.node,), self.artifacts, f"flock-{Path(self.node).name}"
-        )
+    def _flock(self, node: str, start: float) -> Answer:
+        lock = HostFlock(self.ssh, FLOCK, (node,), self.artifacts, f"flock-{Path(node).name}")
         failed = lock.acquire(ACQUIRE_TIMEOUT_S)
         if failed is not None:
-            self._failed(failed, start)
-        self._flock = lock
-        self.pid = int(lock.marks["pid"])
+            return self._failed(node, failed, start)
+        self._flocks[node] = lock
+        return Answer("locked", "", int(lock.marks["pid"]))
 
-    def _failed(self, done: Completed, start: float) -> NoReturn:
-        check_missing(done, self.ssh.where)
+    def _failed(self, node: str, done: Completed, start: float) -> Answer:
+        check_missing(done, self.where)
         if time.monotonic() - start >= ACQUIRE_TIMEOUT_S:
-            self._timed_out()
-        word = {NOT_A_TARGET: "notarget", CONFLICT: "conflict"}.get(done.returncode, "failed")
-        self._refuse(word, done.last_error_line() or f"exit code {done.returncode}")
+            self._timed_out(node)
+        word = {NOT_A_TARGET: "notarget", CONFLICT: "conflict"}.get(done.returncode, "error")
+        return Answer(word, done.last_error_line() or f"exit code {done.returncode}")
 
-    def _refuse(self, word: str, said: str) -> NoReturn:
-        where = f"{self.ssh.where}: {self.node}"
-        if word == "notarget":
-            raise SafetyError(f"refusing {where}: it is not a block device or a file there")
-        if word != "conflict":
-            raise DeviceError(f"cannot lock {where}: {said}")
-        raise SafetyError(locked(where, self._holders(timeout=60)))
-
-    def _timed_out(self) -> NoReturn:
-        who: list[str] = []
+    def _timed_out(self, node: str) -> NoReturn:
+        who: dict[int, str] = {}
         with contextlib.suppress(SsdError):  # the host that did not answer may not answer this
-            who = self._holders(timeout=WHO_TIMEOUT_S)
+            who = self._holders(node, timeout=WHO_TIMEOUT_S)
         why = "nobody holds it there: the host is slow to answer"
         if who:
-            why = f"held by {', '.join(who)}"
+            why = f"held by {', '.join(describe(p, c) for p, c in who.items())}"
         raise DeviceError(
-            f"timed out waiting for the lock on {self.node} on {self.ssh.where}"
+            f"timed out waiting for the lock on {node} on {self.where}"
             f" after {ACQUIRE_TIMEOUT_S:g} s ({why})"
         )
 
-    def _holders(self, timeout: float) -> list[str]:
-        """The processes /proc/locks on the host names as holding a flock on the node."""
-        found = sections(self.ssh.run(["sh", "-c", WHO, "sh", self.node], timeout=timeout).stdout)
+    def holders(self, node: str) -> dict[int, str]:
+        return self._holders(node, timeout=60)
+
+    def _holders(self, node: str, timeout: float) -> dict[int, str]:
+        """The processes /proc/locks on the host names as holding a flock on *node*."""
+        found = sections(self.ssh.run(["sh", "-c", WHO, "sh", node], timeout=timeout).stdout)
         dev, _, ino = " ".join(found.get("inode", [])).partition(" ")
         pids = flock_holders(found.get("locks", []), int(dev), int(ino)) if ino else []
         commands = sections(
             self.ssh.run(["sh", "-c", COMMANDS, "sh", *map(str, pids)], timeout=timeout).stdout
         )
-        return [describe(p, " ".join(commands.get(f"pid {p}", []))) for p in pids]
+        return {p: " ".join(commands.get(f"pid {p}", [])) for p in pids}
 
-    def claim_ahead(self) -> None:
-        """Send the claim :meth:`claim` then waits for (the device is guarded already)."""
-        host = self.host
-        if host is not None and host.perl and not self._claimed and self.pid is not None:
-            host.send_ahead("claim", self.node)
+    def claim_ahead(self, node: str) -> None:
+        if self.perl and node not in self._flocks:
+            self.send_ahead("claim", node)
 
-    def claim(self) -> None:
-        """Hold the device ``O_EXCL`` in the lock's process, or raise :class:`SafetyError`."""
-        host = self.host
-        if host is None or self._claimed or self.pid is None:
-            return
-        where = f"{self.node} on {self.ssh.where}"
-        if not host.perl:
-            raise SafetyError(
-                f"refusing to write to {where}: perl is missing there (pytest-ssd holds the"
-                " device open O_EXCL with it for the session); install perl or use --ssd-readonly"
+    def claim(self, node: str) -> Answer:
+        if not self.perl:
+            return Answer(
+                "refused",
+                "perl is missing there (pytest-ssd holds the device open O_EXCL with it for"
+                " the session); install perl",
             )
-        answer = host.ask("claim", self.node, ("claimed", "unclaimed"), CLAIM_TIMEOUT_S)
+        answer = self.ask("claim", node, ("claimed", "unclaimed", "changed"), CLAIM_TIMEOUT_S)
         if answer is None:
-            raise DeviceError(f"cannot claim {where}: the lock's process did not answer")
-        if answer.word == "unclaimed":
-            if "busy" in answer.rest.lower():
-                raise SafetyError(in_use(self.node, self.ssh.where))
-            raise SafetyError(f"cannot claim {where}: {answer.rest}")
-        self._claimed = True
+            return Answer("error", "the lock's process did not answer")
+        return Answer(answer.word, answer.rest)
 
-    def release(self) -> None:
-        """Let the lock and claim go (a lock of its own: close its channel)."""
-        if self._flock is not None:
-            lock, self._flock = self._flock, None
+    def release(self, node: str) -> None:
+        lock = self._flocks.pop(node, None)
+        if lock is not None:
             lock.release()
-        elif self.host is not None and self.pid is not None:
-            self.host.ask("release", self.node, ("released",), RELEASE_TIMEOUT_S)
-        self.pid, self._claimed = None, False
-        if self._own and self.host is not None:
-            self.host.close()
+        elif self.pid is not None:
+            self.ask("release", node, ("released",), RELEASE_TIMEOUT_S)
+
+    def close(self) -> None:
+        """Close the channel: perl reads the end of its input and exits, letting all go (and
+        each ``flock(1)``'s channel, on a host without perl)."""
+        with self._asking:
+            if self._holder is not None:
+                holder, self._holder = self._holder, None
+                holder.close(RELEASE_TIMEOUT_S)
+        while self._flocks:
+            self._flocks.popitem()[1].release()
