@@ -12,12 +12,12 @@ import pytest
 
 from pytest_ssd.analysis import log_path, read_log
 from pytest_ssd.analysis.sweep import POINT_RECORD
+from pytest_ssd.bench import SsdBench
 from pytest_ssd.figures import esd as figs
 from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import JobResult
-from pytest_ssd.fixture import SsdBench
 from pytest_ssd.steady.fio_native import FioSteadyState
 from pytest_ssd.text import significant
 from pytest_ssd.workloads.esd import (

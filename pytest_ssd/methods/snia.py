@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_ssd.bench import SsdBench
 from pytest_ssd.figures import snia as figs
 from pytest_ssd.figures.steady import snia_convergence, snia_window
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.results import JobResult, percentiles_from_bins
-from pytest_ssd.fixture import SsdBench
 from pytest_ssd.steady.snia import SniaTracker, SniaVerdict, judge_window
 from pytest_ssd.workloads.limits import Limits
 from pytest_ssd.workloads.snia import PtsTest, SniaPlan, plan

@@ -17,12 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd import newhooks
-from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
-from pytest_ssd.device.dut import dut_spec
-from pytest_ssd.device.pinned import DeviceChanged
-from pytest_ssd.errors import ExtensionInterrupt, SsdError, present
-from pytest_ssd.extensions import Extensions, from_hooks
-from pytest_ssd.fixture import (
+from pytest_ssd.bench import (
     COVERS_MARKER,
     FIGURES_KEY,
     BenchEnv,
@@ -30,6 +25,11 @@ from pytest_ssd.fixture import (
     enter_state,
     leave_state,
 )
+from pytest_ssd.device.drive_class import APPLIES_HELP, CLASS_NAMES, dut_class
+from pytest_ssd.device.dut import dut_spec
+from pytest_ssd.device.pinned import DeviceChanged
+from pytest_ssd.errors import ExtensionInterrupt, SsdError, present
+from pytest_ssd.extensions import Extensions, from_hooks
 from pytest_ssd.plugin import baseline, health, resume, suites
 from pytest_ssd.plugin.batching import Batches, mark_groups
 from pytest_ssd.plugin.health import around_state

@@ -14,7 +14,7 @@ import pytest
 from pytest_html import extras
 
 from pytest_ssd import figures
-from pytest_ssd.fixture import PLOT_EXTRA, PLOTS
+from pytest_ssd.bench import PLOT_EXTRA, PLOTS
 from pytest_ssd.results.record import Measurement
 
 
