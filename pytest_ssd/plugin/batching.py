@@ -209,3 +209,7 @@ class Batches:
     def close_all(self) -> None:
         for dut in list(self.active):
             self.close(dut)
+
+
+#: the run's batches (``config.stash``; made at configure, on the controller and each worker)
+BATCHES_KEY = pytest.StashKey[Batches]()
