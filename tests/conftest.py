@@ -22,6 +22,8 @@ from tests.pgserver import Postgres, local_postgres
 pytest_plugins = ["pytester"]
 
 LoopFactory = Callable[..., Path]
+#: where matplotlib keeps its configuration and caches (the font list)
+MPL_ENV = "MPLCONFIGDIR"
 
 
 def _losetup(*args: str) -> str:
@@ -114,6 +116,17 @@ def test_tag(monkeypatch: pytest.MonkeyPatch) -> str:
     return tag
 
 
+def _in_environment(name: str, folder: Path) -> Iterator[Path]:
+    """*folder* in the environment variable *name* while the session runs, then as it was."""
+    saved = os.environ.get(name)
+    os.environ[name] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = saved
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """pytest-ssd's machine state (tune journal, scratch registry) of this test process.
@@ -123,13 +136,19 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
     """
     folder = tmp_path_factory.mktemp("ssd-state")
     folder.chmod(0o700)
-    saved = os.environ.get(STATE_DIR_ENV)
-    os.environ[STATE_DIR_ENV] = str(folder)
-    yield folder
-    if saved is None:
-        os.environ.pop(STATE_DIR_ENV, None)
-    else:
-        os.environ[STATE_DIR_ENV] = saved
+    yield from _in_environment(STATE_DIR_ENV, folder)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def matplotlib_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One matplotlib folder (its font list) for this test process and every run it starts.
+
+    pytester gives each run a HOME of its own, where matplotlib built its font list again
+    before the report's first graph (0.8 s a run that draws, more on a busy machine).
+    """
+    yield from _in_environment(
+        MPL_ENV, Path(os.environ.get(MPL_ENV) or tmp_path_factory.mktemp("matplotlib"))
+    )
 
 
 @pytest.fixture(scope="session")
