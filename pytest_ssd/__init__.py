@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 from pytest_ssd import asserts as _asserts  # noqa: F401
 
 # isort: split
+from pytest_ssd.bench import SsdBench
 from pytest_ssd.device.drive_class import ALL_CLASSES, DriveClass
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ConfigError, ParseError, SafetyError, SsdError, ToolError
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.job import FioJob, Pattern
 from pytest_ssd.fio.results import DEFAULT_PERCENTILES, DirectionResult, JobResult
-from pytest_ssd.fixture import SsdBench
 from pytest_ssd.health.sources import HealthSample
 from pytest_ssd.lazy import exports
 from pytest_ssd.machine.machine import Machine

@@ -13,50 +13,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pytest_ssd.db.conn import Unreachable
 from pytest_ssd.db.url import DbUrl, db_url
-from pytest_ssd.db.writer import RunWriter, TestRecords
+from pytest_ssd.db.writer import RunRecords, RunWriter, TestRecords
 from pytest_ssd.errors import DatabaseError
 from pytest_ssd.results.record import iso
 
+__all__ = ["SPOOL_FILE", "LabWriter", "RunRecords", "open_run"]
+
 #: the run's own records in its folder, beside a lab's database server
 SPOOL_FILE = "spool.sqlite"
-
-
-class RunRecords(Protocol):
-    """Where a session records its run: :class:`RunWriter` or :class:`LabWriter`."""
-
-    run_id: str
-
-    @property
-    def local(self) -> DbUrl: ...
-
-    @property
-    def source(self) -> DbUrl: ...
-
-    @property
-    def notes(self) -> tuple[str, ...]: ...
-
-    def add_device(self, dut_id: str, description: dict[str, Any], label: str) -> None: ...
-
-    def add(self, records: TestRecords) -> None: ...
-
-    def forget_unfinished(self) -> list[str]: ...
-
-    def test_done(
-        self,
-        nodeid: str,
-        outcome: str,
-        duration_s: float,
-        message: str | None,
-        suite: str | None = None,
-    ) -> None: ...
-
-    def finish(self, outcome: dict[str, int], complete: bool, end: str | None = None) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def open_run(
@@ -69,7 +37,7 @@ def open_run(
     return LabWriter(url, run_id, run_dir, environment)
 
 
-class LabWriter:
+class LabWriter(RunRecords):
     """Records into the run folder's spool and, while it answers, into the lab's server."""
 
     def __init__(self, lab: DbUrl, run_id: str, run_dir: Path, environment: dict[str, Any]) -> None:
@@ -132,16 +100,6 @@ class LabWriter:
         cut: list[str] = []
         self._both(lambda w: cut.extend(w.forget_unfinished()), "the run's resumption")
         return sorted(set(cut))
-
-    def test_done(
-        self,
-        nodeid: str,
-        outcome: str,
-        duration_s: float,
-        message: str | None,
-        suite: str | None = None,
-    ) -> None:
-        self._both(lambda w: w.test_done(nodeid, outcome, duration_s, message, suite), nodeid)
 
     def finish(self, outcome: dict[str, int], complete: bool, end: str | None = None) -> None:
         end = end or iso(time.time())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -125,7 +126,61 @@ def _percentiles(rows: int) -> str:
     )
 
 
-class RunWriter:
+class RunRecords(ABC):
+    """Where a session records its run: :class:`RunWriter`, or a lab's server with its spool
+    (:class:`pytest_ssd.db.lab.LabWriter`)."""
+
+    run_id: str
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the user should know about where the run was recorded (nothing: it is all
+        in :attr:`local`)."""
+        return ()
+
+    @property
+    @abstractmethod
+    def local(self) -> DbUrl:
+        """The database results.json is exported from."""
+
+    @property
+    @abstractmethod
+    def source(self) -> DbUrl:
+        """The database the run's report reads."""
+
+    @abstractmethod
+    def add_device(self, dut_id: str, description: dict[str, Any], label: str) -> None:
+        """A device under test of the run (its identity and label)."""
+
+    @abstractmethod
+    def add(self, records: TestRecords) -> None:
+        """What one test report brought, in one transaction."""
+
+    @abstractmethod
+    def forget_unfinished(self) -> list[str]:
+        """Delete the records of the run's tests without an outcome (cut short); those tests."""
+
+    def test_done(
+        self,
+        nodeid: str,
+        outcome: str,
+        duration_s: float,
+        message: str | None,
+        suite: str | None = None,
+    ) -> None:
+        """A test's outcome (its phases' durations add up) and the suite it belongs to."""
+        self.add(TestRecords(nodeid, done=TestDone(nodeid, outcome, duration_s, message, suite)))
+
+    @abstractmethod
+    def finish(self, outcome: dict[str, int], complete: bool, end: str | None = None) -> None:
+        """Mark the run finished and close (also when the mark fails)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close; what was committed stays."""
+
+
+class RunWriter(RunRecords):
     """Writes one run; every method commits, so a killed run keeps what was written.
 
     Each row of the run gets the writer's number for it (``seq``): the same
@@ -167,9 +222,6 @@ class RunWriter:
         except BaseException:
             self.conn.close()
             raise
-
-    #: what the user should know about where the run was recorded (nothing: it is all here)
-    notes: tuple[str, ...] = ()
 
     @property
     def local(self) -> DbUrl:
@@ -355,17 +407,6 @@ class RunWriter:
         """Delete the records of the run's tests without an outcome (cut short); those tests."""
         with self._transaction() as conn:
             return forget_unfinished(conn, self.run_id)
-
-    def test_done(
-        self,
-        nodeid: str,
-        outcome: str,
-        duration_s: float,
-        message: str | None,
-        suite: str | None = None,
-    ) -> None:
-        """A test's outcome (its phases' durations add up) and the suite it belongs to."""
-        self.add(TestRecords(nodeid, done=TestDone(nodeid, outcome, duration_s, message, suite)))
 
     def _done(self, conn: Conn, done: TestDone) -> None:
         conn.execute(

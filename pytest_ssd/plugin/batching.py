@@ -31,12 +31,12 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.bench import SsdBench
 from pytest_ssd.errors import SsdError
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.gates import Gates
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.runners import Unbatched
-from pytest_ssd.fixture import SsdBench
 from pytest_ssd.plugin.points import declared
 from pytest_ssd.state import plan
 
@@ -209,3 +209,7 @@ class Batches:
     def close_all(self) -> None:
         for dut in list(self.active):
             self.close(dut)
+
+
+#: the run's batches (``config.stash``; made at configure, on the controller and each worker)
+BATCHES_KEY = pytest.StashKey[Batches]()

@@ -1,6 +1,6 @@
 """What only the controller loads: the report, its sections and figures, the results store.
 
-:func:`pytest_ssd.plugin.pytest_configure` imports this module on the controller only,
+:func:`pytest_ssd.plugin.lifecycle.pytest_configure` imports this module on the controller only,
 so an xdist worker, which runs tests and sends their reports, never loads the report,
 matplotlib or the database writer (tests/e2e/test_workers.py holds it to that).
 """

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ssd.fixture import SsdBench
+from pytest_ssd.bench import SsdBench
 from pytest_ssd.results.record import DERIVED_PROPERTY, Derived
 from pytest_ssd.verdict import VERDICTS, Baseline, MetricVerdict
 from pytest_ssd.verdict.baseline import RECORD

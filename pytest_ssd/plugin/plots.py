@@ -17,9 +17,9 @@ from pluggy import HookCaller
 from pytest_html import extras
 
 from pytest_ssd import figures
+from pytest_ssd.bench import GENERIC_KINDS, PLOT_EXTRA
 from pytest_ssd.errors import ExtensionError, call_extension
 from pytest_ssd.extensions import FigureKind, figure_kinds
-from pytest_ssd.fixture import GENERIC_KINDS, PLOT_EXTRA
 from pytest_ssd.results.record import Measurement
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from pytest_ssd.bench import COVERS_MARKER
 from pytest_ssd.errors import ConfigError
-from pytest_ssd.fixture import COVERS_MARKER
 from pytest_ssd.session import SsdSession
 from pytest_ssd.state import plan
 

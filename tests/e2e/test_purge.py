@@ -15,10 +15,10 @@ import pytest
 from pytest_ssd.device.identity import identify
 from pytest_ssd.errors import PurgeError, SafetyError
 from pytest_ssd.machine.machine import LOCAL
-from pytest_ssd.proc.runner import Completed, run
 from pytest_ssd.purge import PurgeMethod, Tools, choose, purge
 from tests.e2e import test_safety
 from tests.e2e.conftest import digest
+from tests.unit.purge_fakes import Recorder
 
 #: an ext4-signed loop device, and that device mounted: the safety tests' own fixtures
 ext4_device = test_safety.ext4_device
@@ -42,24 +42,6 @@ def _fill(path: Path, size: int) -> None:
 def _all_zero(path: Path) -> bool:
     with path.open("rb") as fh:
         return all(not any(block) for block in iter(lambda: fh.read(MIB), b""))
-
-
-class Recorder:
-    """The real runner, remembering what it ran."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    def __call__(
-        self,
-        argv: list[str],
-        *,
-        timeout: float,
-        artifacts: Path | None = None,
-        name: str | None = None,
-    ) -> Completed:
-        self.calls.append(list(argv))
-        return run(argv, timeout=timeout, artifacts=artifacts, name=name)
 
 
 def test_loop_device_discard_reads_zeroes_and_frees_the_backing_file(

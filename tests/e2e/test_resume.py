@@ -282,29 +282,39 @@ def _check_plan(moment: Moment, resumed: Ended) -> None:
         assert "cannot prove the device's state" in resumed.output
 
 
+@pytest.fixture(scope="module")
+def reference(module_loop_device: Any, tmp_path_factory: pytest.TempPathFactory) -> Ended:
+    """The uninterrupted run every moment's resumed run must end as (once per worker: the
+    test ids and the records compare across devices)."""
+    ended = _run(module_loop_device(256), tmp_path_factory.mktemp("reference"))
+    assert len(ended.outcomes) == TESTS and set(ended.outcomes.values()) == {"passed"}
+    return ended
+
+
+@pytest.mark.parametrize("moment", MOMENTS, ids=[m.name for m in MOMENTS])
 def test_a_run_cut_short_at_any_moment_resumes_to_what_an_uninterrupted_run_records(
-    loop_device: Any, tmp_path: Path, record_property: Callable[[str, object], None]
+    reference: Ended,
+    moment: Moment,
+    loop_device: Any,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     dev = loop_device(256)
-    reference = _run(dev, tmp_path / "reference")
-    assert len(reference.outcomes) == TESTS and set(reference.outcomes.values()) == {"passed"}
-    said = [f"uninterrupted run: {reference.seconds:.1f} s"]
-    for number, moment in enumerate(MOMENTS):
-        reports = tmp_path / f"cut-{number}"
-        _stopped(dev, reports, moment.when(reports), moment.signum, *moment.cut_args)
-        cut = _ended(reports, 0.0, "")
-        assert cut.complete == 0 or moment.name.endswith("built"), moment.name
-        resumed = _run(dev, reports, "--ssd-resume=last", *moment.args)
-        assert f"resuming run {cut.run_ids[0]}" in resumed.output, resumed.output
-        _check_plan(moment, resumed)
-        _same_as(resumed, reference)
-        if "redone" in moment.plan[1]:  # the cut group's state is reached again from a purge
-            assert any(target == "cssd" for _, target in resumed.transitions[1:])
-        said.append(_said(moment.name, resumed, reference))
+    reports = tmp_path / "cut"
+    _stopped(dev, reports, moment.when(reports), moment.signum, *moment.cut_args)
+    cut = _ended(reports, 0.0, "")
+    assert cut.complete == 0 or moment.name.endswith("built"), moment.name
+    resumed = _run(dev, reports, "--ssd-resume=last", *moment.args)
+    assert f"resuming run {cut.run_ids[0]}" in resumed.output, resumed.output
+    _check_plan(moment, resumed)
+    _same_as(resumed, reference)
+    if "redone" in moment.plan[1]:  # the cut group's state is reached again from a purge
+        assert any(target == "cssd" for _, target in resumed.transitions[1:])
     assert pids_naming(tmp_path) == []  # no fio of a killed run left behind
     # shown by -rP (also under -n) or -s, and kept in --junitxml
-    print("\n".join(said))
-    record_property("wall_times", "; ".join(said))
+    said = f"uninterrupted run: {reference.seconds:.1f} s; {_said(moment.name, resumed, reference)}"
+    print(said)
+    record_property("wall_times", said)
 
 
 def _cut_in_transition(loop_device: Any, tmp_path: Path) -> tuple[Path, Path]:

@@ -50,7 +50,7 @@ def test_a_worker_loads_no_report_no_figures_and_the_figure_is_still_drawn(
     written = list(folder.glob("gw*.json"))
     assert [p.name for p in written] == ["gw0.json"], "the worker said what it loaded"
     loaded = set(json.loads(written[0].read_text()))
-    assert "pytest_ssd.fixture" in loaded, "the worker ran the test"
+    assert "pytest_ssd.bench" in loaded, "the worker ran the test"
     found = sorted(m for m in loaded if m.startswith(CONTROLLER_ONLY))
     assert not found, f"a worker loaded the controller's modules: {found[:8]}"
     # the figure the test asked for is drawn on the controller, in the report and on disk

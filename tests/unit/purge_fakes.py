@@ -1,4 +1,5 @@
-"""Fakes for purge unit tests: identities from the golden QEMU NVMe, a scripted runner.
+"""Fakes for purge tests: identities from the golden QEMU NVMe, a recording runner (real or
+scripted).
 
 There is no NVMe or SATA drive here, so the sanitize, format and ATA paths run
 against a fake runner that answers with real nvme-cli 2.3 / hdparm output (the
@@ -17,7 +18,7 @@ from typing import Any
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.nvme import NvmeInfo, parse_id_ctrl, parse_id_ns
-from pytest_ssd.proc.runner import Completed
+from pytest_ssd.proc.runner import Completed, run
 from pytest_ssd.purge.tools import Tools
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -122,15 +123,29 @@ def golden_failure(name: str) -> tuple[int, str, str]:
     return code, "", "\n".join(lines[2:]) + "\n"
 
 
-class FakeRunner:
+class Recorder:
+    """A purge's runner that remembers each call it is given; the real runner answers."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: list[str], **options: Any) -> Completed:
+        self.calls.append(list(argv))
+        return self.answer(argv, **options)
+
+    def answer(self, argv: list[str], **options: Any) -> Completed:
+        return run(argv, **options)
+
+
+class FakeRunner(Recorder):
     """Answers each program call from a script keyed by its subcommand; records every call.
 
     A key's answers are used in order; the last one repeats (a device that stays in progress).
     """
 
     def __init__(self, script: dict[str, list[tuple[int, str, str]]]) -> None:
+        super().__init__()
         self.script = {key: list(answers) for key, answers in script.items()}
-        self.calls: list[list[str]] = []
         self.timeouts: dict[str, float] = {}
         self.counts: dict[str, int] = defaultdict(int)
 
@@ -139,17 +154,9 @@ class FakeRunner:
         """nvme: the subcommand; hdparm: -I or the --security-* option."""
         return next((a for a in argv[1:] if a == "-I" or a.startswith("--security")), argv[1])
 
-    def __call__(
-        self,
-        argv: list[str],
-        *,
-        timeout: float,
-        artifacts: Path | None = None,
-        name: str | None = None,
-    ) -> Completed:
+    def answer(self, argv: list[str], **options: Any) -> Completed:
         key = self.key(argv)
-        self.calls.append(list(argv))
-        self.timeouts[key] = timeout
+        self.timeouts[key] = options["timeout"]
         answers = self.script.get(key)
         assert answers, f"unexpected call {argv}"
         index = min(self.counts[key], len(answers) - 1)

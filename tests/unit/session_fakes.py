@@ -4,7 +4,6 @@ folder, each "machine" a name; nothing needs root, a block device, fio or a host
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,45 +17,12 @@ from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source
 from pytest_ssd.machine.address import SshAddress
-from pytest_ssd.machine.machine import LOCAL, Machine, Place
-from pytest_ssd.proc import Completed
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.site import Site, Sites, Tuning
 from pytest_ssd.site.base import Key
 from pytest_ssd.state.accounting import Counters
 from pytest_ssd.state.progress import Progress
-
-
-@dataclass
-class FakeMachine(Machine):
-    """A machine by name: it has every program and no files."""
-
-    name: str
-    place: Place = "host"
-
-    @property
-    def where(self) -> str:
-        return self.name
-
-    @property
-    def host(self) -> str | None:
-        return self.name
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        artifacts: Path | None = None,
-        name: str | None = None,
-        stdin: str | None = None,
-    ) -> Completed:
-        return Completed(tuple(argv), 0, "", "", 0.0)
-
-    def which(self, program: str, install_hint: str) -> str:
-        return f"/usr/bin/{program}"
-
-    def read(self, path: str) -> str | None:
-        return None
+from tests.fake_machine import FakeMachine
 
 
 @dataclass

@@ -37,7 +37,7 @@ def test_a_worker_rewrites_the_method_drivers_only(pytester: pytest.Pytester) ->
     result.assert_outcomes(passed=1)
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     loaders = json.loads((pytester.path / "loaders.json").read_text())
-    assert "pytest_ssd.fixture" in loaders and "pytest_ssd.plugin" in loaders
+    assert "pytest_ssd.bench" in loaders and "pytest_ssd.plugin" in loaders
     rewritten = {n for n, loader in loaders.items() if loader == "AssertionRewritingHook"}
     # the package and the module that unmarks it load before the unmarking; of a method's
     # folder (its hooks, workloads, figures) only its run

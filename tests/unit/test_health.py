@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.errors import ParseError, ToolError
+from pytest_ssd.errors import ParseError
 from pytest_ssd.health import (
     HealthSample,
     Sampler,
@@ -20,9 +20,10 @@ from pytest_ssd.health import (
     summarize,
 )
 from pytest_ssd.health.sources import Hwmon, hwmon_of, parse_smartctl
-from pytest_ssd.machine.machine import LOCAL, LocalMachine, Machine
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.proc.runner import Completed
 from pytest_ssd.report.transitions import _step_line
+from tests.fake_machine import FakeMachine
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "health"
 
@@ -156,21 +157,15 @@ def test_a_transition_step_shows_its_temperature_range_and_throttling() -> None:
     )
 
 
-class HostAt(LocalMachine):
+class HostAt(FakeMachine):
     """A test host whose /sys is *root* (the commands really run, here); no smartctl there."""
 
     def __init__(self, root: Path) -> None:
+        super().__init__("lab1", here=True, missing=frozenset({"smartctl"}))
         self.root = root
-
-    @property
-    def where(self) -> str:
-        return "ssh root@lab1"
 
     def run(self, argv: Sequence[str], **kwargs: Any) -> Completed:
         return super().run([a.replace("/sys/", f"{self.root}/") for a in argv], **kwargs)
-
-    def which(self, program: str, install_hint: str) -> str:
-        raise ToolError(f"{program} is not installed there ({install_hint})")
 
     glob = Machine.glob  # a shell's glob there, as over SSH
 

@@ -73,7 +73,7 @@ def test_importing_the_plugin_leaves_the_features_it_does_not_use() -> None:
     loaded = _loaded(
         "import json, sys; import pytest_ssd.plugin; print(json.dumps(sorted(sys.modules)))"
     )
-    assert "pytest_ssd.fixture" in loaded and "pytest_ssd.session" in loaded
+    assert "pytest_ssd.bench" in loaded and "pytest_ssd.session" in loaded
     assert sorted(loaded.intersection(NOT_LOADED)) == []
     # pytest-ssd's own modules: 165 before issue 30's cut, 137 after it; 140 with what every
     # run needs at its start since (the secret mask, the run's shape, the stale-folder sweep)
@@ -96,5 +96,5 @@ def test_a_worker_loads_no_feature_its_run_does_not_use(pytester: pytest.Pyteste
     assert "Traceback" not in output and "INTERNALERROR" not in output
     worker, modules = json.loads((pytester.path / "modules.json").read_text())
     loaded = set(modules)
-    assert worker == "gw0" and "pytest_ssd.fixture" in loaded
+    assert worker == "gw0" and "pytest_ssd.bench" in loaded
     assert sorted(loaded.intersection(NOT_LOADED)) == []

@@ -10,9 +10,9 @@ import pluggy
 import pytest
 
 from pytest_ssd import FigureKind, methods
+from pytest_ssd.bench import GENERIC_KINDS
 from pytest_ssd.errors import ExtensionError
 from pytest_ssd.extensions import figure_kinds
-from pytest_ssd.fixture import GENERIC_KINDS
 from pytest_ssd.report.build import declared_sections
 from pytest_ssd.results.record import Measurement
 from tests.unit.test_extensions import _conftest, _manager

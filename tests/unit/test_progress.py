@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from pytest_ssd.state import progress
 from pytest_ssd.state.accounting import counters_on
 from pytest_ssd.state.progress import KernelFeed, Plan, Progress, feeding, plan_of
 from pytest_ssd.state.relay import Relay, worker_writer
+from tests.fake_machine import FakeMachine
 
 MiB, GiB = 1 << 20, 1 << 30
 GOLDEN = Path(__file__).parent.parent / "golden" / "fio"
@@ -177,14 +179,11 @@ def test_rates_are_on_fios_clock_when_reports_arrive_bunched(
     assert rates(bunched=True)[2] == ["4,827 MiB/s"]
 
 
-class CountingHost:
+@dataclass
+class CountingHost(FakeMachine):
     """A test host whose disk's block-layer counters move 64 MiB and 512 writes a reading."""
 
-    where = "ssh root@lab7"
-    on = " on ssh root@lab7"
-
-    def __init__(self) -> None:
-        self.readings = 0
+    readings: int = 0
 
     def read(self, path: str) -> str | None:
         assert path == "/sys/class/block/sdb/stat"
@@ -196,7 +195,7 @@ class CountingHost:
 def test_a_host_run_is_followed_from_the_hosts_counters() -> None:
     host = CountingHost()
     docs: list[dict[str, Any]] = []
-    with KernelFeed(docs.append, host, "sdb", every_s=0.02):  # type: ignore[arg-type]
+    with KernelFeed(docs.append, host, "sdb", every_s=0.02):
         time.sleep(0.15)
     assert len(docs) >= 3, "a reading every interval, and one at the end"
     written = [moved(d, ("write",))[0] for d in docs]
@@ -206,7 +205,7 @@ def test_a_host_run_is_followed_from_the_hosts_counters() -> None:
 
 def test_a_file_on_a_host_gets_no_feed() -> None:
     follow = Progress("x", Plan(1 << 30), lambda text, final: None)
-    with feeding(follow, CountingHost(), None, live_status=False) as file:  # type: ignore[arg-type]
+    with feeding(follow, CountingHost(), None, live_status=False) as file:
         assert file is None, "a file on a host has no counters: the line at the end only"
 
 

@@ -12,7 +12,7 @@ from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.purge.builtin import BUILTIN
 from pytest_ssd.purge.extra import capabilities_of, pick, run
 from pytest_ssd.purge.methods import Capabilities
-from tests.unit.test_remote_host import Named
+from tests.fake_machine import FakeMachine
 
 DISK = DeviceIdentity(
     "/dev/sdb", "block", "sdb", 1 << 30, 512, 512, False, True, "M", "S", "F", "sata"
@@ -65,7 +65,7 @@ def test_builtin_methods_are_registered_with_their_capabilities() -> None:
 
 
 def test_a_host_is_offered_only_methods_whose_capabilities_reach_it() -> None:
-    host, both = Named("lab7"), (Here(), Anywhere(), Declared())
+    host, both = FakeMachine("lab7"), (Here(), Anywhere(), Declared())
     assert pick(DISK, both, None, LOCAL).name == "here"
     assert pick(DISK, both, None, host).name == "anywhere"
     assert pick(DISK, (Here(), Declared()), None, host).name == "declared"
@@ -87,6 +87,6 @@ def test_the_method_gets_the_devices_machine_after_the_guard(tmp_path: Path) -> 
         raise PurgeError("the guard refused")
 
     with pytest.raises(PurgeError, match="the guard refused"):
-        run(Anywhere(), DISK, tmp_path, Named("lab7"), view)  # type: ignore[arg-type]
+        run(Anywhere(), DISK, tmp_path, FakeMachine("lab7"), view)  # type: ignore[arg-type]
     assert seen == ["/dev/sdb"], "the guard asked the host's facts first"
     assert not list(tmp_path.iterdir()), "nothing ran"

@@ -11,8 +11,8 @@ import pytest
 from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.purge import PurgeMethod, promise, verify
 from pytest_ssd.purge.verify import sample_blocks
+from tests.fake_machine import FakeMachine
 from tests.unit.purge_fakes import nvme_identity, nvme_info, sata_identity, sparse_target
-from tests.unit.test_remote_host import Named
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,7 @@ def test_blocks_and_globs_read_the_same_through_any_machine(tmp_path: Path) -> N
     # reads in-process, another runs dd and a shell glob there (here: the same host)
     target = tmp_path / "target.img"
     target.write_bytes(b"".join(bytes([n]) * 4096 for n in range(8)))
-    host = Named("lab7")
+    host = FakeMachine("lab7", here=True)
     here = list(LOCAL.read_blocks(str(target), 4096, [0, 3, 7]))
     there = list(host.read_blocks(str(target), 4096, [0, 3, 7]))
     assert here == there == [(b, bytes([b]) * 4096) for b in (0, 3, 7)]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -26,6 +28,7 @@ from pytest_ssd.machine.ssh import (
     ssh_path,
 )
 from pytest_ssd.proc.runner import Completed
+from tests.fake_machine import FakeMachine
 
 
 def test_a_missing_program_is_one_line_naming_its_package() -> None:
@@ -82,16 +85,15 @@ def test_one_host_named_two_ways_resolves_to_one_key(tmp_path: Path) -> None:
 
 
 @dataclass
-class _SlowHost:
+class _SlowHost(FakeMachine):
     """A host whose lock never answers; /proc/locks there names *holders* on the node."""
 
-    holders: list[int]
-    where: str = "ssh lab-07"
+    holders: list[int] = field(default_factory=list)
 
     def hold(self, argv: list[str], **_: object) -> Completed:
         return Completed(tuple(argv), -15, "", "", 30.0)
 
-    def run(self, argv: list[str], timeout: float) -> Completed:
+    def run(self, argv: Sequence[str], **_: Any) -> Completed:
         if argv[-1] == "/dev/sdb":  # who holds it: the node's inode and the host's locks
             locks = [
                 f"{n}: FLOCK  ADVISORY  WRITE {p} 00:05:18 0 EOF"
@@ -114,11 +116,12 @@ def test_a_lock_that_does_not_come_says_it_timed_out(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, holders: list[int], why: str
 ) -> None:
     monkeypatch.setattr(hostlocks, "ACQUIRE_TIMEOUT_S", 0.0)
-    lock = DeviceLock(hostlocks.HostLocks(_SlowHost(holders), tmp_path), "/dev/sdb")  # type: ignore[arg-type]
+    host = _SlowHost("lab-07", holders=holders)
+    lock = DeviceLock(hostlocks.HostLocks(host, tmp_path), "/dev/sdb")  # type: ignore[arg-type]
     with pytest.raises(DeviceError) as caught:
         lock.acquire()
     assert str(caught.value) == (
-        f"timed out waiting for the lock on /dev/sdb on ssh lab-07 after 0 s ({why})"
+        f"timed out waiting for the lock on /dev/sdb on ssh root@lab-07 after 0 s ({why})"
     )
 
 

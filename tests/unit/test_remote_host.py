@@ -6,7 +6,6 @@ this machine read through a copy must give what reading it directly gives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -20,41 +19,12 @@ from pytest_ssd.host.record import device_settings, side_by_side
 from pytest_ssd.host.remote import HostIo, copy_tree, read_host
 from pytest_ssd.host.remote_tune import checked_on
 from pytest_ssd.host.settings import host_settings
-from pytest_ssd.machine.machine import LOCAL, Machine, Place
 from pytest_ssd.machine.snapshot import OUTSIDE
 from pytest_ssd.machine.ssh import MARK
-from pytest_ssd.proc import Completed
+from tests.fake_machine import FakeMachine
 
 #: readings that move between two reads (a clock, free memory, other processes)
 MOVING = {"cpu-frequency", "memory", "busy-processes"}
-
-
-class Named(Machine):
-    """This machine under a host's name (what SshMachine gives), or failing on purpose."""
-
-    place: Place = "host"
-
-    def __init__(self, label: str, fail: bool = False) -> None:
-        self.label, self.fail = label, fail
-
-    @property
-    def where(self) -> str:
-        return f"ssh root@{self.label}"
-
-    @property
-    def host(self) -> str | None:
-        return self.label
-
-    def run(self, argv: Sequence[str], **kwargs: object) -> Completed:  # type: ignore[override]
-        if self.fail:
-            return Completed(tuple(argv), 255, "", "ssh: connect to host: Connection refused", 0.1)
-        return LOCAL.run(argv, timeout=60)
-
-    def which(self, program: str, install_hint: str) -> str:
-        return LOCAL.which(program, install_hint)
-
-    def read(self, path: str) -> str | None:
-        return LOCAL.read(path)
 
 
 def _disk() -> Path:
@@ -72,7 +42,7 @@ def test_this_machine_read_as_a_host_reads_as_itself() -> None:
     direct = HostRecord.read(
         roots, io, [*host_settings(roots), *device_settings(roots, io, devices)], devices
     )
-    remote = read_host(Named("lab7"), devices, busy_sample_s=0.2)
+    remote = read_host(FakeMachine("lab7", here=True), devices, busy_sample_s=0.2)
     assert [r.key for r in remote] == [r.key for r in direct.readings]
     for mine, theirs in zip(direct.readings, remote, strict=True):
         assert theirs.host == "lab7" and theirs.source.endswith(" on lab7")
@@ -122,7 +92,9 @@ def test_busy_processes_on_a_host_leave_out_the_reading_itself(tmp_path: Path) -
     # a partition's scheduler is its disk's, found as settings.scheduler finds it here
     disk_id = identify_like("sda1")
     (setting,) = [
-        s for s in device_settings(now, HostIo(Named("x")), disk_id) if s.key == "scheduler"
+        s
+        for s in device_settings(now, HostIo(FakeMachine("x", here=True)), disk_id)
+        if s.key == "scheduler"
     ]
     assert setting.read().value == "mq-deadline"
     (path,) = setting.paths  # type: ignore[union-attr]
@@ -141,24 +113,25 @@ def test_a_path_out_of_the_copy_is_refused(tmp_path: Path) -> None:
 
 def test_a_host_is_never_tuned() -> None:
     with pytest.raises(TuneError, match="does not change a test host"):
-        HostIo(Named("lab7")).write(Path("/sys/kernel/mm/transparent_hugepage/enabled"), "never")
+        HostIo(FakeMachine("lab7", here=True)).write(
+            Path("/sys/kernel/mm/transparent_hugepage/enabled"), "never"
+        )
 
 
 def test_host_readings_are_rows_of_their_own_beside_this_machines() -> None:
     devices = {"dut": identify(_disk())}
     here = HostRecord.read(Roots(), SystemIo(), host_settings(Roots()), {}, busy_sample_s=0.05)
-    there = read_host(Named("lab7"), devices, busy_sample_s=0.05)
+    there = read_host(FakeMachine("lab7", here=True), devices, busy_sample_s=0.05)
     env = HostRecord((*here.readings, *there)).as_dict()
     names = [name for name, _ in side_by_side([env])]
     assert "Transparent huge pages" in names and "Transparent huge pages (host lab7)" in names
 
 
-class FakeNvme(Named):
+class FakeNvme(FakeMachine):
     """This machine as a host whose ``nvme`` records its arguments and its data buffer."""
 
     def __init__(self, folder: Path) -> None:
-        super().__init__("lab7")
-        self.folder = folder
+        super().__init__("lab7", here=True)
         self.script = folder / "nvme"
         self.script.write_text(
             "#!/bin/sh\n"

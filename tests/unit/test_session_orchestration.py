@@ -64,7 +64,7 @@ def test_one_resolution_for_every_site(tmp_path: Path) -> None:
     b = devices.duts["host-b-b.img"]
     assert b.label.endswith(" on host-b") and b.lock_pid == 4242 and b.pinned is not None
     assert devices.warnings == ["a.img: a fake summary", "host-b-b.img: a fake summary"]
-    assert devices.services["host-b-b.img"].machine.where == "host-b"
+    assert devices.services["host-b-b.img"].machine.where == "ssh root@host-b"
 
 
 def test_a_sites_devices_are_all_guarded_before_their_claims_go_out_together(

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from pytest_ssd.analysis import log_path, read_log
+from pytest_ssd.bench import SsdBench
 from pytest_ssd.figures.latency import LatencySample
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import JobResult
-from pytest_ssd.fixture import SsdBench
 from pytest_ssd.methods.esd import figures as figs
 from pytest_ssd.methods.esd.analysis import POINT_RECORD
 from pytest_ssd.methods.esd.workloads import (

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_ssd.bench import SsdBench
 from pytest_ssd.figures.steady import snia_convergence, snia_window
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.results import JobResult, percentiles_from_bins
-from pytest_ssd.fixture import SsdBench
 from pytest_ssd.methods.snia import figures as figs
 from pytest_ssd.methods.snia.workloads import PtsTest, SniaPlan, plan
 from pytest_ssd.steady.snia import SniaTracker, SniaVerdict, judge_window

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from pytest_ssd.analysis.fill import log_path, read_log
+from pytest_ssd.bench import SsdBench
 from pytest_ssd.figures import PALETTE
 from pytest_ssd.fio.engine import FioRun
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fixture import SsdBench
 from pytest_ssd.methods.wsat import figures as figs
 from pytest_ssd.methods.wsat.workloads import (
     SteadyRegion,

@@ -1,4 +1,5 @@
-"""The per-test ``ssd`` object: runs fio on the test's device and records what it measured."""
+"""SsdBench, the per-test ``ssd`` object: runs fio on the test's device and records what it
+measured (the ``ssd`` fixture that makes it is in :mod:`pytest_ssd.plugin.fixtures`)."""
 
 from __future__ import annotations
 
