@@ -23,8 +23,8 @@ from pytest_ssd.db.conn import Conn
 from pytest_ssd.db.faults import database_error
 from pytest_ssd.db.model import shared_test_id
 from pytest_ssd.db.opening import open_writer
-from pytest_ssd.db.resume import forget_unfinished, last_seq
 from pytest_ssd.db.schema import intact
+from pytest_ssd.db.unfinished import forget_unfinished, last_seq
 from pytest_ssd.db.url import DbUrl, db_url
 from pytest_ssd.results.history import (
     PROFILE_KEY,

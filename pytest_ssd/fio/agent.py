@@ -231,12 +231,12 @@ class HostGates:
         """The FIFOs in the batch's folder on the host (the agent made it)."""
         self.ask("fifo " + " ".join(names))
 
-    def spawn(self, relative: str, argv: list[str], artifacts: Path, *, idle: bool) -> HostFio:
+    def spawn(self, relative: str, argv: list[str], artifacts: Path, *, idle: bool) -> AgentFio:
         """Start *argv* in the batch folder's *relative* folder on the host (*idle*: under
-        ``SCHED_IDLE`` until :meth:`HostFio.normal_policy`)."""
+        ``SCHED_IDLE`` until :meth:`AgentFio.normal_policy`)."""
         key = relative.replace("/", "_") or "all"
         self.ask(f"spawn {key} {relative or '.'} {int(idle)} {' '.join(argv)}")
-        return HostFio(self, key, tuple(argv), artifacts, time.monotonic())
+        return AgentFio(self, key, tuple(argv), artifacts, time.monotonic())
 
     def pin(self, node: str, number: tuple[int, int]) -> None:
         """Note the device number and identity files of *node* for every later release
@@ -297,7 +297,7 @@ class HostGates:
 
 
 @dataclass
-class HostFio:
+class AgentFio:
     """A fio process of a batch on the host (:meth:`HostGates.spawn`), as a Background."""
 
     gates: HostGates

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pytest_ssd.fio.agent import HostFio
+from pytest_ssd.fio.agent import AgentFio
 from pytest_ssd.fio.job import FIO_INSTALL_HINT, FioJob
 from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
 from pytest_ssd.machine.machine import LOCAL, Machine
@@ -26,7 +26,7 @@ from pytest_ssd.proc import Background, spawn, which
 from pytest_ssd.proc.runner import may_raise_priority
 
 #: a batch's fio process: this process's child, or one its agent started
-FioProcess = Background | HostFio
+FioProcess = Background | AgentFio
 
 
 class Gates(Protocol):

@@ -199,12 +199,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ssd_session = session.config.stash.get(SESSION_KEY, None)
     if ssd_session is None:
         return
-    from pytest_ssd.plugin import overview, resume  # noqa: PLC0415  # an active run's only
+    from pytest_ssd.plugin import kept, overview  # noqa: PLC0415  # an active run's only
 
     try:
         link_datasheet_lines(session.items, SPEC_FIXTURE)  # the items -k and -m kept
         # the kept tests of a resumed run do not run: no batch holds their jobs
-        runs = resume.to_run(ssd_session, session.items)
+        runs = kept.to_run(ssd_session, session.items)
         session.config.stash[BATCHES_KEY].groups = mark_groups(runs)
     except SsdError:  # a bad marker: modifyitems' usage error is already on its way
         return
@@ -214,7 +214,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         lines = overview.plan_lines(ssd_session, runs)
     except SsdError:  # a bad marker: modifyitems' usage error is already on its way
         return
-    lines = [*resume.plan_lines(ssd_session, session.items), *lines]  # a resumed run's first
+    lines = [*kept.plan_lines(ssd_session, session.items), *lines]  # a resumed run's first
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if lines and reporter is not None:
         reporter.write_sep("-", "pytest-ssd plan")
@@ -228,10 +228,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     session = item.config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
-    from pytest_ssd.plugin import resume  # noqa: PLC0415  # an active run's only
+    from pytest_ssd.plugin import kept  # noqa: PLC0415  # an active run's only
 
-    found = resume.kept_test(session, item.nodeid)
+    found = kept.kept_test(session, item.nodeid)
     if found is None:
         return None
-    resume.report_kept(item, nextitem, found)
+    kept.report_kept(item, nextitem, found)
     return True

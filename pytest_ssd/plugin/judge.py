@@ -1,4 +1,4 @@
-"""The baseline's judge (``--ssd-baseline``, see :mod:`pytest_ssd.plugin.baseline`): after a
+"""The baseline's judge (``--ssd-baseline``, see :mod:`pytest_ssd.plugin.against`): after a
 test's body, its points against the baseline's.  Loaded only by a run that asks for it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from pytest_ssd.bench import SsdBench
 from pytest_ssd.results.record import DERIVED_PROPERTY, Derived
 from pytest_ssd.verdict import VERDICTS, Baseline, MetricVerdict
-from pytest_ssd.verdict.baseline import RECORD
+from pytest_ssd.verdict.reference import RECORD
 from pytest_ssd.verdict.summary import DriveVerdicts, gate, summary_lines
 
 

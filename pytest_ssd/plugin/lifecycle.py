@@ -13,7 +13,7 @@ import pytest
 
 from pytest_ssd.errors import ExtensionInterrupt, SsdError, present
 from pytest_ssd.extensions import Extensions, from_hooks
-from pytest_ssd.plugin import baseline, health
+from pytest_ssd.plugin import against, health
 from pytest_ssd.plugin.batching import BATCHES_KEY, Batches
 from pytest_ssd.plugin.collection import declared
 from pytest_ssd.plugin.options import from_config
@@ -88,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         worker.progress = worker_writer(worker.run_dir, config.workerinput["workerid"])  # type: ignore[attr-defined]
         config.stash[SESSION_KEY] = worker
-        baseline.register(config, worker.run_dir)
+        against.register(config, worker.run_dir)
         return
     if _is_worker(config) or not _active(config):
         return
@@ -121,7 +121,7 @@ def _configure_controller(config: pytest.Config) -> None:
             session.warnings.append(UNOPENED)
         return
     _pin_devices_to_workers(config)
-    judged_against = baseline.prepare(config, session)  # a refusal before anything is made
+    judged_against = against.prepare(config, session)  # a refusal before anything is made
     interrupts = Interrupts()  # a kill, a closed terminal or ssh, Ctrl-C: once, then a line
     interrupts.install()
     config.stash[INTERRUPTS_KEY] = interrupts
@@ -157,7 +157,7 @@ def _record(config: pytest.Config, session: SsdSession, judged_against: Any) -> 
     from pytest_ssd.plugin import controller  # noqa: PLC0415  # see _configure_controller
 
     if judged_against is not None:  # with the datasheets' [baseline] bands, now assigned
-        baseline.start(config, session, judged_against)
+        against.start(config, session, judged_against)
     if getattr(config.option, "numprocesses", None):  # xdist: the workers' progress lines
         config.stash[RELAY_KEY] = _relay(config, session.run_dir)
     store = present(session.store, "the results store")

@@ -16,15 +16,15 @@ from pytest_ssd.documents import not_a_file
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.health.profile import HealthProfile, load_profile
-from pytest_ssd.plugin import baseline
+from pytest_ssd.plugin import against
 from pytest_ssd.plugin.shape import run_shape
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.results import junit
 from pytest_ssd.results.location import DB_FILE, DB_OPTION, INI_OPTION
 from pytest_ssd.results.location import report_dir as report_dir_of
-from pytest_ssd.session.options import Options
+from pytest_ssd.session.choices import Options
 from pytest_ssd.session.resume import resume_option, run_id_option
-from pytest_ssd.specs.options import DatasheetOptions
+from pytest_ssd.specs.flags import DatasheetOptions
 from pytest_ssd.state.profile import PROFILE_NAMES, idle_option
 from pytest_ssd.text import name_problem
 
@@ -254,7 +254,7 @@ def _comparison_options(group: pytest.OptionGroup) -> None:
         group.addoption(
             option, dest=dest, action="append", type=_label(option), metavar=metavar, help=text
         )
-    baseline.add_options(group)
+    against.add_options(group)
 
 
 def _hosts_options(group: pytest.OptionGroup) -> None:

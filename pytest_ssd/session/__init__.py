@@ -34,9 +34,9 @@ from pytest_ssd.health.watch import HealthWatch
 from pytest_ssd.proc import which
 from pytest_ssd.proc.sweep import SessionMark
 from pytest_ssd.results import runinfo
+from pytest_ssd.session.choices import Options
 from pytest_ssd.session.devices import PURGE_NAMES, Devices, speed_key
 from pytest_ssd.session.environment import HostEnvironment
-from pytest_ssd.session.options import Options
 from pytest_ssd.session.resume import SHAPE_KEY, UNKNOWN_STATE, ArgvShape, Resumed
 from pytest_ssd.session.store import RunStore
 from pytest_ssd.site import DeviceSite, Dut

@@ -30,7 +30,7 @@ from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.purge.extra import pick as pick_purge
-from pytest_ssd.session.options import Options
+from pytest_ssd.session.choices import Options
 from pytest_ssd.site import DeviceSite, Dut, Site, SiteLock, Sites, Tuning
 
 #: what --ssd-purge takes of pytest-ssd's own methods (plugins may add more)
@@ -44,7 +44,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Held:
+class LockedDut:
     """A named device resolved and locked on its site, before its guard."""
 
     dut: Dut
@@ -192,7 +192,7 @@ class Devices:
         self._check_purge()
 
     def _name(
-        self, wanted: list[tuple[int, DutSpec]], found: list[Held | BaseException]
+        self, wanted: list[tuple[int, DutSpec]], found: list[LockedDut | BaseException]
     ) -> list[str]:
         """Every device's id (:mod:`pytest_ssd.device.naming`), given to each device held;
         when one was refused, none (the first refusal is raised in order)."""
@@ -201,7 +201,7 @@ class Devices:
 
         keys: dict[int, str] = {}
         for (index, spec), held in zip(wanted, found, strict=True):
-            if not isinstance(held, Held):
+            if not isinstance(held, LockedDut):
                 return []
             host = spec.address.label if spec.address else None
             keys[index] = identity_key(held.dut.identity.as_dict(), host)
@@ -209,7 +209,7 @@ class Devices:
         # a resumed run's devices keep the ids it gave them (paired by what they are)
         ids = [self.recorded.get(dut_id, dut_id) for dut_id in device_ids(given)]
         for (index, _), held in zip(wanted, found, strict=True):
-            if isinstance(held, Held):
+            if isinstance(held, LockedDut):
                 held.dut.id = ids[index]
         return ids
 
@@ -230,7 +230,7 @@ class Devices:
 
     def _resolve_named(
         self, dut_id: str, spec: DutSpec, seen: dict[Key, str], order: Order, look: View | None
-    ) -> Held:
+    ) -> LockedDut:
         """A device or file the user named, here or on a test host: its node, lock, size and
         identity, each on the device's site (*look*: its site's facts, None: look now)."""
         site = self.sites.of(spec.address)
@@ -269,14 +269,14 @@ class Devices:
             lock_pid=lock.pid,
             pinned=lock.pinned(identity),
         )
-        return Held(dut, site, lock)
+        return LockedDut(dut, site, lock)
 
-    def _hold_all(self, found: list[Held | BaseException]) -> list[Dut | BaseException]:
+    def _hold_all(self, found: list[LockedDut | BaseException]) -> list[Dut | BaseException]:
         """:meth:`_hold` every device locked, each site's looked at once after all its locks."""
-        held = [h for h in found if isinstance(h, Held)]
+        held = [h for h in found if isinstance(h, LockedDut)]
         groups = self._by_machine(held, lambda h: h.dut.address)
 
-        def hold(group: list[Held]) -> dict[str, Dut | BaseException]:
+        def hold(group: list[LockedDut]) -> dict[str, Dut | BaseException]:
             site = group[0].site
             views = site.views({str(h.dut.path): h.dut.lock_pid for h in group})
             done: dict[str, Dut | BaseException] = {}
@@ -299,7 +299,7 @@ class Devices:
         outcome: dict[str, Dut | BaseException] = {}
         for done in each(groups, hold):
             outcome.update(done)
-        return [f if not isinstance(f, Held) else outcome[f.dut.id] for f in found]
+        return [f if not isinstance(f, LockedDut) else outcome[f.dut.id] for f in found]
 
     def _hold(self, dut: Dut, site: Site, lock: SiteLock, view: View | None = None) -> None:
         """Check *dut* is what *lock* holds; to write it, guard and confirm it and claim it

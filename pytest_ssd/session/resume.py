@@ -33,7 +33,7 @@ from pytest_ssd.state.estimate import duration
 
 if TYPE_CHECKING:  # a worker never opens the database
     from pytest_ssd.db import RunInfo
-    from pytest_ssd.db.resume import FinishedTest
+    from pytest_ssd.db.unfinished import FinishedTest
 
 OPTION = "--ssd-resume"
 #: a run of a given id: new when the database has none of it, resumed when it was cut short
@@ -154,8 +154,8 @@ class Resumed:
         option: str,
     ) -> Resumed | None:
         from pytest_ssd.db import ResultsDb  # noqa: PLC0415  # the controller reads the run
-        from pytest_ssd.db.resume import finished_tests  # noqa: PLC0415
         from pytest_ssd.db.sync import count_rows  # noqa: PLC0415
+        from pytest_ssd.db.unfinished import finished_tests  # noqa: PLC0415
 
         if option == RUN_ID_OPTION and not _readable(db_url):  # the lab's first run
             return None
@@ -275,7 +275,7 @@ class Resumed:
 
     @classmethod
     def from_workerinput(cls, data: dict[str, Any]) -> Resumed:
-        from pytest_ssd.db.resume import FinishedTest  # noqa: PLC0415  # a resumed run's
+        from pytest_ssd.db.unfinished import FinishedTest  # noqa: PLC0415  # a resumed run's
 
         finished = (
             FinishedTest(nodeid, outcome, seconds, message, tuple((k, v) for k, v in properties))

@@ -1,4 +1,4 @@
-"""The machine model: where a device is, and every service that touches it there.
+"""A device's services on its machine (the transport beneath is :mod:`pytest_ssd.machine`).
 
 A device is in a :class:`Site`: this machine or a test host reached over SSH, a
 host like any other.  A site answers for everything pytest-ssd does on a device's

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.fio.runners import FioRunner, HostFio
-from pytest_ssd.hosts import Hosts, TestHost
 from pytest_ssd.machine.address import SshAddress, parse_address
 from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.site.base import Tuning
 from pytest_ssd.site.jobs import MachineSite
+from pytest_ssd.testhosts import Hosts, TestHost
 
 
 @dataclass

@@ -7,11 +7,11 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from pytest_ssd.errors import SsdError
-from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.site.base import Site
 from pytest_ssd.site.host import HostSite
 from pytest_ssd.site.local import LocalSite
+from pytest_ssd.testhosts import Hosts
 
 
 @dataclass

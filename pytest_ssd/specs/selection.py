@@ -13,10 +13,10 @@ from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.specs.flags import DatasheetOptions
 from pytest_ssd.specs.load import datasheet_files, load_datasheet, load_datasheets
 from pytest_ssd.specs.match import require_match, select
 from pytest_ssd.specs.model import Datasheet
-from pytest_ssd.specs.options import DatasheetOptions
 
 #: the datasheets shipped beside the package (a source checkout or an editable install)
 SHIPPED = Path(__file__).resolve().parents[2] / "datasheets"

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 from pytest_ssd.lazy import exports
 
 if TYPE_CHECKING:
-    from pytest_ssd.verdict.baseline import Baseline
     from pytest_ssd.verdict.judge import VERDICTS, MetricVerdict, judge_point
+    from pytest_ssd.verdict.reference import Baseline
 else:  # a module is imported when one of its names is first asked for
     __getattr__ = exports(
         __name__,
         {
-            ".baseline": ("Baseline",),
+            ".reference": ("Baseline",),
             ".judge": ("VERDICTS", "MetricVerdict", "judge_point"),
         },
     )

@@ -24,8 +24,8 @@ from typing import Any
 
 from pytest_ssd.db import ResultsDb
 from pytest_ssd.errors import DatabaseError
-from pytest_ssd.verdict.baseline import Points, judge_points, runs_of, states_of
 from pytest_ssd.verdict.judge import VERDICTS, MetricVerdict
+from pytest_ssd.verdict.reference import Points, judge_points, runs_of, states_of
 from pytest_ssd.verdict.summary import Judged
 from pytest_ssd.verdict.tolerance import Tolerances
 

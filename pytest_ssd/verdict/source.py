@@ -12,9 +12,9 @@ from pytest_ssd.db.url import DbUrl
 from pytest_ssd.device.naming import recorded_key
 from pytest_ssd.errors import ConfigError, DatabaseError
 from pytest_ssd.results.history import builds_against
-from pytest_ssd.verdict.baseline import Baseline, judge_points, runs_of, states_of
 from pytest_ssd.verdict.environment import demoted, differences
 from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.reference import Baseline, judge_points, runs_of, states_of
 from pytest_ssd.verdict.summary import Judged
 from pytest_ssd.verdict.tolerance import Tolerances
 

@@ -25,13 +25,13 @@ from pytest_ssd.device.identity import identify, identify_on
 from pytest_ssd.device.node import DeviceLock, canonical
 from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError, ToolError
-from pytest_ssd.hosts import Hosts
 from pytest_ssd.machine.address import parse_address
 from pytest_ssd.machine.hostlocks import HostLocks
 from pytest_ssd.machine.locks import HereLocks
 from pytest_ssd.machine.machine import LOCAL, SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.site.host import HostSite
+from pytest_ssd.testhosts import Hosts
 from tests.sshd import Sshd
 
 LoopFactory = Callable[..., Path]

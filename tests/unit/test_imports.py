@@ -26,7 +26,7 @@ NOT_LOADED = (
     "pytest_ssd.specs.check",
     "pytest_ssd.specs.model",
     "pytest_ssd.specs.load",
-    "pytest_ssd.verdict.baseline",
+    "pytest_ssd.verdict.reference",
     "pytest_ssd.verdict.judge",
     "pytest_ssd.verdict.tolerance",
     "pytest_ssd.host.record",

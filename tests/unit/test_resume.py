@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.db import ResultsDb, RunWriter, TestRecords
-from pytest_ssd.db.resume import FinishedTest, finished_tests
+from pytest_ssd.db.unfinished import FinishedTest, finished_tests
 from pytest_ssd.db.url import db_url
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ConfigError

@@ -14,8 +14,8 @@ from pytest_ssd.device.pinned import DeviceChanged, Pinned
 from pytest_ssd.errors import ConfigError, SafetyError
 from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.session import SsdSession
+from pytest_ssd.session.choices import Options
 from pytest_ssd.session.devices import Devices
-from pytest_ssd.session.options import Options
 from pytest_ssd.site import Sites, Tuning
 from tests.unit.session_fakes import FakeSites
 

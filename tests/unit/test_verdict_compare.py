@@ -15,8 +15,8 @@ from pytest_ssd.db import ResultsDb, RunInfo, RunWriter, TestRecords
 from pytest_ssd.report.build import gather
 from pytest_ssd.report.sections import build
 from pytest_ssd.results.record import Derived
-from pytest_ssd.verdict.baseline import runs_of
 from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.reference import runs_of
 from pytest_ssd.verdict.source import compare_runs, pair_drives
 from tests.unit.db_fixtures import CORNERS, corner, description, write_run
 from tests.unit.test_sections_csd import load

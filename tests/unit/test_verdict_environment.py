@@ -9,8 +9,8 @@ import pytest
 
 from pytest_ssd.cli import main
 from pytest_ssd.db import ResultsDb
-from pytest_ssd.verdict.baseline import Baseline
 from pytest_ssd.verdict.environment import differences
+from pytest_ssd.verdict.reference import Baseline
 from pytest_ssd.verdict.source import compare_runs
 from tests.unit.test_verdict_compare import write_repeated
 

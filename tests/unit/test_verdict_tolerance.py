@@ -10,8 +10,8 @@ import pytest
 from pytest_ssd.cli import main
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.specs import load_datasheet
-from pytest_ssd.verdict.baseline import Baseline
 from pytest_ssd.verdict.judge import judge_point
+from pytest_ssd.verdict.reference import Baseline
 from pytest_ssd.verdict.tolerance import (
     DERIVED,
     SheetTolerances,

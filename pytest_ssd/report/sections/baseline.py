@@ -15,8 +15,8 @@ from pytest_ssd.db import DriveResults
 from pytest_ssd.figures.verdicts import Row, ratio_intervals
 from pytest_ssd.report.sections.base import Context, Section, table
 from pytest_ssd.results.history import builds_against
-from pytest_ssd.verdict.baseline import RECORD, judge_points, runs_of, states_of
 from pytest_ssd.verdict.judge import MetricVerdict
+from pytest_ssd.verdict.reference import RECORD, judge_points, runs_of, states_of
 from pytest_ssd.verdict.summary import DriveVerdicts
 from pytest_ssd.verdict.tolerance import Tolerances
 

@@ -10,7 +10,7 @@ from pytest_ssd.device.drive_class import DriveClassName
 from pytest_ssd.device.dut import DutSpec
 from pytest_ssd.health.profile import HealthProfile
 from pytest_ssd.results.location import DB_FILE
-from pytest_ssd.specs.options import DatasheetOptions
+from pytest_ssd.specs.flags import DatasheetOptions
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pytest_ssd.session.resume import UNKNOWN_STATE
 from pytest_ssd.state.plan import device_of, need_of
 
 if TYPE_CHECKING:  # a resumed run's (the database's module)
-    from pytest_ssd.db.resume import FinishedTest
+    from pytest_ssd.db.unfinished import FinishedTest
 
 #: the user property a kept test's reports carry: the run that recorded it
 KEPT_PROPERTY = "ssd_kept"
