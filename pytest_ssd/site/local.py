@@ -90,7 +90,7 @@ class LocalSite(Site):
         return feeding(follow, self.machine, kernel_name, self.runner().live_status)
 
     def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
-        tuning.here[dut_id] = identity
+        tuning.add(self.machine, dut_id, identity)
 
     def close(self) -> None:
         while self.locks:
