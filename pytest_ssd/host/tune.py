@@ -191,8 +191,8 @@ class Tuner:
     _touched: list[Change] = field(default_factory=list)
     _restored: bool = False
     _own_artifacts: bool = False
-    #: recovery ran (None), or why the journal was not checked
-    _recovered: str | None = "not yet"
+    #: recovery ran
+    _recovered: bool = False
 
     def __post_init__(self) -> None:
         self.log.requested = self.requested
@@ -297,22 +297,13 @@ class Tuner:
         """Take the machine's lock, put back what a dead session left; refuse beside a live
         one (once).
 
-        A session that does not tune and cannot reach the journal goes on (a warning at
-        :meth:`start`); the lock is kept only by a session that tunes.
+        A journal that cannot be checked refuses the session, tuning or not; the lock is
+        kept only by a session that tunes.
         """
-        if self._recovered != "not yet":
+        if self._recovered:
             return
-        self._recovered = None
-        try:
-            mine = self._acquire()
-        except SsdError as exc:
-            if self.requested:
-                raise
-            self._recovered = (
-                f"{self.label or 'this machine'}: its tune journal was not checked: {exc}"
-            )
-            return
-        if not mine:
+        self._recovered = True
+        if not self._acquire():
             if self.requested:
                 raise self._busy()
             return
@@ -333,8 +324,6 @@ class Tuner:
         a warning.
         """
         self.recover()
-        if self._recovered is not None:
-            warnings.append(self._recovered)
         with scratch() as tmp:
             if self.requested:
                 try:
@@ -353,7 +342,8 @@ class Tuner:
         """Put back a dead session's journal: its entries checked on a copy of the machine."""
         journal, entries = left
         back, said = checked_on(tree, entries)
-        put_back(back, said, self._io(), self.log, f"pid {journal.pid}{self.machine.on}")
+        on = f" on {self.label}" if self.label else ""
+        put_back(back, said, self._io(), self.log, f"pid {journal.pid}{on}")
         self._run(DROP, what="remove its tune journal")
 
     def _apply(self, tree: Tree, devices: Mapping[str, DeviceIdentity]) -> None:
