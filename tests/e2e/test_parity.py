@@ -171,12 +171,7 @@ def test_tune(
     as_found: Callable[..., Callable[[], dict[Path, str]]],  # noqa: F811  (the fixture)
 ) -> None:
     dev = loop_device(256)
-    scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
-    if "mq-deadline" not in scheduler.read_text():
-        pytest.skip(f"{scheduler} offers no mq-deadline to start from")
-    now = as_found(Path("/sys/kernel/mm/transparent_hugepage/enabled"), scheduler)
-    scheduler.write_text("mq-deadline")
-    before = now()
+    now, before = _untuned(dev, as_found)
     run = run_ssd(*where.dut(dev), "--ssd-tune", "-k", "seq-read")
     out = _clean(run)
     assert run.result.ret == 0, out
@@ -376,13 +371,7 @@ def test_one_tuner_tunes_restores_and_recovers_either_machine(
 
     dev = loop_device(64)
     scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
-    if "mq-deadline" not in scheduler.read_text():
-        pytest.skip(f"{scheduler} offers no mq-deadline to start from")
-    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-    aslr = Path("/proc/sys/kernel/randomize_va_space")
-    now = as_found(thp, aslr, scheduler)
-    scheduler.write_text("mq-deadline")
-    before = now()
+    now, before = _untuned(dev, as_found, Path("/proc/sys/kernel/randomize_va_space"))
     folder, devices = tmp_path / "tune", {"dut": identify(dev)}
     tuned = Tuner(machine, True, folder=folder)
     warnings: list[str] = []
@@ -405,3 +394,16 @@ def test_one_tuner_tunes_restores_and_recovers_either_machine(
     again.start(devices, warnings)
     again.restore()
     assert now() == before and not (folder / "restore.json").exists() and warnings == []
+
+
+def _untuned(
+    dev: Path, watch: Callable[..., Callable[[], dict[Path, str]]], *more: Path
+) -> tuple[Callable[[], dict[Path, str]], dict[Path, str]]:
+    """THP, *more* and *dev*'s scheduler *watch*\\ ed (put back as found at teardown), the
+    scheduler off the method's ``none``: the reader of them now, and what it reads."""
+    scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
+    if "mq-deadline" not in scheduler.read_text():
+        pytest.skip(f"{scheduler} offers no mq-deadline to start from")
+    now = watch(Path("/sys/kernel/mm/transparent_hugepage/enabled"), scheduler, *more)
+    scheduler.write_text("mq-deadline")
+    return now, now()
