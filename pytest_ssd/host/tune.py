@@ -38,7 +38,7 @@ from typing import Any
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.openers import describe
-from pytest_ssd.errors import SsdError
+from pytest_ssd.errors import SsdError, present
 from pytest_ssd.host import facts
 from pytest_ssd.host.changes import Change, FileWrite
 from pytest_ssd.host.io import Io, MachineIo, TuneError
@@ -56,12 +56,19 @@ TIMEOUT_S = 60.0
 #: the machine's tune folder ``$d`` (``$1`` if given: the tests' own) made and checked:
 #: the state folder and it, real folders of the user, private
 PRIVATE = """
+refuse() {
+  echo "refusing pytest-ssd's state folder $1: it $2; make it a private folder (chmod 700)" \\
+    "or remove it" >&2
+  exit 3
+}
 check() {
   (umask 077; mkdir -p "$1") || exit 3
-  [ -d "$1" ] && [ ! -L "$1" ] || { echo "$1 is not a folder" >&2; exit 3; }
+  [ -d "$1" ] && [ ! -L "$1" ] || refuse "$1" "is not a folder (a symlink or a file)"
   set -- "$1" $(stat -c '%u %a' "$1")
-  [ "$2" = "$(id -u)" ] || { echo "$1 is owned by uid $2" >&2; exit 3; }
-  case $3 in *[2367]?|*[2367]) echo "$1 is writable by others (mode $3)" >&2; exit 3 ;; esac
+  [ "$2" = "$(id -u)" ] || refuse "$1" "is owned by uid $2, not by uid $(id -u)"
+  case $3 in
+    *[2367]?|*[2367]) refuse "$1" "is writable by others (mode $(printf %04d "$3"))" ;;
+  esac
 }
 d=$1
 if [ -z "$d" ]; then
@@ -75,8 +82,28 @@ if [ -z "$d" ]; then
 fi
 check "$d"
 """
+#: the journal ``$d/restore.json``, if there is one, after a ``journal`` mark: a regular
+#: file of the user, private (nobody else may read it either); else why it is refused
+#: (sh text with no single quote: the lock's holder runs it)
+JOURNAL = f"""
+f="$d/{RESTORE_FILE}"
+if [ -e "$f" ] || [ -L "$f" ]; then
+  if [ ! -f "$f" ] || [ -L "$f" ]; then echo "{MARK}refused $f is not a file"
+  else
+    set -- $(stat -c "%u %a" "$f")
+    if [ "$1" != "$(id -u)" ]; then echo "{MARK}refused $f is owned by uid $1"
+    else
+      case $2 in
+        *[1-7]?|*[1-7]) echo "{MARK}refused $f is not private (mode $2): check and delete it" ;;
+        *) echo "{MARK}journal"; cat -- "$f"; echo; echo "{MARK}end" ;;
+      esac
+    fi
+  fi
+fi
+"""
 #: ``sh -c HOLD sh FOLDER``: the lock (a private file), its holder's pid and start time
-#: there; when a live session holds it, each holder ``/proc/locks`` names, with its command
+#: there, and the journal read under it; when a live session holds it, each holder
+#: ``/proc/locks`` names, with its command
 HOLD = f"""{PRIVATE}
 umask 077
 echo "{MARK}dir $d"
@@ -88,19 +115,10 @@ if ! flock -n -o "$d/{LOCK_FILE}" true; then
   done < /proc/locks
   exit {CONFLICT}
 fi
-{hold_script(f'"$d/{LOCK_FILE}"')}"""
-#: ``sh -c READ sh FOLDER``: the journal, if there is one (a regular file of the user,
-#: private: nobody else may read it either)
-READ = f"""{PRIVATE}
-f="$d/{RESTORE_FILE}"
-[ -e "$f" ] || [ -L "$f" ] || exit 0
-[ -f "$f" ] && [ ! -L "$f" ] || {{ echo "$f is not a file" >&2; exit 3; }}
-set -- $(stat -c '%u %a' "$f")
-[ "$1" = "$(id -u)" ] || {{ echo "$f is owned by uid $1" >&2; exit 3; }}
-case $2 in *[1-7]?|*[1-7]) echo "$f is not private (mode $2): check and delete it" >&2; exit 3 ;;
-esac
-echo "{MARK}journal"; cat -- "$f"
-"""
+export d
+{hold_script(f'"$d/{LOCK_FILE}"', then=JOURNAL)}"""
+#: ``sh -c READ sh FOLDER``: the journal (who holds the lock, when /proc/locks did not say)
+READ = PRIVATE + JOURNAL
 #: ``sh -c WRITE sh FOLDER`` with the journal on its input: durable before it counts
 WRITE = f"""{PRIVATE}
 t="$d/.{RESTORE_FILE}.$$.tmp"
@@ -268,12 +286,19 @@ class Tuner:
         session's lock)."""
         self._release()
 
-    def _journal(self) -> tuple[Journal, list[dict[str, Any]]] | None:
-        """The machine's journal and its raw entries, if there is one."""
-        text = self._run(READ, what="read its tune journal")
-        if f"{MARK}journal" not in text:
+    def _journal(self, text: str | None = None) -> tuple[Journal, list[dict[str, Any]]] | None:
+        """The machine's journal and its raw entries, if there is one: in *text* (what the
+        lock's holder printed), else read."""
+        if text is None:
+            text = self._run(READ, what="read its tune journal")
+        said = marks(text)
+        if "refused" in said:
+            where = self.machine.where or "this machine"
+            raise TuneError(f"{where}: cannot read its tune journal: {said['refused']}")
+        if "journal" not in said:
             return None
-        return Journal.parse(text.split(f"{MARK}journal", 1)[1], Path(self.journal))
+        body = text.split(f"{MARK}journal\n", 1)[1].rsplit(f"{MARK}end", 1)[0]
+        return Journal.parse(body, Path(self.journal))
 
     def _busy(self) -> TuneError:
         """One line naming the live session that holds the lock (or its journal's writer)."""
@@ -308,7 +333,8 @@ class Tuner:
                 raise self._busy()
             return
         try:
-            left = self._journal()
+            held = present(present(self._lock, "the tune lock").held, "the held lock")
+            left = self._journal(held.channel.out.read_text())
             if left is not None:
                 with scratch() as tmp:
                     self._recover(left, self._copy(Path(tmp)))

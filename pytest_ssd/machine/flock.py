@@ -25,12 +25,16 @@ CONFLICT = 75
 RELEASE_TIMEOUT_S = 5.0
 
 
-def hold_script(target: str) -> str:
-    """``sh`` text that ends by holding the lock on *target* (a shell word: ``"$1"``)."""
+def hold_script(target: str, then: str = "") -> str:
+    """``sh`` text that ends by holding the lock on *target* (a shell word: ``"$1"``).
+
+    *then*: ``sh`` text (no single quote) the holder runs once the lock is taken, before
+    it says ``locked``.
+    """
     return f"""
 exec flock -n -o -E {CONFLICT} {target} sh -c '
 set -- $(cut -d")" -f2- /proc/$PPID/stat)
-echo "{MARK}pid $PPID"; echo "{MARK}started ${{20}}"; echo "{MARK}locked"; exec cat'
+echo "{MARK}pid $PPID"; echo "{MARK}started ${{20}}";{then} echo "{MARK}locked"; exec cat'
 """
 
 

@@ -272,7 +272,9 @@ def test_a_journal_others_could_have_written_is_refused(
     os.chown(journal, 0, 0)
     state.chmod(0o770)
     for requested in (True, False):  # a journal that cannot be checked: refused, tuning or not
-        with pytest.raises(TuneError, match=r"lock: .*/state is writable by others \(mode 770\)"):
+        with pytest.raises(
+            TuneError, match=r"lock: refusing .*/state: it is writable by others \(mode 0770\)"
+        ):
             tuner(state, requested, roots, io).recover()
     state.chmod(0o700)
     elsewhere = state.parent / "elsewhere.json"
