@@ -223,6 +223,16 @@ class Tuner:
         """The machine in the record and the summary; None: this machine."""
         return self.machine.host
 
+    @property
+    def _where(self) -> str:
+        """The machine at the head of a message."""
+        return self.machine.where or "this machine"
+
+    @property
+    def _folder(self) -> str:
+        """The scripts' argument: the journal's folder, "" for the machine's state folder."""
+        return str(self.folder) if self.folder else ""
+
     def _named(self, path: str) -> str:
         return f"{self.label}:{path}" if self.label else path
 
@@ -236,12 +246,10 @@ class Tuner:
         return read_tree(self.machine, root, seconds)
 
     def _run(self, script: str, *, stdin: str | None = None, what: str) -> str:
-        folder = str(self.folder) if self.folder else ""
-        argv = ["sh", "-c", script, "sh", folder]
+        argv = ["sh", "-c", script, "sh", self._folder]
         done = self.machine.run(argv, timeout=TIMEOUT_S, stdin=stdin, name="tune")
         if done.returncode != 0:
-            where = self.machine.where or "this machine"
-            raise TuneError(f"{where}: cannot {what}: {done.last_error_line()}")
+            raise TuneError(f"{self._where}: cannot {what}: {done.last_error_line()}")
         return done.stdout
 
     # --- the lock and the journal -------------------------------------------------------
@@ -251,8 +259,7 @@ class Tuner:
         if self.artifacts is None:
             self.artifacts = Path(tempfile.mkdtemp(prefix="ssd-tune-"))
             self._own_artifacts = True
-        args = (str(self.folder) if self.folder else "",)
-        lock = HostFlock(self.machine, HOLD, args, self.artifacts, "tune-lock")
+        lock = HostFlock(self.machine, HOLD, (self._folder,), self.artifacts, "tune-lock")
         failed = lock.acquire(TIMEOUT_S)
         if failed is None:
             self._lock, self._holder = lock, lock.marks
@@ -270,8 +277,7 @@ class Tuner:
                 if pid.isdecimal()
             ]
             return False
-        where = self.machine.where or "this machine"
-        raise TuneError(f"{where}: cannot take the tune lock: {failed.last_error_line()}")
+        raise TuneError(f"{self._where}: cannot take the tune lock: {failed.last_error_line()}")
 
     def _release(self) -> None:
         if self._lock is not None:
@@ -293,8 +299,7 @@ class Tuner:
             text = self._run(READ, what="read its tune journal")
         said = marks(text)
         if "refused" in said:
-            where = self.machine.where or "this machine"
-            raise TuneError(f"{where}: cannot read its tune journal: {said['refused']}")
+            raise TuneError(f"{self._where}: cannot read its tune journal: {said['refused']}")
         if "journal" not in said:
             return None
         body = text.split(f"{MARK}journal\n", 1)[1].rsplit(f"{MARK}end", 1)[0]
@@ -310,9 +315,8 @@ class Tuner:
                 left = None
             holders = [f"pid {left[0].pid}"] if left else []
         who = f" ({', '.join(holders)})" if holders else ""
-        where = self.machine.where or "this machine"
         return TuneError(
-            f"pytest-ssd{who} has tuned {where} and is still running ({self.journal}):"
+            f"pytest-ssd{who} has tuned {self._where} and is still running ({self.journal}):"
             " let it finish before --ssd-tune"
         )
 
