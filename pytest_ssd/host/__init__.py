@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from pytest_ssd.host.io import Roots, SystemIo, TuneError
+from pytest_ssd.host.io import MachineIo, Roots, TuneError
 from pytest_ssd.host.record import HostRecord, TuneLog
+from pytest_ssd.host.scripts import RESTORE_FILE
 from pytest_ssd.host.settings import NOT_AVAILABLE, Reading
-from pytest_ssd.host.tune import RESTORE_FILE, Tuner
+from pytest_ssd.host.tune import Tuner
 
 __all__ = [
     "NOT_AVAILABLE",
     "RESTORE_FILE",
     "HostRecord",
+    "MachineIo",
     "Reading",
     "Roots",
-    "SystemIo",
     "TuneError",
     "TuneLog",
     "Tuner",

@@ -1,4 +1,4 @@
-"""How the host package touches the machine: file writes and nvme-cli, behind one protocol.
+"""How the host package touches a machine: file writes and nvme-cli, behind one protocol.
 
 Tests pass their own :class:`Io` to emulate the kernel (a sysfs file that re-renders its
 ``[selected]`` entry) or nvme-cli (golden output), and point every path at a fake tree.
@@ -6,15 +6,14 @@ Tests pass their own :class:`Io` to emulate the kernel (a sysfs file that re-ren
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from pytest_ssd.device.nvme import INSTALL_HINT, NVME_TIMEOUT_S
 from pytest_ssd.errors import SsdError
-from pytest_ssd.proc import Completed, run, which
+from pytest_ssd.machine.machine import Machine
+from pytest_ssd.proc import Completed
 
 
 class TuneError(SsdError):
@@ -30,14 +29,6 @@ class Roots:
     #: device nodes (the NVMe device APST is set on)
     dev: Path = Path("/dev")
 
-    def holds(self, path: Path | str) -> bool:
-        """*path*, symlinks resolved, is in the sysfs or procfs tree (no other file is written)."""
-        try:
-            real = Path(os.path.realpath(path))
-        except OSError:  # a link it may not follow (/proc/1/root): not one of ours
-            return False
-        return any(real.is_relative_to(os.path.realpath(r)) for r in (self.sysfs, self.procfs))
-
 
 class Io(Protocol):
     """Writes a kernel attribute; runs nvme-cli."""
@@ -47,32 +38,40 @@ class Io(Protocol):
     def nvme(self, args: list[str]) -> Completed: ...
 
 
-class SystemIo:
-    """The real machine: writes only existing files of the sysfs and procfs trees."""
+#: ``sh -c UPLOAD sh OCTAL NVME ARGS...``: the buffer (every byte ``\\ooo``) to a private
+#: temporary file there, given to nvme-cli as ``--data``, removed afterwards
+UPLOAD = """
+t=$(mktemp) || exit 3
+printf "$1" > "$t" || { rm -f "$t"; exit 3; }
+shift
+"$@" "--data=$t"; r=$?
+rm -f "$t"
+exit $r
+"""
+DATA = "--data="
 
-    def __init__(self, roots: Roots | None = None) -> None:
-        self.roots = roots or Roots()
+
+@dataclass(frozen=True)
+class MachineIo:
+    """A machine's kernel attributes and nvme-cli, this one or a test host alike."""
+
+    machine: Machine
 
     def write(self, path: Path, value: str) -> None:
-        if not self.roots.holds(path):
-            raise TuneError(
-                f"refusing to write {path}: not under {self.roots.sysfs} or {self.roots.procfs}"
-            )
-        # never O_CREAT: a kernel attribute exists, and no other file is ever made;
-        # O_NONBLOCK: a FIFO put in the way does not hang the session
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        try:
-            # what was opened, not what the name said a moment ago (a symlink swapped in)
-            opened = f"/proc/self/fd/{fd}"
-            if not stat.S_ISREG(os.fstat(fd).st_mode) or not self.roots.holds(opened):
-                raise TuneError(f"refusing to write {path}: not a kernel attribute")
-            # one write() call, as echo does: sysfs takes the value from a single write
-            os.write(fd, value.encode())
-        finally:
-            os.close(fd)
+        """An existing regular file of /sys or /proc there (:meth:`Machine.write_attribute`)."""
+        self.machine.write_attribute(str(path), value)
 
     def nvme(self, args: list[str]) -> Completed:
-        return run([which("nvme", INSTALL_HINT), *args], timeout=NVME_TIMEOUT_S)
+        """nvme-cli there; a ``--data=FILE`` of this process goes along, to a temporary file."""
+        nvme = self.machine.which("nvme", INSTALL_HINT)
+        data = [a for a in args if a.startswith(DATA)]
+        if not data:
+            return self.machine.run([nvme, *args], timeout=NVME_TIMEOUT_S, name="nvme")
+        payload = Path(data[0].removeprefix(DATA)).read_bytes()
+        octal = "".join(f"\\{byte:03o}" for byte in payload)
+        rest = [a for a in args if not a.startswith(DATA)]
+        argv = ["sh", "-c", UPLOAD, "sh", octal, nvme, *rest]
+        return self.machine.run(argv, timeout=NVME_TIMEOUT_S, name="nvme")
 
 
 def read_attribute(path: Path) -> str | None:

@@ -1,40 +1,58 @@
 """--ssd-tune: apply METHOD §9's settings for the session and put every one of them back.
 
-The restore journal lives in the machine's private state folder
-(``/var/lib/pytest-ssd/tune/restore.json``, :mod:`pytest_ssd.statedir`), never in a
-report folder: a session runs the recovery as root, and whatever it reads back it
-writes to the kernel.  The journal (mode 0600) is written *before* the first change:
-every planned change with its original value.  Its owner holds the folder's lock
-(``tune.lock``) for the session; a journal whose lock can be taken belongs to a session
-that died (killed, crashed, power loss), and the next session puts those settings back
-before doing anything else.  An entry is only ever restored to a place this package
-computes itself for the setting the entry names, with a value the kernel offers there
-(:mod:`pytest_ssd.host.journal`), and no file is ever created.  Only the controller
+One tuner per machine a device is in, this one or a test host alike: everything it
+relies on lives on that machine, so that the machine alone decides, whoever tunes it
+(a session there, or controllers over SSH):
+
+* **the lock**: ``flock`` on ``<state>/tune/tune.lock`` in the machine's private state
+  folder (``/var/lib/pytest-ssd`` for root, else ``$XDG_STATE_HOME/pytest-ssd``, or
+  ``$PYTEST_SSD_STATE_DIR``: :mod:`pytest_ssd.statedir`), held by a command the machine
+  keeps running for the session (:meth:`~pytest_ssd.machine.machine.Machine.hold`): it
+  ends with the session, a ``kill -9`` or a lost connection;
+* **the journal**: ``<state>/tune/restore.json`` there, written (0600, ``sync``\\ ed,
+  renamed into place) *before* the first change: every planned change with its original
+  value, with the lock holder's pid and start time there;
+* **recovery**: a journal whose lock is free belongs to a session that died (killed,
+  crashed, power loss, a lost connection); the next session that reaches the machine puts
+  it back before anything else (this machine's at the session's start, a host's when it
+  is reached): an entry is only ever restored to a place this package computes itself
+  for the setting the entry names, with a value the kernel offers there, checked on a
+  copy of the machine's files (:func:`~pytest_ssd.host.journal.checked`), and no file is
+  ever created.
+
+The settings are read from a copy of the machine's files (:mod:`.tree`); a write goes
+to the machine's own path, only to an existing regular file of ``/sys`` or ``/proc``
+(:meth:`~pytest_ssd.machine.machine.Machine.write_attribute`); NVMe APST is switched
+with ``nvme set-feature`` there, its transition table sent along.  Only the controller
 tunes; xdist workers never touch a setting.
 """
 
 from __future__ import annotations
 
-import os
-from abc import ABC, abstractmethod
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.device.node import lock_holders
-from pytest_ssd.device.openers import describe_pid
-from pytest_ssd.errors import ConfigError, SsdError, present
-from pytest_ssd.host import settings
-from pytest_ssd.host.changes import Change
-from pytest_ssd.host.facts import BUSY_SAMPLE_S
-from pytest_ssd.host.io import Io, Roots, SystemIo, TuneError
-from pytest_ssd.host.journal import Journal, checked, start_time
-from pytest_ssd.host.record import HostRecord, TuneLog, device_settings
-from pytest_ssd.host.settings import Reading, Setting
-from pytest_ssd.statedir import FileLock, state_dir
+from pytest_ssd.device.openers import describe
+from pytest_ssd.errors import SsdError, present
+from pytest_ssd.host import facts
+from pytest_ssd.host.changes import Change, FileWrite
+from pytest_ssd.host.io import Io, MachineIo, TuneError
+from pytest_ssd.host.journal import Journal, checked
+from pytest_ssd.host.record import TuneLog, device_settings
+from pytest_ssd.host.scripts import DROP, HOLD, READ, RESTORE_FILE, TIMEOUT_S, WRITE
+from pytest_ssd.host.settings import Reading, host_settings
+from pytest_ssd.host.tree import Tree, host_readings, read_tree, scratch
+from pytest_ssd.machine.flock import CONFLICT, HostFlock
+from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.ssh import MARK, marks
 
-RESTORE_FILE = "restore.json"
-LOCK_FILE = "tune.lock"
+#: a copy of the machine's files under a folder, its processes sampled over some seconds
+Copier = Callable[[Path, float], Tree]
 
 
 def restore_all(changes: Iterable[Change], io: Io) -> tuple[list[str], list[str]]:
@@ -89,172 +107,264 @@ def apply_all(
         raise
 
 
-class MachineTuner(ABC):
-    """--ssd-tune on one machine, this one or a test host: one interface for both.
+@dataclass
+class Tuner:
+    """The settings of one machine for one session (controller only).
 
-    The session holds one per machine a device is on; each keeps its lock, its journal
-    and its settings on its machine (the device's site makes it).
+    *folder*: the journal's folder (the tests' own), else the machine's state folder's
+    ``tune``; *artifacts*: where the held lock keeps its output (a temporary folder when
+    not given); *io* and *copy* (the tests' fakes) default to the machine's own.
     """
 
-    log: TuneLog
+    machine: Machine
+    requested: bool
+    artifacts: Path | None = None
+    folder: Path | None = None
+    busy_sample_s: float = facts.BUSY_SAMPLE_S
+    io: Io | None = None
+    copy: Copier | None = None
+    log: TuneLog = field(default_factory=TuneLog)
+    #: the journal, as a message names it
+    journal: str = ""
+    _lock: HostFlock | None = None
+    _holder: dict[str, str] = field(default_factory=dict)
+    #: the live sessions holding the lock, as the machine named them
+    _holders: list[str] = field(default_factory=list)
+    _planned: list[Change] = field(default_factory=list)
+    #: changes applied, or being applied when an interrupt came (it may have taken effect)
+    _touched: list[Change] = field(default_factory=list)
+    _restored: bool = False
+    _own_artifacts: bool = False
+    #: recovery ran
+    _recovered: bool = False
+
+    def __post_init__(self) -> None:
+        self.log.requested = self.requested
+        if self.io is None:
+            self.io = MachineIo(self.machine)
+        self.journal = self._named(f"<state>/tune/{RESTORE_FILE}")
 
     @property
-    @abstractmethod
     def label(self) -> str | None:
         """The machine in the record and the summary; None: this machine."""
-
-    @abstractmethod
-    def recover(self) -> None:
-        """Put back what a session that died left changed; refuse to tune beside a live one."""
-
-    @abstractmethod
-    def start(self, devices: Mapping[str, DeviceIdentity], warnings: list[str]) -> list[Reading]:
-        """Tune (if asked) and read what the run will run under there, for its *devices*.
-
-        Raises :class:`TuneError` when tuning was asked for and cannot be done; what
-        only weakens the record goes to *warnings*.
-        """
-
-    @abstractmethod
-    def restore(self) -> None:
-        """Put back everything this session changed there; idempotent."""
-
-    @abstractmethod
-    def summary_lines(self) -> list[str]:
-        """What tuning did, for the terminal summary."""
-
-
-class Tuner(MachineTuner):
-    """This machine's settings for one session (controller only)."""
-
-    def __init__(
-        self,
-        folder: Path | None,
-        requested: bool,
-        roots: Roots | None = None,
-        io: Io | None = None,
-        busy_sample_s: float = BUSY_SAMPLE_S,
-    ) -> None:
-        self.roots = roots or Roots()
-        self.io: Io = io or SystemIo(self.roots)
-        self.busy_sample_s = busy_sample_s
-        self.log = TuneLog(requested=requested)
-        #: the journal's folder: the machine's private state folder unless given (tests)
-        self.folder = folder
-        self.journal = Journal(
-            Path(RESTORE_FILE), os.getpid(), start_time(self.roots.procfs, os.getpid())
-        )
-        self.lock: FileLock | None = None
-        #: changes applied, or being applied when an interrupt came (it may have taken effect)
-        self._touched: list[Change] = []
-        self._restored = False
+        return self.machine.host
 
     @property
-    def requested(self) -> bool:
-        return self.log.requested
+    def _where(self) -> str:
+        """The machine at the head of a message."""
+        return self.machine.where or "this machine"
 
     @property
-    def label(self) -> str | None:
-        return None
+    def _folder(self) -> str:
+        """The scripts' argument: the journal's folder, "" for the machine's state folder."""
+        return str(self.folder) if self.folder else ""
 
-    def _locate(self) -> Path:
-        """The journal's path in the private folder (made and checked), and its lock."""
-        if self.lock is None:
+    def _named(self, path: str) -> str:
+        return f"{self.label}:{path}" if self.label else path
+
+    def _io(self) -> Io:
+        return self.io or MachineIo(self.machine)
+
+    def _copy(self, root: Path, seconds: float = 0.0) -> Tree:
+        return (self.copy or self._read)(root, seconds)
+
+    def _read(self, root: Path, seconds: float) -> Tree:
+        return read_tree(self.machine, root, seconds)
+
+    def _run(self, script: str, *, stdin: str | None = None, what: str) -> str:
+        argv = ["sh", "-c", script, "sh", self._folder]
+        done = self.machine.run(argv, timeout=TIMEOUT_S, stdin=stdin, name="tune")
+        if done.returncode != 0:
+            raise TuneError(f"{self._where}: cannot {what}: {done.last_error_line()}")
+        return done.stdout
+
+    # --- the lock and the journal -------------------------------------------------------
+
+    def _acquire(self) -> bool:
+        """Take the machine's tune lock (False: a live session holds it)."""
+        if self.artifacts is None:
+            self.artifacts = Path(tempfile.mkdtemp(prefix="ssd-tune-"))
+            self._own_artifacts = True
+        lock = HostFlock(self.machine, HOLD, (self._folder,), self.artifacts, "tune-lock")
+        failed = lock.acquire(TIMEOUT_S)
+        if failed is None:
+            self._lock, self._holder = lock, lock.marks
+            self.journal = self._named(f"{lock.marks['dir']}/{RESTORE_FILE}")
+            return True
+        if failed.returncode == CONFLICT:
+            said = marks(failed.stdout)
+            if "dir" in said:
+                self.journal = self._named(f"{said['dir']}/{RESTORE_FILE}")
+            self._holders = [
+                describe(int(pid), command)
+                for line in failed.stdout.splitlines()
+                if line.startswith(f"{MARK}holder ")
+                for pid, _, command in [line.split(" ", 1)[1].partition(" ")]
+                if pid.isdecimal()
+            ]
+            return False
+        raise TuneError(f"{self._where}: cannot take the tune lock: {failed.last_error_line()}")
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            lock, self._lock = self._lock, None
+            lock.release()
+        if self._own_artifacts and self.artifacts is not None:
+            shutil.rmtree(self.artifacts, ignore_errors=True)
+            self.artifacts, self._own_artifacts = None, False
+
+    def release_lock(self) -> None:
+        """Let the lock go without restoring anything (what the kernel does to a killed
+        session's lock)."""
+        self._release()
+
+    def _journal(self, text: str | None = None) -> tuple[Journal, list[dict[str, Any]]] | None:
+        """The machine's journal and its raw entries, if there is one: in *text* (what the
+        lock's holder printed), else read."""
+        if text is None:
+            text = self._run(READ, what="read its tune journal")
+        said = marks(text)
+        if "refused" in said:
+            raise TuneError(f"{self._where}: cannot read its tune journal: {said['refused']}")
+        if "journal" not in said:
+            return None
+        body = text.split(f"{MARK}journal\n", 1)[1].rsplit(f"{MARK}end", 1)[0]
+        return Journal.parse(body, Path(self.journal))
+
+    def _busy(self) -> TuneError:
+        """One line naming the live session that holds the lock (or its journal's writer)."""
+        holders = list(self._holders)
+        if not holders:
             try:
-                folder = state_dir(base=self.folder) if self.folder else state_dir("tune")
-            except ConfigError as exc:
-                raise TuneError(str(exc)) from None
-            self.journal.path = folder / RESTORE_FILE
-            self.lock = FileLock(folder / LOCK_FILE)
-        return self.journal.path
+                left = self._journal()
+            except TuneError:
+                left = None
+            holders = [f"pid {left[0].pid}"] if left else []
+        who = f" ({', '.join(holders)})" if holders else ""
+        return TuneError(
+            f"pytest-ssd{who} has tuned {self._where} and is still running ({self.journal}):"
+            " let it finish before --ssd-tune"
+        )
+
+    # --- the session ----------------------------------------------------------------------
 
     def recover(self) -> None:
-        """Put back what a session that died left changed; refuse to tune beside a live one.
+        """Take the machine's lock, put back what a dead session left; refuse beside a live
+        one (once).
 
-        Only the machine's private journal is read, and only entries that pass
-        :func:`checked` are written back; a refused entry is reported, never written.
+        A journal that cannot be checked refuses the session, tuning or not; the lock is
+        kept only by a session that tunes.
         """
-        path = self._locate()
-        lock = present(self.lock, "the tune lock")
-        if not lock.acquire():  # a live session tuned this machine
+        if self._recovered:
+            return
+        self._recovered = True
+        if not self._acquire():
             if self.requested:
                 raise self._busy()
             return
         try:
-            if os.path.lexists(path):
-                self._put_back(path)
-        except BaseException:
-            lock.release()
-            raise
-        if not self.requested:
-            lock.release()  # only a session that tunes holds the machine
-
-    def _put_back(self, path: Path) -> None:
-        left, entries = Journal.load(path)
-        good, refused = checked(entries, self.roots)
-        put_back(good, refused, self.io, self.log, f"pid {left.pid}")
-        path.unlink()
-
-    def _busy(self) -> TuneError:
-        """One line naming the live session that holds the lock."""
-        pids = lock_holders(present(self.lock, "the tune lock").path.stat())
-        if not pids:  # /proc/locks did not say: its journal does, if its writer still runs
-            try:
-                owner, _ = Journal.load(self.journal.path)
-                pids = [owner.pid] if owner.running(self.roots.procfs) else []
-            except TuneError:
-                pass
-        holders = ", ".join(describe_pid(p) for p in pids) or "another session"
-        return TuneError(
-            f"pytest-ssd ({holders}) has tuned this machine and is still running"
-            f" ({self.journal.path}): let it finish before --ssd-tune"
-        )
-
-    def settings(self, devices: Mapping[str, DeviceIdentity]) -> list[Setting]:
-        return [*settings.host_settings(self.roots), *device_settings(self.roots, self.io, devices)]
+            held = present(present(self._lock, "the tune lock").held, "the held lock")
+            left = self._journal(held.channel.out.read_text())
+            if left is not None:
+                with scratch() as tmp:
+                    self._recover(left, self._copy(Path(tmp)))
+        finally:
+            if not self.requested:
+                self._release()  # only a session that tunes holds the machine
 
     def start(self, devices: Mapping[str, DeviceIdentity], warnings: list[str]) -> list[Reading]:
-        return list(self.record(devices).readings)
+        """Recover (once), tune if asked, and read what the run will run under there.
 
-    def record(self, devices: Mapping[str, DeviceIdentity]) -> HostRecord:
-        """Tune (if asked) and read what the run will run under, with what tuning did."""
-        tunables = self.settings(devices)
-        if self.requested:
-            self._apply(tunables)
-        return HostRecord.read(
-            self.roots, self.io, tunables, devices, tune=self.log, busy_sample_s=self.busy_sample_s
-        )
+        Raises :class:`TuneError` when tuning was asked for and cannot be done, or a dead
+        session's settings cannot be put back; settings that cannot be read otherwise are
+        a warning.
+        """
+        self.recover()
+        with scratch() as tmp:
+            if self.requested:
+                try:
+                    self._apply(self._copy(Path(tmp) / "now"), devices)
+                finally:
+                    if not self._planned:
+                        self._release()
+            try:
+                tree = self._copy(Path(tmp) / "record", self.busy_sample_s)
+                return host_readings(tree, self.machine, devices, self.busy_sample_s, self._io())
+            except SsdError as exc:
+                warnings.append(f"{self.label or 'this machine'}: settings not recorded: {exc}")
+                return []
 
-    def _apply(self, tunables: list[Setting]) -> None:
-        planned: list[Change] = []
+    def _recover(self, left: tuple[Journal, list[dict[str, Any]]], tree: Tree) -> None:
+        """Put back a dead session's journal: its entries checked on a copy of the machine."""
+        journal, entries = left
+        back, said = checked_on(tree, entries)
+        on = f" on {self.label}" if self.label else ""
+        put_back(back, said, self._io(), self.log, f"pid {journal.pid}{on}")
+        self._run(DROP, what="remove its tune journal")
+
+    def _apply(self, tree: Tree, devices: Mapping[str, DeviceIdentity]) -> None:
+        io = self._io()
+        tunables = [*host_settings(tree.now), *device_settings(tree.now, io, devices)]
         for setting in tunables:
             try:
-                planned.extend(setting.changes())
+                self._planned += [_to_host(c, tree) for c in setting.changes()]
             except TuneError as exc:
-                self.log.skipped.append(str(exc))
-        if not planned:
+                self.log.skipped.append(tree.shown(str(exc)))
+        if not self._planned:
             return
-        self._locate()
-        lock = present(self.lock, "the tune lock")
-        if not lock.held and not lock.acquire():
-            raise self._busy()
-        self.journal.changes = planned
-        self.journal.write()  # before the first change
-        apply_all(planned, self.io, self.log, self._touched, self.restore)
+        pid, started = int(self._holder.get("pid") or 0), self._holder.get("started")
+        text = Journal(Path(self.journal), pid, started, self._planned).text()
+        self._run(WRITE, stdin=text, what="write its tune journal")  # before the first change
+        apply_all(self._planned, io, self.log, self._touched, self.restore)
 
     def restore(self) -> None:
-        """Put back everything this session changed; idempotent; keeps the file on failure."""
-        if not self._restored and self.journal.changes:
+        """Put back everything this session changed there; idempotent; keeps the journal
+        when a setting is not back (the next session's)."""
+        if not self._restored and self._planned:
             self._restored = True
-            self.log.restored, self.log.failed = restore_all(self._touched, self.io)
+            self.log.restored, self.log.failed = restore_all(self._touched, self._io())
             if not self.log.failed:
-                self.journal.path.unlink(missing_ok=True)
-        if self.lock is not None:  # a file left (a setting not back) is the next session's
-            self.lock.release()
+                try:
+                    self._run(DROP, what="remove its tune journal")
+                except SsdError as exc:
+                    self.log.failed.append(str(exc))
+        self._release()
 
     def summary_lines(self) -> list[str]:
         """What tuning did, for the terminal summary."""
-        return tune_lines(self.log, str(self.journal.path))
+        prefix = f"{self.label}: " if self.label else ""
+        return [f"{prefix}{line}" for line in tune_lines(self.log, self.journal)]
+
+
+def checked_on(tree: Tree, entries: list[dict[str, Any]]) -> tuple[list[Change], list[str]]:
+    """A dead session's journal *entries* checked on *tree*, the copy of its machine's
+    files: the changes to put back at the machine's paths, and one line for each refused.
+
+    An entry's path is read where the copy's own rules put it (:meth:`Tree.read_path`): a
+    path the copy cannot hold (not under /sys or /proc: no file --ssd-tune sets) is found
+    absent, so :func:`~pytest_ssd.host.journal.checked` refuses the entry, naming the
+    machine's path; nothing outside the copy is ever read.
+    """
+    host = {str(tree.read_path(str(e["path"]))): str(e["path"]) for e in entries if "path" in e}
+    mapped = [
+        {**e, "path": str(tree.read_path(str(e["path"])))} if "path" in e else e for e in entries
+    ]
+    good, refused = checked(mapped, tree.now, tree.node_of)
+    return [_to_host(c, tree) for c in good], [tree.shown(_named(line, host)) for line in refused]
+
+
+def _named(line: str, host: dict[str, str]) -> str:
+    """*line* naming the journal's own paths (*host*: each one's by its place in the copy)."""
+    for copy in sorted(host, key=len, reverse=True):
+        line = line.replace(copy, host[copy])
+    return line
+
+
+def _to_host(change: Change, tree: Tree) -> Change:
+    """*change* at the machine's own path (it was planned on the copy)."""
+    if isinstance(change, FileWrite):
+        return replace(change, path=tree.host_path(change.path))
+    return change
 
 
 def tune_lines(log: TuneLog, kept: str) -> list[str]:
@@ -270,7 +380,7 @@ def tune_lines(log: TuneLog, kept: str) -> list[str]:
     return lines
 
 
-def combined(tuners: Sequence[MachineTuner]) -> TuneLog:
+def combined(tuners: Sequence[Tuner]) -> TuneLog:
     """Every machine's tune log in one, a host's lines named by it (the record's)."""
     both = TuneLog(requested=any(t.log.requested for t in tuners))
     for tuner in tuners:

@@ -1,20 +1,23 @@
-"""An exclusive ``flock`` on a host's file, held over one SSH channel for as long as it is open.
+"""An exclusive ``flock`` on a machine's file, held by a command there for as long as it runs.
 
-The one protocol every lock on a test host without a lock process of its own uses
-(a device's lock on a host without perl, :mod:`pytest_ssd.machine.hostlocks`; the
-host's tune lock, :mod:`pytest_ssd.host.remote_tune`): util-linux ``flock -n -o`` on
-the file, running ``cat`` on the channel's input.  The lock lasts until this process
-closes the channel, ends, or loses the connection: ``cat`` reads the end of its input,
-``flock`` exits and the kernel lets the lock go.  The holder is ``flock`` itself (what
-``/proc/locks`` names); its pid and start time on the host are printed before ``locked``.
+The one protocol every lock without a lock process of its own uses (a device's lock on
+a host without perl, :mod:`pytest_ssd.machine.hostlocks`; every machine's tune lock,
+:mod:`pytest_ssd.host.tune`): util-linux ``flock -n -o`` on the file, running ``cat`` on
+the command's input (an SSH channel's on a test host, a pipe's here).  The lock lasts
+until this process closes the channel, ends, or loses the connection: ``cat`` reads the
+end of its input, ``flock`` exits and the kernel lets the lock go.  The holder is
+``flock`` itself (what ``/proc/locks`` names); its pid and start time there are printed
+before ``locked``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from pytest_ssd.machine.ssh import MARK, Held, Ssh
+from pytest_ssd.machine.ssh import MARK, Held
 from pytest_ssd.proc.runner import Completed
 
 #: flock's exit code when the lock is held elsewhere (``-E``)
@@ -22,20 +25,32 @@ CONFLICT = 75
 RELEASE_TIMEOUT_S = 5.0
 
 
-def hold_script(target: str) -> str:
-    """``sh`` text that ends by holding the lock on *target* (a shell word: ``"$1"``)."""
+def hold_script(target: str, then: str = "") -> str:
+    """``sh`` text that ends by holding the lock on *target* (a shell word: ``"$1"``).
+
+    *then*: ``sh`` text (no single quote) the holder runs once the lock is taken, before
+    it says ``locked``.
+    """
     return f"""
 exec flock -n -o -E {CONFLICT} {target} sh -c '
 set -- $(cut -d")" -f2- /proc/$PPID/stat)
-echo "{MARK}pid $PPID"; echo "{MARK}started ${{20}}"; echo "{MARK}locked"; exec cat'
+echo "{MARK}pid $PPID"; echo "{MARK}started ${{20}}";{then} echo "{MARK}locked"; exec cat'
 """
+
+
+class Holds(Protocol):
+    """What holds a command: an :class:`~pytest_ssd.machine.ssh.Ssh` or any machine."""
+
+    def hold(
+        self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+    ) -> Held | Completed: ...
 
 
 @dataclass
 class HostFlock:
     """The lock ``sh -c SCRIPT sh ARGS...`` takes on a host (SCRIPT ends in :func:`hold_script`)."""
 
-    ssh: Ssh
+    ssh: Holds
     script: str
     args: tuple[str, ...] = ()
     #: where the holding channel keeps its output, and its name there

@@ -9,6 +9,7 @@ measures a local drive and a drive in a test host alike.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -25,7 +26,7 @@ from pytest_ssd.machine import blocks, hostfacts
 from pytest_ssd.machine.facts import Facts, HereFacts
 from pytest_ssd.machine.locks import HereLocks, NodeLocks
 from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, take_all
-from pytest_ssd.machine.ssh import Ssh
+from pytest_ssd.machine.ssh import Held, Ssh, hold_here
 from pytest_ssd.proc.runner import Completed, run, which
 
 READ_TIMEOUT_S = 60.0
@@ -37,6 +38,17 @@ READ_MANY = 'for f; do cat -- "$f" 2>/dev/null || printf "\\001"; printf "\\000"
 UNREAD = "\x01"
 T = TypeVar("T")
 SYSFS = Path("/sys")
+#: ``sh -c SET sh PATH VALUE``: an existing regular file of /sys or /proc, never a symlink
+#: itself, written where it resolves there (no file is ever created)
+SET = """
+[ -L "$1" ] && { echo "$1 is a symlink: not a kernel attribute" >&2; exit 3; }
+r=$(readlink -e -- "$1") || { echo "$1: no such file (no file is ever created)" >&2; exit 3; }
+case $r in /sys/*|/proc/*) ;; *) echo "$1 is $r: not in /sys or /proc" >&2; exit 3 ;; esac
+[ -f "$r" ] || { echo "$r: not a kernel attribute" >&2; exit 3; }
+printf %s "$2" > "$r"
+"""
+#: the trees a kernel attribute is in (the only files :meth:`Machine.write_attribute` writes)
+KERNEL_TREES = ("/sys", "/proc")
 
 
 #: a machine's place: this machine, or a test host
@@ -174,6 +186,24 @@ class Machine(ABC):
         ok = done.returncode == 0 and kind.startswith("regular") and size.isdigit()
         return int(size) if ok else None
 
+    def write_attribute(self, path: str, value: str) -> None:
+        """Write *value* to the kernel attribute *path* there, in one write: an existing
+        regular file of /sys or /proc, never a symlink itself (no file is ever created).
+
+        Raises :class:`OSError` (its ``strerror`` says why) when it is refused or fails.
+        """
+        argv = ["sh", "-c", SET, "sh", path, value]
+        done = self.run(argv, timeout=READ_TIMEOUT_S, name="write-attribute")
+        if done.returncode != 0:
+            raise OSError(errno.EINVAL, f"{done.last_error_line()}{self.on}")
+
+    def hold(
+        self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+    ) -> Held | Completed:
+        """Start *argv* there and wait for its mark *ready*: held (until closed, this
+        process ends or the connection is lost), or how it ended."""
+        raise ToolError(f"{self.where or 'this machine'} cannot hold a command")
+
 
 class LocalMachine(Machine):
     """This machine."""
@@ -267,6 +297,26 @@ class LocalMachine(Machine):
             return None
         return st.st_size if stat.S_ISREG(st.st_mode) else None
 
+    def write_attribute(self, path: str, value: str) -> None:
+        """In process: the file as opened, not as named a moment before."""
+        if not _kernel_file(path):
+            raise OSError(errno.EPERM, "not in /sys or /proc")
+        # never O_CREAT: a kernel attribute exists, and no other file is ever made;
+        # O_NONBLOCK: a FIFO put in the way does not hang the session
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or not _kernel_file(f"/proc/self/fd/{fd}"):
+                raise OSError(errno.EPERM, "not a kernel attribute")
+            # one write() call, as echo does: sysfs takes the value from a single write
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+
+    def hold(
+        self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+    ) -> Held | Completed:
+        return hold_here(argv, artifacts=artifacts, name=name, ready=ready, timeout=timeout)
+
 
 #: this machine
 LOCAL = LocalMachine()
@@ -330,3 +380,17 @@ class SshMachine(Machine):
         if len(texts) != len(paths) + 1:  # each file's text ends in NUL
             return [None] * len(paths)
         return [None if text.endswith(UNREAD) else text for text in texts[:-1]]
+
+    def hold(
+        self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+    ) -> Held | Completed:
+        return self.ssh.hold(argv, artifacts=artifacts, name=name, ready=ready, timeout=timeout)
+
+
+def _kernel_file(path: str) -> bool:
+    """*path*, symlinks resolved, is in /sys or /proc."""
+    try:
+        real = os.path.realpath(path)
+    except OSError:  # a link it may not follow (/proc/1/root): not one of ours
+        return False
+    return any(real.startswith(f"{tree}/") for tree in KERNEL_TREES)

@@ -447,6 +447,14 @@ class Ssh:
         shutil.rmtree(self.control_dir, ignore_errors=True)
 
 
+def hold_here(
+    argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+) -> Held | Completed:
+    """:meth:`Ssh.hold` on this machine: *argv* started here, held once it printed *ready*."""
+    process = _spawn_lasting(list(argv), artifacts=artifacts, name=name, stdin=True)
+    return _ready(Piped(process), ready, timeout)
+
+
 def _ready(channel: Channel, ready: str, timeout: float) -> Held | Completed:
     """*channel*'s command held once it printed the mark *ready*, or how it ended (ended at
     *timeout*)."""

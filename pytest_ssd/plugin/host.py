@@ -11,7 +11,7 @@ from pytest_ssd.host.record import HostRecord
 
 
 class Tunes(Protocol):
-    """This machine's tuner or a test host's."""
+    """A machine's tuner (:class:`~pytest_ssd.host.tune.Tuner`)."""
 
     def restore(self) -> None: ...
 

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from pytest_ssd.db.export import ResultsExport
     from pytest_ssd.db.lab import RunRecords
     from pytest_ssd.host import HostRecord
-    from pytest_ssd.host.tune import MachineTuner
+    from pytest_ssd.host.tune import Tuner
 
     # and loads the datasheet machinery only when its device has a datasheet
     from pytest_ssd.specs.model import Datasheet
@@ -356,8 +356,8 @@ class SsdSession:
         for pid, name in self.mark.close():
             sys.stderr.write(f"pytest-ssd: stopped {name} (pid {pid}), left running by the run\n")
 
-    def tuners(self) -> list[MachineTuner]:
-        """This machine's tuner and each test host's (the controller's; none on workers)."""
+    def tuners(self) -> list[Tuner]:
+        """Each machine's tuner (the controller's; none on workers)."""
         return self.environment.tuners()
 
     def close_hosts(self) -> None:

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.pinned import Pinned
@@ -20,9 +20,6 @@ from pytest_ssd.machine.address import SshAddress
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.state.accounting import Counters
 from pytest_ssd.state.progress import Progress
-
-if TYPE_CHECKING:  # the controller's: a worker neither records nor tunes its machine
-    from pytest_ssd.host.tune import MachineTuner
 
 #: what makes two targets the same device (:func:`~pytest_ssd.device.node.device_key`)
 Key = tuple[str, int, int]
@@ -51,10 +48,19 @@ class SiteLock(Protocol):
 class Tuning:
     """Which devices each machine's settings are read and tuned for (the host record)."""
 
-    #: this machine's devices
-    here: dict[str, DeviceIdentity] = field(default_factory=dict)
-    #: each test host's tuner and devices, by the host's label
-    hosts: dict[str, tuple[MachineTuner, dict[str, DeviceIdentity]]] = field(default_factory=dict)
+    #: each machine with a device, and its devices, by the machine's label (None: this one)
+    machines: dict[str | None, tuple[Machine, dict[str, DeviceIdentity]]] = field(
+        default_factory=dict
+    )
+
+    def add(self, machine: Machine, dut_id: str, identity: DeviceIdentity) -> None:
+        """Device *dut_id* is in *machine*."""
+        self.machines.setdefault(machine.host, (machine, {}))[1][dut_id] = identity
+
+    @property
+    def here(self) -> dict[str, DeviceIdentity]:
+        """The devices of the machine the session runs on."""
+        return self.machines[None][1] if None in self.machines else {}
 
 
 class Site(ABC):

@@ -51,12 +51,4 @@ class HostSite(MachineSite):
         return HostFio(self.hosts.server(self.address), self.machine)
 
     def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
-        label = self.address.label
-        if label not in tuning.hosts:
-            host = self.host
-            # the controller's: a worker neither records nor tunes its host
-            from pytest_ssd.host.remote_tune import HostTuner  # noqa: PLC0415
-
-            tuner = HostTuner(host.machine, tune, host.ssh.control_dir / "tune")
-            tuning.hosts[label] = (tuner, {})
-        tuning.hosts[label][1][dut_id] = identity
+        tuning.add(self.machine, dut_id, identity)

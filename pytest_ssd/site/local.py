@@ -36,7 +36,7 @@ class LocalSite(MachineSite):
         return LocalFio(self.machine)
 
     def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
-        tuning.here[dut_id] = identity
+        tuning.add(self.machine, dut_id, identity)
 
     def close(self) -> None:
         while self.locks:

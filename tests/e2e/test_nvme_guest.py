@@ -312,7 +312,8 @@ def test_ssd_tune_is_refused_while_another_session_holds_the_hosts_tune_lock(
         _sh(shell, f"kill {holder} 2>/dev/null; true")
     assert run.result.ret != 0
     err = run.result.stderr.str()
-    assert f"port {guest.port}: another pytest-ssd session has tuned this host" in err, err
+    named = f"pytest-ssd (pid {holder} (flock -n -o {lock} sleep 60)) has tuned ssh "
+    assert named in err and f"port {guest.port} and is still running" in err, err
     assert "Traceback" not in err
     assert _settings(shell) == before
 

@@ -180,12 +180,7 @@ def test_tune(
     as_found: Callable[..., Callable[[], dict[Path, str]]],  # noqa: F811  (the fixture)
 ) -> None:
     dev = loop_device(256)
-    scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
-    if "mq-deadline" not in scheduler.read_text():
-        pytest.skip(f"{scheduler} offers no mq-deadline to start from")
-    now = as_found(Path("/sys/kernel/mm/transparent_hugepage/enabled"), scheduler)
-    scheduler.write_text("mq-deadline")
-    before = now()
+    now, before = _untuned(dev, as_found)
     run = run_ssd(*where.dut(dev), "--ssd-tune", "-k", "seq-read")
     out = _clean(run)
     assert run.result.ret == 0, out
@@ -454,3 +449,51 @@ def test_a_second_sessions_lock_is_refused_until_the_first_ends_alike(
         held.claim()  # nothing else holds it: the claim is the session's
     with _site(where) as third:
         third.lock(dev, key).claim()  # the first session's lock and claim went with it
+
+
+def test_one_tuner_tunes_restores_and_recovers_either_machine(
+    machine: Machine,
+    loop_device: LoopFactory,
+    tmp_path: Path,
+    as_found: Callable[..., Callable[[], dict[Path, str]]],  # noqa: F811  (the fixture)
+) -> None:
+    from pytest_ssd.host import TuneError, Tuner  # noqa: PLC0415  (the controller's)
+
+    dev = loop_device(64)
+    scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
+    now, before = _untuned(dev, as_found, Path("/proc/sys/kernel/randomize_va_space"))
+    folder, devices = tmp_path / "tune", {"dut": identify(dev)}
+    tuned = Tuner(machine, True, folder=folder)
+    warnings: list[str] = []
+    readings = {(r.key, r.device): r for r in tuned.start(devices, warnings)}
+    assert readings[("scheduler", "dut")].value == "none" and scheduler.read_text() != before
+    assert readings[("thp", None)].host == machine.host, "the machine's own row"
+    assert oct((folder / "restore.json").stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(TuneError, match=r"^pytest-ssd \(pid \d+ \(flock .*still running"):
+        Tuner(machine, True, folder=folder).recover()  # beside a live session: refused
+    tuned.release_lock()  # killed: the kernel lets the lock go, nothing is put back
+    assert now() != before and (folder / "restore.json").exists()
+    recovered = Tuner(machine, False, folder=folder)
+    recovered.recover()
+    assert now() == before, "every setting exactly as found"
+    assert not (folder / "restore.json").exists() and recovered.log.refused == []
+    label = f"{machine.host}: " if machine.host else ""
+    lines = recovered.summary_lines()
+    assert lines and all(line.startswith(f"{label}recovered: /") for line in lines), lines
+    again = Tuner(machine, True, folder=folder)  # the lock is free again: tuned, put back
+    again.start(devices, warnings)
+    again.restore()
+    assert now() == before and not (folder / "restore.json").exists() and warnings == []
+
+
+def _untuned(
+    dev: Path, watch: Callable[..., Callable[[], dict[Path, str]]], *more: Path
+) -> tuple[Callable[[], dict[Path, str]], dict[Path, str]]:
+    """THP, *more* and *dev*'s scheduler *watch*\\ ed (put back as found at teardown), the
+    scheduler off the method's ``none``: the reader of them now, and what it reads."""
+    scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
+    if "mq-deadline" not in scheduler.read_text():
+        pytest.skip(f"{scheduler} offers no mq-deadline to start from")
+    now = watch(Path("/sys/kernel/mm/transparent_hugepage/enabled"), scheduler, *more)
+    scheduler.write_text("mq-deadline")
+    return now, now()

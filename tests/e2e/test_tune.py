@@ -288,7 +288,8 @@ def test_a_state_folder_others_may_write_is_refused_in_one_line(
     out = run.result.stdout.str() + run.result.stderr.str()
     errors = [line for line in run.result.errlines if line.startswith("ERROR:")]
     assert run.result.ret == 4 and errors == [
-        f"ERROR: refusing pytest-ssd's state folder {state}: it is writable by others"
+        "ERROR: this machine: cannot take the tune lock:"
+        f" refusing pytest-ssd's state folder {state}: it is writable by others"
         f" (mode {mode:04o}); make it a private folder (chmod 700) or remove it"
     ], out
     assert "Traceback" not in out and "INTERNALERROR" not in out

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ssd.host.io import Roots
+from pytest_ssd.host.tree import Tree
 from pytest_ssd.proc import Completed
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "nvme"
@@ -35,8 +36,12 @@ class KernelIo:
     features: dict[int, str] = field(default_factory=dict)
     #: the data buffers set-feature sent
     sent: list[bytes] = field(default_factory=list)
+    #: the fake machine's root: a machine's path (``/sys/...``) is written under it
+    root: Path | None = None
 
     def write(self, path: Path, value: str) -> None:
+        if self.root is not None and path.is_absolute():
+            path = self.root / path.relative_to("/")
         if path in self.refuse or not path.exists():
             raise OSError(errno.EINVAL, "Invalid argument")
         self.writes.append((path, value))
@@ -102,3 +107,13 @@ def snapshot(sysfs: Path, procfs: Path) -> dict[str, str]:
     return {
         str(p): p.read_text() for root in (sysfs, procfs) for p in root.rglob("*") if p.is_file()
     }
+
+
+def fake_copy(root: Path) -> Tree:
+    """The fake machine under *root* (``sys``, ``proc``, ``dev``) as a tuner's copy of it:
+    its device nodes as a machine's ``stat`` describes them."""
+    (root / "sample" / "proc").mkdir(parents=True, exist_ok=True)
+    dev = root / "dev"
+    found = sorted(dev.iterdir()) if dev.is_dir() else []
+    nodes = {f"/dev/{p.name}": (p.lstat().st_mode, p.lstat().st_rdev) for p in found}
+    return Tree(root, {"pid": "0"}, nodes=nodes)

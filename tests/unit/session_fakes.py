@@ -100,7 +100,7 @@ class FakeSite(Site):
         return contextlib.nullcontext(follow)
 
     def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
-        tuning.here[f"{self.name}/{dut_id}"] = identity
+        tuning.machines.setdefault(None, (self.machine, {}))[1][f"{self.name}/{dut_id}"] = identity
 
 
 @dataclass

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
-import re
 import signal
 import stat
 import subprocess
@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ssd.host import RESTORE_FILE, Roots, SystemIo, TuneError, Tuner
+from pytest_ssd.host import RESTORE_FILE, Roots, TuneError, Tuner
 from pytest_ssd.host.changes import FeatureWrite, FileWrite
 from pytest_ssd.host.nvme_features import APST
-from pytest_ssd.host.tune import LOCK_FILE
+from pytest_ssd.host.scripts import LOCK_FILE
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.statedir import write_private
 from tests.unit.host_fakes import KernelIo, nvme_node, snapshot
 from tests.unit.test_host_settings import LOOP
-from tests.unit.test_host_tune import FAST, NVME, THP, tuner_host
+from tests.unit.test_host_tune import NVME, THP, record, tuner, tuner_host
 
 ASLR = "sys/kernel/randomize_va_space"
 GOVERNOR = "devices/system/cpu/cpu1/cpufreq/scaling_governor"
@@ -41,26 +42,26 @@ def _journal(state: Path, *entries: dict[str, object], pid: int = 4242) -> Path:
 
 
 def _leftover(state: Path, roots: Roots, pid: int) -> None:
-    change = FileWrite("thp", roots.sysfs / THP, "madvise", "never")
+    change = FileWrite("thp", Path("/sys") / THP, "madvise", "never")
     _journal(state, change.as_dict(), pid=pid)
-    change.apply(KernelIo())
+    change.apply(KernelIo(root=roots.sysfs.parent))
 
 
 def _recover(state: Path, roots: Roots, io: KernelIo) -> Tuner:
-    tuner = Tuner(state, False, roots, io, FAST)
-    tuner.recover()
-    return tuner
+    recovered = tuner(state, False, roots, io)
+    recovered.recover()
+    return recovered
 
 
 def test_a_leftover_of_a_dead_session_is_restored_first(host: tuple[Roots, KernelIo, Path]) -> None:
     roots, io, state = host
     _leftover(state, roots, 4242)  # nobody holds the lock: its session is gone
     assert (roots.sysfs / THP).read_text() == "always madvise [never]\n"
-    tuner = _recover(state, roots, io)
+    tuned = _recover(state, roots, io)
     assert (roots.sysfs / THP).read_text() == "always [madvise] never\n"
     assert not (state / RESTORE_FILE).exists()
-    assert tuner.log.recovered == [f"{roots.sysfs / THP}: madvise again (left by pid 4242)"]
-    assert tuner.summary_lines() == [f"recovered: {tuner.log.recovered[0]}"]
+    assert tuned.log.recovered == [f"/sys/{THP}: madvise again (left by pid 4242)"]
+    assert tuned.summary_lines() == [f"recovered: {tuned.log.recovered[0]}"]
 
 
 def test_every_change_a_killed_session_made_is_accepted_back(
@@ -69,20 +70,19 @@ def test_every_change_a_killed_session_made_is_accepted_back(
     roots, io, state = host
     before = snapshot(roots.sysfs, roots.procfs)
     by_id = dataclasses.replace(NVME, path="/dev/disk/by-id/nvme-M_S")
-    killed = Tuner(state, True, roots, io, FAST)
+    killed = tuner(state, True, roots, io)
     killed.recover()
-    killed.record({"loop3": LOOP, "nvme0n1": by_id})
+    record(killed, {"loop3": LOOP, "nvme0n1": by_id})
     assert len(killed.log.changed) == 7 and io.features[APST] == "get-feature-apst-off.txt"
     journal = json.loads((state / RESTORE_FILE).read_text())
     apst = next(c for c in journal["changes"] if c["setting"] == "apst")
-    assert apst["device"] == str(roots.dev / "nvme0n1"), "the kernel's node, not the name given"
-    assert killed.lock is not None
-    killed.lock.release()  # what the kernel does to a killed process's lock; nothing restored
-    tuner = _recover(state, roots, io)
+    assert apst["device"] == "/dev/nvme0n1", "the kernel's node, not the name given"
+    killed.release_lock()  # what the kernel does to a killed process's lock; nothing restored
+    tuned = _recover(state, roots, io)
     assert snapshot(roots.sysfs, roots.procfs) == before
     assert io.features[APST] == "get-feature-apst.txt", "APST back on"
     assert io.sent[-1] == bytes.fromhex(apst["data"]), "with the controller's own table"
-    assert len(tuner.log.recovered) == 7 and tuner.log.refused == []
+    assert len(tuned.log.recovered) == 7 and tuned.log.refused == []
 
 
 def test_a_live_session_is_left_alone_and_blocks_tuning(
@@ -100,7 +100,7 @@ def test_a_live_session_is_left_alone_and_blocks_tuning(
         _recover(state, roots, io)
         assert (roots.sysfs / THP).read_text() == "always madvise [never]\n", "not ours"
         with pytest.raises(TuneError) as info:
-            Tuner(state, True, roots, io, FAST).recover()
+            tuner(state, True, roots, io).recover()
     finally:
         os.killpg(holder.pid, signal.SIGKILL)
         holder.wait(timeout=10)
@@ -164,16 +164,16 @@ def test_a_file_entry_is_restored_only_to_its_own_path_and_values(
     victim = tmp_path / "etc" / "cron.d" / "pwned"
     existing = tmp_path / "existing"
     existing.write_text("precious\n")
-    where = {"victim": victim, "existing": existing, "sysfs": roots.sysfs, "procfs": roots.procfs}
+    where = {"victim": victim, "existing": existing, "sysfs": "/sys", "procfs": "/proc"}
     before = snapshot(roots.sysfs, roots.procfs)
     _journal(state, {**entry, "path": entry["path"].format(**where)})
-    tuner = _recover(state, roots, io)
+    tuned = _recover(state, roots, io)
     assert not victim.exists() and not victim.parent.exists(), "no file is ever created"
     assert not Path("/etc/cron.d/pytest-ssd-x").exists()
     assert existing.read_text() == "precious\n"
     assert io.writes == [] and snapshot(roots.sysfs, roots.procfs) == before
-    assert tuner.log.recovered == []
-    (line,) = tuner.summary_lines()
+    assert tuned.log.recovered == []
+    (line,) = tuned.summary_lines()
     assert line.startswith(f"refused to restore: setting {entry['setting']!r}, value ")
     assert why in line and line.endswith(" (left by pid 4242)") and "\n" not in line
     assert not (state / RESTORE_FILE).exists(), "a refused entry is reported once"
@@ -211,11 +211,11 @@ def test_a_feature_entry_goes_only_to_the_kernels_nvme_node(
     os.mknod(roots.dev / "nvme2n1", stat.S_IFCHR | 0o600, os.makedev(259, 2))  # not a block node
     (roots.sysfs / "class/block/nvme2n1").mkdir(parents=True)
     (roots.sysfs / "class/block/nvme2n1/dev").write_text("259:2\n")
-    where = {"node": roots.dev / "nvme0n1", "dev": roots.dev, "sysfs": roots.sysfs}
+    where = {"node": "/dev/nvme0n1", "dev": "/dev", "sysfs": "/sys"}
     _journal(state, {**entry, "device": str(entry["device"]).format(**where)})
-    tuner = _recover(state, roots, io)
+    tuned = _recover(state, roots, io)
     assert io.nvme_calls == [], "nvme-cli never ran"
-    (line,) = tuner.log.refused
+    (line,) = tuned.log.refused
     assert line.endswith(f": {why.format(**where)} (left by pid 4242)"), line
 
 
@@ -224,9 +224,9 @@ def test_a_mangled_entry_is_reported_and_nothing_written(
 ) -> None:
     roots, io, state = host
     _journal(state, {"kind": "file"}, {"kind": "shell", "setting": "x"})
-    tuner = _recover(state, roots, io)
+    tuned = _recover(state, roots, io)
     assert io.writes == []
-    assert tuner.log.refused == [
+    assert tuned.log.refused == [
         "{'kind': 'file'}: lacks or mangles 'setting' (left by pid 4242)",
         "{'kind': 'shell', 'setting': 'x'}: kind 'shell' is not one --ssd-tune writes"
         " (left by pid 4242)",
@@ -243,42 +243,45 @@ def test_a_journal_in_the_report_folder_is_ignored(
     planted = {
         "pid": 1,
         "changes": [
-            FileWrite("thp", roots.sysfs / THP, "always", "").as_dict(),
+            FileWrite("thp", Path("/sys") / THP, "always", "").as_dict(),
             _file("thp", str(victim), "x"),
         ],
     }
     (reports / ".ssd-tune-restore.json").write_text(json.dumps(planted))
-    tuner = _recover(state, roots, io)
+    tuned = _recover(state, roots, io)
     assert io.writes == [] and not victim.exists()
-    assert tuner.summary_lines() == []
+    assert tuned.summary_lines() == []
 
 
 def test_a_journal_others_could_have_written_is_refused(
     host: tuple[Roots, KernelIo, Path],
 ) -> None:
     roots, io, state = host
-    journal = _journal(state, FileWrite("thp", roots.sysfs / THP, "always", "never").as_dict())
+    journal = _journal(state, FileWrite("thp", Path("/sys") / THP, "always", "never").as_dict())
     journal.chmod(0o644)
     with pytest.raises(TuneError) as info:
-        Tuner(state, False, roots, io, FAST).recover()
+        tuner(state, False, roots, io).recover()
     assert str(info.value) == (
-        f"refusing pytest-ssd's state file {journal}: not a private file of uid 0"
-        " (mode 0644, uid 0); check it and delete it"
+        f"this machine: cannot read its tune journal: {journal} is not private (mode 644):"
+        " check and delete it"
     )
     journal.chmod(0o600)
     os.chown(journal, 65534, 65534)
-    with pytest.raises(TuneError, match=r"not a private file of uid 0 \(mode 0600, uid 65534\)"):
-        Tuner(state, False, roots, io, FAST).recover()
+    with pytest.raises(TuneError, match=r"restore.json is owned by uid 65534$"):
+        tuner(state, False, roots, io).recover()
     os.chown(journal, 0, 0)
     state.chmod(0o770)
-    with pytest.raises(TuneError, match=r"it is writable by others \(mode 0770\)"):
-        Tuner(state, True, roots, io, FAST).recover()
+    for requested in (True, False):  # a journal that cannot be checked: refused, tuning or not
+        with pytest.raises(
+            TuneError, match=r"lock: refusing .*/state: it is writable by others \(mode 0770\)"
+        ):
+            tuner(state, requested, roots, io).recover()
     state.chmod(0o700)
     elsewhere = state.parent / "elsewhere.json"
     journal.replace(elsewhere)
     journal.symlink_to(elsewhere)
-    with pytest.raises(TuneError, match=r"not a restore file \(\[Errno 40\] Too many levels"):
-        Tuner(state, False, roots, io, FAST).recover()
+    with pytest.raises(TuneError, match=r"restore.json is not a file$"):
+        tuner(state, False, roots, io).recover()
     assert io.writes == []
 
 
@@ -286,32 +289,34 @@ def test_a_mangled_journal_is_one_line(host: tuple[Roots, KernelIo, Path]) -> No
     roots, io, state = host
     _journal(state).write_text('{"changes": "nope"}')
     with pytest.raises(TuneError, match="not a restore file"):
-        Tuner(state, True, roots, io, FAST).recover()
+        tuner(state, True, roots, io).recover()
 
 
-def test_the_system_io_writes_only_existing_kernel_attributes(
-    host: tuple[Roots, KernelIo, Path], tmp_path: Path
-) -> None:
-    roots = host[0]
-    system = SystemIo(roots)
-    system.write(roots.procfs / ASLR, "1")
-    assert (roots.procfs / ASLR).read_text() == "1\n"  # one write, no truncation: as sysfs
-    with pytest.raises(FileNotFoundError):
-        system.write(roots.sysfs / "kernel" / "missing", "1")
-    assert not (roots.sysfs / "kernel" / "missing").exists(), "never created"
+#: a kernel attribute written here in process (this machine's transport), and by the
+#: script a test host runs (every machine's, run here)
+WRITERS = {
+    "in process": LOCAL.write_attribute,
+    "by script": functools.partial(Machine.write_attribute, LOCAL),
+}
+
+
+@pytest.mark.parametrize("how", sorted(WRITERS))
+def test_a_machine_writes_only_existing_kernel_attributes(tmp_path: Path, how: str) -> None:
+    write = WRITERS[how]
     outside = tmp_path / "precious"
     outside.write_text("keep\n")
-    (roots.sysfs / "kernel" / "link").symlink_to(outside)
-    (roots.sysfs / "kernel" / "dir").symlink_to(tmp_path)
+    aslr = tmp_path / "aslr"
+    aslr.symlink_to("/proc/sys/kernel/randomize_va_space")
+    before = Path("/proc/sys/kernel/randomize_va_space").read_text()
     for path in (
         outside,
-        roots.sysfs / "kernel" / "link",
-        roots.sysfs / "kernel/dir/precious",
-        roots.sysfs / "../precious",
+        Path("/proc/self/root") / outside.relative_to("/"),
+        Path("/proc/../") / outside.relative_to("/"),
+        aslr,  # a link to an attribute is not one: it could be swapped
+        Path("/sys/kernel/pytest-ssd-missing"),
     ):
-        refused = f"^refusing to write {re.escape(str(path))}: not under"
-        with pytest.raises(TuneError, match=refused):
-            system.write(path, "x")
+        with pytest.raises(OSError):
+            write(str(path), "1")
     assert outside.read_text() == "keep\n"
-    with pytest.raises(TuneError, match="not under /sys or /proc"):
-        SystemIo().write(Path("/proc/self/root") / outside.relative_to("/"), "x")
+    assert not Path("/sys/kernel/pytest-ssd-missing").exists(), "never created"
+    assert Path("/proc/sys/kernel/randomize_va_space").read_text() == before

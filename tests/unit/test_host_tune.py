@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.host import RESTORE_FILE, Roots, TuneError, Tuner
+from pytest_ssd.host import RESTORE_FILE, HostRecord, Roots, TuneError, Tuner
 from pytest_ssd.host.nvme_features import APST
-from tests.unit.host_fakes import KernelIo, fake_host, nvme_node, put, snapshot
+from pytest_ssd.machine.machine import LOCAL
+from tests.unit.host_fakes import KernelIo, fake_copy, fake_host, nvme_node, put, snapshot
 from tests.unit.test_host_settings import LOOP
 
 NVME = DeviceIdentity(
@@ -29,7 +29,6 @@ NVME = DeviceIdentity(
     transport="nvme",
 )
 THP = "kernel/mm/transparent_hugepage/enabled"
-FAST = 0.01  # seconds spent looking for busy processes (the fake /proc has none)
 
 
 def tuner_host(tmp_path: Path) -> tuple[Roots, KernelIo, Path]:
@@ -38,7 +37,22 @@ def tuner_host(tmp_path: Path) -> tuple[Roots, KernelIo, Path]:
     roots = Roots(sysfs, procfs, tmp_path / "dev")
     put(sysfs, "class/block/nvme0n1/queue/scheduler", "[none] mq-deadline")
     nvme_node(roots)
-    return roots, KernelIo(features={APST: "get-feature-apst.txt"}), tmp_path / "state"
+    return (
+        roots,
+        KernelIo(features={APST: "get-feature-apst.txt"}, root=tmp_path),
+        tmp_path / "state",
+    )
+
+
+def tuner(state: Path, requested: bool, roots: Roots, io: KernelIo) -> Tuner:
+    """This machine's tuner, its journal in *state*, its kernel the fake one at *roots*."""
+    root = roots.sysfs.parent
+    return Tuner(LOCAL, requested, folder=state, io=io, copy=lambda _to, _s: fake_copy(root))
+
+
+def record(tuner: Tuner, devices: dict[str, DeviceIdentity]) -> HostRecord:
+    """Tune (if asked) and read: the record of what the run runs under."""
+    return HostRecord(tuple(tuner.start(devices, [])))
 
 
 @pytest.fixture
@@ -49,21 +63,21 @@ def host(tmp_path: Path) -> tuple[Roots, KernelIo, Path]:
 def test_tune_then_restore_leaves_everything_as_found(host: tuple[Roots, KernelIo, Path]) -> None:
     roots, io, state = host
     before = snapshot(roots.sysfs, roots.procfs)
-    tuner = Tuner(state, True, roots, io, FAST)
-    record = tuner.record({"loop3": LOOP, "nvme0n1": NVME})
-    shown = {(r.key, r.device): r.value for r in record.readings}
+    tuned = tuner(state, True, roots, io)
+    found = record(tuned, {"loop3": LOOP, "nvme0n1": NVME})
+    shown = {(r.key, r.device): r.value for r in found.readings}
     assert shown[("governor", None)] == "performance" and shown[("boost", None)] == "off"
     assert shown[("thp", None)] == "never" and shown[("aslr", None)] == "0"
     assert shown[("scheduler", "loop3")] == "none" and shown[("apst", "nvme0n1")] == "off"
     assert shown[("power-state", "nvme0n1")] is None, "no 0x02 in this fake: not available"
-    assert len(tuner.log.changed) == 7  # 2 governors, boost, THP, ASLR, loop3 scheduler, APST
+    assert len(tuned.log.changed) == 7  # 2 governors, boost, THP, ASLR, loop3 scheduler, APST
     assert (state / RESTORE_FILE).is_file()
-    tuner.restore()
-    tuner.restore()  # idempotent: sessionfinish, then unconfigure
+    tuned.restore()
+    tuned.restore()  # idempotent: sessionfinish, then unconfigure
     assert snapshot(roots.sysfs, roots.procfs) == before
     assert io.features[APST] == "get-feature-apst.txt", "APST back on"
     assert not (state / RESTORE_FILE).exists()
-    assert len(tuner.log.restored) == 7 and tuner.log.failed == []
+    assert len(tuned.log.restored) == 7 and tuned.log.failed == []
 
 
 def test_the_restore_file_is_written_before_the_first_change(
@@ -79,9 +93,10 @@ def test_the_restore_file_is_written_before_the_first_change(
         write(path, value)
 
     io.write = spy  # type: ignore[method-assign]
-    Tuner(state, True, roots, io, FAST).record({"loop3": LOOP})
+    record(tuner(state, True, roots, io), {"loop3": LOOP})
     journal = seen[0]
-    assert journal["pid"] == os.getpid()
+    holder = Path(f"/proc/{journal['pid']}/comm").read_text().strip()
+    assert holder == "flock", "the process holding the machine's lock for the session"
     changes = journal["changes"]
     assert isinstance(changes, list) and len(changes) == 6, "every planned change, up front"
     assert {"setting": "thp", "original": "madvise", "target": "never"}.items() <= {
@@ -94,7 +109,7 @@ def test_a_failing_change_restores_what_was_changed(host: tuple[Roots, KernelIo,
     before = snapshot(roots.sysfs, roots.procfs)
     io.refuse.add(roots.procfs / "sys/kernel/randomize_va_space")
     with pytest.raises(TuneError, match=r"randomize_va_space.*every setting changed is back"):
-        Tuner(state, True, roots, io, FAST).record({"loop3": LOOP})
+        record(tuner(state, True, roots, io), {"loop3": LOOP})
     assert len(io.writes) > 4, "governors, boost and THP were changed first"
     assert snapshot(roots.sysfs, roots.procfs) == before
     assert not (state / RESTORE_FILE).exists()
@@ -114,38 +129,39 @@ def test_ctrl_c_while_tuning_restores_and_propagates(host: tuple[Roots, KernelIo
 
     io.write = interrupted  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        Tuner(state, True, roots, io, FAST).record({})
+        record(tuner(state, True, roots, io), {})
     assert snapshot(roots.sysfs, roots.procfs) == before
 
 
 def test_without_the_option_nothing_is_touched(host: tuple[Roots, KernelIo, Path]) -> None:
     roots, io, state = host
-    record = Tuner(state, False, roots, io, FAST).record({"loop3": LOOP})
+    found = record(tuner(state, False, roots, io), {"loop3": LOOP})
     assert io.writes == [] and not [c for c in io.nvme_calls if c[0] == "set-feature"]
     assert not (state / RESTORE_FILE).exists()
-    assert "Transparent huge pages is madvise, the method recommends never" in record.warnings()
+    assert "Transparent huge pages is madvise, the method recommends never" in found.warnings()
 
 
 def test_a_setting_that_cannot_be_restored_keeps_the_file(
     host: tuple[Roots, KernelIo, Path],
 ) -> None:
     roots, io, state = host
-    tuner = Tuner(state, True, roots, io, FAST)
-    tuner.record({})
+    tuned = tuner(state, True, roots, io)
+    record(tuned, {})
     io.refuse.add(roots.sysfs / THP)
-    tuner.restore()
-    assert [line for line in tuner.log.failed if "transparent_hugepage" in line]
+    tuned.restore()
+    assert [line for line in tuned.log.failed if "transparent_hugepage" in line]
     assert (state / RESTORE_FILE).exists(), "the next session tries again"
-    assert any("could NOT restore" in line for line in tuner.summary_lines())
+    assert any("could NOT restore" in line for line in tuned.summary_lines())
 
 
 def test_restore_frees_the_machine_also_when_nothing_was_changed(
     host: tuple[Roots, KernelIo, Path],
 ) -> None:
     roots, io, state = host
-    first = Tuner(state, True, roots, io, FAST)
+    first = tuner(state, True, roots, io)
     first.recover()  # holds the machine's lock for its session
-    with pytest.raises(TuneError, match=rf"^pytest-ssd \(pid {os.getpid()} .*still running"):
-        Tuner(state, True, roots, io, FAST).recover()
+    held = r"^pytest-ssd \(pid \d+ \(flock -n -o -E 75 .*tune.lock sh -c\)\) has tuned this"
+    with pytest.raises(TuneError, match=held + r" machine and is still running"):
+        tuner(state, True, roots, io).recover()
     first.restore()
-    Tuner(state, True, roots, io, FAST).recover()  # the lock is free again
+    tuner(state, True, roots, io).recover()  # the lock is free again

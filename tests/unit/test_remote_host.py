@@ -13,12 +13,13 @@ import pytest
 from pytest_ssd.device.identity import DeviceIdentity, identify
 from pytest_ssd.host import HostRecord, Roots
 from pytest_ssd.host.changes import FeatureWrite
-from pytest_ssd.host.io import SystemIo, TuneError
+from pytest_ssd.host.io import MachineIo, TuneError
 from pytest_ssd.host.journal import checked
 from pytest_ssd.host.record import device_settings, side_by_side
-from pytest_ssd.host.remote import HostIo, copy_tree, read_host
-from pytest_ssd.host.remote_tune import checked_on
 from pytest_ssd.host.settings import host_settings
+from pytest_ssd.host.tree import copy_tree, read_host
+from pytest_ssd.host.tune import checked_on
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.machine.snapshot import OUTSIDE
 from pytest_ssd.machine.ssh import MARK
 from tests.fake_machine import FakeMachine
@@ -38,7 +39,7 @@ def _disk() -> Path:
 def test_this_machine_read_as_a_host_reads_as_itself() -> None:
     dev = _disk()
     devices = {"dut": identify(dev)}
-    roots, io = Roots(), SystemIo()
+    roots, io = Roots(), MachineIo(LOCAL)
     direct = HostRecord.read(
         roots, io, [*host_settings(roots), *device_settings(roots, io, devices)], devices
     )
@@ -46,7 +47,7 @@ def test_this_machine_read_as_a_host_reads_as_itself() -> None:
     assert [r.key for r in remote] == [r.key for r in direct.readings]
     for mine, theirs in zip(direct.readings, remote, strict=True):
         assert theirs.host == "lab7" and theirs.source.endswith(" on lab7")
-        assert "/ssd-host-" not in theirs.source, "the copy's path never shows"
+        assert "/ssd-copy-" not in theirs.source, "the copy's path never shows"
         if mine.key not in MOVING:
             assert (theirs.value, theirs.recommended, theirs.device) == (
                 mine.value,
@@ -93,7 +94,7 @@ def test_busy_processes_on_a_host_leave_out_the_reading_itself(tmp_path: Path) -
     disk_id = identify_like("sda1")
     (setting,) = [
         s
-        for s in device_settings(now, HostIo(FakeMachine("x", here=True)), disk_id)
+        for s in device_settings(now, MachineIo(FakeMachine("x", here=True)), disk_id)
         if s.key == "scheduler"
     ]
     assert setting.read().value == "mq-deadline"
@@ -111,16 +112,18 @@ def test_a_path_out_of_the_copy_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "etc").exists()
 
 
-def test_a_host_is_never_tuned() -> None:
-    with pytest.raises(TuneError, match="does not change a test host"):
-        HostIo(FakeMachine("lab7", here=True)).write(
-            Path("/sys/kernel/mm/transparent_hugepage/enabled"), "never"
-        )
+def test_a_host_writes_only_its_kernel_attributes_and_says_which_host() -> None:
+    with pytest.raises(
+        OSError, match=r"^.*/etc/hostname is .*not in /sys or /proc on ssh root@lab7"
+    ):
+        MachineIo(FakeMachine("lab7", here=True)).write(Path("/etc/hostname"), "pwned")
 
 
 def test_host_readings_are_rows_of_their_own_beside_this_machines() -> None:
     devices = {"dut": identify(_disk())}
-    here = HostRecord.read(Roots(), SystemIo(), host_settings(Roots()), {}, busy_sample_s=0.05)
+    here = HostRecord.read(
+        Roots(), MachineIo(LOCAL), host_settings(Roots()), {}, busy_sample_s=0.05
+    )
     there = read_host(FakeMachine("lab7", here=True), devices, busy_sample_s=0.05)
     env = HostRecord((*here.readings, *there)).as_dict()
     names = [name for name, _ in side_by_side([env])]
@@ -149,7 +152,7 @@ def test_set_feature_on_a_host_sends_its_data_buffer_along(tmp_path: Path) -> No
     table = bytes(range(256))  # NUL, '%' and '\\' among them
     change = FeatureWrite("apst", "/dev/nvme0n1", 0x0C, 1, 0, table.hex())
     host = FakeNvme(tmp_path)
-    change.apply(HostIo(host))
+    change.apply(MachineIo(host))
     args = (tmp_path / "args").read_text().splitlines()
     assert args[:4] == ["set-feature", "/dev/nvme0n1", "--feature-id=12", "--value=0"]
     assert args[4] == "--data-len=256" and args[5].startswith("--data=/")
