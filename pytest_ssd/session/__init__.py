@@ -210,17 +210,19 @@ class SsdSession:
             raise
 
     def prepare(self) -> None:
-        """What comes before the devices, all on this machine: the session's mark and
-        recovery, fio, the datasheets and the drives to compare with (a refusal here has
+        """What comes before the devices, all on this machine: the session's mark, fio,
+        recovery, the datasheets and the drives to compare with (a refusal here has
         touched no device)."""
         # released at exit too: pytest skips its unconfigure when a sessionfinish hook raises
         # (a closed pipe: `pytest ... | tee log` after Ctrl-C)
         atexit.register(self.close)
         stall_override()  # a bad value is refused before anything starts
         self.mark.open()  # from here on, no process of the session outlives it
-        # first of all: put back what a session that died left tuned
-        self.environment.recover()
         which("fio", FIO_INSTALL_HINT)  # before anything is created: every test needs fio
+        # then first of all: put back what a session that died left tuned (its lock and
+        # journal are commands the machine runs, as on a test host: a PATH without fio
+        # may lack them too, and fio's missing is the line to give)
+        self.environment.recover()
         # the controller's (a worker is handed its datasheets)
         from pytest_ssd.specs.selection import load_candidates, load_given  # noqa: PLC0415
 
