@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.fio.runners import FioRunner, HostFio
 from pytest_ssd.machine.address import SshAddress, parse_address
 from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.site.base import Tuning
 from pytest_ssd.site.jobs import MachineSite
 from pytest_ssd.testhosts import Hosts, TestHost
 
@@ -47,8 +45,9 @@ class HostSite(MachineSite):
         )
         return ": the same host named twice" if spelled else ""
 
+    @property
+    def live_status(self) -> bool:
+        return HostFio.live_status
+
     def runner(self) -> FioRunner:
         return HostFio(self.hosts.server(self.address), self.machine)
-
-    def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
-        tuning.add(self.machine, dut_id, identity)

@@ -37,7 +37,7 @@ from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source, find_source
 from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.snapshot import BLOCK_NAME
-from pytest_ssd.site.base import Key, Site
+from pytest_ssd.site.base import Key, Site, Tuning
 from pytest_ssd.state.accounting import Counters, counters_on
 from pytest_ssd.state.progress import Progress, feeding
 
@@ -218,4 +218,13 @@ class MachineSite(Site):
     def feeding(
         self, follow: Progress | None, kernel_name: str | None
     ) -> AbstractContextManager[StatusCallback | None]:
-        return feeding(follow, self.machine, kernel_name, self.runner().live_status)
+        return feeding(follow, self.machine, kernel_name, self.live_status)
+
+    @property
+    @abstractmethod
+    def live_status(self) -> bool:
+        """fio's status reaches this process live from this site's runner (its
+        :attr:`~pytest_ssd.fio.runners.FioRunner.live_status`), known without starting it."""
+
+    def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
+        tuning.add(self.machine, dut_id, identity)

@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.node import DeviceLock
 from pytest_ssd.fio.runners import FioRunner, LocalFio
 from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.machine import LOCAL, Machine
-from pytest_ssd.site.base import Tuning
 from pytest_ssd.site.jobs import MachineSite
 
 
@@ -32,11 +30,12 @@ class LocalSite(MachineSite):
     def keep(self, held: DeviceLock) -> None:
         self.locks.append(held)
 
+    @property
+    def live_status(self) -> bool:
+        return LocalFio.live_status
+
     def runner(self) -> FioRunner:
         return LocalFio(self.machine)
-
-    def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
-        tuning.add(self.machine, dut_id, identity)
 
     def close(self) -> None:
         while self.locks:
