@@ -1,9 +1,10 @@
-"""Where fio runs: a process on this machine, or the fio server on a device's test host.
+"""Where fio runs: a child process of this one, or the fio server on a device's machine.
 
 :func:`~pytest_ssd.fio.engine.run_jobs` asks a :class:`FioRunner` for everything that
 differs between the two (fio's arguments, the target's size, the stall watch, what
-follows the run); which one a device has is chosen once, where the device is resolved
-(:mod:`pytest_ssd.site`).
+follows the run); which one a machine has follows from what it offers (:func:`runner_on`:
+fio is a child of this process where the machine's programs are, its status read live;
+elsewhere fio's server runs there and is reached through a forwarded socket).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.errors import FioError, SsdError
 from pytest_ssd.fio.gates import Gates, LocalGates
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.server import FioServer
+from pytest_ssd.fio.server import FioServer, FioServers
 from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
 from pytest_ssd.machine.machine import LOCAL, Machine
 
@@ -69,7 +70,7 @@ class Unbatched(FioError):
 
 @dataclass
 class LocalFio:
-    """fio as a process of this machine."""
+    """fio as a child process of this one, on a machine whose programs are (this one)."""
 
     machine: Machine
     live_status = True
@@ -103,7 +104,7 @@ HERE = LocalFio(LOCAL)
 
 @dataclass
 class HostFio:
-    """fio as ``fio --client`` of the fio server on a test host."""
+    """fio as ``fio --client`` of the fio server on a machine (a test host)."""
 
     server: FioServer
     #: the server's machine (its counters, its devices' sizes)
@@ -149,3 +150,18 @@ class HostFio:
         self.server.fetched(artifacts)
         if not self.server.alive:
             raise FioError(f"fio on {self.where(target)}: the fio server was lost (ssh ended)")
+
+
+def runs_live(machine: Machine) -> bool:
+    """fio's status reaches this process live where fio runs for *machine* (the
+    :attr:`~FioRunner.live_status` of :func:`runner_on`'s runner), known without starting it."""
+    return LocalFio.live_status if machine.children else HostFio.live_status
+
+
+def runner_on(machine: Machine, servers: FioServers) -> FioRunner:
+    """Where fio runs *machine*'s jobs: a child of this process where the machine's programs
+    are (its status live, no server in between); else ``fio --client`` of the machine's fio
+    server for this process (*servers*: started on first use)."""
+    if machine.children:
+        return LocalFio(machine)
+    return HostFio(servers.on(machine), machine)

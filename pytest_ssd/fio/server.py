@@ -1,13 +1,15 @@
-"""fio's own server on a test host, for the session: jobs go there with ``fio --client``.
+"""fio's own server on a machine fio does not run on as a child of this process (a test
+host), for the session: jobs go there with ``fio --client``.
 
-:meth:`FioServer.start` runs, over one ssh stream (through the host's agent, off
-sshd's session budget: :meth:`~pytest_ssd.machine.ssh.Ssh.stream`), ``fio --server`` on a unix
-socket in a fresh ``0700`` folder of the host's (``mktemp -d``): fio's protocol
-has no authentication, so it never listens on a network port.  The controller
-reaches that socket through the SSH master connection (``ssh -O forward -L``,
-a socket only this user may open), and :func:`~pytest_ssd.fio.engine.run_jobs`
-runs ``fio --client=sock:fio.sock`` there: the job file and ``--readonly`` go to
-the host, fio's JSON (``client_stats``) and its per-I/O logs come back.
+:meth:`FioServer.start` runs, served by the machine (:meth:`Machine.serve
+<pytest_ssd.machine.machine.Machine.serve>`: a test host's agent, off sshd's session
+budget), ``fio --server`` on a unix socket in a fresh ``0700`` folder there
+(``mktemp -d``): fio's protocol has no
+authentication, so it never listens on a network port.  The machine forwards that socket
+here (:meth:`~pytest_ssd.machine.machine.Machine.forward`: a socket only this user may
+open), and :func:`~pytest_ssd.fio.engine.run_jobs` runs ``fio --client=sock:fio.sock``
+here: the job file and ``--readonly`` go there, fio's JSON (``client_stats``) and its
+per-I/O logs come back.  :class:`FioServers` keeps one server a machine for this process.
 
 Where the host has perl, the stream starts the batch agent beside it
 (:mod:`pytest_ssd.fio.agent`: the gates of batched points), on a second socket
@@ -30,8 +32,8 @@ from pathlib import Path
 from pytest_ssd.errors import FioError, SsdError
 from pytest_ssd.fio.agent import AGENT, HostGates
 from pytest_ssd.fio.agent import SOCKET as AGENT_SOCKET
+from pytest_ssd.machine.held import MARK, Held, marks
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.ssh import MARK, Held, Ssh, marks
 from pytest_ssd.proc import Completed
 
 START_TIMEOUT_S = 60.0
@@ -115,9 +117,9 @@ def start_timeout() -> float:
 
 @dataclass
 class FioServer:
-    """``fio --server`` on the host *ssh* reaches, for as long as this object runs it."""
+    """``fio --server`` on *machine*, for as long as this object runs it."""
 
-    ssh: Ssh
+    machine: Machine
     #: where the channel's output is kept
     artifacts: Path
     #: the host's folder of the server (its socket is in it)
@@ -128,8 +130,8 @@ class FioServer:
 
     @property
     def socket(self) -> Path:
-        """The forwarded socket here (in the connection's short control folder)."""
-        return self.ssh.control_dir / f"fio-{self.artifacts.name[-24:]}.sock"
+        """The forwarded socket here (in the machine's short folder of sockets)."""
+        return self.machine.sockets / f"fio-{self.artifacts.name[-24:]}.sock"
 
     @property
     def agent_socket(self) -> Path:
@@ -142,7 +144,7 @@ class FioServer:
         A server that did not start (in time) is ended on the host and its folder removed.
         """
         timeout = start_timeout()
-        held = self.ssh.stream(
+        held = self.machine.serve(
             ["sh", "-c", SERVE, "sh", AGENT],
             artifacts=self.artifacts,
             name="fio-server",
@@ -155,9 +157,9 @@ class FioServer:
         self.folder = held.marks["dir"]
         self.agent = held.marks.get("agent") == "yes"
         try:
-            self.ssh.forward(self.socket, f"{self.folder}/fio.sock")
+            self.machine.forward(self.socket, f"{self.folder}/fio.sock")
             if self.agent:
-                self.ssh.forward(self.agent_socket, f"{self.folder}/{AGENT_SOCKET}")
+                self.machine.forward(self.agent_socket, f"{self.folder}/{AGENT_SOCKET}")
         except BaseException:
             self.stop()
             raise
@@ -168,14 +170,14 @@ class FioServer:
         removed = ""
         if folder is not None:  # the channel's end stops it there too: this makes sure
             with contextlib.suppress(SsdError):
-                self.ssh.run(["sh", "-c", REMOVE, "sh", folder], timeout=STOP_TIMEOUT_S)
+                self.machine.run(["sh", "-c", REMOVE, "sh", folder], timeout=STOP_TIMEOUT_S)
             removed = f" and removed {folder}"
         if ended.seconds < timeout:
             return FioError(
-                f"{self.ssh.where}: fio --server did not start: {ended.last_error_line()}"
+                f"{self.machine.where}: fio --server did not start: {ended.last_error_line()}"
             )
         return FioError(
-            f"{self.ssh.where}: fio --server did not listen within {timeout:g} s (a slow or"
+            f"{self.machine.where}: fio --server did not listen within {timeout:g} s (a slow or"
             f" overloaded host); stopped it there{removed}"
         )
 
@@ -189,10 +191,13 @@ class FioServer:
         """The channel (and with it the server) runs."""
         return self._channel is not None and self._channel.alive
 
+    def _lost(self) -> FioError:
+        return FioError(f"{self.machine.where}: the fio server is not running (connection lost?)")
+
     def client_args(self, cwd: Path) -> list[str]:
         """fio's arguments to run its jobs here, from *cwd* (a link to the socket goes there)."""
         if not self.alive:
-            raise FioError(f"{self.ssh.where}: the fio server is not running (connection lost?)")
+            raise self._lost()
         link = cwd / CLIENT_SOCKET
         link.unlink(missing_ok=True)
         link.symlink_to(self.socket)
@@ -204,7 +209,7 @@ class FioServer:
         if not self.agent:
             return None
         if not self.alive:
-            raise FioError(f"{self.ssh.where}: the fio server is not running (connection lost?)")
+            raise self._lost()
         gates = HostGates(self.agent_socket, machine)
         gates.connect()
         return gates
@@ -220,10 +225,10 @@ class FioServer:
         if self._channel is not None:
             channel, self._channel = self._channel, None
             channel.close(STOP_TIMEOUT_S)
-            if self.folder is not None:  # the master may be the controller's: it forwards no more
-                self.ssh.cancel(self.socket, f"{self.folder}/fio.sock")
+            if self.folder is not None:
+                self.machine.unforward(self.socket, f"{self.folder}/fio.sock")
                 if self.agent:
-                    self.ssh.cancel(self.agent_socket, f"{self.folder}/{AGENT_SOCKET}")
+                    self.machine.unforward(self.agent_socket, f"{self.folder}/{AGENT_SOCKET}")
         self.socket.unlink(missing_ok=True)
         self.agent_socket.unlink(missing_ok=True)
 
@@ -231,5 +236,44 @@ class FioServer:
         """Pids of this server's fio processes still on the host (none after :meth:`stop`)."""
         if self.folder is None:
             return []
-        done = self.ssh.run(["sh", "-c", LEFT, "sh", self.folder], timeout=60)
+        done = self.machine.run(["sh", "-c", LEFT, "sh", self.folder], timeout=60)
         return [int(p) for p in done.stdout.split() if p.isdigit()]
+
+
+@dataclass
+class FioServers:
+    """This process's fio server on each machine that needs one, started on first use."""
+
+    #: by the machine's identity: the machine and its server
+    _servers: dict[int, tuple[Machine, FioServer]] = field(default_factory=dict, repr=False)
+
+    def on(self, machine: Machine) -> FioServer:
+        """*machine*'s fio server for this process, started on first use.
+
+        One that did not start is gone from the machine (see :meth:`FioServer.start`),
+        one stopped after a stall too: the next use starts another.
+        """
+        known = self._servers.get(id(machine))
+        if known is None or known[1].stopped:
+            fio = FioServer(machine, machine.sockets / "fio-server")
+            fio.start()
+            self._servers[id(machine)] = (machine, fio)
+            return fio
+        return known[1]
+
+    def close(self) -> list[str]:
+        """Stop every server and check that no fio of theirs is left; what was.
+
+        Each is taken out before it is stopped: a second call (an interrupted close run
+        again at exit) neither stops nor reports it again.
+        """
+        problems = []
+        while self._servers:
+            _, (machine, fio) = self._servers.popitem()
+            fio.stop()
+            with contextlib.suppress(SsdError):  # the connection is gone: its end killed them
+                left = fio.leftovers()
+                if left:
+                    pids = ", ".join(map(str, left))
+                    problems.append(f"{machine.where}: fio processes {pids} were left running")
+        return problems

@@ -38,6 +38,15 @@ def is_remote(text: str) -> bool:
     return text.startswith(SCHEME)
 
 
+def spelled_apart(first: str, again: str) -> bool:
+    """``--dut`` texts *first* and *again* name a host's device with two spellings of the
+    host (``lab-07`` and ``root@lab-07``, a port given or not)."""
+    if not (is_remote(first) and is_remote(again)):
+        return False
+    one, other = parse_address(first), parse_address(again)
+    return (one.destination, one.port) != (other.destination, other.port)
+
+
 def parse_address(text: str) -> SshAddress:
     """The address in *text*, or a one-line :class:`ConfigError` saying what is wrong."""
     where = f"--dut={text}"

@@ -24,9 +24,10 @@ from typing import Literal, TypeVar
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine import blocks, hostfacts
 from pytest_ssd.machine.facts import Facts, HereFacts
+from pytest_ssd.machine.held import Held, hold_here
 from pytest_ssd.machine.locks import HereLocks, NodeLocks
 from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, take_all
-from pytest_ssd.machine.ssh import Held, Ssh, hold_here
+from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc.runner import Completed, run, which
 
 READ_TIMEOUT_S = 60.0
@@ -63,6 +64,10 @@ class Machine(ABC):
     #: a regular file there may be a device under test (a test host's fio server is given
     #: block devices only)
     file_targets: bool = False
+    #: a program it runs is a child of this process, its output read as it is written;
+    #: False: it runs across a connection, where what lasts is better served there
+    #: (:meth:`serve`) and reached through a socket forwarded here (:meth:`forward`)
+    children: bool = False
 
     @property
     @abstractmethod
@@ -73,6 +78,12 @@ class Machine(ABC):
     @abstractmethod
     def host(self) -> str | None:
         """The host's name as labels show it; None for this machine."""
+
+    @property
+    def reached_as(self) -> str | None:
+        """The machine as the report's device header names it: how it is reached
+        (``root@lab-07 port 22``); None for this one."""
+        return None
 
     @abstractmethod
     def run(
@@ -204,12 +215,36 @@ class Machine(ABC):
         process ends or the connection is lost), or how it ended."""
         raise ToolError(f"{self.where or 'this machine'} cannot hold a command")
 
+    def serve(
+        self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+    ) -> Held | Completed:
+        """:meth:`hold` a program that serves this process for the session (a fio server),
+        on what the machine keeps for what lasts (a test host: its agent, off sshd's
+        session budget)."""
+        return self.hold(argv, artifacts=artifacts, name=name, ready=ready, timeout=timeout)
+
+    @property
+    def sockets(self) -> Path:
+        """A short folder here for the sockets :meth:`forward` makes (a unix socket's path
+        holds 107 bytes), removed with the connection."""
+        raise ToolError(f"{self.where or 'this machine'} forwards no socket")
+
+    def forward(self, here: Path, there: str) -> None:
+        """Make unix socket *here* reach socket *there* on the machine; :class:`DeviceError`
+        when it cannot."""
+        raise ToolError(f"{self.where or 'this machine'} forwards no socket")
+
+    def unforward(self, here: Path, there: str) -> None:
+        """Stop forwarding *here* (:meth:`forward`) and remove it."""
+        here.unlink(missing_ok=True)
+
 
 class LocalMachine(Machine):
     """This machine."""
 
     place: Place = "local"
     file_targets: bool = True
+    children: bool = True
 
     @property
     def where(self) -> str:
@@ -327,6 +362,8 @@ class SshMachine(Machine):
     """A test host, over the connection *ssh* (opened by its owner)."""
 
     ssh: Ssh
+    #: what must run before a program is served there (its owner starts the host's agent)
+    lasting: Callable[[], None] = field(default=lambda: None, repr=False)
     _paths: dict[str, str] = field(default_factory=dict, repr=False)
     #: a host's devices are prepared in threads: each program is looked for there once
     _looking: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -339,6 +376,11 @@ class SshMachine(Machine):
     @property
     def host(self) -> str | None:
         return self.ssh.address.label
+
+    @property
+    def reached_as(self) -> str | None:
+        address = self.ssh.address
+        return f"{address.destination} port {address.port or 22}"
 
     def run(
         self,
@@ -385,6 +427,24 @@ class SshMachine(Machine):
         self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
     ) -> Held | Completed:
         return self.ssh.hold(argv, artifacts=artifacts, name=name, ready=ready, timeout=timeout)
+
+    def serve(
+        self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
+    ) -> Held | Completed:
+        self.lasting()
+        return self.ssh.stream(argv, artifacts=artifacts, name=name, ready=ready, timeout=timeout)
+
+    @property
+    def sockets(self) -> Path:
+        """The connection's own short folder."""
+        return self.ssh.control_dir
+
+    def forward(self, here: Path, there: str) -> None:
+        self.ssh.forward(here, there)
+
+    def unforward(self, here: Path, there: str) -> None:
+        """The master may be the controller's: it forwards no more."""
+        self.ssh.cancel(here, there)
 
 
 def _kernel_file(path: str) -> bool:

@@ -18,18 +18,19 @@ import shlex
 import shutil
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pytest_ssd.errors import DeviceError, SsdError, ToolError
 from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.held import MARK, Held, Mark, marks, ready_held, spawn_lasting
 from pytest_ssd.machine.slots import Slots
-from pytest_ssd.machine.stream import Channel, Piped, Socketed
+from pytest_ssd.machine.stream import Piped, Socketed
 from pytest_ssd.proc.folders import pid_folder
-from pytest_ssd.proc.pauses import pauses
-from pytest_ssd.proc.runner import Background, Completed, run, spawn, which
+from pytest_ssd.proc.runner import Background, Completed, run, which
+
+#: :mod:`.held`'s names the transport's modules import from here
+__all__ = ["MARK", "Held", "Mark", "marks"]
 
 SSH_INSTALL_HINT = "install openssh-client (apt-get install openssh-client)"
 #: seconds ssh may take to reach a host
@@ -40,12 +41,6 @@ OPEN_TIMEOUT_S = 30.0
 SSH_FAILED = 255
 #: how long a master connection that is ending (its host's sshd gone) may take to exit
 LOST_GRACE_S = 1.0
-#: how a script on the host marks a line of its output for pytest-ssd ("@@ssd:word rest")
-MARK = "@@ssd:"
-#: how long a held command may take to end by itself once its input is closed
-HELD_CLOSE_TIMEOUT_S = 15.0
-#: the longest pause while waiting for a held command's answer (it starts at 1 ms)
-POLL_S = 0.02
 #: channels of short commands (:meth:`Ssh.run`) open at once on one connection, by every
 #: process of the session together: with the held ones (a host's locks, its tuning, its
 #: agent) under sshd's default MaxSessions 10
@@ -70,18 +65,6 @@ PACKAGES = {
     "flock": "util-linux",
     "wipefs": "util-linux",
 }
-
-
-#: the thread that starts what must outlive the thread asking for it (the master, held
-#: commands): a process pytest-ssd starts gets the kernel's parent-death signal when the
-#: *thread* that started it ends, and devices are prepared in threads that end; this one
-#: lives as long as the interpreter
-_LASTING = ThreadPoolExecutor(1, thread_name_prefix="ssd-lasting")
-
-
-def _spawn_lasting(argv: list[str], **options: Any) -> Background:
-    """:func:`spawn` from :data:`_LASTING`: the process lives until closed or this process ends."""
-    return _LASTING.submit(spawn, argv, **options).result()
 
 
 #: a folder whose path ssh takes as it is (no blank, no ``%`` token, no quote)
@@ -145,105 +128,6 @@ def check_missing(done: Completed, where: str) -> None:
         raise ToolError(
             f"{name} is not installed on {where}: install {package} (apt-get install {package})"
         )
-
-
-def marks(text: str) -> dict[str, str]:
-    """The marked lines of *text*: ``{"pid": "1234", "ready": ""}``."""
-    return {
-        word: rest
-        for line in text.splitlines()
-        if line.startswith(MARK)
-        for word, _, rest in [line[len(MARK) :].partition(" ")]
-    }
-
-
-@dataclass(frozen=True)
-class Mark:
-    """A marked line ``@@ssd:word key`` or ``@@ssd:word key<TAB>rest``."""
-
-    word: str
-    key: str
-    rest: str
-
-    @classmethod
-    def parse(cls, line: str) -> Mark | None:
-        if not line.startswith(MARK):
-            return None
-        word, _, tail = line[len(MARK) :].rstrip("\n").partition(" ")
-        key, _, rest = tail.partition("\t")
-        return cls(word, key, rest)
-
-
-@dataclass
-class Held:
-    """A command held running on a host for as long as its input stays open (:meth:`Ssh.hold`).
-
-    The command reads its input (``cat``) to learn when to end: :meth:`close`, the
-    end of this process and a lost connection all close it.
-    """
-
-    #: what it runs over: a session channel (:meth:`Ssh.hold`) or the agent's (:meth:`Ssh.stream`)
-    channel: Channel
-    #: the marked lines it printed up to its ready mark
-    marks: dict[str, str]
-    #: how much of its output :meth:`reply` has read
-    _read: int = field(default=0, repr=False)
-
-    def send(self, line: str) -> bool:
-        """Write *line* to its input without waiting: its answer is read by :meth:`answer`,
-        in the order asked (False: the command has ended)."""
-        return self.channel.send(f"{line}\n".encode())
-
-    def reply(self, line: str, key: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
-        """Write *line*; its first new mark ``word key[\\trest]`` with *word* among *answers*
-        (None: it ended or did not answer within *timeout*)."""
-        if not self.send(line):
-            return None
-        return self.answer(key, answers, timeout)
-
-    def answer(self, key: str, answers: tuple[str, ...], timeout: float) -> Mark | None:
-        """The first mark not read yet ``word key[\\trest]`` with *word* among *answers*; the
-        marks before it are passed over (None: it ended or did not answer within *timeout*)."""
-        out = self.channel.out
-        deadline = time.monotonic() + timeout
-        waits = pauses(POLL_S)
-        while True:
-            text = out.read_text()
-            for got in text[self._read :].splitlines(keepends=True):
-                if not got.endswith("\n"):
-                    break
-                self._read += len(got)
-                found = Mark.parse(got)
-                if found is not None and found.word in answers and found.key == key:
-                    return found
-            if not self.channel.alive() or time.monotonic() > deadline:
-                return None
-            time.sleep(next(waits))
-
-    @property
-    def alive(self) -> bool:
-        return self.channel.alive()
-
-    def ask(self, line: str, answers: tuple[str, ...], timeout: float) -> dict[str, str] | None:
-        """Write *line* to its input; its marks once one of *answers* is among them (None: it
-        ended or did not answer within *timeout*)."""
-        if not self.send(line):
-            return None
-        out = self.channel.out
-        deadline = time.monotonic() + timeout
-        waits = pauses(POLL_S)
-        while not any(word in (found := marks(out.read_text())) for word in answers):
-            if not self.channel.alive() or time.monotonic() > deadline:
-                return None
-            time.sleep(next(waits))
-        self.marks.update(found)
-        return found
-
-    def close(self, timeout: float = HELD_CLOSE_TIMEOUT_S) -> None:
-        """Close its input, give it *timeout* to end by itself, then end the ssh channel."""
-        self.channel.end_input()
-        self.channel.ended(timeout)
-        self.channel.kill()
 
 
 @dataclass
@@ -311,7 +195,7 @@ class Ssh:
             # a forwarded socket (fio's server) replaces a stale one; only we may use it
             *("-o", "StreamLocalBindUnlink=yes", "-o", "StreamLocalBindMask=0177"),
         )
-        self._master = _spawn_lasting(argv, artifacts=self.control_dir, name="master")
+        self._master = spawn_lasting(argv, artifacts=self.control_dir, name="master")
         deadline = time.monotonic() + OPEN_TIMEOUT_S
         while not self.control_path.exists():
             if not self._master.alive() or time.monotonic() > deadline:
@@ -403,8 +287,8 @@ class Ssh:
         self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
     ) -> Held | Completed:
         """Start *argv* on the host and wait for its mark *ready*: held, or how it ended."""
-        process = _spawn_lasting(self.command(argv), artifacts=artifacts, name=name, stdin=True)
-        return _ready(Piped(process), ready, timeout)
+        process = spawn_lasting(self.command(argv), artifacts=artifacts, name=name, stdin=True)
+        return ready_held(Piped(process), ready, timeout)
 
     def stream(
         self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
@@ -421,7 +305,7 @@ class Ssh:
             channel = Socketed.connect(self.agent, tuple(argv), artifacts=artifacts, name=name)
         except OSError as exc:
             raise DeviceError(f"{self.where}: its agent cannot be reached: {exc}") from None
-        return _ready(channel, ready, timeout)
+        return ready_held(channel, ready, timeout)
 
     def cancel(self, local: Path, remote: str) -> None:
         """Stop forwarding *local* (:meth:`forward`): the master holds no socket of a gone user."""
@@ -445,23 +329,3 @@ class Ssh:
             self._master = None
         # this connection's folder: its socket, forwarded sockets and the master's output
         shutil.rmtree(self.control_dir, ignore_errors=True)
-
-
-def hold_here(
-    argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
-) -> Held | Completed:
-    """:meth:`Ssh.hold` on this machine: *argv* started here, held once it printed *ready*."""
-    process = _spawn_lasting(list(argv), artifacts=artifacts, name=name, stdin=True)
-    return _ready(Piped(process), ready, timeout)
-
-
-def _ready(channel: Channel, ready: str, timeout: float) -> Held | Completed:
-    """*channel*'s command held once it printed the mark *ready*, or how it ended (ended at
-    *timeout*)."""
-    deadline = time.monotonic() + timeout
-    waits = pauses(POLL_S)
-    while ready not in (found := marks(channel.out.read_text())):
-        if not channel.alive() or time.monotonic() > deadline:
-            return channel.kill()
-        time.sleep(next(waits))
-    return Held(channel, found)

@@ -162,7 +162,7 @@ class SsdSession:
             "duts": self.devices.workerinput(),
             "datasheets": sheets,
             "controller_pid": os.getpid(),
-            "hosts": self.devices.sites.hosts.shared(),
+            "hosts": self.devices.sites.machines.shared(),
             "resumed": self.resumed.workerinput() if self.resumed is not None else None,
         }
 
@@ -350,7 +350,6 @@ class SsdSession:
             stack.callback(atexit.unregister, self.close)
             stack.callback(self._stop_leftovers)
             stack.callback(self.devices.release_scratch)
-            stack.callback(self.devices.unlock)
             stack.callback(self.close_hosts)
             stack.callback(self.environment.restore)
 
@@ -364,13 +363,13 @@ class SsdSession:
 
     def close_hosts(self) -> None:
         """Stop this process's fio servers on test hosts, unlock, disconnect; say what was left."""
-        for problem in self.devices.close_hosts():
+        for problem in self.devices.close():
             sys.stderr.write(f"pytest-ssd: {problem}\n")
 
     def lost_host(self, said: str) -> str | None:
         """A test host whose connection this process opened ended, in one line (None: none);
         *said*: a failed test's report (the hosts it names are given a moment)."""
-        return self.devices.sites.hosts.lost(said)
+        return self.devices.sites.machines.lost(said)
 
     def artifacts_for(self, nodeid: str) -> Path:
         """The test's artifact folder under the run directory."""

@@ -123,7 +123,7 @@ class Devices:
     _unopened: list[str] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.sites.hosts.config = self.options.ssh_config
+        self.sites.machines.config = self.options.ssh_config
 
     @property
     def ids(self) -> list[str]:
@@ -417,7 +417,7 @@ class Devices:
         of its own) and takes its identification: 16 workers on a host read nothing
         there at start; every write still checks that the node names the device pinned.
         """
-        self.sites.hosts.join(hosts)
+        self.sites.machines.join(hosts)
         places = [SshAddress(**i["address"]) if i["address"] else None for i in items]
         sites = [self.sites.of(address) for address in places]
         for index, (item, address, site) in enumerate(zip(items, places, sites, strict=True)):
@@ -445,13 +445,10 @@ class Devices:
             services.site.enlist(tuning, dut_id, self.duts[dut_id].identity, self.options.tune)
         return tuning
 
-    def close_hosts(self) -> list[str]:
-        """Stop this process's fio servers on test hosts, unlock, disconnect; what was left."""
-        return self.sites.close_hosts()
-
-    def unlock(self) -> None:
-        """Release this machine's locks."""
-        self.sites.close()
+    def close(self) -> list[str]:
+        """Stop this process's fio servers, release every machine's locks, disconnect from
+        the test hosts; what was left running (a second call does nothing)."""
+        return self.sites.close()
 
     def release_scratch(self) -> None:
         """Release the scratch devices; remove their folder (and the report folder this

@@ -5,8 +5,10 @@ its :class:`~pytest_ssd.machine.machine.Machine` alone: the guard's view is the 
 machine takes (:meth:`~pytest_ssd.machine.machine.Machine.facts`), the identities and
 links are read from the ``/sys`` it gives (:meth:`~pytest_ssd.machine.machine.Machine.sysfs`:
 its own, or a copy), the lock is held by its one lock holder
-(:meth:`~pytest_ssd.machine.machine.Machine.locks`).  Whatever the machine, one look at it
-serves all its devices before their locks and one after.
+(:meth:`~pytest_ssd.machine.machine.Machine.locks`, closed whole with the session's
+machines), labels name the machine as it names itself, fio runs where the machine lets it
+(:func:`~pytest_ssd.fio.runners.runner_on`).  Whatever the machine, one look at it serves
+all its devices before their locks and one after.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from abc import abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -33,9 +34,14 @@ from pytest_ssd.device.summary import READS as SUMMARY_READS
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import Node, View
 from pytest_ssd.errors import DeviceError, SafetyError, SsdError
+from pytest_ssd.fio.runners import FioRunner, runner_on, runs_live
+from pytest_ssd.fio.server import FioServers
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source, find_source
+from pytest_ssd.machine.address import SshAddress, spelled_apart
 from pytest_ssd.machine.locks import NodeLocks
+from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.machines import Machines
 from pytest_ssd.machine.snapshot import BLOCK_NAME
 from pytest_ssd.site.base import Key, Site, Tuning
 from pytest_ssd.state.accounting import Counters, counters_on
@@ -72,12 +78,25 @@ class HeldLock:
         self.held.claim_ahead()
 
 
+@dataclass
 class MachineSite(Site):
     """A device's machine and every device job there, through the machine alone."""
 
-    @abstractmethod
+    #: this process's machines: the device's is reached through them, on first use
+    machines: Machines
+    #: this process's fio servers (on a machine fio is no child process of this one on)
+    servers: FioServers
+    address: SshAddress | None = None
+
+    @property
+    def machine(self) -> Machine:
+        """The machine, connected (a one-line :class:`DeviceError` when unreachable)."""
+        return self.machines.of(self.address).machine
+
     def holder(self) -> NodeLocks:
-        """The machine's one holder of the session's locks and claims."""
+        """The machine's one holder of the session's locks and claims (closed whole with
+        the session's machines: :meth:`~pytest_ssd.machine.machines.Machines.close`)."""
+        return self.machines.of(self.address).holder
 
     def located(self, node: Path) -> str:
         where = self.machine.where
@@ -86,6 +105,13 @@ class MachineSite(Site):
     def labelled(self, label: str) -> str:
         host = self.machine.host
         return f"{label} on {host}" if host else label
+
+    def described(self, summary: str) -> str:
+        reached = self.machine.reached_as
+        return f"{summary} on {reached}" if reached else summary
+
+    def named_again(self, first: str, raw: str) -> str:
+        return ": the same host named twice" if spelled_apart(first, raw) else ""
 
     def snapshot(self, path: str) -> View:
         return View.of(self.machine, path)
@@ -159,11 +185,7 @@ class MachineSite(Site):
     def lock(self, node: Path, key: Key) -> HeldLock:
         held = DeviceLock(self.holder(), str(node))
         held.acquire()
-        self.keep(held)
         return HeldLock(held, key, held.pid)
-
-    def keep(self, held: DeviceLock) -> None:
-        """Keep *held* until the session ends (what closing the holder does not release)."""
 
     def read(self, path: Path, view: View | None = None) -> tuple[Key, DeviceIdentity]:
         machine = self.machine
@@ -218,13 +240,11 @@ class MachineSite(Site):
     def feeding(
         self, follow: Progress | None, kernel_name: str | None
     ) -> AbstractContextManager[StatusCallback | None]:
-        return feeding(follow, self.machine, kernel_name, self.live_status)
+        machine = self.machine
+        return feeding(follow, machine, kernel_name, runs_live(machine))
 
-    @property
-    @abstractmethod
-    def live_status(self) -> bool:
-        """fio's status reaches this process live from this site's runner (its
-        :attr:`~pytest_ssd.fio.runners.FioRunner.live_status`), known without starting it."""
+    def runner(self) -> FioRunner:
+        return runner_on(self.machine, self.servers)
 
     def enlist(self, tuning: Tuning, dut_id: str, identity: DeviceIdentity, tune: bool) -> None:
         tuning.add(self.machine, dut_id, identity)

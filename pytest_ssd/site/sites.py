@@ -2,48 +2,37 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from pytest_ssd.errors import SsdError
+from pytest_ssd.fio.server import FioServers
 from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.machines import Machines
 from pytest_ssd.site.base import Site
-from pytest_ssd.site.host import HostSite
-from pytest_ssd.site.local import LocalSite
-from pytest_ssd.testhosts import Hosts
+from pytest_ssd.site.jobs import MachineSite
 
 
 @dataclass
 class Sites:
-    """This machine, and the test hosts of ssh:// devices (connections, locks, fio servers)."""
+    """This process's machines (connections, locks) and the fio servers it runs on them."""
 
-    local: LocalSite = field(default_factory=LocalSite)
-    hosts: Hosts = field(default_factory=Hosts)
+    machines: Machines = field(default_factory=Machines)
+    servers: FioServers = field(default_factory=FioServers)
 
     def of(self, address: SshAddress | None) -> Site:
-        """The site of a device ``--dut`` placed at *address* (None: this machine).
-
-        The one place the choice between this machine and a test host is made.
-        """
-        return self.local if address is None else HostSite(self.hosts, address)
+        """The site of a device ``--dut`` placed at *address* (None: this machine): the same
+        jobs on whichever machine :meth:`~pytest_ssd.machine.machines.Machines.of` reaches."""
+        return MachineSite(self.machines, self.servers, address)
 
     def machine_of(self, address: SshAddress | None) -> Hashable:
-        """What tells the devices of one machine from others': the host as ssh resolves
-        it (``root@lab-07`` and ``lab-07`` with ``User root`` are one host, looked at once,
-        and connected as the first ``--dut`` spells it), else the address without its path
-        (its refusal comes in its own ``--dut``'s turn); None for this machine."""
-        if address is None:
-            return None
+        """What tells the devices of one machine from others'
+        (:meth:`~pytest_ssd.machine.machines.Machines.machine_of`)."""
+        return self.machines.machine_of(address)
+
+    def close(self) -> list[str]:
+        """Stop this process's fio servers, release every machine's locks, disconnect; what
+        was left running.  A second call does nothing."""
         try:
-            return self.hosts.key(address)
-        except SsdError:
-            return dataclasses.replace(address, path="")
-
-    def close_hosts(self) -> list[str]:
-        """Stop this process's fio servers on test hosts, unlock, disconnect; what was left."""
-        return self.hosts.close()
-
-    def close(self) -> None:
-        """Release this machine's locks."""
-        self.local.close()
+            return self.servers.close()
+        finally:  # whatever the servers did: the locks go
+            self.machines.close()

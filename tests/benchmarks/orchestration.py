@@ -287,7 +287,7 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
     ]
     folder = work / "fidelity"
     runner = (
-        HERE if server is None else HostFio(server, SshMachine(server.ssh))
+        HERE if server is None else HostFio(server, server.machine)
     )  # the benchmark's own choice
 
     def lone(tag: str) -> dict[str, float]:
@@ -299,7 +299,7 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
         }
 
     def batched(tag: str) -> dict[str, float]:
-        gates = server.batch_gates(SshMachine(server.ssh)) if server is not None else None
+        gates = server.batch_gates(server.machine) if server is not None else None
         points = [1] * len(jobs)
         with Batch(jobs, dev, folder / tag, points=points, gates=gates or LocalGates()) as batch:
             for job in jobs:
@@ -408,7 +408,7 @@ def on_host() -> bool:
         ok_full = judge(", on a host, full amounts", points, wall, runtime, PER_POINT_HOST_TARGET_S)
         ssh = sshd.client("orchestration")
         ssh.open()
-        server = FioServer(ssh, work / "fio-server")
+        server = FioServer(SshMachine(ssh), work / "fio-server")
         try:
             server.start()
             ok_fidelity = judge_fidelity(fidelity(dev, work, server), ", on a host")

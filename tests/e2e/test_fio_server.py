@@ -20,7 +20,7 @@ from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.runners import HostFio
 from pytest_ssd.fio.server import FioServer
-from pytest_ssd.machine.machine import SshMachine
+from pytest_ssd.machine.machine import Machine, SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from tests.sshd import Sshd, local_sshd
 
@@ -32,7 +32,7 @@ MIB = 1 << 20
 def fio_host(server: Sshd, tmp_path: Path) -> Iterator[FioServer]:
     ssh = server.client(tmp_path.name)
     ssh.open()
-    fio = FioServer(ssh, tmp_path / "server")
+    fio = FioServer(SshMachine(ssh), tmp_path / "server")
     try:
         fio.start()
         yield fio
@@ -41,8 +41,8 @@ def fio_host(server: Sshd, tmp_path: Path) -> Iterator[FioServer]:
         ssh.close()
 
 
-def _host_folder_gone(ssh: Ssh, folder: str) -> bool:
-    return ssh.run(["test", "-e", folder], timeout=30).returncode != 0
+def _host_folder_gone(machine: Machine | Ssh, folder: str) -> bool:
+    return machine.run(["test", "-e", folder], timeout=30).returncode != 0
 
 
 def test_jobs_on_the_host_do_what_they_do_here(
@@ -54,7 +54,7 @@ def test_jobs_on_the_host_do_what_they_do_here(
         FioJob("r", "rnd", 4096, iodepth=4, size=8 * MIB, io_bytes=4 * MIB, seed=7, io_log=True),
     ]
     there = run_jobs(
-        jobs, dev, artifacts=tmp_path / "there", runner=HostFio(fio_host, SshMachine(fio_host.ssh))
+        jobs, dev, artifacts=tmp_path / "there", runner=HostFio(fio_host, fio_host.machine)
     )
     here = run_jobs(jobs, dev, artifacts=tmp_path / "here")
     for job in jobs:
@@ -83,7 +83,7 @@ def test_a_read_only_session_cannot_write_on_the_host(
             dev,
             artifacts=tmp_path / "ro",
             readonly=True,
-            runner=HostFio(fio_host, SshMachine(fio_host.ssh)),
+            runner=HostFio(fio_host, fio_host.machine),
         )
     assert dev.read_bytes()[: 4 * MIB] == before
 
@@ -101,7 +101,7 @@ def test_stopping_the_server_ends_its_running_jobs(
                 [job],
                 dev,
                 artifacts=tmp_path / "long",
-                runner=HostFio(fio_host, SshMachine(fio_host.ssh)),
+                runner=HostFio(fio_host, fio_host.machine),
             )
         except BaseException as exc:  # noqa: BLE001  # handed to the test
             failed.append(exc)
@@ -118,7 +118,7 @@ def test_stopping_the_server_ends_its_running_jobs(
     worker.join(timeout=60)
     assert not worker.is_alive()
     assert fio_host.leftovers() == [], "no fio of that server is left on the host"
-    assert _host_folder_gone(fio_host.ssh, folder)
+    assert _host_folder_gone(fio_host.machine, folder)
     assert failed and isinstance(failed[0], FioError), failed
     assert "the fio server was lost" in str(failed[0])
 
@@ -126,7 +126,7 @@ def test_stopping_the_server_ends_its_running_jobs(
 def test_a_lost_connection_ends_the_server(server: Sshd, tmp_path: Path) -> None:
     ssh = server.client(tmp_path.name)
     ssh.open()
-    fio = FioServer(ssh, tmp_path / "server")
+    fio = FioServer(SshMachine(ssh), tmp_path / "server")
     fio.start()
     folder = fio.folder
     assert folder is not None and fio.leftovers() != []
@@ -134,7 +134,7 @@ def test_a_lost_connection_ends_the_server(server: Sshd, tmp_path: Path) -> None
     again = server.client(tmp_path.name + "2")
     again.open()
     try:
-        left = FioServer(again, tmp_path / "again", folder=folder)
+        left = FioServer(SshMachine(again), tmp_path / "again", folder=folder)
         deadline = time.monotonic() + 20
         while left.leftovers() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -160,7 +160,7 @@ def test_a_host_without_fio_is_one_line(tmp_path: Path) -> None:
         ssh.open()
         try:
             with pytest.raises(FioError) as caught:
-                FioServer(ssh, tmp_path / "server").start()
+                FioServer(SshMachine(ssh), tmp_path / "server").start()
         finally:
             ssh.close()
         left = host.settled()

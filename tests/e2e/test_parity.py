@@ -37,8 +37,8 @@ from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import check_target
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import FioOutput
-from pytest_ssd.fio.runners import HostFio, LocalFio
-from pytest_ssd.fio.server import FioServer
+from pytest_ssd.fio.runners import runner_on
+from pytest_ssd.fio.server import FioServers
 from pytest_ssd.fio.watch import capacity, stall_watch
 from pytest_ssd.health import find_source
 from pytest_ssd.health.log import find_log_reader
@@ -348,11 +348,9 @@ def test_the_health_source_and_log(machine: Machine, loop_device: LoopFactory) -
 
 def test_a_batchs_gates(machine: Machine, loop_device: LoopFactory, tmp_path: Path) -> None:
     dev = loop_device(64)
-    server = None if machine is LOCAL else FioServer(machine.ssh, tmp_path / "server")  # type: ignore[attr-defined]
-    if server is not None:
-        server.start()
+    servers = FioServers()
     try:
-        runner = LocalFio(machine) if server is None else HostFio(server, machine)
+        runner = runner_on(machine, servers)
         pinned = Pinned.of(device_key(dev), identify(dev))
         gates = runner.batch_gates(str(dev), pinned)
         assert gates.machine is machine and gates.capacity(str(dev)) == 64 * MIB
@@ -366,8 +364,7 @@ def test_a_batchs_gates(machine: Machine, loop_device: LoopFactory, tmp_path: Pa
                 assert result.directions["write"].io_bytes == MIB
             batch.close()
     finally:
-        if server is not None:
-            server.stop()
+        assert servers.close() == [], "no fio of the server is left"
 
 
 @contextlib.contextmanager
@@ -376,13 +373,12 @@ def _site(where: Where) -> Iterator[Site]:
     sites = Sites()
     address = None
     if where.server is not None:
-        sites.hosts.config = where.server.config
+        sites.machines.config = where.server.config
         address = parse_address(where.server.url("/dev/null"))
     try:
         yield sites.of(address)
     finally:
         sites.close()
-        sites.close_hosts()
 
 
 def test_the_look_finds_the_node_and_identity_alike(

@@ -30,8 +30,7 @@ from pytest_ssd.machine.hostlocks import HostLocks
 from pytest_ssd.machine.locks import HereLocks
 from pytest_ssd.machine.machine import LOCAL, SshMachine
 from pytest_ssd.machine.ssh import Ssh
-from pytest_ssd.site.host import HostSite
-from pytest_ssd.testhosts import Hosts
+from pytest_ssd.site import Sites
 from tests.sshd import Sshd
 
 LoopFactory = Callable[..., Path]
@@ -260,9 +259,9 @@ def test_a_hosts_devices_are_identified_whatever_their_paths_names_guess(
     misleading.symlink_to(first)
     plain = links / "disk-a"
     plain.symlink_to(second)
-    hosts = Hosts()
-    hosts.config = server.config
-    site = HostSite(hosts, parse_address(server.url(str(first))))
+    sites = Sites()
+    sites.machines.config = server.config
+    site = sites.of(parse_address(server.url(str(first))))
     try:
         targets = {first: first, misleading: first, plain: second}
         looked = site.snapshots([str(t) for t in targets])
@@ -273,7 +272,7 @@ def test_a_hosts_devices_are_identified_whatever_their_paths_names_guess(
                 assert canonical(target, view) == dev
                 assert view.identified[str(dev)] == identify(dev)
     finally:
-        assert hosts.close() == []
+        assert sites.close() == []
 
 
 def test_a_missing_tool_on_the_host_is_named_with_the_host(host: Ssh) -> None:

@@ -164,14 +164,13 @@ class _Parts:
 def _session(tmp_path: Path, parts: _Parts, monkeypatch: pytest.MonkeyPatch) -> SsdSession:
     session = SsdSession(_options(tmp_path), "run", tmp_path / "run", worker=False)
     monkeypatch.setattr(session.environment, "restore", parts.step("restore settings"))
-    monkeypatch.setattr(session.devices, "close_hosts", parts.step("close hosts"))
-    monkeypatch.setattr(session.devices, "unlock", parts.step("unlock"))
+    monkeypatch.setattr(session.devices, "close", parts.step("close machines"))
     monkeypatch.setattr(session.devices, "release_scratch", parts.step("release scratch"))
     monkeypatch.setattr(session.mark, "close", parts.step("stop leftovers"))
     return session
 
 
-ORDER = ["restore settings", "close hosts", "unlock", "release scratch", "stop leftovers"]
+ORDER = ["restore settings", "close machines", "release scratch", "stop leftovers"]
 
 
 def test_close_runs_every_step_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,7 +182,7 @@ def test_close_runs_every_step_in_order(tmp_path: Path, monkeypatch: pytest.Monk
     assert parts.closed == ORDER * 2
 
 
-@pytest.mark.parametrize("failing", ["restore settings", "unlock"])
+@pytest.mark.parametrize("failing", ["restore settings", "close machines"])
 def test_close_runs_every_step_when_one_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
@@ -242,7 +241,7 @@ def test_two_spellings_of_one_host_are_one_machine(tmp_path: Path) -> None:
     config = tmp_path / "ssh_config"
     config.write_text("Host *\n  User root\n")
     sites = Sites()
-    sites.hosts.config = config
+    sites.machines.config = config
     spelled = SshAddress("127.0.0.1", "/dev/loop0", user="root", port=2222)
     bare = SshAddress("127.0.0.1", "/dev/loop1", port=2222)
     other_port = SshAddress("127.0.0.1", "/dev/loop0", user="root", port=2223)

@@ -1,18 +1,17 @@
-"""The session's test hosts: one SSH connection each, the locks and fio servers held there.
+"""The machines of this process's devices: this one, and each test host over one SSH connection.
 
-A ``--dut=ssh://[user@]host[:port]/dev/...`` device is reached through a
-:class:`TestHost`: its connection (:class:`~pytest_ssd.machine.ssh.Ssh`: the
-controller logs in once per host; an xdist worker multiplexes over the
-controller's master and honours its channel budget, :meth:`Hosts.shared` and
-:meth:`Hosts.join`), the device locks the controller holds there for the session
-(:class:`~pytest_ssd.device.node.DeviceLock`, all in one process on one
-channel: :meth:`~pytest_ssd.machine.machine.Machine.locks`), the host's agent
-(:mod:`~pytest_ssd.machine.agent`, one channel: what lasts in every process goes
-through it on forwarded sockets) and the fio server each process running tests
-starts there on first use (:class:`~pytest_ssd.fio.server.FioServer`).
-:meth:`Hosts.close` stops the servers, checks that no fio of theirs is left on
-any host, releases the locks and closes the connections; it says what it found
-left behind.
+:meth:`Machines.of` gives a device's machine as this process reaches it (:class:`Reached`):
+its programs and files (:class:`~pytest_ssd.machine.machine.Machine`) and the one holder
+of the session's device locks and claims there
+(:meth:`~pytest_ssd.machine.machine.Machine.locks`: this process here, one process on one
+channel on a host).  A ``--dut=ssh://[user@]host[:port]/dev/...`` device is reached
+through a :class:`Connection`: its SSH connection (:class:`~pytest_ssd.machine.ssh.Ssh`:
+the controller logs in once per host; an xdist worker multiplexes over the controller's
+master and honours its channel budget, :meth:`Machines.shared` and :meth:`Machines.join`)
+and the host's agent (:mod:`~pytest_ssd.machine.agent`, one channel: what lasts in every
+process, a fio server each, goes through it on forwarded sockets: it is started before
+the first program the machine serves, :meth:`~pytest_ssd.machine.machine.Machine.serve`).
+:meth:`Machines.close` releases the locks and closes the connections.
 """
 
 from __future__ import annotations
@@ -20,42 +19,52 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+from collections.abc import Hashable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pytest_ssd.errors import SsdError
-from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine import agent
 from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.held import Held
 from pytest_ssd.machine.locks import NodeLocks
-from pytest_ssd.machine.machine import SshMachine
+from pytest_ssd.machine.machine import LOCAL, Machine, SshMachine
 from pytest_ssd.machine.slots import Slots
-from pytest_ssd.machine.ssh import (
-    LOST_GRACE_S,
-    RUN_CHANNELS,
-    Held,
-    Ssh,
-    control_folder,
-    resolve,
-)
+from pytest_ssd.machine.ssh import LOST_GRACE_S, RUN_CHANNELS, Ssh, control_folder, resolve
 
 
 @dataclass
-class TestHost:
-    """One test host of the session, in this process."""
+class Reached:
+    """A device's machine as this process reaches it."""
 
-    __test__ = False  # not a test class, whatever pytest collects
+    machine: Machine
+    #: the one holder there of every lock and claim of the session's drives
+    holder: NodeLocks
+
+    def close(self) -> None:
+        """Let every lock and claim there go (at once, the holder closed whole)."""
+        self.holder.close()
+
+
+@dataclass
+class Connection(Reached):
+    """A test host of the session, over this process's SSH connection."""
 
     ssh: Ssh
-    machine: SshMachine
-    #: the one process there that holds every lock and claim of the session's drives
-    holder: NodeLocks
-    fio: FioServer | None = None
     #: the agent's channel (the connection's owner runs it; None: not yet, or no perl there)
     agent: Held | None = None
     #: the agent was asked for (it runs, or the host has no perl)
     agent_tried: bool = False
+
+    def close(self) -> None:
+        """Release its locks, stop its agent, disconnect."""
+        super().close()
+        held, self.agent = self.agent, None
+        if held is not None:
+            held.close(agent.STOP_TIMEOUT_S)
+        self.ssh.close()
 
 
 @dataclass(frozen=True)
@@ -71,12 +80,13 @@ class Shared:
 
 
 @dataclass
-class Hosts:
-    """The test hosts of this process, connected on first use."""
+class Machines:
+    """This machine, and the test hosts of this process (connected on first use)."""
 
     #: an ssh_config to use instead of ``~/.ssh/config`` (``--ssd-ssh-config``)
     config: Path | None = None
-    hosts: dict[str, TestHost] = field(default_factory=dict)
+    hosts: dict[str, Connection] = field(default_factory=dict)
+    _here: Reached | None = field(default=None, repr=False)
     _keys: dict[SshAddress, str] = field(default_factory=dict, repr=False)
     _folder: Path | None = None
     #: devices are prepared in threads: one connection per host all the same
@@ -97,7 +107,35 @@ class Hosts:
             self._folder = control_folder()
         return self._folder / str(index)
 
-    def host(self, address: SshAddress) -> TestHost:
+    @property
+    def here(self) -> Reached:
+        """This machine, its holder made on first use."""
+        with self._connecting:
+            if self._here is None:
+                self._here = Reached(LOCAL, LOCAL.locks(Path()))
+            return self._here
+
+    def of(self, address: SshAddress | None) -> Reached:
+        """The machine of a device ``--dut`` placed at *address* (None: this one), connected
+        (a one-line :class:`DeviceError` when unreachable).
+
+        The one place the choice between this machine and a test host is made.
+        """
+        return self.here if address is None else self.host(address)
+
+    def machine_of(self, address: SshAddress | None) -> Hashable:
+        """What tells the devices of one machine from others': the host as ssh resolves
+        it (``root@lab-07`` and ``lab-07`` with ``User root`` are one host, looked at once,
+        and connected as the first ``--dut`` spells it), else the address without its path
+        (its refusal comes in its own ``--dut``'s turn); None for this machine."""
+        if address is None:
+            return None
+        try:
+            return self.key(address)
+        except SsdError:
+            return dataclasses.replace(address, path="")
+
+    def host(self, address: SshAddress) -> Connection:
         """The host of *address*, connected (a one-line :class:`DeviceError` when unreachable)."""
         with self._connecting:
             key = self.key(address)
@@ -110,24 +148,12 @@ class Hosts:
                     ssh.slots = Slots(Path(joined.slots), RUN_CHANNELS)
                 ssh.open()
                 machine = SshMachine(ssh)
-                self.hosts[key] = TestHost(ssh, machine, machine.locks(ssh.control_dir / "locks"))
+                host = Connection(machine, machine.locks(ssh.control_dir / "locks"), ssh)
+                machine.lasting = partial(self.start_agent, host)
+                self.hosts[key] = host
             return self.hosts[key]
 
-    def server(self, address: SshAddress) -> FioServer:
-        """The host's fio server for this process, started on first use.
-
-        One that did not start is gone from the host (see :meth:`FioServer.start`),
-        one stopped after a stall too: the next use starts another.
-        """
-        host = self.host(address)
-        if host.fio is None or host.fio.stopped:
-            self.start_agent(host)
-            fio = FioServer(host.ssh, host.ssh.control_dir / "fio-server")
-            fio.start()
-            host.fio = fio
-        return host.fio
-
-    def start_agent(self, host: TestHost) -> None:
+    def start_agent(self, host: Connection) -> None:
         """Start *host*'s agent once, on the connection this process owns (a worker's is the
         controller's): from then on :meth:`~pytest_ssd.machine.ssh.Ssh.stream` runs what
         lasts through it, off sshd's session budget."""
@@ -179,36 +205,18 @@ class Hosts:
                 return f"{host.ssh.where}: the test host's connection was lost"
         return None
 
-    def close(self) -> list[str]:
-        """Stop every fio server, release every lock, disconnect; what was left behind.
+    def close(self) -> None:
+        """Release every machine's locks, disconnect from every host.
 
-        Each host is taken out before it is closed: a second call (an interrupted
-        close run again at exit) neither closes nor reports it again.
+        Each host is taken out before it is closed: a second call (an interrupted close
+        run again at exit) does not close it again.
         """
-        problems = []
         while self.hosts:
             _, host = self.hosts.popitem()
-            problems += _close(host)
+            host.close()
+        here, self._here = self._here, None
+        if here is not None:
+            here.close()
         if self._folder is not None:
             with contextlib.suppress(OSError):
                 self._folder.rmdir()
-        return problems
-
-
-def _close(host: TestHost) -> list[str]:
-    """Stop *host*'s fio server, release its locks, disconnect; what was left there."""
-    problems = []
-    fio, host.fio = host.fio, None
-    if fio is not None:
-        fio.stop()
-        with contextlib.suppress(SsdError):  # the connection is gone: its end killed them
-            left = fio.leftovers()
-            if left:
-                pids = ", ".join(map(str, left))
-                problems.append(f"{host.ssh.where}: fio processes {pids} were left running")
-    host.holder.close()  # every lock and claim of its drives at once
-    held, host.agent = host.agent, None
-    if held is not None:
-        held.close(agent.STOP_TIMEOUT_S)
-    host.ssh.close()
-    return problems
