@@ -1,4 +1,5 @@
-"""fio's client/server on a test host: real fio --server over a real sshd on 127.0.0.1.
+"""fio's client/server on a test host: real fio --server over a real sshd on 127.0.0.1
+(and over any machine that serves it: this one, its socket reached by a link).
 
 The host is this machine, so the same loop device is measured both ways: fio run
 here and fio run there through ``fio --client`` must do the same I/O, and the
@@ -18,9 +19,9 @@ import pytest
 from pytest_ssd.errors import FioError
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.runners import HostFio
-from pytest_ssd.fio.server import FioServer
-from pytest_ssd.machine.machine import Machine, SshMachine
+from pytest_ssd.fio.runners import HostFio, LocalFio, runner_on, runs_live
+from pytest_ssd.fio.server import FioServer, FioServers
+from pytest_ssd.machine.machine import LOCAL, LocalMachine, Machine, SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from tests.sshd import Sshd, local_sshd
 
@@ -168,3 +169,49 @@ def test_a_host_without_fio_is_one_line(tmp_path: Path) -> None:
     assert message.endswith("fio --server did not start: fio is not installed on the host")
     assert left == [], "nothing was left on the host"
     assert "\n" not in message
+
+
+class ServedHere(LocalMachine):
+    """This machine as one fio is no child process on: its fio served, the server's socket
+    reached through a link in *folder* (what a connection's forward gives)."""
+
+    children = False
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(mode=0o700)
+        self.folder = folder
+
+    @property
+    def sockets(self) -> Path:
+        return self.folder
+
+    def forward(self, here: Path, there: str) -> None:
+        here.unlink(missing_ok=True)
+        here.symlink_to(there)
+
+
+def test_fios_server_runs_on_any_machine_that_serves_it(
+    loop_device: LoopFactory, tmp_path: Path
+) -> None:
+    """The runner follows from what the machine offers, and the server is built over the
+    machine alone: a machine that serves programs and forwards sockets, whatever reaches
+    it, gets ``fio --client`` of its one server; a machine whose programs are this
+    process's children gets fio as a child, its status live, and no server."""
+    dev = loop_device(64)
+    servers = FioServers()
+    job = FioJob("w", "rnd", 4096, read_pct=0, size=8 * MIB, io_bytes=MIB, seed=3)
+    here = runner_on(LOCAL, servers)
+    assert isinstance(here, LocalFio) and here.live_status and runs_live(LOCAL)
+    assert servers.close() == [], "no server started for this machine"
+    served = ServedHere(tmp_path / "s")
+    try:
+        runner = runner_on(served, servers)
+        assert isinstance(runner, HostFio) and not runner.live_status and not runs_live(served)
+        again = runner_on(served, servers)
+        assert isinstance(again, HostFio) and again.server is runner.server, "one a machine"
+        done = run_jobs([job], dev, artifacts=tmp_path / "served", runner=runner)
+        assert done.result(job).directions["write"].io_bytes == MIB
+    finally:
+        assert servers.close() == [], "the server left no fio behind"
+    assert servers.close() == [], "closed once"
+    assert not list((tmp_path / "s").glob("fio-*.sock")), "its socket went with it"
