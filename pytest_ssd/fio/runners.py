@@ -149,7 +149,8 @@ class HostFio:
     def finished(self, artifacts: Path, target: str) -> None:
         self.server.fetched(artifacts)
         if not self.server.alive:
-            raise FioError(f"fio on {self.where(target)}: the fio server was lost (ssh ended)")
+            lost = "the fio server was lost (its connection ended)"
+            raise FioError(f"fio on {self.where(target)}: {lost}")
 
 
 def runs_live(machine: Machine) -> bool:
