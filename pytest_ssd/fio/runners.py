@@ -69,7 +69,7 @@ class Unbatched(FioError):
 
 
 @dataclass
-class LocalFio:
+class ChildFio:
     """fio as a child process of this one, on a machine whose programs are (this one)."""
 
     machine: Machine
@@ -99,11 +99,11 @@ class LocalFio:
 
 
 #: fio on this machine
-HERE = LocalFio(LOCAL)
+HERE = ChildFio(LOCAL)
 
 
 @dataclass
-class HostFio:
+class ClientFio:
     """fio as ``fio --client`` of the fio server on a machine (a test host)."""
 
     server: FioServer
@@ -156,7 +156,7 @@ class HostFio:
 def runs_live(machine: Machine) -> bool:
     """fio's status reaches this process live where fio runs for *machine* (the
     :attr:`~FioRunner.live_status` of :func:`runner_on`'s runner), known without starting it."""
-    return LocalFio.live_status if machine.children else HostFio.live_status
+    return ChildFio.live_status if machine.children else ClientFio.live_status
 
 
 def runner_on(machine: Machine, servers: FioServers) -> FioRunner:
@@ -164,5 +164,5 @@ def runner_on(machine: Machine, servers: FioServers) -> FioRunner:
     are (its status live, no server in between); else ``fio --client`` of the machine's fio
     server for this process (*servers*: started on first use)."""
     if machine.children:
-        return LocalFio(machine)
-    return HostFio(servers.on(machine), machine)
+        return ChildFio(machine)
+    return ClientFio(servers.on(machine), machine)

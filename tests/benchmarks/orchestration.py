@@ -55,7 +55,7 @@ from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.gates import LocalGates
 from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
-from pytest_ssd.fio.runners import HERE, HostFio
+from pytest_ssd.fio.runners import HERE, ClientFio
 from pytest_ssd.fio.server import FioServer
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.methods.csd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, point_jobs
@@ -287,7 +287,7 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
     ]
     folder = work / "fidelity"
     runner = (
-        HERE if server is None else HostFio(server, server.machine)
+        HERE if server is None else ClientFio(server, server.machine)
     )  # the benchmark's own choice
 
     def lone(tag: str) -> dict[str, float]:

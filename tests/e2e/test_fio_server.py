@@ -19,7 +19,7 @@ import pytest
 from pytest_ssd.errors import FioError
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.runners import HostFio, LocalFio, runner_on, runs_live
+from pytest_ssd.fio.runners import ChildFio, ClientFio, runner_on, runs_live
 from pytest_ssd.fio.server import FioServer, FioServers
 from pytest_ssd.machine.machine import LOCAL, LocalMachine, Machine, SshMachine
 from pytest_ssd.machine.ssh import Ssh
@@ -55,7 +55,7 @@ def test_jobs_on_the_host_do_what_they_do_here(
         FioJob("r", "rnd", 4096, iodepth=4, size=8 * MIB, io_bytes=4 * MIB, seed=7, io_log=True),
     ]
     there = run_jobs(
-        jobs, dev, artifacts=tmp_path / "there", runner=HostFio(fio_host, fio_host.machine)
+        jobs, dev, artifacts=tmp_path / "there", runner=ClientFio(fio_host, fio_host.machine)
     )
     here = run_jobs(jobs, dev, artifacts=tmp_path / "here")
     for job in jobs:
@@ -84,7 +84,7 @@ def test_a_read_only_session_cannot_write_on_the_host(
             dev,
             artifacts=tmp_path / "ro",
             readonly=True,
-            runner=HostFio(fio_host, fio_host.machine),
+            runner=ClientFio(fio_host, fio_host.machine),
         )
     assert dev.read_bytes()[: 4 * MIB] == before
 
@@ -102,7 +102,7 @@ def test_stopping_the_server_ends_its_running_jobs(
                 [job],
                 dev,
                 artifacts=tmp_path / "long",
-                runner=HostFio(fio_host, fio_host.machine),
+                runner=ClientFio(fio_host, fio_host.machine),
             )
         except BaseException as exc:  # noqa: BLE001  # handed to the test
             failed.append(exc)
@@ -201,14 +201,14 @@ def test_fios_server_runs_on_any_machine_that_serves_it(
     servers = FioServers()
     job = FioJob("w", "rnd", 4096, read_pct=0, size=8 * MIB, io_bytes=MIB, seed=3)
     here = runner_on(LOCAL, servers)
-    assert isinstance(here, LocalFio) and here.live_status and runs_live(LOCAL)
+    assert isinstance(here, ChildFio) and here.live_status and runs_live(LOCAL)
     assert servers.close() == [], "no server started for this machine"
     served = ServedHere(tmp_path / "s")
     try:
         runner = runner_on(served, servers)
-        assert isinstance(runner, HostFio) and not runner.live_status and not runs_live(served)
+        assert isinstance(runner, ClientFio) and not runner.live_status and not runs_live(served)
         again = runner_on(served, servers)
-        assert isinstance(again, HostFio) and again.server is runner.server, "one a machine"
+        assert isinstance(again, ClientFio) and again.server is runner.server, "one a machine"
         done = run_jobs([job], dev, artifacts=tmp_path / "served", runner=runner)
         assert done.result(job).directions["write"].io_bytes == MIB
     finally:
