@@ -87,6 +87,8 @@ class Machines:
     config: Path | None = None
     hosts: dict[str, Connection] = field(default_factory=dict)
     _here: Reached | None = field(default=None, repr=False)
+    #: its own: a device here is not kept waiting while a host connects
+    _making_here: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _keys: dict[SshAddress, str] = field(default_factory=dict, repr=False)
     _folder: Path | None = None
     #: devices are prepared in threads: one connection per host all the same
@@ -110,7 +112,7 @@ class Machines:
     @property
     def here(self) -> Reached:
         """This machine, its holder made on first use."""
-        with self._connecting:
+        with self._making_here:
             if self._here is None:
                 self._here = Reached(LOCAL, LOCAL.locks(Path()))
             return self._here

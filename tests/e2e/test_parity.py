@@ -34,7 +34,7 @@ from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import summarize
 from pytest_ssd.errors import DeviceError, FioError, SafetyError
 from pytest_ssd.fio.batch import Batch
-from pytest_ssd.fio.engine import check_target
+from pytest_ssd.fio.engine import check_target, run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import FioOutput
 from pytest_ssd.fio.runners import runner_on
@@ -406,6 +406,28 @@ def test_the_summary_reads_the_same_sysfs_alike(where: Where, loop_device: LoopF
     expected = summarize(identify(dev))
     on = "" if where.server is None else f" on 127.0.0.1:{where.server.port}"
     assert summary == dataclasses.replace(expected, path=f"{dev}{on}")
+
+
+def test_fio_runs_where_the_machine_lets_it_and_the_site_names_it_alike(
+    where: Where, loop_device: LoopFactory, tmp_path: Path
+) -> None:
+    """One site class: fio a child of this process with its status live where the
+    machine's programs are, else ``fio --client`` of the machine's one server (stopped
+    with the session, nothing left); the labels as the machine names itself."""
+    dev = loop_device(64)
+    job = FioJob("w", "rnd", 4096, read_pct=0, size=8 * MIB, io_bytes=MIB, seed=5)
+    port = where.server.port if where.server is not None else None
+    here, on = port is None, f" on 127.0.0.1:{port}" if port else ""
+    with _site(where) as site:
+        runner = site.runner()
+        assert runner.machine is site.machine and runner.live_status is here
+        done = run_jobs([job], dev, artifacts=tmp_path / "fio", runner=runner)
+        assert done.result(job).directions["write"].io_bytes == MIB
+        assert site.labelled("loop") == f"loop{on}"
+        reached = f" on root@127.0.0.1 port {port}" if port else ""
+        assert site.described("64 MiB") == f"64 MiB{reached}"
+        assert site.located(dev) == str(dev) + site.machine.on
+    assert _settled(where, dev, "none") == [], "no fio, no holder left on the machine"
 
 
 def test_a_mounted_device_is_refused_by_the_view_and_the_claim_alike(
