@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.errors import ConfigError
-from pytest_ssd.machine.address import SshAddress, is_remote, parse_address
+from pytest_ssd.machine.address import HostAddress, is_host_address, parse_address
 
 #: size of a scratch device when ``scratch`` is given without one
 DEFAULT_SCRATCH_SIZE = 2 << 30
@@ -35,7 +35,7 @@ class DutSpec:
     path: Path | None = None
     scratch_size: int | None = None
     #: the test host the device is in (``ssh://...``); None: this machine
-    address: SshAddress | None = None
+    address: HostAddress | None = None
 
     @property
     def is_scratch(self) -> bool:
@@ -62,7 +62,7 @@ def dut_spec(text: str) -> DutSpec:
                 f"--dut {text}: {size:,} bytes is beyond any file size (8 EiB at most)"
             )
         return DutSpec(raw=text, scratch_size=size)
-    if is_remote(text):
+    if is_host_address(text):
         try:
             address = parse_address(text)
         except ConfigError as exc:

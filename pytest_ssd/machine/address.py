@@ -15,7 +15,7 @@ _USER = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$")
 
 
 @dataclass(frozen=True)
-class SshAddress:
+class HostAddress:
     """Where a remote device is: user, host and port for ssh, and its path there."""
 
     host: str
@@ -34,20 +34,20 @@ class SshAddress:
         return f"{self.host}:{self.port}" if self.port else self.host
 
 
-def is_remote(text: str) -> bool:
+def is_host_address(text: str) -> bool:
     return text.startswith(SCHEME)
 
 
 def spelled_apart(first: str, again: str) -> bool:
     """``--dut`` texts *first* and *again* name a host's device with two spellings of the
     host (``lab-07`` and ``root@lab-07``, a port given or not)."""
-    if not (is_remote(first) and is_remote(again)):
+    if not (is_host_address(first) and is_host_address(again)):
         return False
     one, other = parse_address(first), parse_address(again)
     return (one.destination, one.port) != (other.destination, other.port)
 
 
-def parse_address(text: str) -> SshAddress:
+def parse_address(text: str) -> HostAddress:
     """The address in *text*, or a one-line :class:`ConfigError` saying what is wrong."""
     where = f"--dut={text}"
     parts = urlsplit(text)
@@ -69,4 +69,4 @@ def parse_address(text: str) -> SshAddress:
         raise ConfigError(f"{where}: the device path must start with /dev/ (e.g. /dev/nvme0n1)")
     if port == 0:
         raise ConfigError(f"{where}: the port is not a number from 1 to 65535")
-    return SshAddress(host=host, path=parts.path, user=user, port=port)
+    return HostAddress(host=host, path=parts.path, user=user, port=port)

@@ -27,7 +27,7 @@ from typing import Any
 
 from pytest_ssd.errors import SsdError
 from pytest_ssd.machine import agent
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import HostAddress
 from pytest_ssd.machine.held import Held
 from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.machine import LOCAL, Machine, SshMachine
@@ -89,14 +89,14 @@ class Machines:
     _here: Reached | None = field(default=None, repr=False)
     #: its own: a device here is not kept waiting while a host connects
     _making_here: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _keys: dict[SshAddress, str] = field(default_factory=dict, repr=False)
+    _keys: dict[HostAddress, str] = field(default_factory=dict, repr=False)
     _folder: Path | None = None
     #: devices are prepared in threads: one connection per host all the same
     _connecting: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: a worker's: the controller's connections, by key (:meth:`join`)
     _joined: dict[str, Shared] = field(default_factory=dict, repr=False)
 
-    def key(self, address: SshAddress) -> str:
+    def key(self, address: HostAddress) -> str:
         """One connection per user, host and port as ssh resolves them (``ssh -G``)."""
         machine = dataclasses.replace(address, path="")  # one ``ssh -G`` for a host's drives
         if machine not in self._keys:
@@ -117,7 +117,7 @@ class Machines:
                 self._here = Reached(LOCAL, LOCAL.locks(Path()))
             return self._here
 
-    def of(self, address: SshAddress | None) -> Reached:
+    def of(self, address: HostAddress | None) -> Reached:
         """The machine of a device ``--dut`` placed at *address* (None: this one), connected
         (a one-line :class:`DeviceError` when unreachable).
 
@@ -125,7 +125,7 @@ class Machines:
         """
         return self.here if address is None else self.host(address)
 
-    def machine_of(self, address: SshAddress | None) -> Hashable:
+    def machine_of(self, address: HostAddress | None) -> Hashable:
         """What tells the devices of one machine from others': the host as ssh resolves
         it (``root@lab-07`` and ``lab-07`` with ``User root`` are one host, looked at once,
         and connected as the first ``--dut`` spells it), else the address without its path
@@ -137,7 +137,7 @@ class Machines:
         except SsdError:
             return dataclasses.replace(address, path="")
 
-    def host(self, address: SshAddress) -> Connection:
+    def host(self, address: HostAddress) -> Connection:
         """The host of *address*, connected (a one-line :class:`DeviceError` when unreachable)."""
         with self._connecting:
             key = self.key(address)
@@ -191,7 +191,7 @@ class Machines:
     def join(self, shared: dict[str, Any]) -> None:
         """Use the controller's connections (:meth:`shared`): a worker never logs in."""
         for address, key in shared.get("keys", []):
-            self._keys[SshAddress(**address)] = key
+            self._keys[HostAddress(**address)] = key
         for key, found in shared.get("hosts", {}).items():
             self._joined[key] = Shared(**found)
 

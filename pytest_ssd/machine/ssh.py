@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.errors import DeviceError, SsdError, ToolError
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import HostAddress
 from pytest_ssd.machine.held import MARK, Held, Mark, marks, ready_held, spawn_lasting
 from pytest_ssd.machine.slots import Slots
 from pytest_ssd.machine.stream import Piped, Socketed
@@ -97,7 +97,7 @@ def ssh_path(path: Path) -> str:
     return str(path).replace("%", "%%")
 
 
-def resolve(address: SshAddress, config: Path | None = None) -> str:
+def resolve(address: HostAddress, config: Path | None = None) -> str:
     """``user@hostname:port`` as ssh itself resolves *address* (``ssh -G``, the config applied).
 
     ``root@lab-07`` and ``lab-07`` with ``User root`` in the config are one host: one key.
@@ -134,7 +134,7 @@ def check_missing(done: Completed, where: str) -> None:
 class Ssh:
     """Commands on the host of *address*, over one master connection."""
 
-    address: SshAddress
+    address: HostAddress
     #: a short folder of this connection's own (:func:`control_folder`), removed by
     #: :meth:`close` (a unix socket path holds at most 107 bytes)
     control_dir: Path

@@ -26,7 +26,7 @@ from pytest_ssd.device.view import View
 from pytest_ssd.errors import ConfigError, DeviceError, SafetyError, SsdError, present
 from pytest_ssd.extensions import Extensions
 from pytest_ssd.fio.job import fio_path
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import HostAddress
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge import PurgeMethod
 from pytest_ssd.purge.extra import pick as pick_purge
@@ -366,7 +366,7 @@ class Devices:
         return [summaries[dut.id] for dut in duts]
 
     def _by_machine(
-        self, items: list[T], address: Callable[[T], SshAddress | None]
+        self, items: list[T], address: Callable[[T], HostAddress | None]
     ) -> list[list[T]]:
         """*items* by the machine of their *address*, in the order first met."""
         groups: dict[Hashable, list[T]] = {}
@@ -418,7 +418,7 @@ class Devices:
         there at start; every write still checks that the node names the device pinned.
         """
         self.sites.machines.join(hosts)
-        places = [SshAddress(**i["address"]) if i["address"] else None for i in items]
+        places = [HostAddress(**i["address"]) if i["address"] else None for i in items]
         sites = [self.sites.of(address) for address in places]
         for index, (item, address, site) in enumerate(zip(items, places, sites, strict=True)):
             identity = DeviceIdentity.from_dict(item["identity"])

@@ -16,7 +16,7 @@ from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.fio.runners import FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import HostAddress
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.state.accounting import Counters
 from pytest_ssd.state.progress import Progress
@@ -67,7 +67,7 @@ class Site(ABC):
     """The machine a device is in, with every service pytest-ssd uses there."""
 
     #: where ``--dut`` said the device is (None: this machine)
-    address: SshAddress | None = None
+    address: HostAddress | None = None
 
     @property
     @abstractmethod

@@ -18,7 +18,7 @@ from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import DeviceSummary
 from pytest_ssd.extensions import Extensions
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import HostAddress
 from pytest_ssd.state.written import WrittenMap
 
 
@@ -44,7 +44,7 @@ class Dut:
     drive_class: DriveClass | None = None
     iu: IndirectionUnit | None = None
     #: the test host it is in (None: this machine) and the pid holding its lock there
-    address: SshAddress | None = None
+    address: HostAddress | None = None
     lock_pid: int | None = None
     #: the device locked and confirmed: every write checks the node still names it
     pinned: Pinned | None = None

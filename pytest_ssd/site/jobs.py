@@ -38,7 +38,7 @@ from pytest_ssd.fio.runners import FioRunner, runner_on, runs_live
 from pytest_ssd.fio.server import FioServers
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source, find_source
-from pytest_ssd.machine.address import SshAddress, spelled_apart
+from pytest_ssd.machine.address import HostAddress, spelled_apart
 from pytest_ssd.machine.locks import NodeLocks
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.machines import Machines
@@ -86,7 +86,7 @@ class MachineSite(Site):
     machines: Machines
     #: this process's fio servers (on a machine fio is no child process of this one on)
     servers: FioServers
-    address: SshAddress | None = None
+    address: HostAddress | None = None
 
     @property
     def machine(self) -> Machine:

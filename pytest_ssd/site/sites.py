@@ -6,7 +6,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from pytest_ssd.fio.server import FioServers
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import HostAddress
 from pytest_ssd.machine.machines import Machines
 from pytest_ssd.site.base import Site
 from pytest_ssd.site.jobs import MachineSite
@@ -19,12 +19,12 @@ class Sites:
     machines: Machines = field(default_factory=Machines)
     servers: FioServers = field(default_factory=FioServers)
 
-    def of(self, address: SshAddress | None) -> Site:
+    def of(self, address: HostAddress | None) -> Site:
         """The site of a device ``--dut`` placed at *address* (None: this machine): the same
         jobs on whichever machine :meth:`~pytest_ssd.machine.machines.Machines.of` reaches."""
         return MachineSite(self.machines, self.servers, address)
 
-    def machine_of(self, address: SshAddress | None) -> Hashable:
+    def machine_of(self, address: HostAddress | None) -> Hashable:
         """What tells the devices of one machine from others'
         (:meth:`~pytest_ssd.machine.machines.Machines.machine_of`)."""
         return self.machines.machine_of(address)

@@ -16,7 +16,7 @@ from pytest_ssd.errors import SafetyError
 from pytest_ssd.fio.runners import HERE, FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import HostAddress
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.site import Site, Sites, Tuning
 from pytest_ssd.site.base import Key
@@ -109,6 +109,6 @@ class FakeSites(Sites):
 
     sites: dict[str, FakeSite] = field(default_factory=dict)
 
-    def of(self, address: SshAddress | None) -> Site:
+    def of(self, address: HostAddress | None) -> Site:
         name = "here" if address is None else address.host
         return self.sites.setdefault(name, FakeSite(name))

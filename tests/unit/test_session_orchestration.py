@@ -12,7 +12,7 @@ import pytest
 from pytest_ssd.device.dut import DutSpec
 from pytest_ssd.device.pinned import DeviceChanged, Pinned
 from pytest_ssd.errors import ConfigError, SafetyError
-from pytest_ssd.machine.address import SshAddress
+from pytest_ssd.machine.address import HostAddress
 from pytest_ssd.session import SsdSession
 from pytest_ssd.session.choices import Options
 from pytest_ssd.session.devices import Devices
@@ -30,7 +30,7 @@ def _file(folder: Path, name: str, size: int = 64 * MIB) -> Path:
 
 
 def _spec(path: Path, host: str | None = None) -> DutSpec:
-    address = SshAddress(host=host, path=str(path)) if host else None
+    address = HostAddress(host=host, path=str(path)) if host else None
     return DutSpec(raw=f"ssh://{host}{path}" if host else str(path), path=path, address=address)
 
 
@@ -100,7 +100,7 @@ def test_readonly_locks_and_checks_but_never_claims_or_guards(tmp_path: Path) ->
 
 def test_a_lock_held_elsewhere_refuses_before_any_claim(tmp_path: Path) -> None:
     devices, sites = _devices(_options(tmp_path, _spec(_file(tmp_path, "a.img"), "h")))
-    sites.of(SshAddress("h", "/x")).held.add("a.img")  # type: ignore[attr-defined]
+    sites.of(HostAddress("h", "/x")).held.add("a.img")  # type: ignore[attr-defined]
     with pytest.raises(SafetyError, match="locked by another session"):
         devices.resolve()
     assert not any(e.startswith("claim") for e in sites.sites["h"].events)
@@ -242,9 +242,9 @@ def test_two_spellings_of_one_host_are_one_machine(tmp_path: Path) -> None:
     config.write_text("Host *\n  User root\n")
     sites = Sites()
     sites.machines.config = config
-    spelled = SshAddress("127.0.0.1", "/dev/loop0", user="root", port=2222)
-    bare = SshAddress("127.0.0.1", "/dev/loop1", port=2222)
-    other_port = SshAddress("127.0.0.1", "/dev/loop0", user="root", port=2223)
+    spelled = HostAddress("127.0.0.1", "/dev/loop0", user="root", port=2222)
+    bare = HostAddress("127.0.0.1", "/dev/loop1", port=2222)
+    other_port = HostAddress("127.0.0.1", "/dev/loop0", user="root", port=2223)
     assert sites.machine_of(spelled) == sites.machine_of(bare) == "root@127.0.0.1:2222"
     assert sites.machine_of(other_port) != sites.machine_of(spelled)
     assert sites.machine_of(None) is None

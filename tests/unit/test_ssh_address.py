@@ -9,12 +9,12 @@ import pytest
 
 from pytest_ssd.device.dut import dut_spec
 from pytest_ssd.errors import ConfigError
-from pytest_ssd.machine.address import SshAddress, is_remote, parse_address
+from pytest_ssd.machine.address import HostAddress, is_host_address, parse_address
 
 
 def test_user_host_port_and_path_come_apart() -> None:
     found = parse_address("ssh://root@127.0.0.1:2222/dev/nvme0n1")
-    assert found == SshAddress(host="127.0.0.1", path="/dev/nvme0n1", user="root", port=2222)
+    assert found == HostAddress(host="127.0.0.1", path="/dev/nvme0n1", user="root", port=2222)
     assert found.destination == "root@127.0.0.1"
     assert found.label == "127.0.0.1:2222"
 
@@ -27,7 +27,7 @@ def test_user_and_port_are_optional() -> None:
         "lab-host-3.example",
     )
     assert found.path == "/dev/disk/by-id/nvme-X"
-    assert is_remote("ssh://h/dev/sda") and not is_remote("/dev/sda")
+    assert is_host_address("ssh://h/dev/sda") and not is_host_address("/dev/sda")
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_a_bad_address_is_one_line_naming_the_option(text: str, message: str) ->
 
 def test_dut_names_a_test_host_and_its_device_there() -> None:
     spec = dut_spec("ssh://root@127.0.0.1:2222/dev/loop3")
-    assert spec.address == SshAddress(host="127.0.0.1", path="/dev/loop3", user="root", port=2222)
+    assert spec.address == HostAddress(host="127.0.0.1", path="/dev/loop3", user="root", port=2222)
     assert spec.path == Path("/dev/loop3")
     with pytest.raises(argparse.ArgumentTypeError, match="the port is not a number"):
         dut_spec("ssh://root@127.0.0.1:0/dev/loop3")
