@@ -13,26 +13,30 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from pytest_ssd.machine.snapshot import Reads
 from pytest_ssd.machine.ssh import MARK
 
+T = TypeVar("T")
 
-def _paths(globs: tuple[str, ...]) -> Iterator[Path]:
-    """What each of *globs* (absolute) names, sorted, as the shell expands it."""
+
+def _each(globs: tuple[str, ...], look: Callable[[Path], T]) -> Iterator[tuple[Path, T]]:
+    """Each path *globs* (absolute) name, sorted as the shell expands them, with what *look*
+    finds there (a path it cannot look at is passed over)."""
     for pattern in globs:
-        yield from sorted(Path("/").glob(pattern.lstrip("/")))
+        for path in sorted(Path("/").glob(pattern.lstrip("/"))):
+            try:
+                yield path, look(path)
+            except OSError:
+                continue
 
 
 def _lines(globs: tuple[str, ...]) -> Iterator[str]:
     """``grep -H ''`` of every file *globs* name (a binary or unreadable file: nothing)."""
-    for path in _paths(globs):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
+    for path, data in _each(globs, Path.read_bytes):
         if data and b"\0" not in data:
             lines = data.decode(errors="replace").split("\n")  # grep's lines: \n alone
             for line in lines[:-1] if data.endswith(b"\n") else lines:
@@ -41,11 +45,7 @@ def _lines(globs: tuple[str, ...]) -> Iterator[str]:
 
 def _nodes(globs: tuple[str, ...]) -> Iterator[str]:
     """``stat -c '%n %f %t %T'`` of every node *globs* name: mode, major, minor in hex."""
-    for path in _paths(globs):
-        try:
-            st = path.lstat()
-        except OSError:
-            continue
+    for path, st in _each(globs, Path.lstat):
         numbers = f"{os.major(st.st_rdev):x} {os.minor(st.st_rdev):x}"
         yield f"{MARK}stat {path} {st.st_mode:x} {numbers}"
 
