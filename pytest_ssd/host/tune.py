@@ -6,9 +6,9 @@ relies on lives on that machine, so that the machine alone decides, whoever tune
 
 * **the lock**: ``flock`` on ``<state>/tune/tune.lock`` in the machine's private state
   folder (``/var/lib/pytest-ssd`` for root, else ``$XDG_STATE_HOME/pytest-ssd``, or
-  ``$PYTEST_SSD_STATE_DIR``: :mod:`pytest_ssd.statedir`), held by a command the machine
-  keeps running for the session (:meth:`~pytest_ssd.machine.machine.Machine.hold`): it
-  ends with the session, a ``kill -9`` or a lost connection;
+  ``$PYTEST_SSD_STATE_DIR``: :mod:`pytest_ssd.statedir`), held for the session
+  (:mod:`pytest_ssd.machine.statefolder`: by this process here, by a command a test host
+  keeps running there): it ends with the session, a ``kill -9`` or a lost connection;
 * **the journal**: ``<state>/tune/restore.json`` there, written (0600, ``sync``\\ ed,
   renamed into place) *before* the first change: every planned change with its original
   value, with the lock holder's pid and start time there;
