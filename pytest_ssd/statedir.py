@@ -7,14 +7,13 @@ must not be.  The folder is ``/var/lib/pytest-ssd`` for root (else
 ``$XDG_STATE_HOME/pytest-ssd``), or ``$PYTEST_SSD_STATE_DIR`` (the tests' own);
 it must be a real folder owned by the user running pytest-ssd that nobody else
 may write to (mode 0700 when pytest-ssd makes it).  Files in it are written
-0600, atomically, and each live owner holds a BSD ``flock`` on its file: a file
-that can be locked belongs to a session that is gone.
+0600, atomically, and each live owner holds a BSD ``flock`` on its file
+(:mod:`pytest_ssd.machine.filelock`): a file that can be locked belongs to a session
+that is gone.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import stat
 from pathlib import Path
@@ -102,32 +101,3 @@ def read_private(path: Path) -> str:
                 f" {os.geteuid()} (mode {stat.S_IMODE(st.st_mode):04o}, uid {st.st_uid})"
             )
         return fh.read()
-
-
-class FileLock:
-    """An exclusive, non-blocking BSD ``flock`` on *path* (created 0600), held until released."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def acquire(self) -> bool:
-        """Take the lock; False (nothing held) when another process holds it."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        self._fd = fd
-        return True
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
-    def release(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None

@@ -31,12 +31,19 @@ from typing import Any
 from pytest_ssd.device import nvme
 from pytest_ssd.device.nvme import NvmeInfo
 from pytest_ssd.errors import DeviceError, SsdError, ToolError
-from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.machine.snapshot import Reads, SnapshotError
 
 SYSFS = Path("/sys")
 SECTOR = 512
 NvmeQuery = Callable[[Path], NvmeInfo]
+
+
+def _nvme_here(device: Path) -> NvmeInfo:
+    """id-ctrl and id-ns of *device*, as :func:`identify` reads this machine's."""
+    return nvme.query(device, None, LOCAL)
+
+
 _SCSI_HOST = re.compile(r"^host\d+$")
 _TRANSPORT_PREFIXES = (("nvme", "nvme"), ("loop", "loop"), ("mmcblk", "mmc"), ("vd", "virtio"))
 #: what :func:`identify_block` reads of a device's sysfs (a test host's is copied from it)
@@ -149,7 +156,7 @@ def decimal_size(n: int) -> str:
 
 
 def identify(
-    path: Path, *, sysfs_root: Path = SYSFS, query_nvme: NvmeQuery | None = nvme.query
+    path: Path, *, sysfs_root: Path = SYSFS, query_nvme: NvmeQuery | None = _nvme_here
 ) -> DeviceIdentity:
     """Identify the block device or regular file at *path*; :class:`DeviceError` otherwise."""
     try:
@@ -206,7 +213,7 @@ def identify_block(
     kernel_name: str,
     *,
     sysfs_root: Path = SYSFS,
-    query_nvme: NvmeQuery | None = nvme.query,
+    query_nvme: NvmeQuery | None = _nvme_here,
 ) -> DeviceIdentity:
     """Identify block device *kernel_name* (opened as *path*) from the sysfs tree at *sysfs_root*.
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import ParseError
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 
 NVME_TIMEOUT_S = 30.0
 INSTALL_HINT = "apt-get install nvme-cli"
@@ -324,7 +324,7 @@ def _nvme_json(
     return done.check(f"nvme {command} {device}").stdout
 
 
-def query(device: Path, artifacts: Path | None = None, machine: Machine = LOCAL) -> NvmeInfo:
+def query(device: Path, artifacts: Path | None, machine: Machine) -> NvmeInfo:
     """Identify the controller and namespace behind *device* (``/dev/nvme0n1``) on *machine*.
 
     :class:`ToolError` when nvme-cli is missing or fails (with nvme's own message),

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import ConfigError, DeviceError
+from pytest_ssd.machine.filelock import FileLock
 from pytest_ssd.proc import run
-from pytest_ssd.statedir import FileLock, read_private, state_dir, write_private
+from pytest_ssd.statedir import read_private, state_dir, write_private
 
 LOSETUP_TIMEOUT_S = 60.0
 #: said wherever a scratch device's results are shown

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pytest_ssd.host.io import MachineIo, Roots, TuneError
 from pytest_ssd.host.record import HostRecord, TuneLog
-from pytest_ssd.host.scripts import RESTORE_FILE
 from pytest_ssd.host.settings import NOT_AVAILABLE, Reading
-from pytest_ssd.host.tune import Tuner
+from pytest_ssd.host.tune import RESTORE_FILE, Tuner
 
 __all__ = [
     "NOT_AVAILABLE",

@@ -86,8 +86,11 @@ def _on_host(reading: Reading, root: Path, label: str | None) -> Reading:
 
 
 def _session(tree: Tree) -> int:
-    """The process that read the copy: the parent of its script (this session's process
-    there, whose descendants are not "other" processes), else the script itself."""
+    """The session's process on the machine, whose descendants are not "other" processes:
+    the one the copy names (read in process), else the parent of the script that read it,
+    else the script itself."""
+    if "session" in tree.marks:
+        return int(tree.marks["session"])
     pid = int(tree.marks.get("pid") or 0)
     text = read_attribute(tree.now.procfs / str(pid) / "stat") or ""
     fields = text.rpartition(")")[2].split()

@@ -6,9 +6,9 @@ relies on lives on that machine, so that the machine alone decides, whoever tune
 
 * **the lock**: ``flock`` on ``<state>/tune/tune.lock`` in the machine's private state
   folder (``/var/lib/pytest-ssd`` for root, else ``$XDG_STATE_HOME/pytest-ssd``, or
-  ``$PYTEST_SSD_STATE_DIR``: :mod:`pytest_ssd.statedir`), held by a command the machine
-  keeps running for the session (:meth:`~pytest_ssd.machine.machine.Machine.hold`): it
-  ends with the session, a ``kill -9`` or a lost connection;
+  ``$PYTEST_SSD_STATE_DIR``: :mod:`pytest_ssd.statedir`), held for the session
+  (:mod:`pytest_ssd.machine.statefolder`: by this process here, by a command a test host
+  keeps running there): it ends with the session, a ``kill -9`` or a lost connection;
 * **the journal**: ``<state>/tune/restore.json`` there, written (0600, ``sync``\\ ed,
   renamed into place) *before* the first change: every planned change with its original
   value, with the lock holder's pid and start time there;
@@ -29,12 +29,10 @@ tunes; xdist workers never touch a setting.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.device.openers import describe
@@ -44,13 +42,14 @@ from pytest_ssd.host.changes import Change, FileWrite
 from pytest_ssd.host.io import Io, MachineIo, TuneError
 from pytest_ssd.host.journal import Journal, checked
 from pytest_ssd.host.record import TuneLog, device_settings
-from pytest_ssd.host.scripts import DROP, HOLD, READ, RESTORE_FILE, TIMEOUT_S, WRITE
 from pytest_ssd.host.settings import Reading, host_settings
 from pytest_ssd.host.tree import Tree, host_readings, read_tree, scratch
-from pytest_ssd.machine.flock import CONFLICT, HostFlock
 from pytest_ssd.machine.machine import Machine
-from pytest_ssd.machine.ssh import MARK, marks
+from pytest_ssd.machine.statefolder import Busy, Private, StateError, StateFolder, state_folder
 
+RESTORE_FILE = "restore.json"
+LOCK_FILE = "tune.lock"
+T = TypeVar("T")
 #: a copy of the machine's files under a folder, its processes sampled over some seconds
 Copier = Callable[[Path, float], Tree]
 
@@ -126,15 +125,16 @@ class Tuner:
     log: TuneLog = field(default_factory=TuneLog)
     #: the journal, as a message names it
     journal: str = ""
-    _lock: HostFlock | None = None
-    _holder: dict[str, str] = field(default_factory=dict)
+    #: the machine's state folder ``tune``: the lock and the journal
+    _state: StateFolder | None = None
+    #: the lock's holder there (pid, start time): the journal's writer
+    _holder: tuple[int, str | None] | None = None
     #: the live sessions holding the lock, as the machine named them
     _holders: list[str] = field(default_factory=list)
     _planned: list[Change] = field(default_factory=list)
     #: changes applied, or being applied when an interrupt came (it may have taken effect)
     _touched: list[Change] = field(default_factory=list)
     _restored: bool = False
-    _own_artifacts: bool = False
     #: recovery ran
     _recovered: bool = False
 
@@ -143,6 +143,7 @@ class Tuner:
         if self.io is None:
             self.io = MachineIo(self.machine)
         self.journal = self._named(f"<state>/tune/{RESTORE_FILE}")
+        self._state = state_folder(self.machine, "tune", self.folder, self.artifacts)
 
     @property
     def label(self) -> str | None:
@@ -153,11 +154,6 @@ class Tuner:
     def _where(self) -> str:
         """The machine at the head of a message."""
         return self.machine.where or "this machine"
-
-    @property
-    def _folder(self) -> str:
-        """The scripts' argument: the journal's folder, "" for the machine's state folder."""
-        return str(self.folder) if self.folder else ""
 
     def _named(self, path: str) -> str:
         return f"{self.label}:{path}" if self.label else path
@@ -171,65 +167,50 @@ class Tuner:
     def _read(self, root: Path, seconds: float) -> Tree:
         return read_tree(self.machine, root, seconds)
 
-    def _run(self, script: str, *, stdin: str | None = None, what: str) -> str:
-        argv = ["sh", "-c", script, "sh", self._folder]
-        done = self.machine.run(argv, timeout=TIMEOUT_S, stdin=stdin, name="tune")
-        if done.returncode != 0:
-            raise TuneError(f"{self._where}: cannot {what}: {done.last_error_line()}")
-        return done.stdout
+    @property
+    def _files(self) -> StateFolder:
+        return present(self._state, "the tune state folder")
+
+    def _do(self, what: str, step: Callable[[StateFolder], T]) -> T:
+        """*step* on the machine's tune folder; a :class:`TuneError` saying *what* failed."""
+        try:
+            return step(self._files)
+        except StateError as exc:
+            raise TuneError(f"{self._where}: cannot {what}: {exc}") from None
 
     # --- the lock and the journal -------------------------------------------------------
 
-    def _acquire(self) -> bool:
-        """Take the machine's tune lock (False: a live session holds it)."""
-        if self.artifacts is None:
-            self.artifacts = Path(tempfile.mkdtemp(prefix="ssd-tune-"))
-            self._own_artifacts = True
-        lock = HostFlock(self.machine, HOLD, (self._folder,), self.artifacts, "tune-lock")
-        failed = lock.acquire(TIMEOUT_S)
-        if failed is None:
-            self._lock, self._holder = lock, lock.marks
-            self.journal = self._named(f"{lock.marks['dir']}/{RESTORE_FILE}")
-            return True
-        if failed.returncode == CONFLICT:
-            said = marks(failed.stdout)
-            if "dir" in said:
-                self.journal = self._named(f"{said['dir']}/{RESTORE_FILE}")
-            self._holders = [
-                describe(int(pid), command)
-                for line in failed.stdout.splitlines()
-                if line.startswith(f"{MARK}holder ")
-                for pid, _, command in [line.split(" ", 1)[1].partition(" ")]
-                if pid.isdecimal()
-            ]
-            return False
-        raise TuneError(f"{self._where}: cannot take the tune lock: {failed.last_error_line()}")
+    def _acquire(self) -> Private | None:
+        """Take the machine's tune lock: the journal read under it (None: a live session
+        holds the lock)."""
+        taken = self._do("take the tune lock", lambda files: files.lock(LOCK_FILE, RESTORE_FILE))
+        if taken.folder:
+            self.journal = self._named(f"{taken.folder}/{RESTORE_FILE}")
+        if isinstance(taken, Busy):
+            self._holders = [describe(pid, command) for pid, command in taken.holders]
+            return None
+        self._holder = (taken.pid, taken.started)
+        return taken.found
 
     def _release(self) -> None:
-        if self._lock is not None:
-            lock, self._lock = self._lock, None
-            lock.release()
-        if self._own_artifacts and self.artifacts is not None:
-            shutil.rmtree(self.artifacts, ignore_errors=True)
-            self.artifacts, self._own_artifacts = None, False
+        self._holder = None
+        self._files.release()
 
     def release_lock(self) -> None:
         """Let the lock go without restoring anything (what the kernel does to a killed
         session's lock)."""
         self._release()
 
-    def _journal(self, text: str | None = None) -> tuple[Journal, list[dict[str, Any]]] | None:
-        """The machine's journal and its raw entries, if there is one: in *text* (what the
-        lock's holder printed), else read."""
-        if text is None:
-            text = self._run(READ, what="read its tune journal")
-        said = marks(text)
-        if "refused" in said:
-            raise TuneError(f"{self._where}: cannot read its tune journal: {said['refused']}")
-        if "journal" not in said:
+    def _journal(self, found: Private | None = None) -> tuple[Journal, list[dict[str, Any]]] | None:
+        """The machine's journal and its raw entries, if there is one: *found* (read under
+        the lock), else read."""
+        if found is None:
+            found = self._do("read its tune journal", lambda files: files.read(RESTORE_FILE))
+        if found.refused:
+            raise TuneError(f"{self._where}: cannot read its tune journal: {found.refused}")
+        if found.text is None:
             return None
-        body = text.split(f"{MARK}journal\n", 1)[1].rsplit(f"{MARK}end", 1)[0]
-        return Journal.parse(body, Path(self.journal))
+        return Journal.parse(found.text, Path(self.journal))
 
     def _busy(self) -> TuneError:
         """One line naming the live session that holds the lock (or its journal's writer)."""
@@ -258,13 +239,13 @@ class Tuner:
         if self._recovered:
             return
         self._recovered = True
-        if not self._acquire():
+        found = self._acquire()
+        if found is None:
             if self.requested:
                 raise self._busy()
             return
         try:
-            held = present(present(self._lock, "the tune lock").held, "the held lock")
-            left = self._journal(held.channel.out.read_text())
+            left = self._journal(found)
             if left is not None:
                 with scratch() as tmp:
                     self._recover(left, self._copy(Path(tmp)))
@@ -300,7 +281,7 @@ class Tuner:
         back, said = checked_on(tree, entries)
         on = f" on {self.label}" if self.label else ""
         put_back(back, said, self._io(), self.log, f"pid {journal.pid}{on}")
-        self._run(DROP, what="remove its tune journal")
+        self._do("remove its tune journal", lambda files: files.remove(RESTORE_FILE))
 
     def _apply(self, tree: Tree, devices: Mapping[str, DeviceIdentity]) -> None:
         io = self._io()
@@ -312,9 +293,10 @@ class Tuner:
                 self.log.skipped.append(tree.shown(str(exc)))
         if not self._planned:
             return
-        pid, started = int(self._holder.get("pid") or 0), self._holder.get("started")
+        pid, started = self._holder or (0, None)
         text = Journal(Path(self.journal), pid, started, self._planned).text()
-        self._run(WRITE, stdin=text, what="write its tune journal")  # before the first change
+        # before the first change
+        self._do("write its tune journal", lambda files: files.write(RESTORE_FILE, text))
         apply_all(self._planned, io, self.log, self._touched, self.restore)
 
     def restore(self) -> None:
@@ -325,7 +307,7 @@ class Tuner:
             self.log.restored, self.log.failed = restore_all(self._touched, self._io())
             if not self.log.failed:
                 try:
-                    self._run(DROP, what="remove its tune journal")
+                    self._do("remove its tune journal", lambda files: files.remove(RESTORE_FILE))
                 except SsdError as exc:
                     self.log.failed.append(str(exc))
         self._release()

@@ -1,9 +1,10 @@
-"""An exclusive ``flock`` on a machine's file, held by a command there for as long as it runs.
+"""An exclusive ``flock`` on a test host's file, held by a command there for as long as it runs.
 
-The one protocol every lock without a lock process of its own uses (a device's lock on
-a host without perl, :mod:`pytest_ssd.machine.hostlocks`; every machine's tune lock,
-:mod:`pytest_ssd.host.tune`): util-linux ``flock -n -o`` on the file, running ``cat`` on
-the command's input (an SSH channel's on a test host, a pipe's here).  The lock lasts
+A test host's side of a file lock (this machine's is taken in this process:
+:mod:`.filelock`), the one protocol every lock there without a lock process of its own
+uses (a device's lock on a host without perl, :mod:`pytest_ssd.machine.hostlocks`; the
+host's tune lock, :mod:`.statefolder`): util-linux ``flock -n -o`` on the file, running
+``cat`` on the command's input (an SSH channel's).  The lock lasts
 until this process closes the channel, ends, or loses the connection: ``cat`` reads the
 end of its input, ``flock`` exits and the kernel lets the lock go.  The holder is
 ``flock`` itself (what ``/proc/locks`` names); its pid and start time there are printed

@@ -7,8 +7,8 @@ in one process would let 16 workers open 16 times as many, so the budget is
 a folder every process of the session shares: :class:`Slots` hands out one of
 its *count* slot files, each an exclusive ``flock`` held while the channel
 runs.  The kernel lets a slot go when its holder ends (``kill -9`` too), and
-threads of one process take turns the same way (each attempt opens the file
-anew: a ``flock`` belongs to an open file, not to a process).
+threads of one process take turns the same way (:mod:`.filelock`: each attempt
+opens the file anew).
 
 Forwarded sockets (``ssh -O forward``, ``ssh -W``) are channels sshd does not
 count against ``MaxSessions`` (only shell, command and subsystem sessions):
@@ -18,12 +18,13 @@ what must last the session goes there (:mod:`.agent`), outside the budget.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_ssd.machine.filelock import let_go, try_lock
 
 #: how long a process waits before it tries the slots again, all being taken
 RETRY_S = 0.01
@@ -44,13 +45,7 @@ class Slots:
 
     def _try(self, n: int) -> int | None:
         """Slot *n*'s file, locked for the caller (None: another holds it)."""
-        fd = os.open(self.folder / str(n), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        return fd
+        return try_lock(self.folder / str(n))
 
     def _wait(self) -> tuple[int, int]:
         """A free slot's number and its locked file, trying them in turn until one is."""
@@ -72,4 +67,4 @@ class Slots:
         try:
             yield n
         finally:
-            os.close(fd)  # the flock goes with its last descriptor
+            let_go(fd)

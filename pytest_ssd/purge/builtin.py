@@ -1,7 +1,8 @@
 """pytest-ssd's own purge methods, registered as a plugin registers its own.
 
-Each is a :class:`~pytest_ssd.purge.extra.PurgeProvider` with declared
-:class:`~pytest_ssd.purge.methods.Capabilities` (:data:`~.methods.CAPABILITIES`):
+Each is shaped as a :class:`~pytest_ssd.purge.extra.PurgeProvider` with declared
+:class:`~pytest_ssd.purge.methods.Capabilities` (:data:`~.methods.CAPABILITIES`), its
+``purge`` always given the device's machine:
 :data:`BUILTIN` lists them strongest first, after the methods plugins add.
 """
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ssd.device.identity import DeviceIdentity
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.execute import ViewOf, purge
 from pytest_ssd.purge.methods import CAPABILITIES, ORDER, Capabilities, PurgeMethod, support
 
@@ -36,7 +37,7 @@ class BuiltinPurge:
         self,
         identity: DeviceIdentity,
         artifacts: Path,
-        machine: Machine = LOCAL,  # the protocol's shape: a provider's purge(identity, artifacts)
+        machine: Machine,
         view: ViewOf = _here,
     ) -> str:
         """Purge and read back (the guard first, also on the namespaces it erases too)."""

@@ -58,6 +58,8 @@ class PurgeProvider(Protocol):
         ...
 
 
+#: a method that may run: one a plugin added, or pytest-ssd's own (always given the machine)
+Provider = PurgeProvider | BuiltinPurge
 #: what ``--ssd-purge`` takes as a name
 NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -73,7 +75,7 @@ def provider_problem(provider: object) -> str | None:
     return None
 
 
-def _defined_in(provider: PurgeProvider) -> str:
+def _defined_in(provider: Provider) -> str:
     """The file *provider*'s ``purge`` is written in (its conftest.py or plugin module)."""
     try:
         return inspect.getfile(provider.purge)
@@ -81,11 +83,11 @@ def _defined_in(provider: PurgeProvider) -> str:
         return type(provider).__module__
 
 
-def _where(provider: PurgeProvider, method: str) -> str:
+def _where(provider: Provider, method: str) -> str:
     return f"purge method {provider.name!r} (from {_defined_in(provider)}): {method}"
 
 
-def _unsupported(provider: PurgeProvider, identity: DeviceIdentity) -> str | None:
+def _unsupported(provider: Provider, identity: DeviceIdentity) -> str | None:
     """*provider*'s ``unsupported(identity)``; what it raises or returns wrongly is one line."""
     where = _where(provider, "unsupported()")
     why = call_extension(where, provider.unsupported, identity)
@@ -94,14 +96,14 @@ def _unsupported(provider: PurgeProvider, identity: DeviceIdentity) -> str | Non
     return why
 
 
-def _takes_machine(provider: PurgeProvider) -> bool:
+def _takes_machine(provider: Provider) -> bool:
     try:
         return "machine" in inspect.signature(provider.purge).parameters
     except (TypeError, ValueError):
         return False
 
 
-def capabilities_of(provider: PurgeProvider) -> Capabilities:
+def capabilities_of(provider: Provider) -> Capabilities:
     """What *provider* declares (``capabilities``); one that declares nothing follows the
     older convention: its purge reaches test hosts when it takes a ``machine``."""
     declared = getattr(provider, "capabilities", None)
@@ -110,7 +112,7 @@ def capabilities_of(provider: PurgeProvider) -> Capabilities:
     return Capabilities(hosts=_takes_machine(provider))
 
 
-def _refused(provider: PurgeProvider, identity: DeviceIdentity, machine: Machine) -> str | None:
+def _refused(provider: Provider, identity: DeviceIdentity, machine: Machine) -> str | None:
     """Why *provider* cannot purge *identity* on *machine* (its capabilities, then its own
     ``unsupported``), or None."""
     refused = capabilities_of(provider).refusal(machine)
@@ -122,12 +124,13 @@ def pick(
     providers: tuple[PurgeProvider, ...],
     forced: str | None,
     machine: Machine,
-) -> PurgeProvider:
+) -> Provider:
     """The method that purges *identity*: the one *forced* names, else the first added one
     that can, else the strongest built-in one; :class:`PurgeError` (one line) when none can.
     """
     if forced is not None:
-        chosen = next((p for p in (*providers, *BUILTIN) if p.name == forced), None)
+        every: tuple[Provider, ...] = (*providers, *BUILTIN)
+        chosen = next((p for p in every if p.name == forced), None)
         if chosen is None:
             raise PurgeError(f"--ssd-purge={forced}: no such purge method")
         why = _refused(chosen, identity, machine)
@@ -140,7 +143,7 @@ def pick(
 
 
 def run(
-    provider: PurgeProvider,
+    provider: Provider,
     identity: DeviceIdentity,
     artifacts: Path,
     machine: Machine,

@@ -116,7 +116,7 @@ class SsdSession:
             self.warnings,
             resuming=self.resumed is not None,
         )
-        self.environment = HostEnvironment(options.tune)
+        self.environment = HostEnvironment(self.devices.sites.of(None).machine, options.tune)
 
     @classmethod
     def for_controller(

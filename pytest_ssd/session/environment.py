@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.site import Tuning
 
 if TYPE_CHECKING:  # a worker neither records nor tunes its machine
@@ -23,9 +23,11 @@ if TYPE_CHECKING:  # a worker neither records nor tunes its machine
 class HostEnvironment:
     """Each machine's settings (the controller's; none on workers)."""
 
+    #: the machine the session runs on (its site's: reached first of all)
+    here: Machine
     #: --ssd-tune
     tune: bool = False
-    #: each machine's tuner by its label (None: the machine the session runs on)
+    #: each machine's tuner by its label, the session's own machine's first
     by_machine: dict[str | None, Tuner] = field(default_factory=dict)
     #: what the run measures under (made by :meth:`start`)
     record: HostRecord | None = None
@@ -40,15 +42,15 @@ class HostEnvironment:
     def recover(self) -> None:
         """Put back what a session that died left tuned on the machine the session runs
         on (reached first); refuse to tune beside a live session there."""
-        self._tuner(LOCAL).recover()
+        self._tuner(self.here).recover()
 
     def start(self, tuning: Tuning, warnings: list[str]) -> HostRecord:
         """Read (and tune) the settings of every machine with a device: the host record.
 
         A run without devices records the settings of the machine the session runs on.
         """
-        machines = dict(tuning.machines) or {LOCAL.host: (LOCAL, {})}
-        ordered = sorted(machines.values(), key=lambda m: m[0].host is not None)
+        machines = dict(tuning.machines) or {self.here.host: (self.here, {})}
+        ordered = sorted(machines.values(), key=lambda m: m[0].host != self.here.host)
         readings = [
             reading
             for machine, devices in ordered

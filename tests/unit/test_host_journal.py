@@ -17,7 +17,7 @@ import pytest
 from pytest_ssd.host import RESTORE_FILE, Roots, TuneError, Tuner
 from pytest_ssd.host.changes import FeatureWrite, FileWrite
 from pytest_ssd.host.nvme_features import APST
-from pytest_ssd.host.scripts import LOCK_FILE
+from pytest_ssd.host.tune import LOCK_FILE
 from pytest_ssd.machine.machine import LOCAL, Machine
 from pytest_ssd.statedir import write_private
 from tests.unit.host_fakes import KernelIo, nvme_node, snapshot

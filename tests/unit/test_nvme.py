@@ -19,6 +19,7 @@ from pytest_ssd.device.nvme import (
     version_text,
 )
 from pytest_ssd.errors import ParseError, ToolError
+from pytest_ssd.machine.machine import LOCAL
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "nvme"
 
@@ -332,7 +333,7 @@ def test_query_runs_id_ctrl_and_id_ns(tmp_path: Path, monkeypatch: pytest.Monkey
 esac"""
     calls = fake_nvme(tmp_path, monkeypatch, body)
     artifacts = tmp_path / "artifacts"
-    info = query(Path("/dev/nvme0n1"), artifacts)
+    info = query(Path("/dev/nvme0n1"), artifacts, LOCAL)
     assert info.controller.serial == "GOLDEN0001"
     assert info.namespace.nsze == 4194304
     assert calls.read_text().splitlines() == [
@@ -350,7 +351,7 @@ def test_query_failure_carries_nvme_stderr(tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / "stderr.txt").write_text(status + "\n")
     fake_nvme(tmp_path, monkeypatch, f"cat {tmp_path / 'stderr.txt'} >&2\nexit 1")
     with pytest.raises(ToolError) as excinfo:
-        query(Path("/dev/nvme0n1"))
+        query(Path("/dev/nvme0n1"), None, LOCAL)
     message = str(excinfo.value)
     assert message.startswith("nvme id-ctrl /dev/nvme0n1 failed (exit 1)")
     assert message.endswith(status)
@@ -360,10 +361,10 @@ def test_query_failure_carries_nvme_stderr(tmp_path: Path, monkeypatch: pytest.M
 def test_query_says_how_to_install_nvme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ToolError, match="nvme not found on PATH: apt-get install nvme-cli"):
-        query(Path("/dev/nvme0n1"))
+        query(Path("/dev/nvme0n1"), None, LOCAL)
 
 
 def test_query_rejects_garbage_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_nvme(tmp_path, monkeypatch, "echo 'not json'")
     with pytest.raises(ParseError, match="nvme id-ctrl: output is not JSON"):
-        query(Path("/dev/nvme0n1"))
+        query(Path("/dev/nvme0n1"), None, LOCAL)

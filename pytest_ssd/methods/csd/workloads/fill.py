@@ -23,7 +23,7 @@ from pathlib import Path
 from pytest_ssd.analysis.fill import CacheRule
 from pytest_ssd.analysis.speed import parse_dd
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.state.profile import Profile
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
@@ -214,7 +214,7 @@ def dd_read(
     folder: Path,
     timeout_s: float,
     *,
-    machine: Machine = LOCAL,
+    machine: Machine,
 ) -> tuple[int, float]:
     """dd reads *chunk* of *device* on *machine* (see :func:`dd_argv`): (bytes, seconds)."""
     env, dd = machine.which("env", COREUTILS), machine.which("dd", COREUTILS)
