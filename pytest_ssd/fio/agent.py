@@ -139,8 +139,8 @@ class Gates:
 
     @property
     def watch_after(self) -> float:
-        """The counters are a command away (0.05-0.1 s over SSH): watched only for a job
-        still running after the watch's first interval."""
+        """A job is watched once it runs longer than the machine's poll interval (on a
+        test host its counters are a command away: 0.05-0.1 s over SSH)."""
         return self.machine.poll_s
 
     @property
