@@ -1,44 +1,52 @@
-"""The gates of a fio batch on a test host: a small perl agent beside the host's fio server.
+"""A fio batch's gates and fio processes, where fio runs: a small perl agent there.
 
 A batch's gates are FIFOs that fio's jobs read in their prerun and its processes
-are fio's own (:mod:`pytest_ssd.fio.batch`).  On a test host both must be where
-fio runs, so :data:`AGENT` (perl, which the host has for the locks already: no
-Python there) does there what the batch does here to a FIFO or a process — make
-the FIFOs and job files, start a point's fio (under ``SCHED_IDLE`` until its
-release, as here), hold a gate, write a word to it, wait for a job's end FIFO,
-wait for a fio and send its output back — one line a request.  A controller
-silent for :data:`IDLE_S` (dead, or cut off without a word) ends its batch there.
-The order of releases, the holding of gates and what a failure means stay in
-:class:`~pytest_ssd.fio.batch.Batch`, one implementation here and there.
+are fio's own (:mod:`pytest_ssd.fio.batch`).  Both must be where fio runs, so
+:data:`AGENT` (perl: a test host has it for the locks already, no Python is
+assumed there) does there what a batch needs of a FIFO or a process — make the
+FIFOs and job files, start a point's fio (under ``SCHED_IDLE`` until its
+release), hold a gate, write a word to it, wait for a job's end FIFO, wait for a
+fio and send back its output and the files it wrote beside it (its per-I/O logs)
+— one line a request.  A controller silent for :data:`IDLE_S` (dead, or cut off
+without a word) ends its batch there.  The order of releases, the holding of
+gates and what a failure means stay in :class:`~pytest_ssd.fio.batch.Batch`.
+This machine and a test host run the same agent and the same :class:`Gates`;
+only how its socket is reached differs:
 
-The fio server's channel starts the agent beside ``fio --server`` in the
-server's folder (:data:`~pytest_ssd.fio.server.SERVE`); it listens on a unix
-socket there, reached through the SSH master like the server's
-(``ssh -O forward``).  Each batch is a connection of its own, served by a
-forked agent in a folder of its own: sshd counts no forwarded connection
-against ``MaxSessions`` ("setting it to 0 will prevent all shell, login and
-subsystem sessions while still permitting forwarding", sshd_config(5)), so a
-host's batches take no channel of the budget beyond the server's.
+* on a test host, the fio server's channel starts it beside ``fio --server`` in
+  the server's folder (:data:`~pytest_ssd.fio.server.SERVE`); it listens on a
+  unix socket there, reached through the SSH master like the server's
+  (``ssh -O forward``).  sshd counts no forwarded connection against
+  ``MaxSessions`` ("setting it to 0 will prevent all shell, login and subsystem
+  sessions while still permitting forwarding", sshd_config(5)), so a host's
+  batches take no channel of the budget beyond the server's;
+* on this machine, :func:`here` starts it at the session's first batch, held
+  by this process (:meth:`~pytest_ssd.machine.machine.Machine.hold`), on a
+  socket in a private ``0700`` folder: it ends when its input closes (this
+  process exits or dies) and gets the parent-death signal.
 
-The end of a connection ends its batch on the host: a closed socket (the
-batch closed, pytest killed, the master lost) makes the agent kill every
-process it started there (fio, its jobs, their gates' shells) and remove the
-batch's folder; the server channel's end kills whatever has the server's
-folder in its command line (the agent, fio, the gates' shells: every path
-given to them is absolute) and removes that folder.
+Each batch is a connection of its own, served by a forked agent in a folder of
+its own.  The end of a connection ends its batch: a closed socket (the batch
+closed, pytest killed, the master lost) makes the agent kill every process it
+started (fio, its jobs, their gates' shells) and remove the batch's folder;
+what a point's fio wrote there reached the point's artifacts with its output.
+On a test host the server channel's end also kills whatever has the server's
+folder in its command line (every path given to them is absolute) and removes
+that folder.
 
 Before writing ``go`` to a gate the agent checks the pinned device itself
-(:meth:`HostGates.pin`): the node's device number, and the sysfs files of
-the device and its disk that its identity is read from, byte for byte, against
-what they were when the batch started (right before the session's full check
-of the device), so each release is checked as a write is here without a
-0.1 s snapshot of the host.
+(:meth:`Gates.pin`): the node's device number, and the sysfs files of the device
+and its disk that its identity is read from, byte for byte, against what they
+were when the batch started (right before the session's full check of the
+device), so each release is checked at the gate, without a snapshot of the host.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import socket
 import threading
 import time
@@ -46,11 +54,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_ssd.device.pinned import changed
-from pytest_ssd.errors import FioError
-from pytest_ssd.fio.job import FioJob
+from pytest_ssd.device.pinned import Pinned, changed
+from pytest_ssd.errors import FioError, SsdError
+from pytest_ssd.fio.job import FIO_INSTALL_HINT, FioJob
 from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
-from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.ssh import MARK, Held, control_folder
 from pytest_ssd.proc import Completed
 
 #: how long an answer may take beyond the time asked for (a host under load)
@@ -58,8 +67,14 @@ ANSWER_S = 60.0
 #: how long a release waits on the host for its job's end before it answers (the
 #: batch's liveness interval: the caller checks fio and the stall watch meanwhile)
 FIRST_WAIT_S = 0.5
-#: the agent's socket in the fio server's folder
+#: the agent's socket in its folder (on a test host: the fio server's)
 SOCKET = "batch.sock"
+#: how long this machine's agent may take to listen
+START_TIMEOUT_S = 30.0
+#: how long this machine's agent may take to end once its input closed
+STOP_TIMEOUT_S = 5.0
+#: a file's bytes are written to the point's artifacts this much at a time
+CHUNK = 1 << 16
 #: seconds the agent waits for a word from the controller before it ends the batch there
 #: (a dead controller, a network gone without a word); between two requests of a batch
 #: the controller is silent only for a point test's set-up and tear-down
@@ -81,8 +96,8 @@ PIN_FILES = (
     "d/loop/offset",
 )
 
-#: ``perl -e AGENT SOCKET``: serve batches on unix socket SOCKET, a forked agent each
-#: (``batch_agent.pl`` beside this module)
+#: ``perl -e AGENT SOCKET [MARK]``: serve batches on unix socket SOCKET, a forked agent
+#: each (``batch_agent.pl`` beside this module)
 AGENT = (Path(__file__).parent / "batch_agent.pl").read_text()
 
 
@@ -96,18 +111,18 @@ def idle_limit() -> int:
 
 
 class AgentLost(FioError):
-    """The batch's connection to its host's agent ended."""
+    """The batch's connection to its agent ended."""
 
 
 @dataclass
-class HostGates:
-    """One batch's gates and fio processes on a test host, through its agent's socket."""
+class Gates:
+    """One batch's gates and fio processes where fio runs, through its agent's socket."""
 
-    #: the forwarded agent socket here
+    #: the agent's socket here (a test host's: forwarded)
     socket_path: Path
-    #: the host (the device's size and the stall watch read there)
+    #: the machine fio runs on (the device's size and the stall watch read there)
     machine: Machine
-    #: the batch's folder on the host (the agent made it)
+    #: the batch's folder where fio runs (the agent made it; removed with the batch)
     folder: str = ""
     #: :meth:`pin` noted the device: every release checks it
     pinned: bool = False
@@ -124,16 +139,23 @@ class HostGates:
 
     @property
     def watch_after(self) -> float:
-        """The counters are a command away (0.05-0.1 s over SSH): watched only for a job
-        still running after the watch's first interval."""
+        """A job is watched once it runs longer than the machine's poll interval (on a
+        test host its counters are a command away: 0.05-0.1 s over SSH)."""
         return self.machine.poll_s
 
     @property
     def checks_device(self) -> bool:
         return self.pinned
 
+    @property
+    def at(self) -> str:
+        """The machine at the start of a message."""
+        return self.machine.where or "this machine"
+
     def where(self, target: str) -> str:
-        return f"{target} ({self.machine.where})"
+        """*target* in a message (with the host it is on)."""
+        where = self.machine.where
+        return f"{target} ({where})" if where else target
 
     def capacity(self, target: str) -> int | None:
         return capacity(self.machine, target)
@@ -149,12 +171,10 @@ class HostGates:
             sock.connect(str(self.socket_path))
         except OSError as exc:
             sock.close()
-            raise FioError(
-                f"{self.machine.where}: the fio batch agent cannot be reached: {exc}"
-            ) from None
+            raise FioError(f"{self.at}: the fio batch agent cannot be reached: {exc}") from None
         self._sock = sock
         self._reader = sock.makefile("rb")
-        self.folder, _, policy = self.ask("").partition(" ")
+        self.folder, _, policy = self.ask("").partition(" ")  # the agent speaks first
         self.idle = policy == "idle"
         self.ask(f"idle {idle_limit()}")
 
@@ -164,48 +184,70 @@ class HostGates:
         with self._lock:
             return self._answer(request, data, wait)
 
-    def ask_output(self, request: str, wait: float = 0.0) -> tuple[int, str, str] | None:
-        """A process's exit code, stdout and stderr (None: it runs on after *wait*)."""
+    def ask_output(
+        self, request: str, keep: Path, wait: float = 0.0
+    ) -> tuple[int, str, str] | None:
+        """A process's exit code, stdout and stderr (None: it runs on after *wait*); the
+        files it wrote beside them (its per-I/O logs) are written to folder *keep*."""
         with self._lock:
             head = self._answer(request, b"", wait)
             if head == "timeout":
                 return None
-            code, out_size, err_size = (int(word) for word in head.split())
+            code, out_size, err_size, files = (int(word) for word in head.split())
             out = self._bytes(out_size).decode(errors="replace")
-            return code, out, self._bytes(err_size).decode(errors="replace")
+            err = self._bytes(err_size).decode(errors="replace")
+            for _ in range(files):
+                size, _, name = self._line().partition(" ")
+                self._copy(int(size), keep / name if _plain(name) else None)
+            return code, out, err
 
     def _answer(self, request: str, data: bytes, wait: float) -> str:
         sock = self._sock
         if sock is None:
-            raise AgentLost(f"{self.machine.where}: the fio batch's agent connection is closed")
+            raise AgentLost(f"{self.at}: the fio batch's agent connection is closed")
         try:
             sock.settimeout(ANSWER_S + wait)
             if request:
                 sock.sendall(request.encode() + b"\n" + data)
-            line = self._reader.readline().decode(errors="replace").rstrip("\n")
         except OSError as exc:
-            self.close()
-            raise AgentLost(
-                f"{self.machine.where}: the fio batch's agent was lost: {exc}"
-            ) from None
-        if not line:
-            self.close()
-            raise AgentLost(
-                f"{self.machine.where}: the fio batch's agent was lost (connection ended)"
-            )
-        word, _, rest = line.partition(" ")
+            raise self._lost(str(exc)) from None
+        word, _, rest = (line := self._line()).partition(" ")
         if word == "err" and rest.startswith("changed "):
             raise changed(self.node, rest.removeprefix("changed "))
         if word != "ok":
-            raise FioError(f"{self.machine.where}: the fio batch agent: {rest or line}")
+            raise FioError(f"{self.at}: the fio batch agent: {rest or line}")
         return rest
 
+    def _lost(self, how: str) -> AgentLost:
+        self.close()
+        return AgentLost(f"{self.at}: the fio batch's agent was lost ({how})")
+
+    def _line(self) -> str:
+        try:
+            line = self._reader.readline()
+        except OSError as exc:
+            raise self._lost(str(exc)) from None
+        if not line.endswith(b"\n"):
+            raise self._lost("connection ended")
+        return line.decode(errors="replace").rstrip("\n")
+
     def _bytes(self, size: int) -> bytes:
-        data = self._reader.read(size)
+        try:
+            data = self._reader.read(size)
+        except OSError as exc:
+            raise self._lost(str(exc)) from None
         if len(data) != size:
-            self.close()
-            raise AgentLost(f"{self.machine.where}: the fio batch's agent was lost mid-answer")
+            raise self._lost("mid-answer")
         return data
+
+    def _copy(self, size: int, to: Path | None) -> None:
+        """*size* bytes of the answer into file *to* (None: read and dropped)."""
+        with to.open("wb") if to is not None else contextlib.nullcontext() as out:
+            while size > 0:
+                data = self._bytes(min(size, CHUNK))
+                if out is not None:
+                    out.write(data)
+                size -= len(data)
 
     # --- the batch's files ---------------------------------------------------------------
 
@@ -215,7 +257,9 @@ class HostGates:
         return f"{self.folder}/{relative}" if relative else self.folder
 
     def fio(self) -> str:
-        return "fio"
+        """The fio program there (a :class:`~pytest_ssd.errors.ToolError` with its install
+        hint where there is none)."""
+        return self.machine.which("fio", FIO_INSTALL_HINT)
 
     def jobfile(self, relative: str) -> str:
         return self.path(f"{relative or '.'}/fio.job")
@@ -227,8 +271,8 @@ class HostGates:
         data = text.encode()
         self.ask(f"put {relative} {len(data)}", data)
 
-    def open(self, folder: Path, names: list[str]) -> None:
-        """The FIFOs in the batch's folder on the host (the agent made it)."""
+    def open(self, names: list[str]) -> None:
+        """The FIFOs *names* in the batch's folder there (the agent made it)."""
         self.ask("fifo " + " ".join(names))
 
     def spawn(self, relative: str, argv: list[str], artifacts: Path, *, idle: bool) -> AgentFio:
@@ -237,6 +281,17 @@ class HostGates:
         key = relative.replace("/", "_") or "all"
         self.ask(f"spawn {key} {relative or '.'} {int(idle)} {' '.join(argv)}")
         return AgentFio(self, key, tuple(argv), artifacts, time.monotonic())
+
+    def pin_device(self, node: str, pinned: Pinned | None) -> Gates:
+        """These gates with *node* pinned when it is a block device (every release then
+        checks it here; else the session checks it before each); closed on a failure."""
+        try:
+            if pinned is not None and pinned.key[0] == "block":
+                self.pin(node, (pinned.key[1], pinned.key[2]))
+        except BaseException:
+            self.close()
+            raise
+        return self
 
     def pin(self, node: str, number: tuple[int, int]) -> None:
         """Note the device number and identity files of *node* for every later release
@@ -298,12 +353,12 @@ class HostGates:
 
 @dataclass
 class AgentFio:
-    """A fio process of a batch on the host (:meth:`HostGates.spawn`), as a Background."""
+    """A fio process of a batch where fio runs (:meth:`Gates.spawn`), as a Background."""
 
-    gates: HostGates
+    gates: Gates
     key: str
     argv: tuple[str, ...]
-    #: the process's folder here: its job file, and its output once it ended
+    #: the process's folder here: its job file, and its output and logs once it ended
     artifacts: Path
     started: float
     done: Completed | None = None
@@ -342,17 +397,76 @@ class AgentFio:
     def wait(self, timeout: float) -> Completed:
         if self.done is not None:
             return self.done
-        found = self.gates.ask_output(f"end {self.key} {timeout:g}", wait=timeout)
+        found = self.gates.ask_output(f"end {self.key} {timeout:g}", self.artifacts, timeout)
         if found is None:
             self.kill()
-            raise FioError(f"{self.gates.machine.where}: fio timed out after {timeout:g} s")
+            raise FioError(f"{self.gates.at}: fio timed out after {timeout:g} s")
         return self._keep(found)
 
     def kill(self) -> Completed:
         if self.done is not None:
             return self.done
         try:
-            return self._keep(self.gates.ask_output(f"kill {self.key}") or (-9, "", ""))
+            killed = self.gates.ask_output(f"kill {self.key}", self.artifacts)
+            return self._keep(killed or (-9, "", ""))
         except AgentLost as exc:  # the agent ended it with the connection
             self.done = Completed(self.argv, -9, "", str(exc), 0.0)
             return self.done
+
+
+def _plain(name: str) -> bool:
+    """*name* is a file name of the point's artifacts folder (nothing outside it)."""
+    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
+@dataclass
+class _Here:
+    """This machine's agent: held by this process, its socket in a private folder."""
+
+    held: Held
+    folder: Path
+
+    def stop(self) -> None:
+        self.held.close(STOP_TIMEOUT_S)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_here: list[_Here] = []
+_starting = threading.Lock()
+
+
+def here() -> Path:
+    """The socket of this machine's batch agent, started at the first call of the process.
+
+    It lasts until this process exits (its input closes) or dies (the parent-death
+    signal); a batch still connected ends with its connection.  :class:`FioError` (why,
+    in one line) when it cannot start (no perl).
+    """
+    with _starting:
+        if not _here:
+            folder = control_folder()  # short: a socket path holds 107 bytes
+            socket_path = folder / SOCKET
+            try:
+                held = LOCAL.hold(
+                    ["perl", "-e", AGENT, str(socket_path), MARK],
+                    artifacts=folder,
+                    name="batch-agent",
+                    ready="ready",
+                    timeout=START_TIMEOUT_S,
+                )
+            except SsdError as exc:  # perl is not installed
+                held = Completed(("perl",), 127, "", str(exc), 0.0)
+            if not isinstance(held, Held):
+                shutil.rmtree(folder, ignore_errors=True)
+                raise FioError(f"the fio batch agent did not start here: {held.last_error_line()}")
+            _here.append(_Here(held, folder))
+            atexit.register(_here[0].stop)
+        return _here[0].folder / SOCKET
+
+
+def connect(socket_path: Path, machine: Machine, node: str, pinned: Pinned | None) -> Gates:
+    """A batch's gates on *machine* through the agent at *socket_path*, device *node* pinned
+    (:meth:`Gates.pin_device`)."""
+    gates = Gates(socket_path, machine)
+    gates.connect()
+    return gates.pin_device(node, pinned)

@@ -27,10 +27,16 @@ fio prints a job's figures only when its process ends, and a status report
 (SIGUSR1, ``--status-interval``) deadlocks with jobs waiting in their prerun.  So
 a point's figures are its fio process's own JSON, read when that process exits
 after the point's last job (:meth:`Batch.measure`; about 0.05 s: the libaio
-context's teardown and a 10 ms poll of fio's main loop).  Nothing is logged per
-I/O: a per-I/O log costs fio about 1 us an I/O, which read 3 % off a 4 KiB QD1-4
-point on the development VM.  Every fio process of a batch uses the same clock,
-:data:`CLOCK`.
+context's teardown and a 10 ms poll of fio's main loop).  The batch logs nothing
+per I/O: a per-I/O log costs fio about 1 us an I/O, which read 3 % off a 4 KiB QD1-4
+point on the development VM; a log a job asks for itself (``write_lat_log`` in its
+options) comes back with its fio's output into its point's folder.  Every fio
+process of a batch uses the same clock, :data:`CLOCK`.
+
+The gates and the fio processes are the batch agent's where fio runs, this
+machine or a test host alike (:class:`~pytest_ssd.fio.agent.Gates`): the device's
+fio runner gives a batch its gates, connected
+(:meth:`~pytest_ssd.fio.runners.FioRunner.batch_gates`).
 
 A job that never reaches its gate (its set-up failed, fio died) makes its
 release fail within ``gate_timeout`` with fio's own message; the caller aborts
@@ -47,8 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.errors import FioError, ParseError, SafetyError
+from pytest_ssd.fio.agent import AgentFio, Gates
 from pytest_ssd.fio.engine import check_target, exited
-from pytest_ssd.fio.gates import FioProcess, Gates, LocalGates
 from pytest_ssd.fio.job import FioJob, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
 from pytest_ssd.fio.watch import StallWatch, timeout_for
@@ -89,7 +95,7 @@ class _Process:
     folder: Path
     #: the folder's name in the batch's folder ("" for a batch of one process)
     relative: str = ""
-    fio: FioProcess | None = None
+    fio: AgentFio | None = None
     output: FioOutput | None = None
     completed: Completed | None = None
     #: every job of it waits at its gate under the normal CPU policy
@@ -112,8 +118,8 @@ class Batch:
     points: Sequence[int] = ()
     #: the caller's work done while a point's fio exits (the wait for its output)
     while_exiting: Callable[[], None] | None = None
-    #: where fio runs (the device's fio runner gives them: on a test host, connected)
-    gates: Gates = field(default_factory=LocalGates)
+    #: its agent's gates where fio runs (the device's fio runner gives them, connected)
+    gates: Gates = field(kw_only=True)
     _processes: list[_Process] = field(default_factory=list)
     _index: dict[str, int] = field(default_factory=dict)
     _owner: dict[str, _Process] = field(default_factory=dict)
@@ -150,14 +156,14 @@ class Batch:
         self.artifacts.mkdir(parents=True, exist_ok=True)
         self._gates = gates
         names = [f"{kind}-{n}" for n in self._index.values() for kind in ("gate", "done")]
-        gates.open(self.artifacts, names)
+        gates.open(names)
         for process in self._processes:
             process.folder.mkdir(parents=True, exist_ok=True)
             text = self._jobfile(process)
             (process.folder / "fio.job").write_text(text)
             gates.put(f"{process.relative or '.'}/fio.job", text)
         self._started = True
-        # on a host its agent says whether it may (root, a known syscall number)
+        # its agent says whether it may (root, a known syscall number)
         self._idle = gates.idle
         self._start_next()
 
@@ -174,7 +180,7 @@ class Batch:
 
     @property
     def checks_device(self) -> bool:
-        """Each release checks the pinned device itself (on a host: its agent)."""
+        """Each release checks the pinned device itself (its agent, at the gate)."""
         return self.gates.checks_device
 
     def _start_next(self) -> None:
@@ -357,7 +363,7 @@ class Batch:
         process = self._process(job)
         limit = self._limit(job)
         watch: StallWatch | None = None
-        try:  # on a host the agent checks the pinned device first
+        try:  # the agent checks the pinned device first (pinned)
             went = self._open.release(n)
         except SafetyError:
             self.abort()
@@ -366,7 +372,7 @@ class Batch:
             raise self._dead(job, "left its gate: fio ended")
         released = time.monotonic()
         deadline = released + limit
-        watch_after = self.gates.watch_after  # on a host: after the watch's first interval
+        watch_after = self.gates.watch_after  # after the watch's first interval
         while not self._open.ended(n, LIVENESS_S):
             self._hold_ready()
             if not self._alive(process):
@@ -435,7 +441,7 @@ class Batch:
             jobs=tuple(job for o in outputs for job in o.jobs),
             disk_util=next((o.disk_util for o in reversed(outputs) if o.disk_util), ()),
         )
-        if self._gates is not None:  # on a host the agent removes the batch's folder
+        if self._gates is not None:  # the agent removes the batch's folder there
             self._gates.close()
         completed = [p.completed for p in self._processes if p.completed is not None]
         if not completed:
@@ -450,7 +456,7 @@ class Batch:
             self._gates.skip_all()
         for process in self._processes:
             if process.fio is not None and process.output is None:
-                with contextlib.suppress(FioError):  # on a host: the agent ends it with us
+                with contextlib.suppress(FioError):  # the agent ends it with the connection
                     process.fio.kill()
         if self._gates is not None:
             self._gates.close()
@@ -462,5 +468,5 @@ class Batch:
     def __exit__(self, *exc: object) -> None:
         if self.running or (self._gates is not None and self._gates.held):
             self.abort()
-        else:  # on a host: the connection the runner opened for the batch
+        else:  # the connection the runner opened for the batch
             self.gates.close()

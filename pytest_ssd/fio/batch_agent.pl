@@ -1,14 +1,16 @@
-# pytest-ssd's batch agent on a test host (pytest_ssd/fio/agent.py says what and why).
-# perl -e AGENT SOCKET: serve batches on unix socket SOCKET, a forked agent each.
+# pytest-ssd's batch agent, where fio runs (pytest_ssd/fio/agent.py says what and why).
+# perl -e AGENT SOCKET [MARK]: serve batches on unix socket SOCKET, a forked agent each;
+# MARK: print MARK.'ready' once listening.  Input a pipe: the end of it ends the agent.
 use strict; use warnings;
 use IO::Socket::UNIX; use IO::Select; use POSIX (); use Fcntl;
-my $path = $ARGV[0];
+my ($path, $mark) = @ARGV;
 (my $top = $path) =~ s{/[^/]*$}{};
 $0 = "pytest-ssd batches $path";
 $SIG{PIPE} = 'IGNORE';
 unlink $path;
 my $listen = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $path, Listen => 16)
   or die "batch agent: $!\n";
+if (defined $mark) { $| = 1; print "${mark}ready\n" }
 
 our ($folder, %pid, %status, %gate, %end, $node, @pins, $pinned);
 
@@ -41,7 +43,22 @@ sub tree {  # pid and every process below it, from /proc
   while (@todo) { my $p = shift @todo; for (@{$kids{$p} // []}) { push @all, $_; push @todo, $_ } }
   return @all;
 }
-sub killtree { my ($k) = @_; return if exists $status{$k}; kill 'KILL', tree($pid{$k}) for 1 .. 2 }
+sub state { my $stat = slurp("/proc/$_[0]/stat") // return 'gone'; $stat =~ /\)\s+(\S)/ ? $1 : 'gone' }
+sub killtree {  # as pytest_ssd.proc.sweep.end: SIGTERM (fio reaps its jobs), SIGKILL when
+  my ($k) = @_;  # stopped (continued, it would go on writing) or still there after 5 s
+  return if exists $status{$k};
+  my (%all, %termed); my $until = time + 5;
+  while (1) {
+    $all{$_} = 1 for tree($pid{$k});  # also what started meanwhile
+    my @alive = grep { state($_) !~ /^(?:Z|X|gone)$/ } keys %all or last;
+    my $late = time > $until;
+    for (@alive) {
+      if ($late || state($_) =~ /^[Tt]$/) { kill 'KILL', $_ }
+      elsif (!$termed{$_}++) { kill 'TERM', $_ }
+    }
+    select(undef, undef, undef, 0.01);
+  }
+}
 sub reap {
   my ($k, $flags) = @_;
   return 1 if exists $status{$k};
@@ -98,10 +115,31 @@ sub wait_end {  # job n's end FIFO readable within s seconds: it ended
   return $ready ? 'ok done' : 'ok not';
 }
 sub readn { my ($c, $len) = @_; my $buf = ''; while (length($buf) < $len) { read($c, $buf, $len - length($buf), length($buf)) or last } $buf }
-sub output {
-  my ($k, $rel) = @_;
-  my $out = slurp("$folder/$rel/fio.stdout") // ''; my $err = slurp("$folder/$rel/fio.stderr") // '';
-  return "ok $status{$k} " . length($out) . " " . length($err) . "\n" . $out . $err;
+sub kept {  # the files fio wrote beside its output in folder dir (per-I/O logs)
+  my ($dir) = @_;
+  opendir(my $dh, $dir) or return ();
+  return grep { !/^\./ && !/^fio\.(?:job|stdout|stderr)$/ && !/\n/ && !-l "$dir/$_" && -f _ }
+    sort readdir $dh;
+}
+sub output {  # printed to c: exit code, stdout, stderr, then each file kept (size, name, bytes)
+  my ($c, $k, $rel) = @_;
+  my $dir = "$folder/$rel";
+  my $out = slurp("$dir/fio.stdout") // ''; my $err = slurp("$dir/fio.stderr") // '';
+  my @files = kept($dir);
+  print $c "ok $status{$k} " . length($out) . " " . length($err) . " " . @files . "\n" . $out . $err;
+  for my $name (@files) {
+    my $left = -s "$dir/$name" // 0;
+    print $c "$left $name\n";
+    if (open(my $fh, '<:raw', "$dir/$name")) {
+      while ($left > 0) {
+        my $got = read($fh, my $buf, $left < 65536 ? $left : 65536) or last;
+        print $c $buf; $left -= $got;
+      }
+      close $fh;
+    }
+    print $c "\0" x $left if $left > 0;  # it shrank: the answer keeps its length
+  }
+  return undef;
 }
 sub serve {
   my ($c) = @_;
@@ -170,9 +208,9 @@ sub serve {
       my ($k, $s) = @a; my $until = time + $s;
       alarm int($idle + $s + 1) if $idle;
       until (reap($k, POSIX::WNOHANG())) { last if time > $until; select(undef, undef, undef, 0.002) }
-      $answer = exists $status{$k} ? output($k, $rel{$k}) : 'ok timeout';
+      $answer = exists $status{$k} ? output($c, $k, $rel{$k}) : 'ok timeout';
     } elsif ($cmd eq 'kill') {
-      killtree($a[0]); reap($a[0], 0); $answer = output($a[0], $rel{$a[0]});
+      killtree($a[0]); reap($a[0], 0); $answer = output($c, $a[0], $rel{$a[0]});
     } elsif ($cmd eq 'normal') {
       normal($pid{$a[0]}) if $IDLE;
     } elsif ($cmd eq 'idle') {
@@ -183,15 +221,24 @@ sub serve {
       $answer = "err unknown request $cmd";
     }
     alarm $idle;
-    print $c $answer =~ /\n/ ? $answer : "$answer\n";
+    print $c "$answer\n" if defined $answer;  # undef: answered already (output)
   }
   cleanup();
 }
 
 $SIG{CHLD} = 'IGNORE';
+# a batch's own agent ends with its connection, not with this one
+my $waiting = IO::Select->new($listen);
+$waiting->add(\*STDIN) if -p STDIN;
 while (1) {
-  my $c = $listen->accept or next;
-  my $pid = fork;
-  if (defined $pid && $pid == 0) { $SIG{CHLD} = 'DEFAULT'; close $listen; serve($c); exit 0 }
-  close $c;
+  for my $ready ($waiting->can_read) {
+    if (fileno($ready) != fileno($listen)) {  # the input: its end ends the agent
+      next if sysread(STDIN, my $gone, 4096);
+      unlink $path; exit 0;
+    }
+    my $c = $listen->accept or next;
+    my $pid = fork;
+    if (defined $pid && $pid == 0) { $SIG{CHLD} = 'DEFAULT'; close $listen; serve($c); exit 0 }
+    close $c;
+  }
 }

@@ -16,7 +16,8 @@ from typing import Protocol
 
 from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.errors import FioError, SsdError
-from pytest_ssd.fio.gates import Gates, LocalGates
+from pytest_ssd.fio import agent
+from pytest_ssd.fio.agent import Gates
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import FioServer, FioServers
 from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
@@ -94,8 +95,13 @@ class ChildFio:
         """Its files are where it wrote them."""
 
     def batch_gates(self, node: str, pinned: Pinned | None) -> Gates:
-        """FIFOs in the batch's folder; the session checks the device before each release."""
-        return LocalGates()
+        """The batch agent's gates here (started at the first batch), *node* pinned as on a
+        test host."""
+        try:
+            socket_path = agent.here()
+        except SsdError as exc:
+            raise Unbatched(str(exc)) from None
+        return agent.connect(socket_path, self.machine, node, pinned)
 
 
 #: fio on this machine
@@ -135,16 +141,9 @@ class ClientFio:
             gates = self.server.batch_gates(self.machine)
         except SsdError as exc:
             raise Unbatched(str(exc)) from None
-        if gates is None or pinned is None or pinned.key[0] != "block":
-            if gates is not None:
-                gates.close()
+        if gates is None:
             raise Unbatched("no perl there for the batch agent")
-        try:
-            gates.pin(node, (pinned.key[1], pinned.key[2]))
-        except BaseException:
-            gates.close()
-            raise
-        return gates
+        return gates.pin_device(node, pinned)
 
     def finished(self, artifacts: Path, target: str) -> None:
         self.server.fetched(artifacts)

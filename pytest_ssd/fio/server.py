@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ssd.errors import FioError, SsdError
-from pytest_ssd.fio.agent import AGENT, HostGates
+from pytest_ssd.fio.agent import AGENT, Gates
 from pytest_ssd.fio.agent import SOCKET as AGENT_SOCKET
 from pytest_ssd.machine.held import MARK, Held, marks
 from pytest_ssd.machine.machine import Machine
@@ -203,14 +203,14 @@ class FioServer:
         link.symlink_to(self.socket)
         return [f"--client=sock:{CLIENT_SOCKET}"]
 
-    def batch_gates(self, machine: Machine) -> HostGates | None:
+    def batch_gates(self, machine: Machine) -> Gates | None:
         """A connection to the batch agent, for one batch on *machine* (the host's: None
         when it has no perl)."""
         if not self.agent:
             return None
         if not self.alive:
             raise self._lost()
-        gates = HostGates(self.agent_socket, machine)
+        gates = Gates(self.agent_socket, machine)
         gates.connect()
         return gates
 

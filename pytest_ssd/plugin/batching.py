@@ -16,10 +16,10 @@ batch closes before a test outside it and at the end of the session; a point tha
 was skipped or failed before its run leaves its jobs to be skipped (no I/O).
 Writes are guarded once, before the first fio starts.
 
-On a test host the batch runs there: its gates and fio processes are the batch
-agent's beside the host's fio server (:mod:`pytest_ssd.fio.agent`), which
-checks the pinned device before each release; a host without the agent (no
-perl) runs each point as its own ``fio --client``, said once.
+The batch runs where the device's fio runs: its gates and fio processes are the
+batch agent's there (:mod:`pytest_ssd.fio.agent`: this machine's, or the one
+beside a test host's fio server), which checks the pinned device before each
+release; a machine without the agent (no perl) runs each point alone, said once.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import pytest
 
 from pytest_ssd.bench import SsdBench
 from pytest_ssd.errors import SsdError
+from pytest_ssd.fio.agent import Gates
 from pytest_ssd.fio.batch import Batch
-from pytest_ssd.fio.gates import Gates
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.runners import Unbatched
 from pytest_ssd.plugin.points import declared
@@ -102,7 +102,7 @@ class Batches:
     active: dict[str, Active] = field(default_factory=dict)
     #: what the run does while a point's fio exits (the results.json export)
     while_exiting: Callable[[], None] | None = None
-    #: hosts whose points run unbatched, said once each
+    #: devices whose points run unbatched, said once each
     unbatched: set[str] = field(default_factory=set)
 
     def batch(self, dut: str) -> Batch | None:
@@ -179,7 +179,7 @@ class Batches:
     def _unbatched(self, dut: str, why: str) -> None:
         if dut not in self.unbatched:
             self.unbatched.add(dut)
-            problem = f"{dut}: its point tests run unbatched on its test host: {why}"
+            problem = f"{dut}: its point tests run unbatched: {why}"
             warnings.warn(problem, pytest.PytestWarning, stacklevel=1)
 
     def after(self, item: pytest.Item, dut: str) -> None:

@@ -52,7 +52,6 @@ from pathlib import Path
 
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import run_jobs
-from pytest_ssd.fio.gates import LocalGates
 from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
 from pytest_ssd.fio.runners import HERE, ClientFio
@@ -299,9 +298,9 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
         }
 
     def batched(tag: str) -> dict[str, float]:
-        gates = server.batch_gates(server.machine) if server is not None else None
+        gates = runner.batch_gates(str(dev), None)
         points = [1] * len(jobs)
-        with Batch(jobs, dev, folder / tag, points=points, gates=gates or LocalGates()) as batch:
+        with Batch(jobs, dev, folder / tag, points=points, gates=gates) as batch:
             for job in jobs:
                 batch.measure([job])
             output = batch.close().output

@@ -358,11 +358,18 @@ def test_a_batchs_gates(machine: Machine, loop_device: LoopFactory, tmp_path: Pa
             FioJob(f"p{n}", "rnd", 4096, read_pct=0, size=8 * MIB, io_bytes=MIB, seed=n)
             for n in range(3)
         ]
+        # a job that logs its I/Os itself: the log is kept in its point's folder, wherever
+        # fio ran (the agent removes the batch's folder there when the batch ends)
+        jobs[1] = dataclasses.replace(jobs[1], extra=(("write_lat_log", "own"),))
         with Batch(jobs, dev, tmp_path / "batch", points=[1, 1, 1], gates=gates) as batch:
+            assert gates.checks_device, "each release checks the pinned device at the gate"
             for job in jobs:
                 (result,) = batch.measure([job])
                 assert result.directions["write"].io_bytes == MIB
             batch.close()
+        log = batch.folder(jobs[1]) / "own_clat.1.log"
+        assert len(log.read_text().splitlines()) == MIB // 4096, "a line per I/O"
+        assert not list(batch.folder(jobs[0]).glob("*.log"))
     finally:
         assert servers.close() == [], "no fio of the server is left"
 

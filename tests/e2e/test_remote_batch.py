@@ -21,7 +21,7 @@ import pytest
 from pytest_ssd.fio.results import parse_output
 from tests.e2e.conftest import REPO, digest
 from tests.e2e.test_safety_claim import REMAKE, kept_node
-from tests.own import tagged
+from tests.own import is_fio, tagged
 from tests.sshd import Sshd
 
 LoopFactory = Callable[..., Path]
@@ -41,7 +41,7 @@ def _batch_fio(server: Sshd) -> dict[int, str]:
     return {
         pid: cmdline
         for pid, cmdline in server.processes().items()
-        if _server_folder(cmdline) and cmdline.startswith("fio ") and "/b" in cmdline
+        if _server_folder(cmdline) and is_fio(cmdline) and "/b" in cmdline
     }
 
 

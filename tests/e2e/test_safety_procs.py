@@ -25,6 +25,7 @@ import pytest
 from pytest_ssd.errors import FioError
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.job import FioJob
+from pytest_ssd.fio.runners import HERE
 from pytest_ssd.fio.server import START_ENV
 from pytest_ssd.fio.watch import STALL_ENV
 from pytest_ssd.fio.watch import counters as counters_of
@@ -431,7 +432,7 @@ def test_fio_left_on_a_host_is_said_once(
 
 
 def _jobs_in(folder: Path) -> list[int]:
-    """fio's job processes working in *folder* (a batch's)."""
+    """fio's job processes working in *folder* (a batch's, the agent's)."""
     return [p for p in _fio_jobs("fio.job") if Path(f"/proc/{p}/cwd").resolve() == folder]
 
 
@@ -441,7 +442,7 @@ def test_a_stalled_batched_point_is_stopped_in_one_line(
     dev, folder = loop_device(64), tmp_path / "batch"
     job = FioJob("point", "rnd", 4096, read_pct=0, size=32 << 20, io_bytes=64 << 30)
     failed: list[BaseException] = []
-    with Batch([job], dev, artifacts=folder) as batch:
+    with Batch([job], dev, artifacts=folder, gates=HERE.batch_gates(str(dev), None)) as batch:
 
         def release() -> None:
             try:
@@ -456,7 +457,7 @@ def test_a_stalled_batched_point_is_stopped_in_one_line(
         worker.start()
         # released: its I/O under way (stopped at its gate, it would never be released)
         _wait_for(lambda: counters() != before or not worker.is_alive(), "the point's I/O")
-        mine = _jobs_in(folder)
+        mine = _jobs_in(Path(batch.gates.folder))  # where the agent runs the batch's fio
         stopped_jobs += mine
         _stop(mine)
         worker.join(timeout=STALL_S + 60)
