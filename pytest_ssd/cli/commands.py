@@ -11,19 +11,19 @@ import contextlib
 import json
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_ssd.cli.export import TABLES, as_csv, as_json, rows
 from pytest_ssd.cli.history import history_of
-from pytest_ssd.cli.sections import declared_sections
-from pytest_ssd.db import ResultsDb
+from pytest_ssd.db import DriveRef, ResultsDb, RunInfo
 from pytest_ssd.db.export import results_json
 from pytest_ssd.db.lab import SPOOL_FILE
 from pytest_ssd.db.runid import is_run_id
 from pytest_ssd.db.sync import sync_run
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
-from pytest_ssd.report.build import Rendered, report_page, to_stderr
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.location import find_config, report_dir
 from pytest_ssd.specs.load import load_datasheet
@@ -38,6 +38,9 @@ from pytest_ssd.verdict.summary import (
     summary_lines,
 )
 from pytest_ssd.verdict.tolerance import Tolerances
+
+if TYPE_CHECKING:
+    from pytest_ssd.report.build import Rendered
 
 __all__ = [
     "TABLES",
@@ -181,6 +184,33 @@ def _write_report(path: Path, rendered: Rendered, figures: Path) -> None:
         print(f"pytest-ssd: {line}", file=sys.stderr)
 
 
+def _page(
+    db: ResultsDb,
+    run: RunInfo,
+    compared: Sequence[DriveRef],
+    folder: Path,
+    current: Sequence[DriveRef] | None = None,
+    *,
+    tolerances: Tolerances | None = None,
+) -> Rendered:
+    """:func:`pytest_ssd.report.build.report_page` with the declared sections, its progress on
+    stderr.  The report draws with matplotlib (0.6 s to import): imported by the two commands
+    that draw, not at every ``pytest-ssd`` start."""
+    from pytest_ssd.cli.sections import declared_sections  # noqa: PLC0415
+    from pytest_ssd.report.build import report_page, to_stderr  # noqa: PLC0415
+
+    return report_page(
+        db,
+        run,
+        compared,
+        folder,
+        current,
+        declared=declared_sections(),
+        progress=to_stderr,
+        tolerances=tolerances,
+    )
+
+
 def report(args: argparse.Namespace) -> None:
     with ResultsDb(args.db) as db:
         run = db.run(args.run)
@@ -192,9 +222,7 @@ def report(args: argparse.Namespace) -> None:
             folder.mkdir(parents=True, exist_ok=True)  # a run folder removed: made again here
         output = args.output or folder / "report-from-db.html"
         figures = output.parent / "figures-from-db"
-        rendered = report_page(
-            db, run, compared, figures, declared=declared_sections(), progress=to_stderr
-        )
+        rendered = _page(db, run, compared, figures)
         _write_report(output, rendered, figures)
 
 
@@ -221,16 +249,7 @@ def compare(args: argparse.Namespace) -> int:
         stem = "-".join("".join(c if c.isalnum() else "_" for c in x) for x in args.labels)[:80]
         output = args.output or _beside(args.db) / f"compare-{stem}.html"
         figures = output.parent / f"figures-compare-{stem}"
-        page = report_page(
-            db,
-            base,
-            others,
-            figures,
-            first,
-            declared=declared_sections(),
-            progress=to_stderr,
-            tolerances=tolerances,
-        )
+        page = _page(db, base, others, figures, first, tolerances=tolerances)
         _write_report(output, page, figures)
     if not args.gate:
         return PASSED

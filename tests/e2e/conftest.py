@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +83,62 @@ def run_ssd(pytester: pytest.Pytester, tmp_path: Path) -> Any:
         return SsdRun(result, report_dir)
 
     return run
+
+
+def shared_run(
+    tmp_path_factory: pytest.TempPathFactory, name: str, *args: str, suite: Path, timeout: float
+) -> SsdRun:
+    """One run of *suite* with *args* for every test of the session that reads it, made once
+    for all xdist workers: the first to ask runs it (the others wait for it), each reads its
+    outcome and report folder.  For the runs several modules check the same way."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / f"shared-{name}"
+    folder.mkdir(exist_ok=True)
+    outcome, reports = folder / "outcome.json", folder / "reports"
+    with (folder / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not outcome.exists():
+            outcome.write_text(
+                json.dumps(_run_once(folder, smoke_argv(reports, *args, suite=suite), timeout))
+            )
+    ret, out, err, duration = json.loads(outcome.read_text())
+    return SsdRun(pytest.RunResult(ret, out, err, duration), reports)
+
+
+def _run_once(
+    folder: Path, argv: list[str], timeout: float
+) -> tuple[int, list[str], list[str], float]:
+    start = time.monotonic()
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, cwd=folder, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        said = f"{argv}: no end after {timeout:g} s"
+        return -1, [str(exc.stdout or "")], [said], time.monotonic() - start
+    return (
+        done.returncode,
+        done.stdout.splitlines(),
+        done.stderr.splitlines(),
+        time.monotonic() - start,
+    )
+
+
+#: suites/csd on a 1 GiB scratch device, quick profile, with its junit file (tests/e2e/test_csd.py
+#: checks the run and its report, tests/e2e/test_junit.py the file: 200 s, run once)
+CSD_QUICK_JUNIT = "junit.xml"
+
+
+@pytest.fixture(scope="session")
+def csd_quick(tmp_path_factory: pytest.TempPathFactory) -> SsdRun:
+    """suites/csd's quick run on a 1 GiB scratch device, once for the session
+    (:func:`shared_run`); its junit file is ``report_dir.parent / CSD_QUICK_JUNIT``."""
+    junit = f"--junitxml={CSD_QUICK_JUNIT}"  # in the run's folder, its working folder
+    args = ("--dut=scratch:1G", "--ssd-profile=quick", junit)
+    return shared_run(
+        tmp_path_factory, "csd-quick", *args, suite=REPO / "suites" / "csd", timeout=1200
+    )
 
 
 @pytest.fixture

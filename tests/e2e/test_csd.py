@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
-from tests.e2e.conftest import REPO, attached_loops
+from tests.e2e.conftest import SsdRun, attached_loops
 
-CSD = REPO / "suites" / "csd"
 FIGURES = (
     "fill bandwidth vs written",
     "fill bandwidth vs time",
@@ -27,8 +25,8 @@ FIGURES = (
 )
 
 
-def test_csd_quick_walks_the_method_and_reports_every_part(run_ssd: Any) -> None:
-    run = run_ssd("--dut=scratch:1G", suite=CSD, timeout=900)
+def test_csd_quick_walks_the_method_and_reports_every_part(csd_quick: SsdRun) -> None:
+    run = csd_quick  # suites/csd --dut=scratch:1G, quick (tests/e2e/test_junit.py reads it too)
     # a test per point: 16 quick-profile lines in each of 4 states, 36 low-QD points
     # (2 patterns x 2 rounds x QD 1, 2, 4 x 0, 70, 100 % read), 2 fill, 2 sync, 2 latency
     data = run.results()

@@ -19,11 +19,11 @@ from junitparser import JUnitXml
 from junitparser.xunit2 import JUnitXml as JUnitXml2
 
 from pytest_ssd.results.junit import is_number
+from tests.e2e.conftest import CSD_QUICK_JUNIT, SsdRun
 
 pytestmark = pytest.mark.device
 
 XSD = Path(__file__).resolve().parents[1] / "junit" / "junit-10.xsd"
-CSD = Path(__file__).resolve().parents[2] / "suites" / "csd"
 #: the csd quick file, 106 tests (944 KB with the records inside; 158 KB as each test names
 #: its drive)
 CSD_LIMIT = 175_000
@@ -47,9 +47,12 @@ def _check(pairs: list[tuple[str, str]], where: str) -> None:
         assert not name.endswith(METRICS) or is_number(value), (where, name, value)
 
 
-def _run(run_ssd: Any, junit: Path, *args: str, suite: Path | None = None) -> Any:
-    extra = {} if suite is None else {"suite": suite}
-    run = run_ssd("--dut=scratch:256M", f"--junitxml={junit}", *args, **extra, timeout=1200)
+def _run(run_ssd: Any, junit: Path, *args: str) -> Any:
+    return _ran(run_ssd("--dut=scratch:256M", f"--junitxml={junit}", *args, timeout=1200), junit)
+
+
+def _ran(run: SsdRun, junit: Path) -> SsdRun:
+    """*run* ended well and wrote its *junit* file, with properties."""
     out = run.result.stdout.str() + run.result.stderr.str()
     assert run.result.ret == 0, out[-3000:]
     assert "INTERNALERROR" not in out and "Traceback" not in out
@@ -106,9 +109,10 @@ def test_the_strict_layout_validates_against_junit_10(run_ssd: Any, tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_the_csd_quick_file_is_small(run_ssd: Any, tmp_path: Path) -> None:
-    junit = tmp_path / "junit.xml"
-    _run(run_ssd, junit, suite=CSD)
+def test_the_csd_quick_file_is_small(csd_quick: SsdRun) -> None:
+    # suites/csd --dut=scratch:1G, quick, run once for tests/e2e/test_csd.py and this test
+    junit = csd_quick.report_dir.parent / CSD_QUICK_JUNIT
+    _ran(csd_quick, junit)
     assert junit.stat().st_size < CSD_LIMIT, junit.stat().st_size
     cases = [case for suite in JUnitXml2.fromfile(str(junit)) for case in suite]
     assert len(cases) == 106

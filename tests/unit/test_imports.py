@@ -98,3 +98,14 @@ def test_a_worker_loads_no_feature_its_run_does_not_use(pytester: pytest.Pyteste
     loaded = set(modules)
     assert worker == "gw0" and "pytest_ssd.bench" in loaded
     assert sorted(loaded.intersection(NOT_LOADED)) == []
+
+
+def test_the_command_line_draws_nothing_until_a_command_draws() -> None:
+    # matplotlib and the report were 0.6 s of every ``pytest-ssd`` start (``--help``,
+    # ``list``, ``export``, ``history``): only ``report`` and ``compare`` import them
+    loaded = _loaded(
+        "import json, sys; import pytest_ssd.cli; print(json.dumps(sorted(sys.modules)))"
+    )
+    assert "pytest_ssd.cli.commands" in loaded
+    assert sorted(m for m in loaded if m.split(".")[0] == "matplotlib") == []
+    assert "pytest_ssd.report.build" not in loaded
