@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_ssd.errors import ToolError
+from pytest_ssd.fio.runners import ChildFio
 from pytest_ssd.machine.machine import LOCAL, Machine, Place
 from pytest_ssd.proc import Completed
 
@@ -49,3 +50,7 @@ class FakeMachine(Machine):
 
     def read(self, path: str) -> str | None:
         return LOCAL.read(path) if self.here else None
+
+
+#: fio as a child process of this machine (the runner of a local device's site)
+HERE = ChildFio(LOCAL)

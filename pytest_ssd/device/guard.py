@@ -28,7 +28,6 @@ from pathlib import Path
 from pytest_ssd.device.openers import shown
 from pytest_ssd.device.view import Node, View
 from pytest_ssd.errors import SafetyError
-from pytest_ssd.machine.machine import LOCAL
 
 #: mount points of the running system: a device backing one is never written to
 SYSTEM_MOUNTS = ("/", "/boot", "/boot/efi", "/usr", "/var")
@@ -323,10 +322,9 @@ def refusal(facts: TargetFacts, where: str = "") -> str | None:
     return None if reason is None else shown(f"refusing to write to {facts.path}{on}: {reason}")
 
 
-def check_writable(path: str | Path, view: View | None = None) -> TargetFacts:
+def check_writable(path: str | Path, view: View) -> TargetFacts:
     """Inspect *path* and raise :class:`SafetyError` unless writing to it is safe (*view*:
-    its machine's look; None: this machine's, as a purge's callers still say)."""
-    view = view or View.of(LOCAL, str(path))
+    its machine's look at it)."""
     facts = inspect(path, view=view)
     reason = refusal(facts, view.where)
     if reason is not None:

@@ -31,17 +31,12 @@ from typing import Any
 from pytest_ssd.device import nvme
 from pytest_ssd.device.nvme import NvmeInfo
 from pytest_ssd.errors import DeviceError, SsdError, ToolError
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.snapshot import Reads, SnapshotError
 
 SYSFS = Path("/sys")
 SECTOR = 512
 NvmeQuery = Callable[[Path], NvmeInfo]
-
-
-def _nvme_here(device: Path) -> NvmeInfo:
-    """id-ctrl and id-ns of *device*, as :func:`identify` reads this machine's."""
-    return nvme.query(device, None, LOCAL)
 
 
 _SCSI_HOST = re.compile(r"^host\d+$")
@@ -156,7 +151,7 @@ def decimal_size(n: int) -> str:
 
 
 def identify(
-    path: Path, *, sysfs_root: Path = SYSFS, query_nvme: NvmeQuery | None = _nvme_here
+    path: Path, machine: Machine, *, sysfs_root: Path = SYSFS, query_nvme: NvmeQuery | None = None
 ) -> DeviceIdentity:
     """Identify the block device or regular file at *path*; :class:`DeviceError` otherwise."""
     try:
@@ -170,7 +165,8 @@ def identify(
     if not stat.S_ISBLK(st.st_mode):
         raise DeviceError(f"{path} is neither a block device nor a regular file{_hint(path, st)}")
     name = kernel_name(st.st_rdev, sysfs_root)
-    return identify_block(path, name, sysfs_root=sysfs_root, query_nvme=query_nvme)
+    query = query_nvme or (lambda device: nvme.query(device, None, machine))
+    return identify_block(path, name, sysfs_root=sysfs_root, query_nvme=query)
 
 
 def _hint(path: Path, st: os.stat_result) -> str:
@@ -213,7 +209,7 @@ def identify_block(
     kernel_name: str,
     *,
     sysfs_root: Path = SYSFS,
-    query_nvme: NvmeQuery | None = _nvme_here,
+    query_nvme: NvmeQuery | None,
 ) -> DeviceIdentity:
     """Identify block device *kernel_name* (opened as *path*) from the sysfs tree at *sysfs_root*.
 

@@ -58,7 +58,7 @@ from pytest_ssd.device.pinned import Pinned, changed
 from pytest_ssd.errors import FioError, SsdError
 from pytest_ssd.fio.job import FIO_INSTALL_HINT, FioJob
 from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.ssh import MARK, Held, control_folder
 from pytest_ssd.proc import Completed
 
@@ -435,8 +435,10 @@ _here: list[_Here] = []
 _starting = threading.Lock()
 
 
-def here() -> Path:
-    """The socket of this machine's batch agent, started at the first call of the process.
+def here(machine: Machine) -> Path:
+    """The socket of the batch agent of *machine*, whose programs are this process's
+    children (:attr:`~pytest_ssd.machine.machine.Machine.children`): started at the
+    first call of the process.
 
     It lasts until this process exits (its input closes) or dies (the parent-death
     signal); a batch still connected ends with its connection.  :class:`FioError` (why,
@@ -447,7 +449,7 @@ def here() -> Path:
             folder = control_folder()  # short: a socket path holds 107 bytes
             socket_path = folder / SOCKET
             try:
-                held = LOCAL.hold(
+                held = machine.hold(
                     ["perl", "-e", AGENT, str(socket_path), MARK],
                     artifacts=folder,
                     name="batch-agent",

@@ -18,7 +18,7 @@ from pathlib import Path
 from pytest_ssd.errors import FioError, ParseError, ToolError
 from pytest_ssd.fio.job import FIO_INSTALL_HINT, FioJob, fio_path, render
 from pytest_ssd.fio.results import FioOutput, JobResult, parse_output
-from pytest_ssd.fio.runners import HERE, FioRunner
+from pytest_ssd.fio.runners import FioRunner
 from pytest_ssd.fio.status import StatusCallback, StatusSink
 from pytest_ssd.fio.watch import timeout_for
 from pytest_ssd.machine.machine import Machine
@@ -165,7 +165,7 @@ def run_jobs(
     readonly: bool = False,
     timeout: float | None = None,
     on_status: StatusCallback | None = None,
-    runner: FioRunner = HERE,
+    runner: FioRunner,
 ) -> FioRun:
     """Run *jobs* in one fio process on *target*, keeping every file in *artifacts*.
 

@@ -21,7 +21,7 @@ from pytest_ssd.fio.agent import Gates
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.server import FioServer, FioServers
 from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
-from pytest_ssd.machine.machine import LOCAL, Machine
+from pytest_ssd.machine.machine import Machine
 
 
 class FioRunner(Protocol):
@@ -98,14 +98,10 @@ class ChildFio:
         """The batch agent's gates here (started at the first batch), *node* pinned as on a
         test host."""
         try:
-            socket_path = agent.here()
+            socket_path = agent.here(self.machine)
         except SsdError as exc:
             raise Unbatched(str(exc)) from None
         return agent.connect(socket_path, self.machine, node, pinned)
-
-
-#: fio on this machine
-HERE = ChildFio(LOCAL)
 
 
 @dataclass

@@ -17,7 +17,6 @@ import pytest
 
 from pytest_ssd.device.scratch import SCRATCH_BANNER
 from pytest_ssd.plugin.overview import destroys
-from pytest_ssd.report.build import declared_sections, sections_html
 from pytest_ssd.results.history import build_phrase
 from pytest_ssd.results.record import PROPERTY, Measurement, percentile_us
 from pytest_ssd.session import SsdSession
@@ -129,6 +128,10 @@ class HtmlReport:
     def pytest_html_results_summary(
         self, prefix: list[str], summary: list[str], postfix: list[str], session: pytest.Session
     ) -> None:
+        # the report's sections draw (matplotlib): loaded when the page is written, not at
+        # every session's start (a run refused before any fio never draws)
+        from pytest_ssd.report.build import declared_sections, sections_html  # noqa: PLC0415
+
         ssd = self.session
         declared = declared_sections(session.config.hook.pytest_ssd_report_sections)
         # the lab's server while it holds the whole run; else the run's spool (nothing to compare)

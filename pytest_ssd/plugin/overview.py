@@ -8,7 +8,6 @@ import pytest
 
 from pytest_ssd.device.identity import SECTOR, DeviceIdentity, binary_size, identify
 from pytest_ssd.errors import SsdError, present
-from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.plugin.skips import skip_before_state
 from pytest_ssd.session import Dut, SsdSession, speed_key
 from pytest_ssd.state import actions
@@ -28,7 +27,9 @@ def _identity(session: SsdSession, dut_id: str, index: int) -> tuple[DeviceIdent
     if spec.scratch_size is not None:
         return None, spec.scratch_size
     try:
-        identity = identify(present(spec.path, "the device path"))
+        identity = identify(
+            present(spec.path, "the device path"), session.devices.sites.of(None).machine
+        )
     except SsdError:
         return None, 0
     return identity, identity.size_bytes
@@ -86,7 +87,7 @@ def plan_lines(session: SsdSession, items: Sequence[pytest.Item]) -> list[str]:
         profile = profile_for(session.options.profile, scratch, session.options.idle)
         # a device not opened yet (--collect-only) was identified here, on this machine
         site = session.devices.services.get(dut_id)
-        machine = site.machine if site is not None else LOCAL
+        machine = (site or session.devices.sites.of(None)).machine
         purge = session.options.purge or (
             actions.purge_name(identity, (), machine) if identity is not None else "discard"
         )

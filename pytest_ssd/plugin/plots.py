@@ -16,7 +16,6 @@ import pytest
 from pluggy import HookCaller
 from pytest_html import extras
 
-from pytest_ssd import figures
 from pytest_ssd.bench import GENERIC_KINDS, PLOT_EXTRA
 from pytest_ssd.errors import ExtensionError, call_extension
 from pytest_ssd.extensions import FigureKind, figure_kinds
@@ -25,6 +24,8 @@ from pytest_ssd.results.record import Measurement
 
 def _drawn(kind: FigureKind, extra: dict[str, Any]) -> dict[str, Any]:
     """pytest-html's PNG extra of *kind* drawn, the PNG and SVG saved in its folder."""
+    from pytest_ssd import figures  # noqa: PLC0415  # matplotlib: when a test draws
+
     measurement = Measurement.from_json(extra["measurement"])
     where = f"figure kind {kind.name!r} of {kind.origin}: draw()"
     fig = call_extension(where, kind.draw, measurement)

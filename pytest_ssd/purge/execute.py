@@ -62,7 +62,7 @@ class PurgeResult:
         }
 
 
-#: the guard's view of a path on the device's machine (None: this machine's)
+#: the guard's view of a path on the device's machine (None: a fresh look there)
 ViewOf = Callable[[str], View | None]
 
 
@@ -213,7 +213,7 @@ def _check_siblings(job: _Job) -> None:
         return
     for sibling in sibling_namespaces(job.identity, job.machine):
         try:
-            guard.check_writable(sibling, job.view(sibling))
+            guard.check_writable(sibling, job.view(sibling) or View.of(job.machine, sibling))
         except SafetyError as exc:
             raise SafetyError(
                 f"{job.method} of {job.identity.path} erases every namespace of "
@@ -263,7 +263,7 @@ def purge(
     On a test host (*machine*), every program runs there and *view* gives the guard
     that host's facts.
     """
-    guard.check_writable(identity.path, view(identity.path))
+    guard.check_writable(identity.path, view(identity.path) or View.of(machine, identity.path))
     tools = tools or Tools(run=machine.run, which=machine.which)
     job = _Job(identity, method, tools, artifacts, timeout_s, poll_interval_s, machine, view)
     if job.method in SANITIZE or job.method in FORMAT:

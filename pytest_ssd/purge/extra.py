@@ -28,6 +28,7 @@ from typing import Protocol
 
 from pytest_ssd.device import guard
 from pytest_ssd.device.identity import DeviceIdentity
+from pytest_ssd.device.view import View
 from pytest_ssd.errors import ExtensionError, PurgeError, SsdError, call_extension, kind_of
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.purge.builtin import BUILTIN, BuiltinPurge, builtin
@@ -152,7 +153,7 @@ def run(
     """The guard first (with the host's facts on a host), then *provider*'s erase: one line."""
     if isinstance(provider, BuiltinPurge):  # its guard covers the namespaces it erases too
         return provider.purge(identity, artifacts, machine, view)
-    guard.check_writable(identity.path, view(identity.path))
+    guard.check_writable(identity.path, view(identity.path) or View.of(machine, identity.path))
     artifacts.mkdir(parents=True, exist_ok=True)
     erase = provider.purge
     if isinstance(getattr(provider, "capabilities", None), Capabilities) or _takes_machine(

@@ -88,7 +88,7 @@ def unopened_key(spec: DutSpec, machine: Machine) -> str | None:
     if spec.address is not None:
         return identity_key({"path": spec.address.path}, spec.address.label)
     try:
-        identity = identify(canonical(spec.path, View.of(machine, str(spec.path))))
+        identity = identify(canonical(spec.path, View.of(machine, str(spec.path))), machine)
     except SsdError:
         return identity_key({"path": str(spec.path)})
     return identity_key(identity.as_dict())

@@ -54,9 +54,9 @@ from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import Pattern
 from pytest_ssd.fio.results import FioOutput
-from pytest_ssd.fio.runners import HERE, ClientFio
+from pytest_ssd.fio.runners import ChildFio, ClientFio
 from pytest_ssd.fio.server import FioServer
-from pytest_ssd.machine.machine import SshMachine
+from pytest_ssd.machine.machine import LOCAL, SshMachine
 from pytest_ssd.methods.csd.workloads.lowqd import PATTERNS, PLANS, plan_jobs, point_jobs
 from pytest_ssd.state.layout import layout
 from pytest_ssd.state.spec import parse_state
@@ -216,7 +216,7 @@ def per_point(dev: Path, work: Path) -> tuple[float, float, int]:
         for qd in plan.queue_depths:
             for share in plan.read_shares:
                 jobs = [p.job for p in point_jobs(pattern, region, plan, qd, share)]
-                run_jobs(jobs, dev, artifacts=folder / jobs[0].name)
+                run_jobs(jobs, dev, artifacts=folder / jobs[0].name, runner=ChildFio(LOCAL))
                 points += 1
     wall = time.monotonic() - start
     runtime, _, _ = fio_runtime_s(folder)
@@ -286,7 +286,7 @@ def fidelity(dev: Path, work: Path, server: FioServer | None = None) -> dict[str
     ]
     folder = work / "fidelity"
     runner = (
-        HERE if server is None else ClientFio(server, server.machine)
+        ChildFio(LOCAL) if server is None else ClientFio(server, server.machine)
     )  # the benchmark's own choice
 
     def lone(tag: str) -> dict[str, float]:

@@ -21,7 +21,7 @@ from pytest_ssd.fio.batch import AHEAD, Batch
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob, fio_seed
 from pytest_ssd.fio.results import parse_output
-from pytest_ssd.fio.runners import HERE
+from tests.fake_machine import HERE
 
 MiB = 1 << 20
 
@@ -171,10 +171,12 @@ def test_a_seeded_job_hits_the_same_lbas_alone_after_another_job_and_in_a_batch(
         extra=(("log_offset", "1"),),
     )
     other = replace(job, name="other", seed=2, io_log=False)
-    alone = run_jobs([job], dev, artifacts=tmp_path / "alone")
-    second = run_jobs([other, job], dev, artifacts=tmp_path / "second")
+    alone = run_jobs([job], dev, artifacts=tmp_path / "alone", runner=HERE)
+    second = run_jobs([other, job], dev, artifacts=tmp_path / "second", runner=HERE)
     # as the third job its fio seed is 2**63 or more: written as a negative number
-    third = run_jobs([other, replace(other, name="o2"), job], dev, artifacts=tmp_path / "third")
+    third = run_jobs(
+        [other, replace(other, name="o2"), job], dev, artifacts=tmp_path / "third", runner=HERE
+    )
     assert fio_seed(job.seed or 0, 3) < 0
     lbas = offsets(next(alone.artifacts.glob("log-seeded_clat.*.log")))
     assert len(lbas) == 64 and len(set(lbas)) > 32, "random offsets"
@@ -189,8 +191,8 @@ def test_a_seeded_job_hits_the_same_lbas_alone_after_another_job_and_in_a_batch(
     assert offsets(next((tmp_path / "b").glob("in-batch_clat.*.log"))) == lbas
     # without a seed the same job is fio's default stream, which moves with its place
     plain = [replace(j, seed=None) for j in (other, job)]
-    moved = run_jobs(plain, dev, artifacts=tmp_path / "plain")
-    lone = run_jobs(plain[1:], dev, artifacts=tmp_path / "plain-alone")
+    moved = run_jobs(plain, dev, artifacts=tmp_path / "plain", runner=HERE)
+    lone = run_jobs(plain[1:], dev, artifacts=tmp_path / "plain-alone", runner=HERE)
     assert offsets(next(moved.artifacts.glob("log-seeded_clat.*.log"))) != offsets(
         next(lone.artifacts.glob("log-seeded_clat.*.log"))
     )
@@ -332,7 +334,7 @@ from dataclasses import replace
 from pathlib import Path
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.runners import HERE
+from tests.fake_machine import HERE
 jobs = [
     FioJob(f"j{i}", "rnd", 4096, iodepth=1, read_pct=0, size=16 << 20, io_bytes=1 << 20)
     for i in range(6)
@@ -365,7 +367,7 @@ import sys, time
 from pathlib import Path
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.runners import HERE
+from tests.fake_machine import HERE
 jobs = [
     FioJob(f"j{i}", "rnd", 4096, iodepth=1, read_pct=0, size=16 << 20, io_bytes=1 << 20)
     for i in range(6)

@@ -23,6 +23,7 @@ from pytest_ssd.fio.runners import ChildFio, ClientFio, runner_on, runs_live
 from pytest_ssd.fio.server import FioServer, FioServers
 from pytest_ssd.machine.machine import LOCAL, LocalMachine, Machine, SshMachine
 from pytest_ssd.machine.ssh import Ssh
+from tests.fake_machine import HERE
 from tests.sshd import Sshd, local_sshd
 
 LoopFactory = Callable[..., Path]
@@ -57,7 +58,7 @@ def test_jobs_on_the_host_do_what_they_do_here(
     there = run_jobs(
         jobs, dev, artifacts=tmp_path / "there", runner=ClientFio(fio_host, fio_host.machine)
     )
-    here = run_jobs(jobs, dev, artifacts=tmp_path / "here")
+    here = run_jobs(jobs, dev, artifacts=tmp_path / "here", runner=HERE)
     for job in jobs:
         remote, local = there.result(job), here.result(job)
         assert remote.directions.keys() == local.directions.keys()

@@ -335,7 +335,7 @@ def test_block_reads(machine: Machine, loop_device: LoopFactory) -> None:
 
 
 def test_the_health_source_and_log(machine: Machine, loop_device: LoopFactory) -> None:
-    identity = identify(loop_device(64))
+    identity = identify(loop_device(64), LOCAL)
     assert find_source(identity, machine) == (None, "a loop device has no temperature sensor")
     assert find_log_reader(identity, machine) == (None, "a loop device has no health log")
     sata = dataclasses.replace(identity, transport="sata", kernel_name="no-such-disk")
@@ -351,7 +351,7 @@ def test_a_batchs_gates(machine: Machine, loop_device: LoopFactory, tmp_path: Pa
     servers = FioServers()
     try:
         runner = runner_on(machine, servers)
-        pinned = Pinned.of(device_key(dev), identify(dev))
+        pinned = Pinned.of(device_key(dev), identify(dev, LOCAL))
         gates = runner.batch_gates(str(dev), pinned)
         assert gates.machine is machine and gates.capacity(str(dev)) == 64 * MIB
         jobs = [
@@ -398,19 +398,19 @@ def test_the_look_finds_the_node_and_identity_alike(
         views = site.snapshots([str(dev), str(link)])
         assert canonical(link, views[str(link)]) == canonical(dev, views[str(dev)]) == dev
         # one look identifies every block device it names, here as on a host
-        assert views[str(dev)].identified[str(dev)] == identify(dev)
+        assert views[str(dev)].identified[str(dev)] == identify(dev, LOCAL)
         key, identity = site.read(dev, views[str(dev)])
         st = dev.stat()
         assert key == ("block", os.major(st.st_rdev), os.minor(st.st_rdev))
-        assert identity == site.read(dev)[1] == identify(dev)
+        assert identity == site.read(dev)[1] == identify(dev, LOCAL)
 
 
 def test_the_summary_reads_the_same_sysfs_alike(where: Where, loop_device: LoopFactory) -> None:
     dev = loop_device(64)
     with _site(where) as site:
-        ((summary, said),) = site.summaries([identify(dev)])
+        ((summary, said),) = site.summaries([identify(dev, LOCAL)])
     assert said == []
-    expected = summarize(identify(dev))
+    expected = summarize(identify(dev, LOCAL))
     on = "" if where.server is None else f" on 127.0.0.1:{where.server.port}"
     assert summary == dataclasses.replace(expected, path=f"{dev}{on}")
 
@@ -487,7 +487,7 @@ def test_one_tuner_tunes_restores_and_recovers_either_machine(
     dev = loop_device(64)
     scheduler = Path(f"/sys/block/{dev.name}/queue/scheduler")
     now, before = _untuned(dev, as_found, Path("/proc/sys/kernel/randomize_va_space"))
-    folder, devices = tmp_path / "tune", {"dut": identify(dev)}
+    folder, devices = tmp_path / "tune", {"dut": identify(dev, LOCAL)}
     tuned = Tuner(machine, True, folder=folder)
     warnings: list[str] = []
     readings = {(r.key, r.device): r for r in tuned.start(devices, warnings)}

@@ -49,7 +49,7 @@ def test_loop_device_discard_reads_zeroes_and_frees_the_backing_file(
 ) -> None:
     dev: Path = loop_device(64)
     _fill(dev, 64 * MIB)
-    identity = identify(dev)
+    identity = identify(dev, LOCAL)
     assert identity.backing_file is not None
     backing = Path(identity.backing_file)
     before = backing.stat().st_blocks
@@ -80,7 +80,7 @@ def test_regular_file_punch_hole(tmp_path: Path) -> None:
         fh.truncate(size)
     _fill(target, size)
     assert target.stat().st_blocks * 512 >= size
-    identity = identify(target)
+    identity = identify(target, LOCAL)
     assert choose(identity, machine=LOCAL) is PurgeMethod.PUNCH_HOLE
 
     result = purge(
@@ -107,12 +107,16 @@ def test_discard_that_leaves_data_fails_the_read_back(loop_device: Any, tmp_path
     tools = Tools(which=lambda program, hint: "true" if program == "blkdiscard" else program)
     with pytest.raises(PurgeError, match="failed its read-back check: 66 of 66 sampled blocks"):
         purge(
-            identify(dev), PurgeMethod.DISCARD, artifacts=tmp_path / "a", tools=tools, machine=LOCAL
+            identify(dev, LOCAL),
+            PurgeMethod.DISCARD,
+            artifacts=tmp_path / "a",
+            tools=tools,
+            machine=LOCAL,
         )
 
 
 def _refused(dev: Path, tmp_path: Path, *needles: str) -> None:
-    identity = identify(dev)
+    identity = identify(dev, LOCAL)
     before = digest(dev)
     recorder = Recorder()
     artifacts = tmp_path / "artifacts"

@@ -242,7 +242,7 @@ def test_a_device_is_identified_as_here(host: Ssh, loop_device: LoopFactory) -> 
     block = view.block_of(node.rdev)
     assert block is not None
     remote = identify_on(SshMachine(host), str(dev), block.name)
-    assert remote == identify(dev)
+    assert remote == identify(dev, LOCAL)
     assert remote.size_bytes == 24 << 20 and remote.backing_file and remote.direct_io
 
 
@@ -270,7 +270,7 @@ def test_a_hosts_devices_are_identified_whatever_their_paths_names_guess(
             for target, dev in targets.items():
                 view = views[str(target)]
                 assert canonical(target, view) == dev
-                assert view.identified[str(dev)] == identify(dev)
+                assert view.identified[str(dev)] == identify(dev, LOCAL)
     finally:
         assert sites.close() == []
 

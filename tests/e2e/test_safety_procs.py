@@ -25,7 +25,6 @@ import pytest
 from pytest_ssd.errors import FioError
 from pytest_ssd.fio.batch import Batch
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.fio.runners import HERE
 from pytest_ssd.fio.server import START_ENV
 from pytest_ssd.fio.watch import STALL_ENV
 from pytest_ssd.fio.watch import counters as counters_of
@@ -33,6 +32,7 @@ from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.proc.sweep import MARK_ENV
 from tests.e2e.conftest import digest
 from tests.e2e.test_safety_session import _popen, _wait_for
+from tests.fake_machine import HERE
 from tests.sshd import Sshd, local_sshd
 
 LoopFactory = Callable[..., Path]

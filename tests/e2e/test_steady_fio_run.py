@@ -8,6 +8,7 @@ from pathlib import Path
 from pytest_ssd.fio.engine import run_jobs
 from pytest_ssd.fio.job import FioJob
 from pytest_ssd.steady import FioSteadyRule
+from tests.fake_machine import HERE
 
 RUNTIME_CAP_S = 30
 
@@ -19,7 +20,7 @@ def test_steady_read_stops_early_with_attained(
     # as soon as the 3-second window is full
     rule = FioSteadyRule(limit=50, duration_s=3)
     job = FioJob("ss", "rnd", 4096, iodepth=8, runtime_s=RUNTIME_CAP_S, extra=rule.options())
-    run = run_jobs([job], loop_device(64), artifacts=tmp_path / "fio", readonly=True)
+    run = run_jobs([job], loop_device(64), artifacts=tmp_path / "fio", readonly=True, runner=HERE)
     result = run.result(job)
     state = result.steadystate
     assert state is not None, run.completed.stdout[:500]

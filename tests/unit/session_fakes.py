@@ -13,7 +13,7 @@ from pytest_ssd.device.pinned import Pinned
 from pytest_ssd.device.summary import DeviceSummary, summarize
 from pytest_ssd.device.view import View
 from pytest_ssd.errors import SafetyError
-from pytest_ssd.fio.runners import HERE, FioRunner
+from pytest_ssd.fio.runners import FioRunner
 from pytest_ssd.fio.status import StatusCallback
 from pytest_ssd.health import Source
 from pytest_ssd.machine.address import HostAddress
@@ -22,7 +22,7 @@ from pytest_ssd.site import Site, Sites, Tuning
 from pytest_ssd.site.base import Key
 from pytest_ssd.state.accounting import Counters
 from pytest_ssd.state.progress import Progress
-from tests.fake_machine import FakeMachine
+from tests.fake_machine import HERE, FakeMachine
 
 
 @dataclass
@@ -79,7 +79,7 @@ class FakeSite(Site):
         return FakeLock(self, node, key)
 
     def read(self, path: Path, view: View | None = None) -> tuple[Key, DeviceIdentity]:
-        return self.key(path, View.of(LOCAL, str(path)), ""), identify(path)
+        return self.key(path, View.of(LOCAL, str(path)), ""), identify(path, LOCAL)
 
     def summary(self, identity: DeviceIdentity, warnings: list[str]) -> DeviceSummary:
         warnings.append("a fake summary")

@@ -63,7 +63,7 @@ def _assert_refused(path: Path, *needles: str) -> str:
     """check_writable refuses *path* with a one-line message naming it; content untouched."""
     before = _digest(path)
     with pytest.raises(SafetyError) as info:
-        guard.check_writable(path)
+        guard.check_writable(path, View.of(LOCAL, str(path)))
     message = str(info.value)
     assert "\n" not in message
     assert str(path) in message
@@ -182,7 +182,7 @@ def _backing_file(dev: Path) -> Path:
 
 
 def test_clean_loop_device_is_writable(loop: Path) -> None:
-    facts = guard.check_writable(loop)
+    facts = guard.check_writable(loop, View.of(LOCAL, str(loop)))
     backing = Path(f"/sys/class/block/{loop.name}/loop/backing_file").read_text().strip()
     below = TargetFacts(path=backing, exists=True, kind="file")  # its own loop is not "another"
     assert facts == TargetFacts(path=str(loop), exists=True, kind="block", built_on=(below,))
@@ -243,7 +243,7 @@ def test_root_filesystem_device_is_refused_as_system() -> None:
     facts = guard.inspect(root, here(root))  # reads only: never write to this device
     assert "/" in facts.system
     with pytest.raises(SafetyError) as info:
-        guard.check_writable(root)
+        guard.check_writable(root, View.of(LOCAL, str(root)))
     message = str(info.value)
     assert message.startswith(f"refusing to write to {root}: it holds the running system's root")
     assert "\n" not in message
@@ -258,7 +258,7 @@ def test_missing_path_is_refused_and_not_created(tmp_path: Path, where: str) -> 
     if path.exists():
         pytest.skip(f"{path} exists on this machine")
     with pytest.raises(SafetyError) as info:
-        guard.check_writable(path)
+        guard.check_writable(path, View.of(LOCAL, str(path)))
     assert str(info.value) == (
         f"refusing to write to {path}: it does not exist (fio would create a regular file "
         "there); check the path"
@@ -274,7 +274,7 @@ def test_other_types_are_refused(tmp_path: Path, what: str) -> None:
     path = tmp_path if what == "directory" else Path("/dev/null")
     before = sorted(path.iterdir()) if path.is_dir() else None
     with pytest.raises(SafetyError, match="is not a block device or a regular file") as info:
-        guard.check_writable(path)
+        guard.check_writable(path, View.of(LOCAL, str(path)))
     assert str(path) in str(info.value)
     assert "\n" not in str(info.value)
     assert (sorted(path.iterdir()) if path.is_dir() else None) == before
@@ -289,7 +289,7 @@ def test_clean_regular_file_is_writable(tmp_path: Path) -> None:
     path = tmp_path / "target.img"
     with path.open("wb") as fh:
         fh.truncate(32 * MIB)
-    facts = guard.check_writable(path)
+    facts = guard.check_writable(path, View.of(LOCAL, str(path)))
     assert facts == TargetFacts(path=str(path), exists=True, kind="file")
     assert guard.check_readable(path, here(path)) == facts
 

@@ -22,6 +22,7 @@ from pytest_ssd.device.identity import (
 )
 from pytest_ssd.device.nvme import NvmeInfo, parse_id_ctrl, parse_id_ns
 from pytest_ssd.errors import DeviceError, ToolError
+from pytest_ssd.machine.machine import LOCAL
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "nvme"
 NVME_DEV = Path("/dev/nvme0n1")
@@ -143,7 +144,7 @@ def test_identify_matches_by_device_number(fake_sysfs: Path, tmp_path: Path) -> 
         os.mknod(node, stat.S_IFBLK | 0o600, os.makedev(259, 0))
     except PermissionError:
         pytest.skip("mknod needs CAP_MKNOD")
-    ident = identify(node, sysfs_root=fake_sysfs, query_nvme=FakeQuery())
+    ident = identify(node, LOCAL, sysfs_root=fake_sysfs, query_nvme=FakeQuery())
     assert ident.path == str(node)
     assert ident.kernel_name == "nvme0n1"
     assert ident.serial == "GOLDEN0001"
@@ -158,7 +159,7 @@ def test_block_device_unknown_to_sysfs(fake_sysfs: Path, tmp_path: Path) -> None
     except PermissionError:
         pytest.skip("mknod needs CAP_MKNOD")
     with pytest.raises(DeviceError, match="259:9"):
-        identify(node, sysfs_root=fake_sysfs)
+        identify(node, LOCAL, sysfs_root=fake_sysfs)
 
 
 def test_missing_size_attribute_is_named(fake_sysfs: Path) -> None:
@@ -243,7 +244,7 @@ def test_real_direct_io_loop_device(loop_device: Callable[..., Path], tmp_path: 
     dev = loop_device(64)
     link = tmp_path / "by-id-link"
     link.symlink_to(dev)
-    ident = identify(link)
+    ident = identify(link, LOCAL)
     assert ident.path == str(link)
     assert (ident.kind, ident.kernel_name, ident.transport) == ("block", dev.name, "loop")
     assert ident.size_bytes == 64 << 20
@@ -264,7 +265,7 @@ def test_regular_file(tmp_path: Path) -> None:
     target = tmp_path / "test.bin"
     with target.open("wb") as fh:
         fh.truncate(3 << 20)
-    ident = identify(target)
+    ident = identify(target, LOCAL)
     assert (ident.kind, ident.kernel_name, ident.transport) == ("file", None, "file")
     assert ident.size_bytes == 3 << 20
     assert ident.logical_block_size == 512
@@ -277,20 +278,20 @@ def test_regular_file(tmp_path: Path) -> None:
 def test_missing_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     with pytest.raises(DeviceError, match=re.escape(f"{missing} does not exist")):
-        identify(missing)
+        identify(missing, LOCAL)
 
 
 def test_directory_is_refused(tmp_path: Path) -> None:
     message = f"{tmp_path} is neither a block device nor a regular file"
     with pytest.raises(DeviceError, match=re.escape(message)):
-        identify(tmp_path)
+        identify(tmp_path, LOCAL)
 
 
 def test_character_device_is_refused() -> None:
     with pytest.raises(
         DeviceError, match=r"^/dev/null is neither a block device nor a regular file$"
     ):
-        identify(Path("/dev/null"))
+        identify(Path("/dev/null"), LOCAL)
 
 
 def test_nvme_controller_node_gets_a_hint(tmp_path: Path) -> None:
@@ -300,7 +301,7 @@ def test_nvme_controller_node_gets_a_hint(tmp_path: Path) -> None:
     except PermissionError:
         pytest.skip("mknod needs CAP_MKNOD")
     with pytest.raises(DeviceError, match=re.escape(f"name a namespace such as {node}n1")):
-        identify(node)
+        identify(node, LOCAL)
 
 
 @pytest.mark.parametrize(

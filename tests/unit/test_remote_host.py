@@ -38,7 +38,7 @@ def _disk() -> Path:
 
 def test_this_machine_read_as_a_host_reads_as_itself() -> None:
     dev = _disk()
-    devices = {"dut": identify(dev)}
+    devices = {"dut": identify(dev, LOCAL)}
     roots, io = Roots(), MachineIo(LOCAL)
     direct = HostRecord.read(
         roots, io, [*host_settings(roots), *device_settings(roots, io, devices)], devices
@@ -120,7 +120,7 @@ def test_a_host_writes_only_its_kernel_attributes_and_says_which_host() -> None:
 
 
 def test_host_readings_are_rows_of_their_own_beside_this_machines() -> None:
-    devices = {"dut": identify(_disk())}
+    devices = {"dut": identify(_disk(), LOCAL)}
     here = HostRecord.read(
         Roots(), MachineIo(LOCAL), host_settings(Roots()), {}, busy_sample_s=0.05
     )

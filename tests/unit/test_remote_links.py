@@ -69,7 +69,7 @@ def test_this_machines_disk_summarizes_the_same_from_the_copy(tmp_path: Path) ->
     ]
     if not disks:
         pytest.skip("this machine has no disk but loop and zram devices")
-    identity = identify(Path("/dev") / disks[0])
+    identity = identify(Path("/dev") / disks[0], LOCAL)
     copied = summarize(identity, sysfs_root=take(LOCAL, READS, tmp_path, device=disks[0]).sysfs)
     assert copied == summarize(identity)
 

@@ -20,6 +20,7 @@ from pytest_ssd.device.summary import (
     kelvin_to_celsius,
     summarize,
 )
+from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.report.sections.general import environment
 from pytest_ssd.report.summary import device_summary_html
 
@@ -393,7 +394,7 @@ def test_loop_device_from_fake_sysfs(tmp_path: Path) -> None:
 
 def test_real_loop_device(loop_device: Callable[..., Path], tmp_path: Path) -> None:
     dev = loop_device(64)
-    s = summarize(identify(dev))
+    s = summarize(identify(dev, LOCAL))
     assert (s.interface, s.ssd, s.direct_io, s.nvme, s.pcie) == ("loop", False, True, None, None)
     assert s.backing_file == str(tmp_path / "0-backing.img")
     assert f"backed by {tmp_path / '0-backing.img'} (direct I/O on): not an SSD" in s.description
@@ -403,7 +404,7 @@ def test_regular_file(tmp_path: Path) -> None:
     target = tmp_path / "dut.bin"
     with target.open("wb") as fh:
         fh.truncate(3 << 20)
-    s = summarize(identify(target))
+    s = summarize(identify(target, LOCAL))
     assert (s.interface, s.ssd, s.kernel_name, s.capacity_bytes) == ("file", False, None, 3 << 20)
     assert s.description.startswith(f"regular file {target}: not an SSD")
     assert dict(s.rows())["Rotational"] == "not applicable (a file has no medium of its own)"
@@ -452,7 +453,7 @@ def test_html_escapes_device_strings(golden_summary: DeviceSummary) -> None:
 def test_html_without_nvme_has_no_sub_tables(tmp_path: Path) -> None:
     target = tmp_path / "dut.bin"
     target.write_bytes(b"\0" * 4096)
-    page = device_summary_html([("file", summarize(identify(target)))])
+    page = device_summary_html([("file", summarize(identify(target, LOCAL)))])
     assert '<th scope="row">What it is</th>' in page
     assert "LBA formats" not in page and "Power states</h4>" not in page
     assert device_summary_html([]) == ""
