@@ -209,6 +209,8 @@ SERVER_LOST_MID_RUN = (
     SERVER_LOST.split("def test_first", 1)[0]
     + """
 def test_lost_while_it_runs(ssd):
+    # the server up first (a first job), so the kill meets the long job and not its start
+    ssd.run(FioJob("first", "rnd", 4096, size=16 << 20, runtime_s=0.3), record=False)
     # once the job's reads reach the device (its sysfs read count moves), a second more
     reads = f"n() {{ read r _ < /sys/block/{ssd.dut.path.name}/stat; echo $r; }}"
     wait = f"{reads}; s=$(n); i=0; while [ $(n) -le $s ] && [ $i -lt 600 ]; do"
