@@ -133,6 +133,19 @@ def table(rev: str, figures: dict[tuple[str, str], dict[str, list[str]]]) -> str
     return "\n".join(lines)
 
 
+def bench_args(text: str) -> list[str]:
+    """A benchmark's arguments from ``ARG,ARG``: a piece that starts no option after an
+    ``--option=value`` goes on that value (``--drives=1,16`` stays one argument;
+    ``--runs,3`` is two)."""
+    args: list[str] = []
+    for piece in text.split(","):
+        if args and "=" in args[-1] and piece and not piece.startswith("-"):
+            args[-1] += f",{piece}"
+        elif piece:
+            args.append(piece)
+    return args
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rev", help="the revision compared with this tree (HEAD's work tree)")
@@ -150,7 +163,7 @@ def main() -> int:
                 for bench in args.bench:
                     name, _, rest = bench.partition(":")
                     for tree in trees if turn % 2 == 0 else trees[::-1]:
-                        said = run_bench(tree, name, [a for a in rest.split(",") if a])
+                        said = run_bench(tree, name, bench_args(rest))
                         for found in VERDICT.finditer(said):
                             key = (found["name"], found["target"])
                             figures[key][tree.name].append(found["figure"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.benchmarks.against import VERDICT, table, unmet
+from tests.benchmarks.against import VERDICT, bench_args, table, unmet
 from tests.benchmarks.lab import REPO, verdict
 
 
@@ -40,3 +40,8 @@ def test_this_trees_venv_runs_a_revision_whose_needs_it_meets() -> None:
     assert unmet(absent) == "no-such-package-here is not installed here"
     moved = ours.replace("[options.entry_points]", "[options.entry_points]\nx = y")
     assert unmet(moved) == "its entry points differ"
+
+
+def test_an_options_value_with_commas_stays_one_argument() -> None:
+    assert bench_args("--drives=1,16,--report-only") == ["--drives=1,16", "--report-only"]
+    assert bench_args("--runs,3") == ["--runs", "3"]
