@@ -151,7 +151,7 @@ def main() -> int:
     parser.add_argument("rev", help="the revision compared with this tree (HEAD's work tree)")
     parser.add_argument("bench", nargs="*", default=list(DEFAULT), help="NAME or NAME:ARG,ARG")
     parser.add_argument("--rounds", type=int, default=1, help="turns each tree takes (1)")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()  # --rounds after the benchmarks or before them
     rev = git("rev-parse", "--short", f"{args.rev}^{{commit}}")
     figures: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     with tempfile.TemporaryDirectory(prefix=f"ssd-against-{rev}-") as tmp:
