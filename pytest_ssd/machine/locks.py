@@ -63,7 +63,7 @@ def flock_holders(lines: Iterable[str], dev: int, ino: int) -> list[int]:
             continue
         if fields[5] == inode and fields[4].isdigit():
             pids.append(int(fields[4]))
-    return pids
+    return list(dict.fromkeys(pids))  # a holder once, however many lines name it
 
 
 def lock_holders(st: os.stat_result) -> list[int]:

@@ -286,12 +286,12 @@ def _shown(text: str) -> Private:
 
 def _holders(text: str) -> list[tuple[int, str]]:
     """The holders :data:`HOLD` printed in *text*."""
-    found = []
+    found: list[tuple[int, str]] = []
     for line in text.splitlines():
         if line.startswith(f"{MARK}holder "):
             pid, _, command = line.split(" ", 1)[1].partition(" ")
-            if pid.isdecimal():
-                found.append((int(pid), command.strip()))
+            if pid.isdecimal() and int(pid) not in (p for p, _ in found):
+                found.append((int(pid), command.strip()))  # a holder once, however often named
     return found
 
 

@@ -132,3 +132,15 @@ def test_a_file_lock_never_follows_a_symlink(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="Too many levels of symbolic links"):
         FileLock(tmp_path / "link").acquire()
     assert not target.exists(), "nothing created through the link"
+
+
+def test_a_holder_named_twice_by_proc_locks_is_one_holder() -> None:
+    from pytest_ssd.machine.locks import flock_holders  # noqa: PLC0415
+
+    lines = [
+        "1: FLOCK  ADVISORY  WRITE 20029 00:05:18 0 EOF",
+        "2: FLOCK  ADVISORY  WRITE 20029 00:05:18 0 EOF",
+        "2: -> FLOCK  ADVISORY  WRITE 311 00:05:18 0 EOF",
+        "3: FLOCK  ADVISORY  WRITE 77 00:05:19 0 EOF",
+    ]
+    assert flock_holders(lines, os.makedev(0, 5), 18) == [20029]
