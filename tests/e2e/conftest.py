@@ -167,6 +167,15 @@ def attached_loops() -> str:
     return subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30).stdout
 
 
+def detach_loops_under(folder: Path) -> None:
+    """Detach the loop devices whose backing file is in *folder* (a test's own: a session it
+    started and killed left them), whatever else is attached."""
+    for line in attached_loops().splitlines():
+        dev, _, rest = line.partition(":")
+        if f"({folder}/" in rest:
+            subprocess.run(["losetup", "-d", dev], check=False, capture_output=True, timeout=30)
+
+
 def pids_naming(folder: Path) -> list[int]:
     """Processes whose command line names *folder* (a test's own: only its processes do)."""
     pids = []

@@ -21,7 +21,7 @@ import pytest
 
 from pytest_ssd.host import RESTORE_FILE
 from pytest_ssd.statedir import STATE_DIR_ENV, write_private
-from tests.e2e.conftest import attached_loops, smoke_argv
+from tests.e2e.conftest import attached_loops, detach_loops_under, smoke_argv
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 ASLR = Path("/proc/sys/kernel/randomize_va_space")
@@ -162,17 +162,20 @@ def test_a_killed_session_is_restored_by_the_next(
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
-    assert _journal().exists() and not (reports / RESTORE_FILE).exists()
-    assert "[never]" in THP.read_text(), "the killed session left THP tuned"
-    run = run_ssd("--dut=scratch:64M", "-k", "seq-read")  # the next session, without --ssd-tune
-    out = run.result.stdout.str()
-    assert run.result.ret == 0, out
-    assert re.search(
-        r"^recovered: .*transparent_hugepage/enabled: \w+ again \(left by pid", out, re.M
-    ), out
-    assert now() == before
-    assert not _journal().exists()
-    assert str(reports) not in attached_loops(), "the killed session's scratch is swept too"
+    try:
+        assert _journal().exists() and not (reports / RESTORE_FILE).exists()
+        assert "[never]" in THP.read_text(), "the killed session left THP tuned"
+        run = run_ssd("--dut=scratch:64M", "-k", "seq-read")  # the next, without --ssd-tune
+        out = run.result.stdout.str()
+        assert run.result.ret == 0, out
+        assert re.search(
+            r"^recovered: .*transparent_hugepage/enabled: \w+ again \(left by pid", out, re.M
+        ), out
+        assert now() == before
+        assert not _journal().exists()
+        assert str(reports) not in attached_loops(), "the killed session's scratch is swept too"
+    finally:  # a failure before the next session swept it: the killed session's scratch
+        detach_loops_under(reports)
 
 
 def _hostile(victim: Path, existing: Path) -> list[dict[str, Any]]:
