@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from pytest_ssd.errors import DeviceError, ToolError
-from pytest_ssd.machine import blocks, hostfacts
+from pytest_ssd.machine import blocks, hostfacts, localcopy
 from pytest_ssd.machine.facts import Facts, HereFacts
 from pytest_ssd.machine.held import Held, hold_here
 from pytest_ssd.machine.locks import HereLocks, NodeLocks
-from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, take_all
+from pytest_ssd.machine.snapshot import BLOCK_NAME, Reads, SnapshotError, printed, take_all
 from pytest_ssd.machine.ssh import Ssh
 from pytest_ssd.proc.runner import Completed, run, which
 
@@ -208,6 +208,12 @@ class Machine(ABC):
         if done.returncode != 0:
             raise OSError(errno.EINVAL, f"{done.last_error_line()}{self.on}")
 
+    def declared(self, reads: Reads, devices: list[str], seconds: float, what: str) -> str:
+        """What :func:`~pytest_ssd.machine.snapshot.script` prints there of *reads* and of
+        the block *devices*, its samples *seconds* apart (:class:`SnapshotError` when it
+        cannot be read; *what* names it)."""
+        return printed(self, reads, devices, seconds, what)
+
     def hold(
         self, argv: Sequence[str], *, artifacts: Path, name: str, ready: str, timeout: float
     ) -> Held | Completed:
@@ -249,6 +255,13 @@ class LocalMachine(Machine):
     @property
     def where(self) -> str:
         return ""
+
+    def declared(self, reads: Reads, devices: list[str], seconds: float, what: str) -> str:
+        """Read in this process, no program, unless block devices are asked for
+        (:mod:`.localcopy`)."""
+        if devices:
+            return super().declared(reads, devices, seconds, what)
+        return localcopy.text(reads, seconds)
 
     @property
     def host(self) -> str | None:

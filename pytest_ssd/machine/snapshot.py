@@ -423,19 +423,17 @@ def take_all(
     for device in devices:
         if not BLOCK_NAME.fullmatch(device):
             raise SnapshotError(f"{machine.where}: not a block device name: {device[:200]!r}")
-    # machine.py imports this module
-    from pytest_ssd.machine.machine import LocalMachine  # noqa: PLC0415
+    return parse_all(machine.declared(reads, devices, seconds, what), reads, root, devices or [""])
 
-    if isinstance(machine, LocalMachine) and not devices:  # read here: no program
-        from pytest_ssd.machine import localcopy  # noqa: PLC0415
 
-        return parse_all(localcopy.text(reads, seconds), reads, root, [""])
+def printed(machine: Machine, reads: Reads, devices: list[str], seconds: float, what: str) -> str:
+    """What :func:`script` prints on *machine* of *reads* and *devices*, in one command."""
     argv = ["sh", "-c", script(reads), "sh", " ".join(devices), f"{seconds:g}"]
     done = machine.run(argv, timeout=READ_TIMEOUT_S + seconds, name=what.replace(" ", "-"))
     if done.returncode != 0:
         why = done.last_error_line() or f"exit code {done.returncode}"
         raise SnapshotError(f"{machine.where}: its {what} could not be read: {why}")
-    return parse_all(done.stdout, reads, root, devices or [""])
+    return done.stdout
 
 
 def take(
