@@ -43,10 +43,26 @@ DEVICE_FIXTURES = frozenset({"loop_device", "module_loop_device", "postgres"})
 FIRST = ("e2e/test_nvme_guest.py",)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--own-pass",
+        choices=("rest", "alone"),
+        help="./run tests' two passes: the tests marked alone (they need a quiet machine),"
+        " or the rest; with -m too (default: all)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``device`` every test that needs root or a device: the end-to-end tests and those
     using a device fixture.  ``./run fast`` runs the rest (``-m "not device"``).  The
-    :data:`FIRST` modules' tests go first."""
+    :data:`FIRST` modules' tests go first.  ``--own-pass`` keeps one of ``./run tests``'
+    passes (beside the user's own ``-m``)."""
+    chosen = config.getoption("--own-pass")
+    if chosen:
+        alone = chosen == "alone"
+        picked = {i: (i.get_closest_marker("alone") is not None) == alone for i in items}
+        config.hook.pytest_deselected(items=[i for i in items if not picked[i]])
+        items[:] = [i for i in items if picked[i]]
     here = Path(__file__).parent
     e2e = here / "e2e"
     for item in items:

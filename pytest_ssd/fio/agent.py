@@ -307,12 +307,27 @@ class Gates:
         return bool(self._held)
 
     def hold(self, n: int) -> bool:
-        if n in self._held:
-            return True
-        if self.ask(f"hold {n}") != "yes":
-            return False
-        self._held.add(n)
-        return True
+        """Hold gate *n* (False: its job is not there yet)."""
+        self.hold_each([n])
+        return n in self._held
+
+    def hold_each(self, gates: Sequence[int]) -> None:
+        """Hold each of *gates* whose job is there, in one request."""
+        asked = [n for n in gates if n not in self._held]
+        if asked:
+            said = self.ask(f"hold {' '.join(map(str, asked))}").split()
+            self._held.update(n for n, word in zip(asked, said, strict=True) if word == "yes")
+
+    def alive(self, keys: Sequence[str]) -> list[bool]:
+        """Whether each of the fio processes *keys* still runs, in one request (none once
+        the agent is lost: it ended them with the connection)."""
+        if not keys:
+            return []
+        try:
+            said = self.ask(f"alive {' '.join(keys)}").split()
+        except AgentLost:
+            return [False] * len(keys)
+        return [word == "yes" for word in said]
 
     def tell(self, n: int, word: str) -> bool:
         """Write *word* to held gate *n* (False: its job left it: fio ended)."""
@@ -364,12 +379,7 @@ class AgentFio:
     done: Completed | None = None
 
     def alive(self) -> bool:
-        if self.done is not None:
-            return False
-        try:
-            return self.gates.ask(f"alive {self.key}") == "yes"
-        except AgentLost:
-            return False
+        return self.done is None and self.gates.alive([self.key])[0]
 
     def children(self) -> list[int]:
         return [1] if self.gates.ask(f"children {self.key}") == "yes" else []

@@ -237,11 +237,12 @@ class Batch:
         A process whose jobs all ran ends by itself; its output is read when its point
         is measured or the batch closes.  A failed release kills them all.
         """
-        return (
-            self._started
-            and not self._aborted
-            and all(self._alive(p) for p in self._upcoming() if p.fio is not None)
-        )
+        if not self._started or self._aborted:
+            return False
+        started = [p.fio for p in self._upcoming() if p.fio is not None]
+        if any(fio.done is not None for fio in started):
+            return False
+        return all(self._open.alive([fio.key for fio in started]))  # one request for all
 
     @staticmethod
     def _alive(process: _Process) -> bool:
@@ -271,6 +272,7 @@ class Batch:
         self._spawn(own)
         self._normal(own)  # what is left of its start-up at full speed: nothing measures now
         deadline = time.monotonic() + self.gate_timeout
+        self._hold_ready()  # those there already, in one request
         for waiting in self.waiting:
             process = self._process(waiting)
             if process.fio is None:
@@ -294,9 +296,8 @@ class Batch:
         without I/O and its fio exits.  A job waiting to open a gate nobody holds
         would wait forever, its fio holding the device open.
         """
-        for job in self.waiting:
-            if self._process(job).fio is not None:
-                self._open.hold(self._index[job.name])
+        started = [job for job in self.waiting if self._process(job).fio is not None]
+        self._open.hold_each([self._index[job.name] for job in started])
 
     def hold_meanwhile(self) -> None:
         """Hold each gate as its job reaches it, in a thread, until the first release.

@@ -182,12 +182,15 @@ sub serve {
         { no warnings; exec { $argv[0] } @argv } print STDERR "fio: $argv[0]: $!\n"; POSIX::_exit(127);
       }
       $pid{$k} = $pid; $answer = "ok $pid";
-    } elsif ($cmd eq 'hold') {
-      my $n = $a[0];
-      if ($gate{$n}) { $answer = 'ok yes' }
-      elsif (sysopen(my $fh, "$folder/gate-$n", O_WRONLY | O_NONBLOCK)) { $gate{$n} = $fh; $answer = 'ok yes' }
-      elsif ($!{ENXIO}) { $answer = 'ok no' }
-      else { $answer = "err gate-$n: $!" }
+    } elsif ($cmd eq 'hold') {  # gates n...: each held (yes) or its job not there yet (no)
+      my @said;
+      for my $n (@a) {
+        if ($gate{$n}) { push @said, 'yes' }
+        elsif (sysopen(my $fh, "$folder/gate-$n", O_WRONLY | O_NONBLOCK)) { $gate{$n} = $fh; push @said, 'yes' }
+        elsif ($!{ENXIO}) { push @said, 'no' }
+        else { $answer = "err gate-$n: $!"; last }
+      }
+      $answer = "ok @said" if $answer eq 'ok';
     } elsif ($cmd eq 'tell') {
       $answer = tell_gate(@a);
     } elsif ($cmd eq 'go') {
@@ -199,8 +202,8 @@ sub serve {
       $answer = wait_end($n, $a[1], $idle) if $answer eq 'ok' && defined $a[1];
     } elsif ($cmd eq 'wait') {
       $answer = wait_end($a[0], $a[1], $idle);
-    } elsif ($cmd eq 'alive') {
-      $answer = reap($a[0], POSIX::WNOHANG()) ? 'ok no' : 'ok yes';
+    } elsif ($cmd eq 'alive') {  # processes k...: each running (yes) or ended (no)
+      $answer = 'ok ' . join(' ', map { reap($_, POSIX::WNOHANG()) ? 'no' : 'yes' } @a);
     } elsif ($cmd eq 'children') {
       my $p = $pid{$a[0]}; my $kids = slurp("/proc/$p/task/$p/children") // '';
       $answer = $kids =~ /\d/ ? 'ok yes' : 'ok no';

@@ -294,6 +294,7 @@ def cpu_load(processes: int) -> Iterator[None]:
             spinner.wait(timeout=30)
 
 
+@pytest.mark.alone  # its quiet run must be quiet: not beside the other workers' tests
 def test_a_load_beside_the_new_run_is_never_a_regression(
     run_ssd: Any, ram_loop: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
