@@ -116,3 +116,17 @@ def test_a_deallocated_block_reads_as_the_device_declares() -> None:
 )
 def test_old_data_is_a_header_naming_its_offset(data: bytes, offset: int, held: bool) -> None:
     assert holds_header_of(data, offset) is held
+
+
+def test_a_test_hosts_mismatch_comes_after_the_servers_name() -> None:
+    """``fio --client`` prefixes its server's lines with ``<host>``; a 128 KiB read names
+    the 4 KiB block whose header failed."""
+    found = first_mismatch(golden("client-bad-magic.stderr"))
+    assert found is not None
+    assert (found.offset, found.length, found.what, found.found) == (
+        409600,
+        4096,
+        "magic header",
+        "0",
+    )
+    assert found.dumps == ("loop1.409600.hdr_fail",)

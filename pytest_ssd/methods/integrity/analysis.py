@@ -11,6 +11,7 @@ checksum three, and each dump it kept (``verify_dump=1``) a line of its own::
            Received CRC: af6c7590
 
 The block named is the header's (``verify_interval``), inside the I/O requested.
+``fio --client`` (a test host) prints the server's lines after its name: ``<host> verify: ...``.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ _CHECKSUM = re.compile(r"^(?P<field>\w+): verify failed" + _AT)
 _EXPECTED = re.compile(r"^\s*Expected CRC: (?P<value>\S+)")
 _RECEIVED = re.compile(r"^\s*Received CRC: (?P<value>\S+)")
 _DUMPED = re.compile(r"^\s*\w+ data dumped as (?P<name>\S+)")
+#: what ``fio --client`` puts before each line of its server's output
+_SERVER = re.compile(r"^<[^<>\s]*> ")
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def _header_field(name: str) -> str:
 
 def first_mismatch(output: str) -> Mismatch | None:
     """The first verification failure in fio's *output* (stderr, or a client's stdout)."""
-    lines = output.splitlines()
+    lines = [_SERVER.sub("", text, count=1) for text in output.splitlines()]
     for index, text in enumerate(lines):
         header = _HEADER.match(text.strip())
         checksum = None if header else _CHECKSUM.match(text.strip())
