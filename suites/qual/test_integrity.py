@@ -17,7 +17,6 @@ from pytest_ssd import SsdBench
 from pytest_ssd.methods.integrity import run
 from pytest_ssd.methods.integrity.workloads import Range
 from pytest_ssd.methods.qual.record import settle
-from pytest_ssd.verdict.checks import Check
 
 PART = "integrity"
 
@@ -25,7 +24,7 @@ PART = "integrity"
 def _settle(ssd: SsdBench, *outcomes: run.Outcome) -> None:
     for outcome in outcomes:
         ssd.derive(run.RECORD, outcome.record())
-    settle(ssd, [Check(PART, o.check, o.verdict, o.detail) for o in outcomes])
+    settle(ssd, PART, outcomes)
 
 
 def _region(ssd: SsdBench, name: str) -> Range:

@@ -23,7 +23,6 @@ import pytest
 from pytest_ssd.methods.integrity import run
 from pytest_ssd.methods.integrity.workloads import Range, fill_job
 from pytest_ssd.methods.qual.record import settle
-from pytest_ssd.verdict.checks import Check
 
 
 @pytest.mark.dut_state("fob")
@@ -35,7 +34,7 @@ def test_corrupted_block(ssd):
     assert ssd.machine.run(zero, timeout=60).returncode == 0
     found = run.verify_back(ssd, [span], "integrity-verify")
     outcome = run.judged(ssd, "after sequential fill", [span], found)
-    settle(ssd, [Check("integrity", outcome.check, outcome.verdict, outcome.detail)])
+    settle(ssd, "integrity", [outcome])
 """
 
 
