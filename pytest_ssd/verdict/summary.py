@@ -58,12 +58,20 @@ class DriveVerdicts:
         return [c for c in self.checks if c.counted]
 
     @property
+    def unknown_checks(self) -> list[CheckVerdict]:
+        """Its checks that passed in the baseline and are not judged in the new run."""
+        return [c for c in self.checks if c.verdict == "unknown"]
+
+    @property
+    def unknowns(self) -> int:
+        """Its unknown points and checks."""
+        return self.counts["unknown"] + len(self.unknown_checks)
+
+    @property
     def unknown_share(self) -> float:
         """Unknown points and checks among those judged (1 when none was)."""
-        checks = self.judged_checks
-        total = len(self.verdicts) + len(checks)
-        unknown = self.counts["unknown"] + sum(1 for c in checks if c.verdict == "unknown")
-        return unknown / total if total else 1.0
+        total = len(self.verdicts) + len(self.judged_checks)
+        return self.unknowns / total if total else 1.0
 
     def counted(self) -> str:
         """``2 regressed, 0 improved, 40 same, 3 unknown`` (and its checks: ``; qualification
@@ -79,9 +87,15 @@ class DriveVerdicts:
     def advice(self) -> str | None:
         """What would decide its unknowns, each cause with its count; None when it has none."""
         unknown = [v for v in self.verdicts if v.verdict == "unknown"]
-        if not unknown:
+        checks = self.unknown_checks
+        if not unknown and not checks:
             return None
         parts = []
+        if checks:
+            parts.append(
+                f"{len(checks)} qualification check(s) passed in the baseline and are not judged"
+                f" in the new run ({checks[0].part} · {checks[0].check}, ...): run them there"
+            )
         moved = [v for v in unknown if v.reason.startswith(ENVIRONMENT_DIFFERS)]
         if moved:
             parts.append(
@@ -179,7 +193,7 @@ def gate(drives: Sequence[DriveVerdicts], allow_unknown: float = 0.0) -> tuple[i
         return UNDECIDED, f"gate failed: not judged: {', '.join(undecided)} ({allowed})"
     return PASSED, "gate passed: no regression" + (
         f", unknown within the {_percent(allow_unknown)} allowed"
-        if any(d.unknown_share for d in drives)
+        if any(d.unknowns for d in drives)
         else ""
     )
 
