@@ -79,6 +79,8 @@ def test_jobs_write_headers_every_4k_and_check_them() -> None:
     options = dict(check.options())
     assert check.read_pct == 100 and options["rw"] == "read"
     assert options["verify_dump"] == options["verify_fatal"] == options["do_verify"] == "1"
+    hosted = dict(check_job("c", span, 4096, dump=False).options())
+    assert hosted["verify_dump"] == "0", "a test host's fio server would leave its dump there"
     quick = overwrite_job("o", span, 4096, Profile("quick"))
     full = overwrite_job("o", span, 4096, Profile("full"))
     assert quick.io_bytes == span.size and full.io_bytes == 2 * span.size

@@ -74,12 +74,19 @@ def _failed_run(ssd: SsdBench, job: FioJob) -> tuple[Path, Mismatch] | None:
     return None if found is None else (folder, found)
 
 
+def dumps_here(ssd: SsdBench) -> bool:
+    """Whether fio dumps a failing block itself: where it is a child of this process (its
+    working folder is the run's); a test host's fio server would leave it in its own."""
+    return ssd.machine.children
+
+
 def run_verified(ssd: SsdBench, *jobs: FioJob) -> Mismatch | None:
     """Run *jobs* (writes or verifying reads) in one fio process; fio's first mismatch, if any.
 
-    A fio failure that is not a verification failure is raised as it is.  fio's dump
-    files are in the run's folder of the test's artifacts; the mismatch names them
-    relative to it (on a test host they stay in the fio server's folder there).
+    A fio failure that is not a verification failure is raised as it is.  The failing
+    block is kept in the run's folder of the test's artifacts and the mismatch names the
+    files relative to the test's artifacts: fio's dumps, or on a test host the block as
+    read back there (``<device>.<offset>.read-back``).
     """
     try:
         ssd.run_jobs(*jobs, record=False)
@@ -88,12 +95,23 @@ def run_verified(ssd: SsdBench, *jobs: FioJob) -> Mismatch | None:
         if failed is None:
             raise
         folder, found = failed
-        kept = tuple(
-            f"{folder.name}/{name}" if (folder / name).exists() else f"{name} (on the host)"
-            for name in found.dumps
-        )
-        return replace(found, dumps=kept)
+        kept = tuple(f"{folder.name}/{name}" for name in found.dumps if (folder / name).exists())
+        return replace(found, dumps=kept or (_read_back(ssd, folder, found),))
     return None
+
+
+def _read_back(ssd: SsdBench, folder: Path, found: Mismatch) -> str:
+    """The failing block read again on the device's machine, into *folder*: its file, from
+    the test's artifacts (or why it was not kept)."""
+    name = f"{Path(found.file).name}.{found.offset}.read-back"
+    try:
+        ((_, data),) = list(
+            ssd.machine.read_blocks(str(ssd.dut.path), found.length, [found.offset // found.length])
+        )
+    except (DeviceError, ValueError) as exc:
+        return f"{name} not kept: {exc}"
+    (folder / name).write_bytes(data)
+    return f"{folder.name}/{name}"
 
 
 def verify_back(ssd: SsdBench, spans: list[Range], name: str) -> Mismatch | None:
@@ -105,7 +123,8 @@ def verify_back(ssd: SsdBench, spans: list[Range], name: str) -> Mismatch | None
                 f"integrity: [{span.offset}, {span.end}) is read back before it was written"
                 " with fio's headers (the fixture would prefill it with data fio cannot verify)"
             )
-    jobs = [check_job(f"{name}-{n}", span, interval) for n, span in enumerate(spans, 1)]
+    dump = dumps_here(ssd)
+    jobs = [check_job(f"{name}-{n}", span, interval, dump=dump) for n, span in enumerate(spans, 1)]
     return run_verified(ssd, *jobs)
 
 
@@ -149,7 +168,7 @@ def after_overwrite(ssd: SsdBench, span: Range, check: str) -> Outcome:
     found = run_verified(
         ssd,
         fill_job("integrity-rnd-fill", span, interval, pattern="rnd"),
-        overwrite_job("integrity-overwrite", span, interval, ssd.profile),
+        overwrite_job("integrity-overwrite", span, interval, ssd.profile, dump=dumps_here(ssd)),
     )
     return judged(ssd, check, [span], found or verify_back(ssd, [span], "integrity-verify"))
 
@@ -163,7 +182,9 @@ def drive_full(ssd: SsdBench) -> Outcome:
     found = run_verified(
         ssd,
         fill_job("integrity-full-fill", span, interval),
-        overwrite_job("integrity-full-overwrite", span, interval, ssd.profile),
+        overwrite_job(
+            "integrity-full-overwrite", span, interval, ssd.profile, dump=dumps_here(ssd)
+        ),
     )
     return judged(ssd, "drive full", [span], found or verify_back(ssd, [span], "integrity-verify"))
 

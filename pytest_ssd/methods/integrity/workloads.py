@@ -15,7 +15,8 @@ never written (a lost write on a fresh span) fails the magic; changed bits fail 
   verifies as it goes on long runs (the full profile).
 - :func:`check_job`: SEQ 128 KiB QD32 read of what was written, every header checked;
   the first mismatch stops it (``verify_fatal``) and fio dumps the block
-  (``verify_dump``) in the run's folder.
+  (``verify_dump``) in the run's folder (not on a test host: fio's server would leave it
+  in its working folder there; the block is read back instead, :mod:`.run`).
 - :func:`trim_job`: fio's trim (``rw=trim``, psync: a discard of each block).
 """
 
@@ -64,11 +65,14 @@ def tiling(span: Span, *sizes: int) -> int:
     return sizes[-1]
 
 
-def _headers(interval: int, *, check: bool) -> tuple[tuple[str, str], ...]:
+def _headers(interval: int, *, check: bool, dump: bool = True) -> tuple[tuple[str, str], ...]:
+    """fio's verification options; *dump*: fio writes a failing block to its working folder
+    (``verify_dump``: where fio is a child of this process, the run's folder)."""
     written = (("verify", VERIFY), ("verify_interval", str(interval)), ("verify_state_save", "0"))
     if not check:
         return (*written, ("do_verify", "0"))
-    return (*written, ("do_verify", "1"), ("verify_fatal", "1"), ("verify_dump", "1"))
+    dumped = ("verify_dump", "1" if dump else "0")
+    return (*written, ("do_verify", "1"), ("verify_fatal", "1"), dumped)
 
 
 def fill_job(name: str, span: Span, interval: int, pattern: Pattern = "seq") -> FioJob:
@@ -87,7 +91,9 @@ def fill_job(name: str, span: Span, interval: int, pattern: Pattern = "seq") -> 
     )
 
 
-def overwrite_job(name: str, span: Span, interval: int, profile: Profile) -> FioJob:
+def overwrite_job(
+    name: str, span: Span, interval: int, profile: Profile, *, dump: bool = True
+) -> FioJob:
     """RND 4 KiB QD32 writes, ``passes`` x *span* (full: 2 and a verify backlog), verified."""
     block = max(RND_BLOCK, interval)
     passes = 1 if profile.quick else 2
@@ -101,12 +107,13 @@ def overwrite_job(name: str, span: Span, interval: int, profile: Profile) -> Fio
         read_pct=0,
         io_bytes=passes * span.size,
         percentiles=(),
-        extra=(*_headers(interval, check=True), *backlog),
+        extra=(*_headers(interval, check=True, dump=dump), *backlog),
     )
 
 
-def check_job(name: str, span: Span, interval: int) -> FioJob:
-    """A sequential read of *span*, every header and checksum checked."""
+def check_job(name: str, span: Span, interval: int, *, dump: bool = True) -> FioJob:
+    """A sequential read of *span*, every header and checksum checked (*dump*: see
+    :func:`_headers`)."""
     return FioJob.on(
         span,
         name=name,
@@ -115,7 +122,7 @@ def check_job(name: str, span: Span, interval: int) -> FioJob:
         iodepth=QD,
         read_pct=100,
         percentiles=(),
-        extra=_headers(interval, check=True),
+        extra=_headers(interval, check=True, dump=dump),
     )
 
 
