@@ -15,7 +15,6 @@ import pytest
 
 from pytest_ssd import SsdBench
 from pytest_ssd.methods.integrity import run
-from pytest_ssd.methods.integrity.workloads import Range
 from pytest_ssd.methods.qual.record import settle
 
 PART = "integrity"
@@ -27,25 +26,23 @@ def _settle(ssd: SsdBench, *outcomes: run.Outcome) -> None:
     settle(ssd, PART, outcomes)
 
 
-def _region(ssd: SsdBench, name: str) -> Range:
-    region = ssd.region(name)
-    return Range(region.offset, region.size)
-
-
 @pytest.mark.dut_state("fob", pristine=True)
+@pytest.mark.ssd_jobs(jobs=run.fill_jobs)
 def test_after_sequential_fill(ssd: SsdBench) -> None:
     """The state's span written sequentially from FOB, then read back."""
-    _settle(ssd, run.after_fill(ssd, _region(ssd, "device")))
+    _settle(ssd, run.after_fill(ssd))
 
 
 @pytest.mark.dut_state("fob")
+@pytest.mark.ssd_jobs(jobs=run.trim_jobs)
 def test_after_trim(ssd: SsdBench) -> None:
     """A span written, its middle third trimmed: the rest reads back as written, the
     trimmed third as the device declares (DLFEAT; a loop device: zeroes)."""
-    _settle(ssd, *run.after_trim(ssd, _region(ssd, "device")))
+    _settle(ssd, *run.after_trim(ssd))
 
 
 @pytest.mark.dut_state("fob")
+@pytest.mark.ssd_jobs(jobs=run.full_jobs)
 def test_drive_full(ssd: SsdBench) -> None:
     """Every LBA written, overwritten at random with no free block, all read back."""
     _settle(ssd, run.drive_full(ssd))
@@ -55,11 +52,12 @@ def test_drive_full(ssd: SsdBench) -> None:
 def test_after_purge(ssd: SsdBench) -> None:
     """After the purge that follows the writes above: no sampled block holds data from
     before it, and each reads as the device declares."""
-    _settle(ssd, run.after_purge(ssd, _region(ssd, "device")))
+    _settle(ssd, run.after_purge(ssd))
 
 
 @pytest.mark.dut_state("cssd")
+@pytest.mark.ssd_jobs(jobs=run.overwrite_jobs)
 def test_after_random_overwrite(ssd: SsdBench) -> None:
     """The preconditioned random region written with headers, overwritten at random (fio
     verifying each block's last write), then read back."""
-    _settle(ssd, run.after_overwrite(ssd, _region(ssd, "rnd"), "after random overwrite"))
+    _settle(ssd, run.after_overwrite(ssd))

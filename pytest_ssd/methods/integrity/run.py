@@ -16,8 +16,8 @@ from typing import Any
 
 from pytest_ssd.bench import SsdBench
 from pytest_ssd.device.identity import binary_size
-from pytest_ssd.errors import ConfigError, DeviceError, FioError
-from pytest_ssd.fio.job import FioJob, Span
+from pytest_ssd.errors import ConfigError, DeviceError, FioError, present
+from pytest_ssd.fio.job import FioJob, Pattern, Span
 from pytest_ssd.methods.integrity.analysis import Mismatch, first_mismatch
 from pytest_ssd.methods.integrity.workloads import (
     TRIM_BLOCK,
@@ -114,18 +114,28 @@ def _read_back(ssd: SsdBench, folder: Path, found: Mismatch) -> str:
     return f"{folder.name}/{name}"
 
 
-def verify_back(ssd: SsdBench, spans: list[Range], name: str) -> Mismatch | None:
-    """Read *spans* back, every header and checksum checked (they must be written here)."""
-    interval = header_interval(ssd.dut.identity)
-    for span in spans:
+def _span_of(job: FioJob) -> Range:
+    return Range(job.offset, present(job.size, f"the size of {job.name}"))
+
+
+def verify_jobs(ssd: SsdBench, *jobs: FioJob) -> Mismatch | None:
+    """Run *jobs*, reads checking every header and checksum, after making sure they read
+    only what was written here (else the fixture would prefill with data fio cannot check)."""
+    for job in jobs:
+        span = _span_of(job)
         if not ssd.dut.written.covers(span.offset, span.end):
             raise ConfigError(
                 f"integrity: [{span.offset}, {span.end}) is read back before it was written"
                 " with fio's headers (the fixture would prefill it with data fio cannot verify)"
             )
-    dump = dumps_here(ssd)
-    jobs = [check_job(f"{name}-{n}", span, interval, dump=dump) for n, span in enumerate(spans, 1)]
     return run_verified(ssd, *jobs)
+
+
+def verify_back(ssd: SsdBench, spans: list[Range], name: str) -> Mismatch | None:
+    """Read *spans* back, every header and checksum checked (they must be written here)."""
+    interval, dump = interval_of(ssd), dumps_here(ssd)
+    jobs = [check_job(f"{name}-{n}", span, interval, dump=dump) for n, span in enumerate(spans, 1)]
+    return verify_jobs(ssd, *jobs)
 
 
 def judged(ssd: SsdBench, check: str, spans: list[Range], found: Mismatch | None) -> Outcome:
@@ -154,39 +164,86 @@ def interval_of(ssd: SsdBench) -> int:
     return header_interval(ssd.dut.identity)
 
 
-def after_fill(ssd: SsdBench, span: Range, check: str = "after sequential fill") -> Outcome:
-    """*span* written sequentially with headers, then read back."""
-    found = run_verified(ssd, fill_job("integrity-fill", span, interval_of(ssd)))
-    return judged(ssd, check, [span], found or verify_back(ssd, [span], "integrity-verify"))
+def _region(ssd: SsdBench, name: str) -> Range:
+    region = ssd.region(name)
+    return Range(region.offset, region.size)
 
 
-def after_overwrite(ssd: SsdBench, span: Range, check: str) -> Outcome:
-    """*span* written with headers (a random pass, fio's map: the state's random region
-    keeps its state), overwritten at random with fio verifying each block's last write,
-    then all of it read back."""
+# Each check's fio jobs, in the order it runs them: the check builds them with these, and so
+# does the plan before a drive's first run (``pytest.mark.ssd_jobs(jobs=...)``: *ssd* is then
+# the plan's stand-in, with the profile, the device's size and block, and the state's regions).
+
+
+def fill_jobs(ssd: SsdBench, dump: bool = True) -> list[FioJob]:
+    """after sequential fill: the state's span written SEQ, then read back."""
+    span, interval = _region(ssd, "device"), interval_of(ssd)
+    return [
+        fill_job("integrity-fill", span, interval),
+        check_job("integrity-verify-1", span, interval, dump=dump),
+    ]
+
+
+def overwrite_jobs(ssd: SsdBench, dump: bool = True) -> list[FioJob]:
+    """after random overwrite: the random region written at random (fio's map: each block
+    once, the state's region keeps its state), overwritten, read back."""
+    return _overwritten(ssd, "integrity", _region(ssd, "rnd"), "rnd", dump)
+
+
+def full_jobs(ssd: SsdBench, dump: bool = True) -> list[FioJob]:
+    """drive full: every LBA written SEQ, overwritten at random across it, read back."""
     interval = interval_of(ssd)
-    found = run_verified(
-        ssd,
-        fill_job("integrity-rnd-fill", span, interval, pattern="rnd"),
-        overwrite_job("integrity-overwrite", span, interval, ssd.profile, dump=dumps_here(ssd)),
-    )
-    return judged(ssd, check, [span], found or verify_back(ssd, [span], "integrity-verify"))
+    span = Range(0, ssd.dut.identity.size_bytes // interval * interval)
+    return _overwritten(ssd, "integrity-full", span, "seq", dump)
+
+
+def _overwritten(ssd: SsdBench, stem: str, span: Range, fill: Pattern, dump: bool) -> list[FioJob]:
+    interval = interval_of(ssd)
+    return [
+        fill_job(f"{stem}-fill", span, interval, pattern=fill),
+        overwrite_job(f"{stem}-overwrite", span, interval, ssd.profile, dump=dump),
+        check_job("integrity-verify-1", span, interval, dump=dump),
+    ]
+
+
+def trim_jobs(ssd: SsdBench, dump: bool = True) -> list[FioJob]:
+    """after trim: a span (quick: the state's first GiB) written, its middle third trimmed,
+    the other two read back."""
+    region = _region(ssd, "device")
+    span = Range(region.offset, min(region.size, QUICK_TRIM_SPAN)) if ssd.profile.quick else region
+    before, cut, after = _thirds(span)
+    interval = interval_of(ssd)
+    return [
+        fill_job("integrity-trim-fill", span, interval),
+        trim_job("integrity-trim", cut),
+        check_job("integrity-verify-1", before, interval, dump=dump),
+        check_job("integrity-verify-2", after, interval, dump=dump),
+    ]
+
+
+def _written_then_read(ssd: SsdBench, check: str, jobs: list[FioJob]) -> Outcome:
+    """*jobs*' writes in one fio process, then its reads in another (each read checking every
+    header): the outcome of the reads' spans."""
+    writes = [job for job in jobs if job.writes]
+    reads = [job for job in jobs if not job.writes]
+    found = run_verified(ssd, *writes) or verify_jobs(ssd, *reads)
+    return judged(ssd, check, [_span_of(job) for job in reads], found)
+
+
+def after_fill(ssd: SsdBench) -> Outcome:
+    """The state's span written sequentially with headers, then read back."""
+    return _written_then_read(ssd, "after sequential fill", fill_jobs(ssd, dumps_here(ssd)))
+
+
+def after_overwrite(ssd: SsdBench) -> Outcome:
+    """The random region written with headers, overwritten at random with fio verifying each
+    block's last write, then all of it read back."""
+    return _written_then_read(ssd, "after random overwrite", overwrite_jobs(ssd, dumps_here(ssd)))
 
 
 def drive_full(ssd: SsdBench) -> Outcome:
     """Every LBA written with headers, overwritten at random across the whole device, all of
     it read back: the drive has no free block while it works."""
-    capacity = ssd.dut.identity.size_bytes
-    interval = interval_of(ssd)
-    span = Range(0, capacity // interval * interval)
-    found = run_verified(
-        ssd,
-        fill_job("integrity-full-fill", span, interval),
-        overwrite_job(
-            "integrity-full-overwrite", span, interval, ssd.profile, dump=dumps_here(ssd)
-        ),
-    )
-    return judged(ssd, "drive full", [span], found or verify_back(ssd, [span], "integrity-verify"))
+    return _written_then_read(ssd, "drive full", full_jobs(ssd, dumps_here(ssd)))
 
 
 def _thirds(span: Range) -> tuple[Range, Range, Range]:
@@ -198,26 +255,25 @@ def _thirds(span: Range) -> tuple[Range, Range, Range]:
     return Range(span.offset, third), Range(cut, third), Range(cut + third, span.end - cut - third)
 
 
-def after_trim(ssd: SsdBench, region: Range) -> list[Outcome]:
-    """*region* (quick: its first GiB) written with headers, its middle third trimmed: the
-    rest must read back as written, and the trimmed third as the device declares."""
-    span = (
-        region if not ssd.profile.quick else Range(region.offset, min(region.size, QUICK_TRIM_SPAN))
-    )
-    before, cut, after = _thirds(span)
-    found = run_verified(ssd, fill_job("integrity-trim-fill", span, interval_of(ssd)))
+def after_trim(ssd: SsdBench) -> list[Outcome]:
+    """A span written with headers, its middle third trimmed: the rest must read back as
+    written (**after trim**), and the trimmed third as the device declares (**trimmed
+    reads**)."""
+    fill, trim, *reads = trim_jobs(ssd, dumps_here(ssd))
+    found = run_verified(ssd, fill)
+    cut = _span_of(trim)
     if found is None:
-        run_verified(ssd, trim_job("integrity-trim", cut))
+        run_verified(ssd, trim)
         ssd.dut.written.remove(cut.offset, cut.end)  # fio's trim is a write to the fixture
-        found = verify_back(ssd, [before, after], "integrity-verify")
-    kept = judged(ssd, "after trim", [before, after], found)
+        found = verify_jobs(ssd, *reads)
+    kept = judged(ssd, "after trim", [_span_of(job) for job in reads], found)
     return [kept, sampled(ssd, "trimmed reads", cut, "trimmed")]
 
 
-def after_purge(ssd: SsdBench, span: Range) -> Outcome:
-    """Sampled blocks of *span* after the state's purge: none may still hold data written
+def after_purge(ssd: SsdBench) -> Outcome:
+    """Sampled blocks of the state's span after its purge: none may still hold data written
     before it (a fio header naming its offset), each reads as the device declares."""
-    return sampled(ssd, "after purge", span, "purged")
+    return sampled(ssd, "after purge", _region(ssd, "device"), "purged")
 
 
 def sampled(ssd: SsdBench, check: str, span: Range, what: str) -> Outcome:
