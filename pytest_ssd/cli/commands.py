@@ -27,7 +27,8 @@ from pytest_ssd.errors import ConfigError, DatabaseError, SsdError
 from pytest_ssd.results.files import storage_error, write_atomic
 from pytest_ssd.results.location import find_config, report_dir
 from pytest_ssd.specs.load import load_datasheet
-from pytest_ssd.verdict.source import compare_runs
+from pytest_ssd.verdict.checks import KIND, checks_of, counted
+from pytest_ssd.verdict.source import compare_checks, compare_runs
 from pytest_ssd.verdict.summary import (
     PASSED,
     REGRESSED,
@@ -90,6 +91,12 @@ def list_runs(args: argparse.Namespace) -> None:
             labels = "; ".join(f"{d.dut_id}: {d.label}" for d in run.drives)
             done = "yes" if run.complete else "NO"
             print(f"{run.id:<29} {run.start[:19]:<20} {done:<8}  {outcome} | {labels}")
+            for drive in run.drives:  # its qualification checks, when it made any
+                found = checks_of(
+                    r for r in db.derived_named(run.id, KIND) if r.device == drive.dut_id
+                )
+                if found:
+                    print(f"{'':<29} {drive.dut_id}: qualification {counted(found)}")
         print(f"\n{'label':<40} {'runs':>4}  newest run")
         for label, count, newest in db.labels():
             print(f"{label:<40} {count:>4}  {newest}")
@@ -234,6 +241,7 @@ def compare(args: argparse.Namespace) -> int:
     tolerances = _tolerances(args)  # a bad datasheet is refused before the database is read
     with ResultsDb(args.db) as db:
         verdicts = compare_runs(db, args.labels[0], args.labels[1], tolerances) if args.gate else []
+        checks = compare_checks(db, args.labels[0], args.labels[1]) if args.gate else []
         drives = db.resolve(args.labels)
         if not drives:
             raise DatabaseError(f"{args.db}: nothing measured for {', '.join(args.labels)}")
@@ -253,7 +261,7 @@ def compare(args: argparse.Namespace) -> int:
         _write_report(output, page, figures)
     if not args.gate:
         return PASSED
-    judged = by_drive(verdicts)
+    judged = by_drive(verdicts, checks)
     print_verdicts(judged)
     code, said = gate(judged, args.allow_unknown / 100)
     print(said)
@@ -341,6 +349,9 @@ def print_table(drives: list[DriveVerdicts], rest: str = "the report lists every
             print(f"{v.verdict:<10} {where}{text}" + (f"  [{note}]" if note else ""))
         if len(shown) > GATE_LINES:
             print(f"... {len(shown) - GATE_LINES} more not 'same': {rest}")
+        for check in d.checks:
+            if check.verdict not in ("same", "passed"):
+                print(f"{check.verdict:<10} {check.line()}")
 
 
 def export(args: argparse.Namespace) -> None:

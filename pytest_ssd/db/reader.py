@@ -103,6 +103,18 @@ class ResultsDb:
         ).fetchall()
         return [(r["label"], r["n"], r["newest"]) for r in rows]
 
+    def derived_named(self, run_id: str, name: str) -> list[Derived]:
+        """Every derived record *name* of run *run_id*, each drive's, in the order made
+        (``qualification``: the checks ``pytest-ssd list`` counts)."""
+        rows = self.conn.execute(
+            'SELECT dut_id, test, "values" FROM derived WHERE run_id = ? AND name = ? ORDER BY id',
+            (run_id, name),
+        )
+        return [
+            Derived(test=r["test"], device=r["dut_id"], name=name, values=loads_json(r["values"]))
+            for r in rows
+        ]
+
     def results(self, drive: DriveRef, *, series: bool = True) -> DriveResults:
         """What *drive* measured in its run (with its arrays unless *series* is False)."""
         key = (drive.run_id, drive.dut_id)

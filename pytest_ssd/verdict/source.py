@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_ssd.db import ResultsDb
+from pytest_ssd.db import DriveRef, ResultsDb
 from pytest_ssd.db.url import DbUrl
 from pytest_ssd.device.naming import recorded_key
 from pytest_ssd.errors import ConfigError, DatabaseError
 from pytest_ssd.results.history import builds_against
+from pytest_ssd.verdict.checks import CheckVerdict, checks_of, judge_checks
 from pytest_ssd.verdict.environment import demoted, differences
 from pytest_ssd.verdict.judge import MetricVerdict
 from pytest_ssd.verdict.reference import Baseline, judge_points, runs_of, states_of
@@ -104,12 +105,11 @@ def read_baseline(
     return BaselineRun(ref, read, dict(tolerances))
 
 
-def compare_runs(
-    db: ResultsDb, base_ref: str, new_ref: str, tolerances: Tolerances | None = None
-) -> list[tuple[Judged, MetricVerdict]]:
-    """(the new drive's label and device id and both sides' builds, a verdict) for every
-    point *new_ref* and *base_ref* measured, judged with *tolerances* (the command line's
-    and a datasheet's; else the runs' spread)."""
+def paired_runs(
+    db: ResultsDb, base_ref: str, new_ref: str
+) -> list[tuple[DriveRef, DriveRef, Judged]]:
+    """Each drive of *new_ref* with the drive of *base_ref* it is judged against, and its name
+    in the gate (its label and device id, both sides' builds)."""
     base = db.resolve([base_ref])
     new = db.resolve([new_ref], exclude_run=base[0].run_id if base else None)
     if not base or not new:
@@ -121,11 +121,21 @@ def compare_runs(
     )
     if not paired:
         raise ConfigError(f"the baseline {base_ref}: {'; '.join(notes)}")
+    return [
+        (drive, paired[drive.dut_id], Judged(drive.name, builds_against(drive.build, old.build)))
+        for drive in new
+        if (old := paired.get(drive.dut_id)) is not None
+    ]
+
+
+def compare_runs(
+    db: ResultsDb, base_ref: str, new_ref: str, tolerances: Tolerances | None = None
+) -> list[tuple[Judged, MetricVerdict]]:
+    """(the new drive's label and device id and both sides' builds, a verdict) for every
+    point *new_ref* and *base_ref* measured, judged with *tolerances* (the command line's
+    and a datasheet's; else the runs' spread)."""
     found: list[tuple[Judged, MetricVerdict]] = []
-    for drive in new:
-        old = paired.get(drive.dut_id)
-        if old is None:
-            continue
+    for drive, old, judged in paired_runs(db, base_ref, new_ref):
         measured = db.results(drive, series=False).measurements
         verdicts = judge_points(
             runs_of(db.results(old, series=False).measurements, old.dut_id),
@@ -135,6 +145,16 @@ def compare_runs(
         )
         caveats = differences(db.run(old.run_id).environment, db.run(drive.run_id).environment)
         verdicts = demoted(verdicts, caveats)
-        judged = Judged(drive.name, builds_against(drive.build, old.build))
         found += [(judged, v) for v in verdicts]
+    return found
+
+
+def compare_checks(db: ResultsDb, base_ref: str, new_ref: str) -> list[tuple[Judged, CheckVerdict]]:
+    """Each qualification check of *new_ref*'s drives judged against *base_ref*'s
+    (:func:`~pytest_ssd.verdict.checks.judge_checks`)."""
+    found: list[tuple[Judged, CheckVerdict]] = []
+    for drive, old, judged in paired_runs(db, base_ref, new_ref):
+        base = checks_of(db.results(old, series=False).derived)
+        new = checks_of(db.results(drive, series=False).derived)
+        found += [(judged, v) for v in judge_checks(base, new)]
     return found

@@ -3,7 +3,9 @@ whether it passes.
 
 A gate that judged nothing has not passed: by default any "unknown" fails it
 (``--allow-unknown`` sets the share a pipeline accepts), and a comparison with no
-verdict at all fails too. A "regressed" fails it whatever the share.
+verdict at all fails too. A "regressed" fails it whatever the share, and so does a
+qualification check that failed in the new run (:mod:`pytest_ssd.verdict.checks`); a
+check that passed in the baseline and is not judged in the new run counts as an unknown.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from pytest_ssd.verdict.checks import CheckVerdict
 from pytest_ssd.verdict.environment import ENVIRONMENT_DIFFERS
 from pytest_ssd.verdict.judge import DRIFTS, OTHER_WORK, VERDICTS, MetricVerdict
 
@@ -37,6 +40,8 @@ class DriveVerdicts:
     verdicts: tuple[MetricVerdict, ...]
     #: both sides' builds ("build 1.2.3 against 1.2.2"; "" where not known)
     builds: str = ""
+    #: its qualification checks against the baseline's
+    checks: tuple[CheckVerdict, ...] = ()
 
     @property
     def named(self) -> str:
@@ -47,17 +52,50 @@ class DriveVerdicts:
     def counts(self) -> Counter[str]:
         return Counter(v.verdict for v in self.verdicts)
 
+    @property
+    def judged_checks(self) -> list[CheckVerdict]:
+        """Its checks the gate counts (one judged by neither side is not)."""
+        return [c for c in self.checks if c.counted]
+
+    @property
+    def unknown_checks(self) -> list[CheckVerdict]:
+        """Its checks that passed in the baseline and are not judged in the new run."""
+        return [c for c in self.checks if c.verdict == "unknown"]
+
+    @property
+    def unknowns(self) -> int:
+        """Its unknown points and checks."""
+        return self.counts["unknown"] + len(self.unknown_checks)
+
+    @property
+    def unknown_share(self) -> float:
+        """Unknown points and checks among those judged (1 when none was)."""
+        total = len(self.verdicts) + len(self.judged_checks)
+        return self.unknowns / total if total else 1.0
+
     def counted(self) -> str:
-        """``2 regressed, 0 improved, 40 same, 3 unknown``."""
+        """``2 regressed, 0 improved, 40 same, 3 unknown`` (and its checks: ``; qualification
+        checks: 1 failed, 5 same``)."""
         counts = self.counts
-        return ", ".join(f"{counts[word]} {word}" for word in VERDICTS)
+        text = ", ".join(f"{counts[word]} {word}" for word in VERDICTS)
+        if not self.checks:
+            return text
+        words = Counter(c.verdict for c in self.checks)
+        said = ", ".join(f"{n} {word}" for word, n in sorted(words.items()))
+        return f"{text}; qualification checks: {said}"
 
     def advice(self) -> str | None:
         """What would decide its unknowns, each cause with its count; None when it has none."""
         unknown = [v for v in self.verdicts if v.verdict == "unknown"]
-        if not unknown:
+        checks = self.unknown_checks
+        if not unknown and not checks:
             return None
         parts = []
+        if checks:
+            parts.append(
+                f"{len(checks)} qualification check(s) passed in the baseline and are not judged"
+                f" in the new run ({checks[0].part} · {checks[0].check}, ...): run them there"
+            )
         moved = [v for v in unknown if v.reason.startswith(ENVIRONMENT_DIFFERS)]
         if moved:
             parts.append(
@@ -103,25 +141,51 @@ class DriveVerdicts:
         )
 
 
-def by_drive(verdicts: Sequence[tuple[Judged, MetricVerdict]]) -> list[DriveVerdicts]:
-    """(drive, verdict) pairs grouped by drive, in the order the drives come."""
-    drives: dict[Judged, list[MetricVerdict]] = {}
+def by_drive(
+    verdicts: Sequence[tuple[Judged, MetricVerdict]],
+    checks: Sequence[tuple[Judged, CheckVerdict]] = (),
+) -> list[DriveVerdicts]:
+    """(drive, verdict) pairs and (drive, check) pairs grouped by drive, in the order the
+    drives come."""
+    drives: dict[Judged, tuple[list[MetricVerdict], list[CheckVerdict]]] = {}
     for drive, verdict in verdicts:
-        drives.setdefault(drive, []).append(verdict)
-    return [DriveVerdicts(d.drive, tuple(found), d.builds) for d, found in drives.items()]
+        drives.setdefault(drive, ([], []))[0].append(verdict)
+    for drive, check in checks:
+        drives.setdefault(drive, ([], []))[1].append(check)
+    return [
+        DriveVerdicts(d.drive, tuple(found), d.builds, tuple(judged))
+        for d, (found, judged) in drives.items()
+    ]
+
+
+def failed_checks(drives: Sequence[DriveVerdicts]) -> list[str]:
+    """A line per qualification check that failed in the new run: drive, check, its line."""
+    return [
+        f"{d.drive}: {c.part} · {c.check} failed: {c.detail}"
+        for d in drives
+        for c in d.checks
+        if c.verdict == "failed"
+    ]
 
 
 def gate(drives: Sequence[DriveVerdicts], allow_unknown: float = 0.0) -> tuple[int, str]:
     """The gate's exit code and its one-line reason; *allow_unknown*: the share (0-1) of
     unknown verdicts a drive may have and still pass."""
     regressed = [d.drive for d in drives if d.counts["regressed"]]
-    if regressed:
-        return REGRESSED, f"gate failed: {', '.join(regressed)} regressed"
-    if not any(d.verdicts for d in drives):
-        return UNDECIDED, "gate failed: nothing was judged (no point measured by both builds)"
+    failed = failed_checks(drives)
+    if regressed or failed:
+        lines = [f"gate failed: {line}" for line in failed]
+        if regressed:
+            lines.append(f"gate failed: {', '.join(regressed)} regressed")
+        return REGRESSED, "\n".join(lines)
+    if not any(d.verdicts or d.judged_checks for d in drives):
+        return UNDECIDED, (
+            "gate failed: nothing was judged (no point measured by both builds, no"
+            " qualification check judged)"
+        )
     undecided = []
     for d in drives:
-        share = d.counts["unknown"] / len(d.verdicts) if d.verdicts else 1.0
+        share = d.unknown_share
         if share > allow_unknown:
             undecided.append(f"{d.drive} ({_percent(share)} unknown)")
     if undecided:
@@ -129,7 +193,7 @@ def gate(drives: Sequence[DriveVerdicts], allow_unknown: float = 0.0) -> tuple[i
         return UNDECIDED, f"gate failed: not judged: {', '.join(undecided)} ({allowed})"
     return PASSED, "gate passed: no regression" + (
         f", unknown within the {_percent(allow_unknown)} allowed"
-        if any(d.counts["unknown"] for d in drives)
+        if any(d.unknowns for d in drives)
         else ""
     )
 
