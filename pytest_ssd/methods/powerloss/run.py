@@ -1,0 +1,187 @@
+"""The power-loss check on the ``ssd`` fixture: write and flush, cut the power, read back.
+
+1. fio writes the workload (:mod:`.workloads`) on the device's machine and saves its
+   write state; the state is copied here at once (a power cycle of the test host
+   may lose its own disks' unflushed writes) and put back for the verify pass.
+2. The drive's power controller (:mod:`.controller`) cuts the power and restores it;
+   pytest-ssd waits for the device's node to be back.
+3. fio reads back every block the state says was written and flushed.
+
+The verdict is a ``qualification`` record (part "power loss"); a block lost fails the
+test with the same line, naming the first lost block by LBA.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_ssd.errors import FioError, ToolError
+from pytest_ssd.fio.job import FIO_INSTALL_HINT
+from pytest_ssd.methods.powerloss import DEST
+from pytest_ssd.methods.powerloss.controller import (
+    NO_CONTROLLER,
+    PowerController,
+    power_controller,
+)
+from pytest_ssd.methods.powerloss.workloads import (
+    STATE_FILE,
+    BadBlock,
+    PowerLossWorkload,
+    bad_blocks,
+)
+
+if TYPE_CHECKING:
+    from pytest_ssd.bench import SsdBench
+    from pytest_ssd.machine.machine import Machine
+    from pytest_ssd.proc import Completed
+
+PART = "power loss"
+#: the longest one fio phase may take (the workload is size-bounded)
+FIO_TIMEOUT_S = 1800.0
+#: how long the device's node may take to come back after the power cycle
+BACK_TIMEOUT_S = 300.0
+#: the state folder on the device's machine: never a fixed path (several sessions)
+STATE_DIR = "/tmp/pytest-ssd-powerloss.XXXXXX"
+
+
+@dataclass(frozen=True)
+class PowerLossOutcome:
+    """What the verify pass after the cut found."""
+
+    workload: PowerLossWorkload
+    #: blocks fio read back (as far as its saved state says it wrote)
+    verified: int
+    lost: list[BadBlock]
+    #: what the controller said it did
+    cycle: str
+
+    @property
+    def check(self) -> str:
+        return "flushed writes survive" if self.workload.flushed else "writes without a flush"
+
+    def detail(self, lba_size: int) -> str:
+        blocks = f"{self.workload.blocks} blocks of {self.workload.block_size} B"
+        how = "written and flushed" if self.workload.flushed else "written without a flush"
+        if not self.lost:
+            return f"{blocks} {how} before the cut read back as written (cut: {self.cycle})"
+        first = self.lost[0]
+        return (
+            f"{len(self.lost)} of {blocks} {how} before the cut did not survive: first at LBA"
+            f" {first.offset // lba_size} (byte {first.offset}): {first.what} (cut: {self.cycle})"
+        )
+
+
+def controller_of(ssd: SsdBench, config: pytest.Config) -> PowerController | None:
+    """The drive's power controller (the option, else a plugin's), or None."""
+    return power_controller(
+        config.getoption(DEST), config.hook.pytest_ssd_power_cycle, ssd.dut, ssd.artifacts
+    )
+
+
+def record(ssd: SsdBench, check: str, verdict: str, detail: str) -> None:
+    ssd.derive(
+        "qualification", {"part": PART, "check": check, "verdict": verdict, "detail": detail}
+    )
+
+
+def check_power_loss(
+    ssd: SsdBench, config: pytest.Config, workload: PowerLossWorkload | None = None
+) -> PowerLossOutcome:
+    """Write *workload*, cut the power, verify; recorded, and the test failed on a lost block.
+
+    Skipped in one line where the drive has no power controller.
+    """
+    workload = workload or PowerLossWorkload()
+    check = PowerLossOutcome(workload, 0, [], "").check
+    controller = controller_of(ssd, config)
+    if controller is None:
+        record(ssd, check, "not judged", NO_CONTROLLER)
+        pytest.skip(NO_CONTROLLER)
+    capacity = ssd.dut.identity.size_bytes
+    if workload.offset + workload.span > capacity:
+        why = f"the workload spans {workload.span} B, the device has {capacity} B"
+        record(ssd, check, "not judged", why)
+        pytest.skip(why)
+    ssd._guard_writes()  # fio runs here directly, not through ssd.run
+    outcome = _cut_and_verify(ssd, controller, workload)
+    detail = outcome.detail(ssd.dut.identity.logical_block_size)
+    record(ssd, check, "fail" if outcome.lost else "pass", detail)
+    ssd.derive(
+        "power_loss",
+        {
+            "blocks": workload.blocks,
+            "block_size": workload.block_size,
+            "flush_every": workload.flush_every,
+            "verified": outcome.verified,
+            "lost": len(outcome.lost),
+            "controller": controller.name,
+            "cycle": outcome.cycle,
+        },
+    )
+    if outcome.lost:
+        pytest.fail(detail, pytrace=False)
+    return outcome
+
+
+def _cut_and_verify(
+    ssd: SsdBench, controller: PowerController, workload: PowerLossWorkload
+) -> PowerLossOutcome:
+    machine, device = ssd.machine, str(ssd.dut.path)
+    fio = machine.which("fio", FIO_INSTALL_HINT)
+    state_dir = _ok(machine.run(["mktemp", "-d", STATE_DIR], timeout=60), "mktemp").stdout.strip()
+    try:
+        _fio(ssd, workload.write_argv(fio, device, state_dir), "powerloss-write")
+        state_file = f"{state_dir}/{STATE_FILE}"
+        state = _ok(machine.run(["base64", "-w0", state_file], timeout=60), "base64").stdout
+        (ssd.artifacts / STATE_FILE).write_text(state)
+        cycle = controller.cycle()
+        _wait_back(machine, device)
+        put = ["sh", "-c", 'mkdir -p "$1" && base64 -d >"$2"', "sh", state_dir, state_file]
+        _ok(machine.run(put, timeout=60, stdin=state), "base64 -d")
+        verify = _fio(ssd, workload.verify_argv(fio, device, state_dir), "powerloss-verify")
+    finally:
+        machine.run(["rm", "-rf", "--", state_dir], timeout=60)
+    report = _json(verify)
+    verified = sum(int(job["read"]["total_ios"]) for job in report.get("jobs", []))
+    lost = bad_blocks(verify.stderr)
+    errors = sum(int(job.get("total_err", 0)) for job in report.get("jobs", []))
+    if errors and not lost:
+        raise FioError(
+            f"fio's verify pass counted {errors} errors but named no block: {verify.command}"
+        )
+    return PowerLossOutcome(workload, verified, lost, cycle)
+
+
+def _ok(done: Completed, what: str) -> Completed:
+    if done.returncode != 0:
+        raise ToolError(f"{what} failed ({done.returncode}): {done.last_error_line()}")
+    return done
+
+
+def _fio(ssd: SsdBench, argv: list[str], name: str) -> Completed:
+    done = ssd.machine.run(argv, timeout=FIO_TIMEOUT_S, artifacts=ssd.artifacts, name=name)
+    if done.returncode != 0:
+        raise FioError(f"fio ({name}) exited {done.returncode}: {done.last_error_line()}")
+    return done
+
+
+def _json(done: Completed) -> dict[str, Any]:
+    text = done.stdout[done.stdout.find("{") :]
+    try:
+        report: dict[str, Any] = json.loads(text)
+    except json.JSONDecodeError:
+        raise FioError(f"fio printed no JSON report: {done.command}") from None
+    return report
+
+
+def _wait_back(machine: Machine, device: str) -> None:
+    deadline = time.monotonic() + BACK_TIMEOUT_S
+    while machine.run(["test", "-e", device], timeout=60).returncode != 0:
+        if time.monotonic() > deadline:
+            raise ToolError(f"{device} is not back {BACK_TIMEOUT_S:g} s after the power cycle")
+        time.sleep(1)
