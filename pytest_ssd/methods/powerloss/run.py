@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_ssd.errors import FioError, ToolError
+from pytest_ssd.errors import ExtensionError, FioError, ToolError, call_extension, kind_of
 from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.methods.powerloss import DEST
 from pytest_ssd.methods.powerloss.controller import (
     NO_CONTROLLER,
     PowerController,
+    PowerCycleError,
     power_controller,
 )
 from pytest_ssd.methods.powerloss.workloads import (
@@ -139,7 +140,7 @@ def _cut_and_verify(
         state_file = f"{state_dir}/{STATE_FILE}"
         state = _ok(machine.run(["base64", "-w0", state_file], timeout=60), "base64").stdout
         (ssd.artifacts / STATE_FILE).write_text(state)
-        cycle = controller.cycle()
+        cycle = _cycle(controller)
         _wait_back(machine, device)
         put = ["sh", "-c", 'mkdir -p "$1" && base64 -d >"$2"', "sh", state_dir, state_file]
         _ok(machine.run(put, timeout=60, stdin=state), "base64 -d")
@@ -155,6 +156,15 @@ def _cut_and_verify(
             f"fio's verify pass counted {errors} errors but named no block: {verify.command}"
         )
     return PowerLossOutcome(workload, verified, lost, cycle)
+
+
+def _cycle(controller: PowerController) -> str:
+    """The controller's cycle; a plugin's fault is one line naming it."""
+    where = f"the power controller {controller.name!r}"
+    said = call_extension(f"{where} cycle()", controller.cycle, keep=(PowerCycleError,))
+    if not isinstance(said, str):
+        raise ExtensionError(f"{where} cycle() returned {kind_of(said)} where a str was expected")
+    return said
 
 
 def _ok(done: Completed, what: str) -> Completed:
