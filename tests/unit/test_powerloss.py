@@ -3,8 +3,10 @@ controller asked (the option first, then a plugin's hook), the QEMU cut carried 
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
+import struct
 import subprocess
 import types
 from pathlib import Path
@@ -24,7 +26,7 @@ from pytest_ssd.methods.powerloss.controller import (
     power_controller,
 )
 from pytest_ssd.methods.powerloss.qemu import cut, main
-from pytest_ssd.methods.powerloss.run import PowerLossOutcome
+from pytest_ssd.methods.powerloss.run import PowerLossOutcome, _whole
 from pytest_ssd.methods.powerloss.workloads import (
     STATE_FILE,
     BadBlock,
@@ -66,8 +68,10 @@ def test_the_write_phase_flushes_saves_its_state_and_writes_more_after() -> None
     assert {"--fdatasync=8", "--end_fsync=1", f"--offset={MIB}", f"--size={4 * MIB}"} <= set(acked)
     later = argv[argv.index("--name=later") :]
     assert f"--offset={5 * MIB + 4096}" in later and "--stonewall" in later
+    assert {"--time_based", "--runtime=120"} <= set(later), "in flight when the power goes"
     assert not any("sync" in a or "verify" in a for a in later), "later writes are not flushed"
     assert "--aux-path=/tmp/st" in argv and "--filename=/dev/x" in argv
+    assert "--trigger-file=/tmp/st/trigger" in argv, "the file that ends fio after the cut"
     verify = workload.verify_argv("fio", "/dev/x", "/tmp/st")
     assert {"--verify_only=1", "--verify_state_load=1", "--continue_on_error=verify"} <= set(verify)
     assert "--name=later" not in verify and STATE_FILE == "local-acked-0-verify.state"
@@ -210,3 +214,10 @@ def test_the_qemu_cut_freezes_the_process_and_lets_it_go_on(tmp_path: Path) -> N
     finally:
         os.kill(sleeper.pid, signal.SIGKILL)
         sleeper.wait()
+
+
+def test_a_saved_state_is_taken_only_once_fio_wrote_it_whole() -> None:
+    state = struct.pack("<QQQ", 3, 16, 0) + bytes(16)  # fio's header: version, size, crc
+    assert _whole(base64.b64encode(state).decode())
+    assert not _whole(base64.b64encode(state[:-1]).decode()), "still being written"
+    assert not _whole("") and not _whole("not base64!")

@@ -13,8 +13,12 @@ test with the same line, naming the first lost block by LBA.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import struct
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +35,7 @@ from pytest_ssd.methods.powerloss.controller import (
 )
 from pytest_ssd.methods.powerloss.workloads import (
     STATE_FILE,
+    TRIGGER,
     BadBlock,
     PowerLossWorkload,
     bad_blocks,
@@ -46,6 +51,10 @@ PART = "power loss"
 FIO_TIMEOUT_S = 1800.0
 #: how long the device's node may take to come back after the power cycle
 BACK_TIMEOUT_S = 300.0
+#: seconds the later writes run before the cut (so that some are in flight)
+IN_FLIGHT_S = 1.0
+#: a verify state file's header (fio's verify-state.h): le64 version, size, crc
+_STATE_HEADER = struct.Struct("<QQQ")
 #: the state folder on the device's machine: never a fixed path (several sessions)
 STATE_DIR = "/tmp/pytest-ssd-powerloss.XXXXXX"
 
@@ -135,12 +144,20 @@ def _cut_and_verify(
     machine, device = ssd.machine, str(ssd.dut.path)
     fio = machine.which("fio", FIO_INSTALL_HINT)
     state_dir = _ok(machine.run(["mktemp", "-d", STATE_DIR], timeout=60), "mktemp").stdout.strip()
+    state_file = f"{state_dir}/{STATE_FILE}"
     try:
-        _fio(ssd, workload.write_argv(fio, device, state_dir), "powerloss-write")
-        state_file = f"{state_dir}/{STATE_FILE}"
-        state = _ok(machine.run(["base64", "-w0", state_file], timeout=60), "base64").stdout
-        (ssd.artifacts / STATE_FILE).write_text(state)
-        cycle = _cycle(controller)
+        with ThreadPoolExecutor(1, thread_name_prefix="ssd-powerloss") as pool:
+            argv = workload.write_argv(fio, device, state_dir)
+            writing = pool.submit(_fio, ssd, argv, "powerloss-write")
+            try:
+                state = _saved_state(machine, state_file, writing)
+                ssd.artifacts.mkdir(parents=True, exist_ok=True)
+                (ssd.artifacts / STATE_FILE).write_text(state)
+                time.sleep(IN_FLIGHT_S)  # the later writes are in flight
+                cycle = _cycle(controller)
+            finally:  # ends fio where the cut did not
+                machine.run(["touch", f"{state_dir}/{TRIGGER}"], timeout=60)
+                writing.result(FIO_TIMEOUT_S)
         _wait_back(machine, device)
         put = ["sh", "-c", 'mkdir -p "$1" && base64 -d >"$2"', "sh", state_dir, state_file]
         _ok(machine.run(put, timeout=60, stdin=state), "base64 -d")
@@ -150,12 +167,44 @@ def _cut_and_verify(
     report = _json(verify)
     verified = sum(int(job["read"]["total_ios"]) for job in report.get("jobs", []))
     lost = bad_blocks(verify.stderr)
+    if verify.returncode != 0 and not lost:
+        _ok(verify, "fio (powerloss-verify)")
     errors = sum(int(job.get("total_err", 0)) for job in report.get("jobs", []))
     if errors and not lost:
         raise FioError(
             f"fio's verify pass counted {errors} errors but named no block: {verify.command}"
         )
     return PowerLossOutcome(workload, verified, lost, cycle)
+
+
+def _saved_state(machine: Machine, path: str, writing: Future[Completed]) -> str:
+    """fio's saved write state (base64) once ``acked`` has written it whole."""
+    deadline = time.monotonic() + FIO_TIMEOUT_S
+    while time.monotonic() < deadline:
+        ended = writing.done()
+        read = machine.run(["base64", "-w0", path], timeout=60)
+        if read.returncode == 0 and _whole(read.stdout):
+            return read.stdout
+        if ended:
+            done = writing.result()
+            raise FioError(
+                f"fio (powerloss-write) exited {done.returncode} without saving its write"
+                f" state: {done.last_error_line()}"
+            )
+        time.sleep(0.2)
+    raise FioError(f"fio saved no write state in {FIO_TIMEOUT_S:g} s: {path}")
+
+
+def _whole(text: str) -> bool:
+    """Whether a verify state file (base64) is whole: its header's size, then that much."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except binascii.Error:
+        return False
+    if len(raw) < _STATE_HEADER.size:
+        return False
+    size: int = _STATE_HEADER.unpack_from(raw)[1]
+    return len(raw) == _STATE_HEADER.size + size
 
 
 def _cycle(controller: PowerController) -> str:
@@ -174,10 +223,8 @@ def _ok(done: Completed, what: str) -> Completed:
 
 
 def _fio(ssd: SsdBench, argv: list[str], name: str) -> Completed:
-    done = ssd.machine.run(argv, timeout=FIO_TIMEOUT_S, artifacts=ssd.artifacts, name=name)
-    if done.returncode != 0:
-        raise FioError(f"fio ({name}) exited {done.returncode}: {done.last_error_line()}")
-    return done
+    """fio run to its end (a power cut may end the write phase with an error)."""
+    return ssd.machine.run(argv, timeout=FIO_TIMEOUT_S, artifacts=ssd.artifacts, name=name)
 
 
 def _json(done: Completed) -> dict[str, Any]:

@@ -7,9 +7,11 @@ One fio process writes two regions, one after the other (``stonewall``):
   end (``end_fsync``); fio saves its write state when it ends
   (``verify_state_save``, into ``--aux-path``).  Everything it wrote was
   acknowledged and then flushed: it must survive the cut.
-* ``later``: random writes with no flush after them, in another region: what the
-  drive holds only in its volatile cache when the power goes (a cut may keep any
-  of them; they are not checked).
+* ``later``: random writes with no flush after them, in another region, for as long
+  as *later_s* at most: what is in flight and in the drive's volatile cache when the
+  power goes (a cut may keep any of them; they are not checked).  The cut comes while
+  they run; the trigger file (fio's ``--trigger-file``) then ends fio if the cut left
+  it running.
 
 After the cut, the verify pass replays ``acked``'s offsets from the saved state
 (``verify_state_load``, ``verify_only``) and reads each block back; with
@@ -28,6 +30,8 @@ from pytest_ssd.errors import ConfigError
 
 #: the job whose blocks are checked after the cut
 ACKED = "acked"
+#: the file that ends the write phase's fio (in its state folder)
+TRIGGER = "trigger"
 #: the state file fio writes for it in ``--aux-path`` (a local run: prefix "local", job 0)
 STATE_FILE = f"local-{ACKED}-0-verify.state"
 #: what fio says of a block that did not verify:
@@ -49,6 +53,8 @@ class PowerLossWorkload:
     flush_every: int = 16
     #: where ``acked`` starts; ``later`` follows it, a block size apart
     offset: int = 0
+    #: the longest ``later`` writes (over its region again and again) if nothing ends it
+    later_s: int = 120
     seed: int = 0x5EED
 
     def __post_init__(self) -> None:
@@ -99,7 +105,8 @@ class PowerLossWorkload:
         ]
 
     def write_argv(self, fio: str, device: str, state_dir: str) -> list[str]:
-        """Both jobs, ``acked`` saving its write state in *state_dir* when it ends."""
+        """Both jobs, ``acked`` saving its write state in *state_dir* when it ends; fio
+        ends when the file ``TRIGGER`` appears in *state_dir*."""
         flushes = [f"--fdatasync={self.flush_every}", "--end_fsync=1"] if self.flushed else []
         later = []
         if self.later_bytes:
@@ -109,9 +116,12 @@ class PowerLossWorkload:
                 "--rw=randwrite",
                 f"--offset={self.offset + self.acked_bytes + self.block_size}",
                 f"--size={self.later_bytes}",
+                "--time_based",
+                f"--runtime={self.later_s}",
             ]
         return [
             *self._common(fio, device, state_dir),
+            f"--trigger-file={state_dir}/{TRIGGER}",
             *self._acked(),
             "--do_verify=0",
             "--verify_state_save=1",
