@@ -76,6 +76,12 @@ def test_the_write_phase_flushes_saves_its_state_and_writes_more_after() -> None
     assert {"--verify_only=1", "--verify_state_load=1", "--continue_on_error=verify"} <= set(verify)
     assert "--name=later" not in verify and STATE_FILE == "local-acked-0-verify.state"
     assert (workload.blocks, workload.span) == (1024, 5 * MIB + 4096)
+    # what the device's state accounts: both regions written, randomly
+    spans = [(j.name, j.pattern, j.writes, j.offset, j.size) for j in workload.jobs()]
+    assert spans == [
+        ("acked", "rnd", True, MIB, 4 * MIB),
+        ("later", "rnd", True, 5 * MIB + 4096, MIB),
+    ]
 
 
 def test_without_flushes_nothing_is_flushed() -> None:

@@ -117,8 +117,12 @@ def check_power_loss(
         why = f"the workload spans {workload.span} B, the device has {capacity} B"
         record(ssd, check, "not judged", why)
         pytest.skip(why)
-    ssd._guard_writes()  # fio runs here directly, not through ssd.run
+    # fio runs here directly, not through ssd.run: the guard and the device's state too
+    ssd._guard_writes()
+    ssd._observe(workload.jobs())
     outcome = _cut_and_verify(ssd, controller, workload)
+    for job in workload.jobs():
+        ssd._note_written(job)
     detail = outcome.detail(ssd.dut.identity.logical_block_size)
     record(ssd, check, "fail" if outcome.lost else "pass", detail)
     ssd.derive(

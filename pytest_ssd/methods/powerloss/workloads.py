@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 from pytest_ssd.errors import ConfigError
+from pytest_ssd.fio.job import FioJob
 
 #: the job whose blocks are checked after the cut
 ACKED = "acked"
@@ -81,6 +82,16 @@ class PowerLossWorkload:
         """Blocks of ``acked``: the ones checked."""
         return self.acked_bytes // self.block_size
 
+    def jobs(self) -> tuple[FioJob, ...]:
+        """What the write phase writes, as the device's state accounts writes."""
+        at = self.offset + self.acked_bytes + self.block_size
+        spans = [(ACKED, self.offset, self.acked_bytes), ("later", at, self.later_bytes)]
+        return tuple(
+            FioJob(name, "rnd", self.block_size, read_pct=0, offset=offset, size=size)
+            for name, offset, size in spans
+            if size
+        )
+
     def _common(self, fio: str, device: str, state_dir: str) -> list[str]:
         return [
             fio,
@@ -114,7 +125,7 @@ class PowerLossWorkload:
                 "--name=later",
                 "--stonewall",
                 "--rw=randwrite",
-                f"--offset={self.offset + self.acked_bytes + self.block_size}",
+                f"--offset={self.jobs()[-1].offset}",
                 f"--size={self.later_bytes}",
                 "--time_based",
                 f"--runtime={self.later_s}",
