@@ -95,7 +95,7 @@ def pytest_ssd_purge_methods() -> list[PurgeProvider]:
 
 @pytest.hookspec(firstresult=True)
 def pytest_ssd_power_cycle(dut: Dut) -> PowerController | None:
-    """The drive's power controller (a PDU outlet, a BMC, a lab's power driver), or None.
+    """The drive's power controller (a PDU outlet, a slot's power, a lab's driver), or None.
 
     Return an object with ``name`` and ``cycle() -> str`` (cut the power, restore it,
     one line saying what was done); asking does not cut.  ``--ssd-power-cycle=CMD``

@@ -26,7 +26,7 @@ from pytest_ssd.methods.powerloss.controller import (
     power_controller,
 )
 from pytest_ssd.methods.powerloss.qemu import cut, main
-from pytest_ssd.methods.powerloss.run import PowerLossOutcome, _whole
+from pytest_ssd.methods.powerloss.run import PowerLossOutcome, state_is_whole
 from pytest_ssd.methods.powerloss.workloads import (
     STATE_FILE,
     BadBlock,
@@ -224,6 +224,6 @@ def test_the_qemu_cut_freezes_the_process_and_lets_it_go_on(tmp_path: Path) -> N
 
 def test_a_saved_state_is_taken_only_once_fio_wrote_it_whole() -> None:
     state = struct.pack("<QQQ", 3, 16, 0) + bytes(16)  # fio's header: version, size, crc
-    assert _whole(base64.b64encode(state).decode())
-    assert not _whole(base64.b64encode(state[:-1]).decode()), "still being written"
-    assert not _whole("") and not _whole("not base64!")
+    assert state_is_whole(base64.b64encode(state).decode())
+    assert not state_is_whole(base64.b64encode(state[:-1]).decode()), "still being written"
+    assert not state_is_whole("") and not state_is_whole("not base64!")

@@ -1,7 +1,8 @@
 """Who cuts the power: ``--ssd-power-cycle=CMD``, or a plugin's ``pytest_ssd_power_cycle``.
 
-A lab cuts a drive's power its own way (a PDU outlet, the BMC's ``ipmitool
-chassis power cycle``, a lab coordinator's power driver).  pytest-ssd asks, in
+A lab cuts a drive's power its own way (a PDU outlet, an enclosure's slot power, a
+lab coordinator's power driver); the machine the drive is in stays up (the session
+keeps its connection to it).  pytest-ssd asks, in
 this order:
 
 1. ``--ssd-power-cycle=CMD``: a command run on this machine (an argv, split as a

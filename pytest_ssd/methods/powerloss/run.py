@@ -1,9 +1,10 @@
 """The power-loss check on the ``ssd`` fixture: write and flush, cut the power, read back.
 
 1. fio writes the workload (:mod:`.workloads`) on the device's machine and saves its
-   write state; the state is copied here at once (a power cycle of the test host
-   may lose its own disks' unflushed writes) and put back for the verify pass.
-2. The drive's power controller (:mod:`.controller`) cuts the power and restores it;
+   write state; the state is copied here at once and put back for the verify pass
+   (the drive's host keeps nothing the check needs).
+2. While the unflushed writes run, the drive's power controller (:mod:`.controller`)
+   cuts the power and restores it; fio's trigger file ends fio if the cut did not, and
    pytest-ssd waits for the device's node to be back.
 3. fio reads back every block the state says was written and flushed.
 
@@ -187,7 +188,7 @@ def _saved_state(machine: Machine, path: str, writing: Future[Completed]) -> str
     while time.monotonic() < deadline:
         ended = writing.done()
         read = machine.run(["base64", "-w0", path], timeout=60)
-        if read.returncode == 0 and _whole(read.stdout):
+        if read.returncode == 0 and state_is_whole(read.stdout):
             return read.stdout
         if ended:
             done = writing.result()
@@ -199,7 +200,7 @@ def _saved_state(machine: Machine, path: str, writing: Future[Completed]) -> str
     raise FioError(f"fio saved no write state in {FIO_TIMEOUT_S:g} s: {path}")
 
 
-def _whole(text: str) -> bool:
+def state_is_whole(text: str) -> bool:
     """Whether a verify state file (base64) is whole: its header's size, then that much."""
     try:
         raw = base64.b64decode(text, validate=True)
