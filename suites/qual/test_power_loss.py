@@ -21,7 +21,7 @@ MIB = 1 << 20
 def test_flushed_writes_survive_a_power_cut(ssd: SsdBench, pytestconfig: pytest.Config) -> None:
     full = ssd.profile.name == "full"
     workload = PowerLossWorkload(
-        acked_bytes=(1024 if full else 16) * MIB, later_bytes=(256 if full else 4) * MIB
+        acked_bytes=(1024 if full else 8) * MIB, later_bytes=(256 if full else 2) * MIB
     )
     outcome = check_power_loss(ssd, pytestconfig, workload)
     assert outcome.verified == workload.blocks, "every flushed block was read back"

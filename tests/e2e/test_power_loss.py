@@ -71,7 +71,7 @@ def test_no_controller_is_skipped_and_a_lost_block_fails_by_lba(
     lost = run_ssd("--dut=scratch:64M", f"--ssd-power-cycle=sh -c {shlex.quote(zero)}", suite=suite)
     lost.result.assert_outcomes(failed=1)
     line = (
-        "4 of 4096 blocks of 4096 B written and flushed before the cut did not survive:"
+        "4 of 2048 blocks of 4096 B written and flushed before the cut did not survive:"
         " first at LBA 800 (byte 409600): verify: bad magic header 0, wanted acca"
     )
     assert line in lost.result.stdout.str()
@@ -111,7 +111,7 @@ def test_flushed_writes_survive_a_cut_and_unflushed_ones_do_not(
     flushed, unflushed = sorted(_records(run), key=lambda r: r["check"])
     assert flushed["check"] == "flushed writes survive" and flushed["verdict"] == "pass"
     assert flushed["detail"].startswith(
-        "4096 blocks of 4096 B written and flushed before the cut read back as written"
+        "2048 blocks of 4096 B written and flushed before the cut read back as written"
     )
     # the cut was at the last flush, with some of the later writes kept and some lost
     assert "QEMU blklogwrites: cut after entry" in flushed["detail"], flushed
