@@ -109,14 +109,19 @@ def test_fios_lost_blocks_are_read_by_offset() -> None:
 def test_the_verdict_line_names_the_first_lost_block_by_lba() -> None:
     workload = PowerLossWorkload(acked_bytes=MIB, later_bytes=0)
     lost = PowerLossOutcome(workload, 256, bad_blocks(FIO_STDERR), "outlet 4 off, on")
-    assert lost.check == "flushed writes survive"
+    assert lost.failed and workload.check == "flushed writes survive"
     assert lost.detail(512) == (
         "3 of 256 blocks of 4096 B written and flushed before the cut did not survive: first at"
         " LBA 80 (byte 40960): verify: bad magic header 0, wanted acca (cut: outlet 4 off, on)"
     )
-    kept = PowerLossOutcome(PowerLossWorkload(flush_every=0), 4096, [], "x")
-    assert kept.check == "writes without a flush"
+    unflushed = PowerLossWorkload(flush_every=0)
+    kept = PowerLossOutcome(unflushed, 4096, [], "x")
+    assert unflushed.check == "writes without a flush" and not kept.failed
     assert kept.detail(4096).startswith("4096 blocks of 4096 B written without a flush before")
+    short = PowerLossOutcome(workload, 200, [], "x")
+    assert short.failed and short.detail(512).startswith(
+        "fio read back only 200 of 256 blocks of 4096 B written and flushed before the cut"
+    )
 
 
 @pytest.mark.parametrize(

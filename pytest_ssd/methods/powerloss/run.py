@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_ssd.errors import ExtensionError, FioError, ToolError, call_extension, kind_of
+from pytest_ssd.errors import (
+    ExtensionError,
+    FioError,
+    SsdError,
+    ToolError,
+    call_extension,
+    kind_of,
+)
 from pytest_ssd.fio.job import FIO_INSTALL_HINT
 from pytest_ssd.methods.powerloss import DEST
 from pytest_ssd.methods.powerloss.controller import (
@@ -72,14 +79,20 @@ class PowerLossOutcome:
     cycle: str
 
     @property
-    def check(self) -> str:
-        return "flushed writes survive" if self.workload.flushed else "writes without a flush"
+    def failed(self) -> bool:
+        """A block lost, or fewer read back than were written."""
+        return bool(self.lost) or self.verified < self.workload.blocks
 
     def detail(self, lba_size: int) -> str:
         blocks = f"{self.workload.blocks} blocks of {self.workload.block_size} B"
         how = "written and flushed" if self.workload.flushed else "written without a flush"
-        if not self.lost:
+        if not self.lost and not self.failed:
             return f"{blocks} {how} before the cut read back as written (cut: {self.cycle})"
+        if not self.lost:
+            return (
+                f"fio read back only {self.verified} of {blocks} {how} before the cut (its"
+                f" saved write state counts fewer) (cut: {self.cycle})"
+            )
         first = self.lost[0]
         return (
             f"{len(self.lost)} of {blocks} {how} before the cut did not survive: first at LBA"
@@ -108,7 +121,7 @@ def check_power_loss(
     Skipped in one line where the drive has no power controller.
     """
     workload = workload or PowerLossWorkload()
-    check = PowerLossOutcome(workload, 0, [], "").check
+    check = workload.check
     controller = controller_of(ssd, config)
     if controller is None:
         record(ssd, check, "not judged", NO_CONTROLLER)
@@ -121,11 +134,15 @@ def check_power_loss(
     # fio runs here directly, not through ssd.run: the guard and the device's state too
     ssd._guard_writes()
     ssd._observe(workload.jobs())
-    outcome = _cut_and_verify(ssd, controller, workload)
+    try:
+        outcome = _cut_and_verify(ssd, controller, workload)
+    except SsdError as exc:  # no verdict: why, in the record too
+        record(ssd, check, "not judged", str(exc).splitlines()[0])
+        raise
     for job in workload.jobs():
         ssd._note_written(job)
     detail = outcome.detail(ssd.dut.identity.logical_block_size)
-    record(ssd, check, "fail" if outcome.lost else "pass", detail)
+    record(ssd, check, "fail" if outcome.failed else "pass", detail)
     ssd.derive(
         "power_loss",
         {
@@ -138,7 +155,7 @@ def check_power_loss(
             "cycle": outcome.cycle,
         },
     )
-    if outcome.lost:
+    if outcome.failed:
         pytest.fail(detail, pytrace=False)
     return outcome
 

@@ -73,6 +73,11 @@ class PowerLossWorkload:
         return self.flush_every > 0
 
     @property
+    def check(self) -> str:
+        """The qualification check it makes."""
+        return "flushed writes survive" if self.flushed else "writes without a flush"
+
+    @property
     def span(self) -> int:
         """Bytes from the start of ``acked`` to the end of ``later``."""
         return self.acked_bytes + self.block_size + self.later_bytes
