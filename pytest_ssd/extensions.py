@@ -19,7 +19,7 @@ from pytest_ssd.device.drive_class import DriveClass
 from pytest_ssd.device.identity import DeviceIdentity
 from pytest_ssd.errors import ExtensionError, kind_of
 from pytest_ssd.health.sources import PluginSource, Source, source_problem
-from pytest_ssd.hookcall import calls, listed
+from pytest_ssd.hookcall import calls, first_answer, listed
 from pytest_ssd.purge.extra import PurgeProvider, provider_problem
 from pytest_ssd.results.record import Measurement
 
@@ -77,15 +77,11 @@ def drive_class(caller: HookCaller, identity: DeviceIdentity) -> DriveClass | No
 
 def health_source(caller: HookCaller, identity: DeviceIdentity) -> Source | None:
     """The first implementation's health source for *identity*, its reads checked."""
-    for call in calls(caller):
-        found = call(identity=identity)
-        if found is None:
-            continue
-        problem = source_problem(found)
-        if problem is not None:
-            raise call.wrong(found, "a health source or None", why=problem)
-        return PluginSource(found, call.origin)  # type: ignore[arg-type]  # checked above
-    return None
+    answer = first_answer(caller, "a health source or None", source_problem, identity=identity)
+    if answer is None:
+        return None
+    found, call = answer
+    return PluginSource(found, call.origin)  # type: ignore[arg-type]  # checked: source_problem
 
 
 def from_hooks(hook: HookRelay) -> Extensions:

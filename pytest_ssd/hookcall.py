@@ -9,6 +9,7 @@ its path, an installed plugin by its name — and the hook.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,19 @@ def listed(call: HookCall, found: object, expected: str) -> list[object]:
     if not isinstance(found, list | tuple):
         raise call.wrong(found, f"a list of {expected}")
     return list(found)
+
+
+def first_answer(
+    caller: HookCaller, expected: str, problem: Callable[[object], str | None], **kwargs: Any
+) -> tuple[object, HookCall] | None:
+    """The first implementation's answer that is not None (a firstresult hook) and who gave
+    it, checked by *problem* (why it is not *expected*, or None); None when none answers."""
+    for call in calls(caller):
+        found = call(**kwargs)
+        if found is None:
+            continue
+        why = problem(found)
+        if why is not None:
+            raise call.wrong(found, expected, why=why)
+        return found, call
+    return None

@@ -32,8 +32,10 @@ if TYPE_CHECKING:
     from pytest_ssd.device.identity import DeviceIdentity
     from pytest_ssd.extensions import FigureKind
     from pytest_ssd.health.sources import Source
+    from pytest_ssd.methods.powerloss.controller import PowerController
     from pytest_ssd.purge.extra import PurgeProvider
     from pytest_ssd.report.sections.base import ReportSection
+    from pytest_ssd.site import Dut
 
 #: the entry-point group ``pytest-ssd report`` loads plugins from (besides pytest's ``pytest11``)
 ENTRY_POINT_GROUP = "pytest_ssd"
@@ -87,5 +89,16 @@ def pytest_ssd_purge_methods() -> list[PurgeProvider]:
     """Purge methods to offer before pytest-ssd's own (:mod:`pytest_ssd.purge.extra`).
 
     ``--ssd-purge=NAME`` takes their names too.
+    """
+    raise NotImplementedError
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_ssd_power_cycle(dut: Dut) -> PowerController | None:
+    """The drive's power controller (a PDU outlet, a slot's power, a lab's driver), or None.
+
+    Return an object with ``name`` and ``cycle() -> str`` (cut the power, restore it,
+    one line saying what was done); asking does not cut.  ``--ssd-power-cycle=CMD``
+    wins; with neither, the power-loss tests are skipped (docs/power-loss.md).
     """
     raise NotImplementedError

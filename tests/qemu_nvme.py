@@ -96,7 +96,9 @@ def build() -> Path:
     return folder
 
 
-def _argv(built: Path, share: Path, image: Path, port: int, console: Path) -> list[str]:
+def _argv(
+    built: Path, share: Path, image: Path, port: int, console: Path, *, log: Path | None = None
+) -> list[str]:
     def fs(tag: str, path: Path, readonly: bool) -> list[str]:
         ro = ",readonly=on" if readonly else ""
         return [
@@ -118,8 +120,21 @@ def _argv(built: Path, share: Path, image: Path, port: int, console: Path) -> li
         *fs("qn", share, False),
         *("-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22"),
         *("-device", "virtio-net-device,netdev=n0"),
-        *("-drive", f"file={image},if=none,id=nv0,format=raw,discard=unmap"),
+        *_drive(image, log),
         *("-device", f"nvme,serial={SERIAL},drive=nv0"),
+    ]
+
+
+def _drive(image: Path, log: Path | None) -> list[str]:
+    if log is None:
+        return ["-drive", f"file={image},if=none,id=nv0,format=raw,discard=unmap"]
+    # every write and flush logged (blklogwrites: dm-log-writes' format), QEMU's pid beside
+    logged = f"driver=blklogwrites,file.filename={image},log.filename={log}"
+    return [
+        "-pidfile",
+        str(log.with_suffix(".pid")),
+        "-drive",
+        f"{logged},if=none,id=nv0,discard=unmap",
     ]
 
 
@@ -131,8 +146,13 @@ def _logged_in(config: Path, port: int) -> bool:
 
 
 @contextlib.contextmanager
-def nvme_guest(folder: Path, size_mib: int = 1024) -> Iterator[Sshd]:
-    """Boot the guest with a namespace of *size_mib*; its sshd as a test host while it runs."""
+def nvme_guest(
+    folder: Path, size_mib: int = 1024, log_writes: Path | None = None
+) -> Iterator[Sshd]:
+    """Boot the guest with a namespace of *size_mib*; its sshd as a test host while it runs.
+
+    With *log_writes*, QEMU logs the namespace's writes and flushes there (its pid in
+    the file beside it, ``.pid``: ``pytest_ssd.methods.powerloss.qemu`` cuts its power)."""
     built = build()
     share = folder / "share"
     share.mkdir(parents=True)
@@ -144,11 +164,13 @@ def nvme_guest(folder: Path, size_mib: int = 1024) -> Iterator[Sshd]:
     image = folder / "nvme.img"
     with image.open("wb") as fh:
         fh.truncate(size_mib << 20)
+    if log_writes is not None:
+        log_writes.write_bytes(b"")  # a new log (blklogwrites opens it, never creates it)
     port = free_port()
     config = ssh_config(folder, port, host_pub)
     console = folder / "console.log"
     guest = subprocess.Popen(
-        _argv(built, share, image, port, console),
+        _argv(built, share, image, port, console, log=log_writes),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=(folder / "qemu.stderr").open("wb"),

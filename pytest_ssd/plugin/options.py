@@ -16,6 +16,9 @@ from pytest_ssd.documents import not_a_file
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.fio.job import fio_path
 from pytest_ssd.health.profile import HealthProfile, load_profile
+from pytest_ssd.methods.powerloss import DEST as POWER_DEST
+from pytest_ssd.methods.powerloss import OPTION as POWER_OPTION
+from pytest_ssd.methods.powerloss import command_option
 from pytest_ssd.plugin import against
 from pytest_ssd.plugin.shape import run_shape
 from pytest_ssd.purge import PurgeMethod
@@ -89,6 +92,16 @@ def _device_options(group: pytest.OptionGroup) -> None:
         help="purge with this method instead of the strongest the device supports: "
         + ", ".join(m.value for m in PurgeMethod)
         + " (or one a plugin adds)",
+    )
+    group.addoption(
+        POWER_OPTION,
+        dest=POWER_DEST,
+        default=None,
+        type=_power_cycle,
+        metavar="CMD",
+        help="cut and restore the drive's power with this command (run here, the device in"
+        " SSD_DUT_PATH, SSD_DUT_LABEL, SSD_DUT_SERIAL, SSD_DUT_HOST): the power-loss tests"
+        " need it or a plugin's pytest_ssd_power_cycle, else they are skipped",
     )
 
 
@@ -337,6 +350,13 @@ def _purge_method(text: str) -> str:
     if not text or not all(c.isalnum() or c in "-_." for c in text):
         raise argparse.ArgumentTypeError(f"--ssd-purge={text!r} is not a method name")
     return text
+
+
+def _power_cycle(text: str) -> tuple[str, ...]:
+    try:
+        return command_option(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _fio_safe(option: str, given: str | None, report_dir: Path) -> None:

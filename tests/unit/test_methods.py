@@ -17,7 +17,7 @@ from pytest_ssd.report.build import declared_sections
 from pytest_ssd.results.record import Measurement
 from tests.unit.test_extensions import _conftest, _manager
 
-FOLDERS = ("csd", "datasheet", "esd", "integrity", "qual", "smoke", "snia", "wsat")
+FOLDERS = ("csd", "datasheet", "esd", "integrity", "powerloss", "qual", "smoke", "snia", "wsat")
 #: a measurement with fio's percentiles in two directions (what ssd.plot sends)
 MEASUREMENT = Measurement(
     test="esd/test_x.py::test_y",
