@@ -17,7 +17,7 @@ from pytest_ssd.report.build import declared_sections
 from pytest_ssd.results.record import Measurement
 from tests.unit.test_extensions import _conftest, _manager
 
-FOLDERS = ("csd", "datasheet", "esd", "smoke", "snia", "wsat")
+FOLDERS = ("adminload", "csd", "datasheet", "esd", "features", "smoke", "snia", "wsat")
 #: a measurement with fio's percentiles in two directions (what ssd.plot sends)
 MEASUREMENT = Measurement(
     test="esd/test_x.py::test_y",
@@ -62,12 +62,23 @@ def test_every_method_folder_is_a_plugin_and_registers_once() -> None:
 def test_the_methods_declare_their_sections_through_the_hook_in_the_methods_order() -> None:
     declared = declared_sections(_builtin().hook.pytest_ssd_report_sections)
     ordered = sorted(declared, key=lambda s: s.order)
-    assert [s.suite for s in ordered] == ["smoke", "csd", "esd", "snia", "wsat", "datasheet"]
-    assert {s.origin for s in declared} == {f"plugin ssd-method-{f}" for f in FOLDERS}
+    assert [s.suite for s in ordered] == [
+        "smoke",
+        "csd",
+        "esd",
+        "snia",
+        "wsat",
+        "datasheet",
+        "qual",
+    ]
+    # features: its verdicts are in the qualification summary, it declares no section
+    assert {s.origin for s in declared} == {
+        f"plugin ssd-method-{f}" for f in FOLDERS if f != "features"
+    }
     headlines = {s.suite for s in declared if s.headline is not None}
     assert headlines == {"esd", "snia", "wsat"}
     built = {s.suite for s in declared if s.build is not None}
-    assert built == {"csd", "esd", "snia", "wsat"}
+    assert built == {"csd", "esd", "snia", "wsat", "qual"}
 
 
 def test_the_report_imports_no_method() -> None:
