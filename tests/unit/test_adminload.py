@@ -64,6 +64,7 @@ def test_the_poller_runs_its_rounds_at_the_rate_until_stopped(tmp_path: Path) ->
     assert "smart-log /dev/fake0n1 -o json" in calls and "id-ctrl /dev/fake0n1 -o json" in calls
     assert not any("telemetry" in call for call in calls), "the drive declares no telemetry"
     assert not Path(poller._stop).exists(), "its stop file is removed"
+    assert "rounds" in (tmp_path / "adminload-poller-1.stdout").read_text(), "its output kept"
     with Poller(LOCAL, str(nvme), Path("/dev/fake0n1"), 20.0, True, 1.0, tmp_path) as again:
         time.sleep(0.2)
     assert again.polled is not None and again.polled.answered.get("telemetry-log", 0) >= 1
@@ -110,13 +111,13 @@ def test_too_few_repeats_or_ios_are_not_judged() -> None:
 
 def test_the_figure_draws_both_sides_and_says_not_resolved() -> None:
     groups = [
-        Group("QD1 1/s p99", (100.0, 110.0), (120.0, 130.0), "pass"),
+        Group("QD1 1/s p99", (100.0, 110.0), (120.0, None), "pass"),
         Group("QD1 1/s p99.9", (None, None), (None, None), "not judged"),
     ]
     fig = polling_cost(groups, "#1f77b4", "drive: admin polling")
     (ax,) = fig.axes
     texts = [t.get_text() for t in ax.texts]
-    assert texts == ["n/r", "n/r"]
+    assert texts == ["1 n/r", "n/r", "n/r"]
     assert [t.get_text() for t in ax.get_xticklabels()] == [
         "QD1 1/s p99\npass",
         "QD1 1/s p99.9\nnot judged",

@@ -18,6 +18,7 @@ from pytest_ssd.device.nvme import (
 from pytest_ssd.errors import DatasheetError, ParseError
 from pytest_ssd.methods.features.checks import (
     CHECKS,
+    TITLES,
     Written,
     data_units,
     endurance,
@@ -68,6 +69,7 @@ def test_the_qemu_sheet_is_met_by_qemus_controller(
 ) -> None:
     verdict = CHECKS[name](sheet, info)
     assert verdict.status == "met", verdict.message
+    assert verdict.check == TITLES[name] and verdict.message.startswith(f"{verdict.check}: ")
     assert verdict.contract == "pass" and "\n" not in verdict.message
 
 

@@ -28,8 +28,11 @@ class Group:
 
 def _side(ax: Axes, x: float, values: Sequence[float | None], colour: str, name: str) -> None:
     known = [v for v in values if v is not None]
+    missing = len(values) - len(known)
+    if missing:  # runs too short to resolve the percentile: said, never drawn
+        text = "n/r" if not known else f"{missing} n/r"
+        ax.annotate(text, (x, 0.02), xycoords=("data", "axes fraction"), ha="center")
     if not known:
-        ax.annotate("n/r", (x, 0.02), xycoords=("data", "axes fraction"), ha="center")
         return
     ax.scatter([x] * len(known), known, s=14, color=colour, alpha=0.7, label=name)
     middle = statistics.median(known)
@@ -38,7 +41,7 @@ def _side(ax: Axes, x: float, values: Sequence[float | None], colour: str, name:
 
 def polling_cost(groups: Sequence[Group], colour: str, title: str) -> Figure:
     """Each group's runs without polling (grey) and with (the drive's colour), their
-    medians as bars, the verdict under the group; 'n/r' where a side cannot resolve it."""
+    medians as bars, the verdict under the group; 'n/r' for the runs that cannot resolve it."""
     fig = Figure(figsize=_SIZE)
     ax = fig.add_subplot()
     for x, group in enumerate(groups):

@@ -109,6 +109,8 @@ class Poller:
     _done: Completed | None = None
     _thread: threading.Thread | None = None
     _started: float = 0.0
+    #: times it was started: each run's output kept apart in the artifacts
+    _runs: int = 0
 
     def argv(self) -> list[str]:
         most = math.ceil((self.planned_s + GRACE_S) * self.rate)
@@ -132,11 +134,12 @@ class Poller:
             self.argv(),
             timeout=self.planned_s + 2 * GRACE_S,
             artifacts=self.artifacts,
-            name="adminload-poller",
+            name=f"adminload-poller-{self._runs}",
         )
 
     def __enter__(self) -> Poller:
         self.polled, self._done = None, None
+        self._runs += 1
         self._started = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="ssd-adminload", daemon=True)
         self._thread.start()

@@ -223,6 +223,10 @@ CHECKS: dict[str, Callable[[Datasheet, NvmeInfo], FeatureVerdict]] = {
 }
 
 
+#: test id -> the check's name in its records (what a verdict of it says first)
+TITLES = {name: name.replace("-", " ") for name in CHECKS} | {"lba-formats": "LBA formats"}
+
+
 def _features(sheet: Datasheet) -> Features:
     return sheet.features or Features()
 

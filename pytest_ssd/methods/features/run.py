@@ -28,6 +28,7 @@ from pytest_ssd.methods.features.checks import (
     CHECKS,
     NOT_JUDGED,
     NOT_MET,
+    TITLES,
     FeatureVerdict,
     Written,
     data_units,
@@ -81,9 +82,8 @@ def declared(ssd: SsdBench, check: str) -> tuple[Datasheet, NvmeInfo]:
 
 def check_declared(ssd: SsdBench, name: str) -> FeatureVerdict:
     """The feature *name* (:data:`~.checks.CHECKS`) checked, recorded and concluded."""
-    check = CHECKS[name]
-    sheet, info = declared(ssd, name)
-    verdict = check(sheet, info)
+    sheet, info = declared(ssd, TITLES[name])
+    verdict = CHECKS[name](sheet, info)
     if name == "firmware-slots" and verdict.status != NOT_JUDGED:
         verdict = _with_fw_log(ssd, verdict)
     conclude(ssd, [verdict])
