@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pytest_ssd.db import DriveResults
+from pytest_ssd.db.model import DriveRef
 from pytest_ssd.health.log import newest_error
 from pytest_ssd.machine.machine import LOCAL
+from pytest_ssd.methods.adminload import KIND, report
 from pytest_ssd.methods.adminload.analysis import judge_percentile
 from pytest_ssd.methods.adminload.figures import Group, polling_cost
 from pytest_ssd.methods.adminload.poller import Poller, parse_polled
 from pytest_ssd.proc import Completed
+from pytest_ssd.report.sections.base import Context, FigureSink, Palette
+from pytest_ssd.results.record import Derived
 from pytest_ssd.verdict.tolerance import Band, SheetTolerances, Tolerances
 
 GOLDEN = Path(__file__).parents[1] / "golden"
@@ -123,3 +129,30 @@ def test_the_figure_draws_both_sides_and_says_not_resolved() -> None:
         "QD1 1/s p99.9\nnot judged",
     ]
     assert ax.get_yscale() == "log"
+
+
+def test_the_section_draws_a_figure_and_a_table_per_drive(tmp_path: Path) -> None:
+    base = [run(100 + i, 200 + i) for i in NOISE]
+    slow = [run(200 + i, 400 + i) for i in NOISE]
+    verdicts = [
+        judge_percentile(f"QD1 polled 10/s p{p:g}", "j", p, unpolled=base, polled=slow)
+        for p in (99.0, 99.9)
+    ]
+    values = {
+        "qd": 1,
+        "rate": 10.0,
+        "pollers": [{"rate": 9.5}, {"rate": 9.8}],
+        "health_interval_s": 1.0,
+        "health_active": True,
+        "percentiles": [v.as_dict() for v in verdicts],
+    }
+    test = "qual/test_admin_load.py::test_admin_polling_under_load[nvme0n1-qd1-10per-s]"
+    record = Derived(test=test, device="nvme0n1", name=KIND, values=values)
+    drive = DriveResults(DriveRef("run", "nvme0n1", "drive A"), derived=[record])
+    ctx = Context((drive,), 1, Palette.of([drive]), FigureSink(tmp_path), suite="qual")
+    section = report.section(ctx)
+    assert section is not None and section.title == "Admin commands under load (suites/qual)"
+    assert "<figcaption>drive A: p99 and p99.9 without and with admin polling" in section.body
+    assert "<td>9.5–9.8/s</td>" in section.body and "<td>202 µs</td>" in section.body
+    assert "every 1 s (--ssd-health-interval=0 for none)" in section.body
+    assert report.section(replace(ctx, suite="csd")) is None, "only suites/qual's records"

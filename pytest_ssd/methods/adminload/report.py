@@ -75,10 +75,9 @@ def section(ctx: Context) -> Section | None:
         if not records:
             continue
         label = drive.drive.label
-        title = f"{label}: admin polling, p99 and p99.9 without and with"
-        figure = ctx.figures.html(
-            polling_cost(_groups(records), ctx.palette.colour(label), title), title
-        )
+        title = "p99 and p99.9 without and with admin polling"
+        drawn = polling_cost(_groups(records), ctx.palette.colour(label), title)
+        figure = ctx.figures.html(drawn, f"{label}: {title}")
         rows = [row for values in records for row in _rows(values)]
         health = records[0].get("health_interval_s")
         note = (
