@@ -29,6 +29,8 @@ _OACS_FORMAT = 1 << 1
 _FNA_ALL_NAMESPACES, _FNA_CRYPTO_ERASE = 1 << 0, 1 << 2
 _VWC_PRESENT = 1 << 0
 _PSD_MXPS, _PSD_NOPS = 1 << 0, 1 << 1
+_FRMW_SLOT1_RO, _FRMW_SLOTS_SHIFT, _FRMW_SLOTS_MASK = 1 << 0, 1, 0x7
+_LPA_TELEMETRY = 1 << 3
 _SANICAP_CRYPTO, _SANICAP_BLOCK, _SANICAP_OVERWRITE = 1 << 0, 1 << 1, 1 << 2
 _NSFEAT_OPTPERF = 1 << 4
 _FLBAS_INDEX_LOW, _FLBAS_INDEX_HIGH = 0x0F, 0x60
@@ -88,6 +90,25 @@ class NvmeController:
     vwc: int = 0
     volatile_write_cache: bool = False
     power_states: tuple[PowerState, ...] = ()
+    #: namespaces the controller supports (NN), firmware updates (FRMW), log pages (LPA)
+    nn: int = 0
+    frmw: int = 0
+    lpa: int = 0
+
+    @property
+    def firmware_slots(self) -> int:
+        """The firmware slots the controller supports (FRMW bits 3:1)."""
+        return (self.frmw >> _FRMW_SLOTS_SHIFT) & _FRMW_SLOTS_MASK
+
+    @property
+    def slot1_read_only(self) -> bool:
+        """Firmware slot 1 is read-only (FRMW bit 0)."""
+        return bool(self.frmw & _FRMW_SLOT1_RO)
+
+    @property
+    def telemetry(self) -> bool:
+        """The telemetry log pages are supported (LPA bit 3)."""
+        return bool(self.lpa & _LPA_TELEMETRY)
 
     def as_dict(self) -> dict[str, object]:
         """Plain values for JSON results."""
@@ -234,6 +255,9 @@ def parse_id_ctrl(text: str) -> NvmeController:
         power_states=tuple(
             _power_state(i, psd) for i, psd in enumerate(_list(data, "psds", _ID_CTRL))
         ),
+        nn=_int(data, "nn", _ID_CTRL),
+        frmw=_int(data, "frmw", _ID_CTRL),
+        lpa=_int(data, "lpa", _ID_CTRL),
     )
 
 
@@ -334,3 +358,67 @@ def query(device: Path, artifacts: Path | None, machine: Machine) -> NvmeInfo:
     controller = parse_id_ctrl(_nvme_json(machine, nvme, "id-ctrl", device, artifacts))
     namespace = parse_id_ns(_nvme_json(machine, nvme, "id-ns", device, artifacts))
     return NvmeInfo(controller, namespace)
+
+
+#: a data unit of the SMART log: 1000 units of 512 bytes (NVMe 2.0 figure 207)
+DATA_UNIT_BYTES = 512_000
+_SMART_LOG, _FW_LOG = "nvme smart-log", "nvme fw-log"
+
+
+@dataclass(frozen=True)
+class SmartCounters:
+    """The wear counters of ``nvme smart-log -o json``."""
+
+    data_units_written: int
+    data_units_read: int
+    percent_used: int
+
+    @property
+    def written_bytes(self) -> int:
+        """The bytes the data units count at most (each unit is rounded up)."""
+        return self.data_units_written * DATA_UNIT_BYTES
+
+
+def parse_smart_counters(text: str) -> SmartCounters:
+    """The wear counters of ``nvme smart-log -o json``; :class:`ParseError` naming the field."""
+    data = load_object(text, _SMART_LOG)
+    return SmartCounters(
+        data_units_written=_int(data, "data_units_written", _SMART_LOG),
+        data_units_read=_int(data, "data_units_read", _SMART_LOG),
+        percent_used=_int(data, "percent_used", _SMART_LOG),
+    )
+
+
+@dataclass(frozen=True)
+class FirmwareLog:
+    """``nvme fw-log -o json``: the active slot and each filled slot's revision."""
+
+    active_slot: int
+    revisions: dict[int, str]
+
+
+def parse_fw_log(text: str) -> FirmwareLog:
+    """``{"nvme0": {"Active Firmware Slot (afi)": 1, "Firmware Rev Slot 1": "..."}}``."""
+    data = load_object(text, _FW_LOG)
+    if len(data) != 1 or not isinstance(next(iter(data.values())), dict):
+        raise ParseError(f"{_FW_LOG}: expected one controller's object, got {sorted(data)}")
+    (log,) = data.values()
+    afi = _int(log, "Active Firmware Slot (afi)", _FW_LOG)
+    revisions = {}
+    for key, value in log.items():
+        if key.startswith("Firmware Rev Slot "):
+            slot = key.removeprefix("Firmware Rev Slot ")
+            if not slot.isdecimal():
+                raise ParseError(f"{_FW_LOG}: field {key!r} names no slot")
+            # nvme-cli 2.3 prints the revision as a number and its text: '231... (1.0.....)'
+            shown = str(value)
+            text_part = shown.partition(" (")[2].removesuffix(")")
+            revisions[int(slot)] = text_part or shown
+    # AFI bits 2:0: the slot the running firmware came from
+    return FirmwareLog(active_slot=afi & 0x7, revisions=revisions)
+
+
+def log_json(machine: Machine, device: Path, command: str, artifacts: Path | None) -> str:
+    """``nvme COMMAND DEVICE -o json`` on *machine* (smart-log, fw-log, error-log): its text."""
+    nvme = machine.which("nvme", INSTALL_HINT)
+    return _nvme_json(machine, nvme, command, device, artifacts)

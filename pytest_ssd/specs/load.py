@@ -19,6 +19,7 @@ from pytest_ssd.documents import TomlTooDeep, TooLarge, loads_toml, read_text_bo
 from pytest_ssd.errors import ConfigError, DatasheetError
 from pytest_ssd.fio.job import MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_NUMJOBS
 from pytest_ssd.health.profile import HealthProfileError, parse_profile
+from pytest_ssd.specs.features import FeatureError, parse_features
 from pytest_ssd.specs.model import (
     DEFAULT_TOLERANCE,
     KIND_OF,
@@ -33,7 +34,7 @@ from pytest_ssd.state.spec import StateSpec, parse_state
 from pytest_ssd.text import name_problem
 from pytest_ssd.verdict.tolerance import ToleranceError, parse_tolerances
 
-_TOP_KEYS = ("source", "tolerance", "drive", "specs", "health", "baseline")
+_TOP_KEYS = ("source", "tolerance", "drive", "specs", "health", "baseline", "features")
 _DRIVE_KEYS = ("name", "model", "capacity_gb", "firmware", "form_factor", "interface")
 _LINE_KEYS = (
     "id",
@@ -137,9 +138,11 @@ def _datasheet(name: str, data: Mapping[str, Any]) -> Datasheet:
     tolerance = _tolerance(data, "", DEFAULT_TOLERANCE)
     drive = _drive(_table(data, "drive", ""))
     lines = data.get("specs")
-    if lines is None:
-        raise _Problem("specs", "missing: give at least one [[specs]] line")
-    if not isinstance(lines, list) or not lines:
+    if lines is None and "features" in data:  # a sheet of declared features only
+        lines = []
+    elif lines is None:
+        raise _Problem("specs", "missing: give at least one [[specs]] line (or [features])")
+    if not isinstance(lines, list) or (not lines and "features" not in data):
         raise _Problem("specs", "must be a non-empty array of tables ([[specs]])")
     specs: list[SpecLine] = []
     for index, raw in enumerate(lines):
@@ -155,7 +158,8 @@ def _datasheet(name: str, data: Mapping[str, Any]) -> Datasheet:
     try:
         health = parse_profile(data["health"], name) if "health" in data else None
         baseline = parse_tolerances(data["baseline"], name) if "baseline" in data else None
-    except (HealthProfileError, ToleranceError) as exc:
+        features = parse_features(data["features"], name) if "features" in data else None
+    except (HealthProfileError, ToleranceError, FeatureError) as exc:
         raise _Problem(exc.where, exc.problem) from None
     return Datasheet(
         path=name,
@@ -164,6 +168,7 @@ def _datasheet(name: str, data: Mapping[str, Any]) -> Datasheet:
         source=source,
         health=health,
         baseline=baseline,
+        features=features,
     )
 
 

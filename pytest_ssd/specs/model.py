@@ -7,6 +7,7 @@ from typing import Literal
 
 from pytest_ssd.fio.job import Pattern, format_bytes
 from pytest_ssd.health.profile import HealthProfile
+from pytest_ssd.specs.features import Features
 from pytest_ssd.specs.units import Dimension, Quantity
 from pytest_ssd.state.spec import StateSpec
 from pytest_ssd.verdict.tolerance import SheetTolerances
@@ -151,6 +152,8 @@ class Datasheet:
     health: HealthProfile | None = None
     #: the ``[baseline]`` bands of "same" against a baseline build (None: none set)
     baseline: SheetTolerances | None = None
+    #: the ``[features]`` the drive must declare (None: none stated)
+    features: Features | None = None
 
     def line(self, line_id: str) -> SpecLine:
         """The spec line named *line_id*; KeyError naming the known ids otherwise."""

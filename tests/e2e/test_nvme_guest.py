@@ -29,6 +29,10 @@ from pytest_ssd.host.facts import BUSY_TITLE
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from tests.e2e.conftest import REPO, cssd_suite
+from tests.e2e.test_admin_load import SUITE as ADMIN_LOAD
+from tests.e2e.test_admin_load import assert_admin_load
+from tests.e2e.test_features import SUITE as FEATURES
+from tests.e2e.test_features import assert_features, guest_sheet
 from tests.qemu_nvme import SERIAL, nvme_guest
 from tests.sshd import Sshd
 
@@ -382,3 +386,26 @@ def test_health_rules_keep_qemus_smart_log_and_fail_the_test_that_broke_one(
     assert (first["verdict"], second["verdict"]) == ("broken", "kept"), "the first broke it"
     page = (run.run_dir / "report.html").read_text()
     assert "Drive health" in page and "<b>0 → 3</b>" in page
+
+
+def test_admin_load_and_declared_features_on_a_real_controller(
+    guest: Sshd, run_ssd: Any, tmp_path: Path
+) -> None:
+    """suites/qual's admin load (QD32 polled at 1/s) and declared features, one session."""
+    url, config = guest.url(NS), f"--ssd-ssh-config={guest.config}"
+    run = run_ssd(
+        f"--dut={url}",
+        config,
+        f"--ssd-confirm={SERIAL}",
+        f"--datasheet={guest_sheet(tmp_path)}",
+        str(FEATURES),
+        "-k",
+        "qd32-1per or feature or endurance",
+        "-v",
+        "--durations=6",
+        suite=ADMIN_LOAD,
+        timeout=600,
+    )
+    assert "Traceback" not in run.result.stdout.str() + run.result.stderr.str()
+    assert_admin_load(run)
+    assert_features(run)
