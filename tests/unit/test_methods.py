@@ -17,7 +17,7 @@ from pytest_ssd.report.build import declared_sections
 from pytest_ssd.results.record import Measurement
 from tests.unit.test_extensions import _conftest, _manager
 
-FOLDERS = ("csd", "datasheet", "esd", "smoke", "snia", "wsat")
+FOLDERS = ("csd", "datasheet", "esd", "namespaces", "smoke", "snia", "wsat")
 #: a measurement with fio's percentiles in two directions (what ssd.plot sends)
 MEASUREMENT = Measurement(
     test="esd/test_x.py::test_y",
@@ -63,7 +63,10 @@ def test_the_methods_declare_their_sections_through_the_hook_in_the_methods_orde
     declared = declared_sections(_builtin().hook.pytest_ssd_report_sections)
     ordered = sorted(declared, key=lambda s: s.order)
     assert [s.suite for s in ordered] == ["smoke", "csd", "esd", "snia", "wsat", "datasheet"]
-    assert {s.origin for s in declared} == {f"plugin ssd-method-{f}" for f in FOLDERS}
+    # namespaces: its checks are qualification records, it declares no section
+    assert {s.origin for s in declared} == {
+        f"plugin ssd-method-{f}" for f in FOLDERS if f != "namespaces"
+    }
     headlines = {s.suite for s in declared if s.headline is not None}
     assert headlines == {"esd", "snia", "wsat"}
     built = {s.suite for s in declared if s.build is not None}
