@@ -18,6 +18,7 @@ from pytest_ssd.plugin.collection import SUITE_FLAG
 from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.skips import skip_before_state
 from pytest_ssd.results.files import storage_fault_of
+from pytest_ssd.results.record import DERIVED_PROPERTY, Derived
 from pytest_ssd.session import SESSION_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
 
@@ -46,6 +47,7 @@ def pytest_runtest_makereport(
     said = _device_fault(item) if report.when == "call" else None
     if said is not None:  # the device dropped off or changed while the test ran: its line
         report.outcome, report.longrepr = "failed", said
+        item.user_properties.append((DERIVED_PROPERTY, stayed(item, said).to_json()))
     if report.when == "call":
         extras = [*getattr(report, "extras", []), *item.stash.get(FIGURES_KEY, [])]
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's attribute
@@ -65,6 +67,14 @@ def _device_fault(item: pytest.Item) -> str | None:
         return None
     said = session.device_fault(dut_id)
     return said if said is not None and session.blame(dut_id, item.nodeid) else None
+
+
+def stayed(item: pytest.Item, said: str) -> Derived:
+    """The qualification record of a device that dropped off or changed during *item*."""
+    callspec = getattr(item, "callspec", None)
+    dut_id = str(callspec.params.get("dut")) if callspec is not None else ""
+    values = {"part": "devices", "check": "stayed on the bus", "verdict": "fail", "detail": said}
+    return Derived(test=item.nodeid, device=dut_id, name="qualification", values=values)
 
 
 @pytest.fixture(scope="session")
