@@ -40,11 +40,11 @@ def _checks(run: Any) -> dict[str, dict[str, str]]:
     return {v["check"]: v for v in found}
 
 
-def _run(run_ssd: Any, *args: str, timeout: float = 300) -> Any:
+def _run(run_ssd: Any, *args: str, passed: int = 6, timeout: float = 300) -> Any:
     """The smoke suite and the namespace checks in one session."""
     run = run_ssd(str(NAMESPACES), *args, suite=SMOKE, timeout=timeout)
     assert run.result.ret == 0, run.result.stdout.str()
-    run.result.assert_outcomes(passed=6)
+    run.result.assert_outcomes(passed=passed)
     return run
 
 
@@ -88,6 +88,9 @@ def test_the_suites_on_a_second_4k_namespace_leave_the_first_untouched(
         f"--dut={server.url('/dev/nvme0n2')}",
         f"--ssd-ssh-config={server.config}",
         f"--ssd-confirm={SERIAL}",
+        "-k",
+        "not seq",  # the random corners: the guest (TCG) is slow, the blocks are what matter
+        passed=4,
         timeout=600,
     )
     assert _sha256(first) == before, "namespace 1 was written"
@@ -105,7 +108,7 @@ def test_the_suites_on_a_second_4k_namespace_leave_the_first_untouched(
     block = checks["block size"]  # QEMU lists 512 B formats #0-3, 4 KiB ones #4-7
     assert (block["verdict"], block["detail"]) == (
         "pass",
-        "LBA format #0 (4096 B) in use, the kernel's logical block",
+        "LBA format #4 (4096 B) in use, the kernel's logical block",
     )
     untouched = checks["other namespaces untouched"]
     assert untouched["verdict"] == "pass", untouched
