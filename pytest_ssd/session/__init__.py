@@ -259,6 +259,10 @@ class SsdSession:
         self.environment.start(self.devices.tuning(), self.warnings)
         for dut_id in self.duts:  # each health log's reader, found on its machine
             self.health_watch(dut_id)
+        from pytest_ssd.device.udev import events  # noqa: PLC0415  # a session opening devices
+
+        machines = {id(m): m for m in (self.services(d).machine for d in self.duts)}
+        self.warnings.extend(events.unoffered(machines.values()))
 
     def start_run(self, args: list[str]) -> None:
         """The run folder, the ``latest`` link, results.json and the database.

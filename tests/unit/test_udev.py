@@ -120,9 +120,10 @@ def test_a_host_without_udevadm_offers_no_events(tmp_path: Path) -> None:
     host = FakeMachine(missing=frozenset({"udevadm"}))
     with pytest.raises(ToolError, match="udevadm is not installed on ssh root@lab7"):
         uevents.start(host, tmp_path)
-    notes: list[str] = []
+    notes = events.unoffered([host, FakeMachine(name="lab8")])
+    assert len(notes) == 1, "said at session start, for the host without udevadm only"
     watch = events.start([_watched(host)], tmp_path, notes, lambda line: None)
-    assert watch.sources == [] and len(notes) == 1
+    assert watch.sources == [] and len(notes) == 1, "said once"
     assert notes[0].startswith("ssh root@lab7 offers no device events (udevadm is not installed")
     assert watch.fault("loop1") is None
     watch.close()

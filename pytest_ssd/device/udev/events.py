@@ -168,16 +168,34 @@ def start(
         try:
             sources.append((machine, open_source(machine, artifacts)))
         except (SsdError, OSError) as exc:
-            where = machine.where or "this machine"
-            notes.append(
-                f"{where} offers no device events ({exc}): a device that drops off"
-                " is found at its next fio run"
-            )
+            if (said := _none_offered(machine, exc)) not in notes:
+                notes.append(said)
     events = DeviceEvents(watched, sources, say=say)
     if sources:
         events._thread = threading.Thread(target=events.run, name="ssd-uevents", daemon=True)
         events._thread.start()
     return events
+
+
+def unoffered(machines: Iterable[Machine]) -> list[str]:
+    """One line for each of *machines* that offers no device events (a test host without
+    ``udevadm``): what the session says at its start, before any is watched."""
+    said = []
+    for machine in machines:
+        if machine.host is not None:
+            try:
+                machine.which("udevadm", uevents.INSTALL_HINT)
+            except SsdError as exc:
+                said.append(_none_offered(machine, exc))
+    return said
+
+
+def _none_offered(machine: Machine, why: Exception) -> str:
+    where = machine.where or "this machine"
+    return (
+        f"{where} offers no device events ({why}): a device that drops off there is found"
+        " at its next fio run"
+    )
 
 
 def open_source(machine: Machine, artifacts: Path) -> Source:
