@@ -44,10 +44,10 @@ def pytest_runtest_makereport(
     if fault is not None:  # a full or read-only report folder: one line, and the run stops
         report.longrepr = f"{type(fault).__name__}: {fault}"
         item.session.shouldstop = f"pytest-ssd stopped the run: {fault}"
-    said = _device_fault(item) if report.when == "call" else None
-    if said is not None:  # the device dropped off or changed while the test ran: its line
-        report.outcome, report.longrepr = "failed", said
-        item.user_properties.append((DERIVED_PROPERTY, stayed(item, said).to_json()))
+    gone = _device_fault(item) if report.when == "call" else None
+    if gone is not None:  # the device dropped off or changed while the test ran: its line
+        report.outcome, report.longrepr = "failed", gone[1]
+        item.user_properties.append((DERIVED_PROPERTY, stayed(item, *gone).to_json()))
     if report.when == "call":
         extras = [*getattr(report, "extras", []), *item.stash.get(FIGURES_KEY, [])]
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's attribute
@@ -58,21 +58,19 @@ def pytest_runtest_makereport(
             overview.time_call(session, item, report.duration)
 
 
-def _device_fault(item: pytest.Item) -> str | None:
-    """What the kernel said happened to the item's device, first said on this item."""
+def _device_fault(item: pytest.Item) -> tuple[str, str] | None:
+    """The item's device and what the kernel said happened to it, first said on this item."""
     session = item.config.stash.get(SESSION_KEY, None)
     callspec = getattr(item, "callspec", None)
     dut_id = callspec.params.get("dut") if callspec is not None else None
     if session is None or not isinstance(dut_id, str):
         return None
     said = session.device_fault(dut_id)
-    return said if said is not None and session.blame(dut_id, item.nodeid) else None
+    return (dut_id, said) if said is not None and session.blame(dut_id, item.nodeid) else None
 
 
-def stayed(item: pytest.Item, said: str) -> Derived:
-    """The qualification record of a device that dropped off or changed during *item*."""
-    callspec = getattr(item, "callspec", None)
-    dut_id = str(callspec.params.get("dut")) if callspec is not None else ""
+def stayed(item: pytest.Item, dut_id: str, said: str) -> Derived:
+    """The qualification record of device *dut_id*, which dropped off or changed during *item*."""
     values = {"part": "devices", "check": "stayed on the bus", "verdict": "fail", "detail": said}
     return Derived(test=item.nodeid, device=dut_id, name="qualification", values=values)
 

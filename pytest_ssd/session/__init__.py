@@ -301,7 +301,7 @@ class SsdSession:
             if (name := d.identity.kernel_name) is not None
         ]
         if watched:
-            folder = self.run_dir / "events"
+            folder = self.run_dir / "events" / f"pid-{os.getpid()}"  # each xdist worker's
             self.events = events.start(watched, folder, self.warnings, events.stderr_line)
 
     def device_fault(self, dut_id: str) -> str | None:

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.conftest import smoke_argv
 from tests.sshd import Sshd
 
@@ -109,7 +111,7 @@ def _run_and_disturb(
 
 def _failure_line(out: str, test: str) -> str:
     """The report of the failed or errored *test*: its one line, under its section header."""
-    lines = out.splitlines()
+    lines = [line for line in out.splitlines() if not line.startswith("[gw")]  # xdist's worker
     found = [
         lines[i + 1]
         for i, line in enumerate(lines[:-1])
@@ -119,11 +121,13 @@ def _failure_line(out: str, test: str) -> str:
     return found[0]
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "xdist"])
 def test_a_resized_loop_device_fails_the_running_test_at_once(
-    loop_device: Callable[..., Path], tmp_path: Path
+    loop_device: Callable[..., Path], tmp_path: Path, workers: list[str]
 ) -> None:
     dev = loop_device(size_mib=64)
-    done, took = _run_and_disturb(tmp_path, [f"--dut={dev}", f"--ssd-confirm={dev}"], dev, _resize)
+    dut = [f"--dut={dev}", f"--ssd-confirm={dev}", *workers]
+    done, took = _run_and_disturb(tmp_path, dut, dev, _resize)
     assert done.returncode == 1, done.stdout
     assert took < FIO_S - 5, f"pytest ended {took:.1f} s after the resize: fio was not stopped"
     line = _failure_line(done.stdout, "test_a_long_write")
