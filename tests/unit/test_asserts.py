@@ -63,6 +63,6 @@ def test_only_the_package_mark_is_replaced() -> None:
         asserts.rewrite_methods_only()
     finally:
         sys.meta_path[:] = saved
-    runs = {f"pytest_ssd.methods.{m}.run" for m in ("esd", "snia", "wsat")}
+    runs = {f"pytest_ssd.methods.{m}.run" for m in ("esd", "namespaces", "snia", "wsat")}
     assert ours._must_rewrite == {*runs, "pytest_html"}
     assert others._must_rewrite == {"xdist"}

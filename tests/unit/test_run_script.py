@@ -32,5 +32,5 @@ def test_suite_without_a_known_name_is_one_line(args: list[str], tail: str) -> N
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (
         "usage: ./run suite NAME [pytest args]: NAME is one of"
-        f" csd, datasheet, esd, smoke, snia, wsat{tail}\n"
+        f" csd, datasheet, esd, qual, smoke, snia, wsat{tail}\n"
     )
