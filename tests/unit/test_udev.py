@@ -114,6 +114,8 @@ def test_the_watch_names_the_device_once_and_stops_its_fio() -> None:
     assert fio() == line, "fio on the device is stopped with the line"
     other_fio = stall_watch(machine, [FioJob("w", "rnd", 4096)], "/dev/loop7", "loop7")
     assert other_fio is not None and other_fio() is None, "another device is not stopped"
+    watch.close()
+    assert machine.device_faults == {}, "a later session on the machine starts clean"
 
 
 def test_a_host_without_udevadm_offers_no_events(tmp_path: Path) -> None:

@@ -148,12 +148,16 @@ class DeviceEvents:
                 self.drain()
 
     def close(self) -> None:
+        """Stop watching; what it said leaves the machines with it (this machine's object
+        outlives the session: a later session in this process starts clean)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)
         for _, source in self.sources:
             with contextlib.suppress(SsdError, OSError):
                 source.close()
+        for watched in self.watched.values():
+            watched.machine.device_faults.pop(watched.name, None)
 
 
 def start(
