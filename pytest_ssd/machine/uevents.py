@@ -18,10 +18,10 @@ from pytest_ssd.errors import ToolError
 from pytest_ssd.machine.held import MARK, Held
 from pytest_ssd.machine.machine import Machine
 
-#: held until its input closes; ready once udevadm listens (it prints its banner first)
+#: held until its input closes; ready once udevadm is started (it listens within
+#: milliseconds, long before the session's first test: no wait for it at start-up)
 SCRIPT = """
 udevadm monitor --kernel --subsystem-match=block --property & m=$!
-sleep 0.3
 echo "@@ssd:ready"
 cat >/dev/null
 kill "$m" 2>/dev/null
