@@ -6,7 +6,11 @@ read-only over virtio-9p, so it has fio, nvme-cli, util-linux and OpenSSH
 without an image to maintain.  The guest runs only sshd (no Python: it is about
 12 times slower there); QEMU forwards a free port of 127.0.0.1 to it, and the
 tests reach it as any test host: ``--dut=ssh://root@127.0.0.1:PORT/dev/nvme0n1``.
-The namespace (``-device nvme,serial=QNVME0001``) is a sparse file of the test's.
+The namespace (``-device nvme,serial=QNVME0001``) is a sparse file of the test's;
+*namespaces* adds more namespaces to the same controller (``-device nvme-ns``,
+nsid 2, 3, ...: ``/dev/nvme0n2`` ...), each its own sparse file and logical block
+size (:class:`Namespace`: a 4 KiB-sector one), nsid 1 staying ``/dev/nvme0n1`` of
+512-byte sectors.
 
 The guest is built once per machine under ``$SSD_QEMU_DIR`` (default
 ``/var/tmp/pytest-ssd-qemu``).  Where QEMU or the kernel package cannot be had,
@@ -23,7 +27,8 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -68,6 +73,35 @@ MaxStartups 64
 """
 
 
+@dataclass(frozen=True)
+class Namespace:
+    """A namespace added to the guest's controller: its size and logical (= physical) block."""
+
+    size_mib: int
+    block_size: int = 512
+
+
+def namespace_image(folder: Path, nsid: int) -> Path:
+    """The sparse file behind namespace *nsid* of the guest booted in *folder*."""
+    return folder / ("nvme.img" if nsid == 1 else f"nvme-n{nsid}.img")
+
+
+def _namespaces(image: Path, added: Sequence[Namespace], log: Path | None) -> list[str]:
+    """The controller and its namespaces: nsid 1 on *image* (its writes logged to *log*),
+    then each of *added*."""
+    drive = _drive(image, log)
+    if not added:  # the controller's own namespace, as the guest always had
+        return [*drive, "-device", f"nvme,serial={SERIAL},drive=nv0"]
+    argv = [*drive, "-device", f"nvme,id=nvme0,serial={SERIAL}"]
+    argv += ["-device", "nvme-ns,drive=nv0,nsid=1"]
+    for nsid, ns in enumerate(added, start=2):
+        path = namespace_image(image.parent, nsid)
+        sizes = f"logical_block_size={ns.block_size},physical_block_size={ns.block_size}"
+        argv += ["-drive", f"file={path},if=none,id=nv{nsid},format=raw,discard=unmap"]
+        argv += ["-device", f"nvme-ns,drive=nv{nsid},nsid={nsid},{sizes}"]
+    return argv
+
+
 def qemu_dir() -> Path:
     return Path(os.environ.get("SSD_QEMU_DIR", "/var/tmp/pytest-ssd-qemu"))
 
@@ -97,7 +131,14 @@ def build() -> Path:
 
 
 def _argv(
-    built: Path, share: Path, image: Path, port: int, console: Path, *, log: Path | None = None
+    built: Path,
+    share: Path,
+    image: Path,
+    port: int,
+    console: Path,
+    *,
+    namespaces: Sequence[Namespace] = (),
+    log: Path | None = None,
 ) -> list[str]:
     def fs(tag: str, path: Path, readonly: bool) -> list[str]:
         ro = ",readonly=on" if readonly else ""
@@ -120,8 +161,7 @@ def _argv(
         *fs("qn", share, False),
         *("-netdev", f"user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22"),
         *("-device", "virtio-net-device,netdev=n0"),
-        *_drive(image, log),
-        *("-device", f"nvme,serial={SERIAL},drive=nv0"),
+        *_namespaces(image, namespaces, log),
     ]
 
 
@@ -147,12 +187,17 @@ def _logged_in(config: Path, port: int) -> bool:
 
 @contextlib.contextmanager
 def nvme_guest(
-    folder: Path, size_mib: int = 1024, log_writes: Path | None = None
+    folder: Path,
+    size_mib: int = 1024,
+    *,
+    namespaces: Sequence[Namespace] = (),
+    log_writes: Path | None = None,
 ) -> Iterator[Sshd]:
-    """Boot the guest with a namespace of *size_mib*; its sshd as a test host while it runs.
+    """Boot the guest with a namespace of *size_mib* (and the *namespaces* after it, nsid 2
+    on); its sshd as a test host while it runs.
 
-    With *log_writes*, QEMU logs the namespace's writes and flushes there (its pid in
-    the file beside it, ``.pid``: ``pytest_ssd.methods.powerloss.qemu`` cuts its power)."""
+    With *log_writes*, QEMU logs namespace 1's writes and flushes there (its pid in the file
+    beside it, ``.pid``: ``pytest_ssd.methods.powerloss.qemu`` cuts its power)."""
     built = build()
     share = folder / "share"
     share.mkdir(parents=True)
@@ -161,16 +206,18 @@ def nvme_guest(
     (share / "authorized_keys").write_text(keygen(folder / "client_key") + "\n")
     (share / "stage2.sh").write_text(STAGE2)
     (share / "sshd_config").write_text(SSHD_CONFIG)
-    image = folder / "nvme.img"
-    with image.open("wb") as fh:
-        fh.truncate(size_mib << 20)
+    image = namespace_image(folder, 1)
+    sizes = {1: size_mib, **{n: ns.size_mib for n, ns in enumerate(namespaces, start=2)}}
+    for nsid, mib in sizes.items():
+        with namespace_image(folder, nsid).open("wb") as fh:
+            fh.truncate(mib << 20)
     if log_writes is not None:
         log_writes.write_bytes(b"")  # a new log (blklogwrites opens it, never creates it)
     port = free_port()
     config = ssh_config(folder, port, host_pub)
     console = folder / "console.log"
     guest = subprocess.Popen(
-        _argv(built, share, image, port, console, log=log_writes),
+        _argv(built, share, image, port, console, namespaces=namespaces, log=log_writes),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=(folder / "qemu.stderr").open("wb"),

@@ -91,6 +91,12 @@ class DeviceIdentity:
     nsid: int | None = None
     #: a partition's number: it carries its disk's serial
     partition: int | None = None
+    #: what udev adds (:mod:`.udev.info`, read once when the session opens the device): the
+    #: World Wide Name, the ``/dev/disk/by-id`` links (none without udevd), the controller
+    #: the device hangs off (``nvme0``); descriptive only: never what names or pins the device
+    wwn: str | None = field(default=None, compare=False)
+    by_id: tuple[str, ...] = field(default=(), compare=False)
+    controller: str | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -123,7 +129,8 @@ class DeviceIdentity:
         """The identity :meth:`as_dict` gave (its ``label`` is computed, not read)."""
         given = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         nvme_info = data.get("nvme")
-        return cls(**{**given, "nvme": NvmeInfo.from_dict(nvme_info) if nvme_info else None})
+        nvme = NvmeInfo.from_dict(nvme_info) if nvme_info else None
+        return cls(**{**given, "nvme": nvme, "by_id": tuple(data.get("by_id", ()))})
 
     def summary(self) -> str:
         """One line: path, model, serial, size, LBA sizes and transport."""

@@ -141,6 +141,10 @@ class DeviceSummary:
     sata: SataLink | None = None
     nvme: NvmeDetails | None = None
     scsi: ScsiDetails | None = None
+    #: what udev adds (:mod:`.udev.info`): World Wide Name, by-id links, parent controller
+    wwn: str | None = None
+    by_id: tuple[str, ...] = ()
+    controller: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         """Plain values for JSON results, with the capacity also in GiB and as sold."""
@@ -168,6 +172,9 @@ class DeviceSummary:
             ("Model", self.model or NOT_EXPOSED),
             ("Serial", self.serial or NOT_EXPOSED),
             ("Firmware", self.firmware or NOT_EXPOSED),
+            ("WWN", self.wwn or NOT_EXPOSED),
+            ("Links (by-id)", ", ".join(self.by_id) or NOT_EXPOSED),
+            ("Controller", self.controller or NOT_EXPOSED),
             ("Capacity", capacity_text(self.capacity_bytes)),
             (
                 "Block size (logical / physical)",
@@ -327,6 +334,9 @@ def summarize(identity: DeviceIdentity, *, sysfs_root: Path | None = SYSFS) -> D
         sata=sata_link(scsi_disk, sysfs_root) if scsi_disk and sysfs_root else None,
         nvme=nvme,
         scsi=scsi,
+        wwn=identity.wwn,
+        by_id=identity.by_id,
+        controller=identity.controller,
     )
 
 

@@ -135,6 +135,9 @@ class StallWatch:
     #: where fio works, for the message
     where: str
     every_s: float = EVERY_S
+    #: what the machine's kernel said happened to the device (it dropped off the bus, it
+    #: changed size: :attr:`~pytest_ssd.machine.machine.Machine.device_faults`), asked first
+    fault: Callable[[], str | None] = lambda: None
     _last: tuple[int, ...] | None = None
     #: when the counters last moved, and when they were last read
     _moved: float = field(init=False)
@@ -144,6 +147,9 @@ class StallWatch:
         self._moved = self._read = time.monotonic()
 
     def __call__(self) -> str | None:
+        said = self.fault()
+        if said is not None:
+            return said
         now = time.monotonic()
         if now - self._read < self.every_s:
             return None
@@ -165,8 +171,12 @@ def stall_watch(
 ) -> StallWatch | None:
     """The stall watch of *jobs* on *target* on *machine* (*where* in its message), its
     counters read every :attr:`~pytest_ssd.machine.machine.Machine.poll_s`; None where none
-    can be."""
-    return _watch(jobs, counters(machine, target), where, machine.poll_s)
+    can be.  A fault the machine's kernel reports on the device stops fio at once."""
+    watch = _watch(jobs, counters(machine, target), where, machine.poll_s)
+    name = machine.block_name(target, holding=True)
+    if watch is not None and name is not None:
+        watch.fault = lambda: machine.device_faults.get(name)
+    return watch
 
 
 def _watch(

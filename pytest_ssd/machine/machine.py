@@ -171,6 +171,16 @@ class Machine(ABC):
         return blocks.parse_blocks(done.stdout, numbers)
 
     @property
+    def device_faults(self) -> dict[str, str]:
+        """Block device name -> what the machine's kernel said happened to it this session
+        (the device events watch fills it: :mod:`pytest_ssd.device.udev.events`); a program
+        running on that device is stopped with the line."""
+        found: dict[str, str] | None = self.__dict__.get("_device_faults")
+        if found is None:
+            found = self.__dict__["_device_faults"] = {}
+        return found
+
+    @property
     def on(self) -> str:
         """The machine after a path in a message: ``" on ssh root@host port 2222"``, "" here."""
         return f" on {self.where}" if self.where else ""

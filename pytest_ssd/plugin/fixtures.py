@@ -18,6 +18,7 @@ from pytest_ssd.plugin.collection import SUITE_FLAG
 from pytest_ssd.plugin.health import around_state
 from pytest_ssd.plugin.skips import skip_before_state
 from pytest_ssd.results.files import storage_fault_of
+from pytest_ssd.results.record import DERIVED_PROPERTY, Derived
 from pytest_ssd.session import SESSION_KEY, Dut, SsdSession
 from pytest_ssd.state import plan
 
@@ -43,6 +44,10 @@ def pytest_runtest_makereport(
     if fault is not None:  # a full or read-only report folder: one line, and the run stops
         report.longrepr = f"{type(fault).__name__}: {fault}"
         item.session.shouldstop = f"pytest-ssd stopped the run: {fault}"
+    gone = _device_fault(item) if report.when == "call" else None
+    if gone is not None:  # the device dropped off or changed while the test ran: its line
+        report.outcome, report.longrepr = "failed", gone[1]
+        item.user_properties.append((DERIVED_PROPERTY, stayed(item, *gone).to_json()))
     if report.when == "call":
         extras = [*getattr(report, "extras", []), *item.stash.get(FIGURES_KEY, [])]
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's attribute
@@ -51,6 +56,23 @@ def pytest_runtest_makereport(
             from pytest_ssd.plugin import overview  # noqa: PLC0415  # an active run's only
 
             overview.time_call(session, item, report.duration)
+
+
+def _device_fault(item: pytest.Item) -> tuple[str, str] | None:
+    """The item's device and what the kernel said happened to it, first said on this item."""
+    session = item.config.stash.get(SESSION_KEY, None)
+    callspec = getattr(item, "callspec", None)
+    dut_id = callspec.params.get("dut") if callspec is not None else None
+    if session is None or not isinstance(dut_id, str):
+        return None
+    said = session.device_fault(dut_id)
+    return (dut_id, said) if said is not None and session.blame(dut_id, item.nodeid) else None
+
+
+def stayed(item: pytest.Item, dut_id: str, said: str) -> Derived:
+    """The qualification record of device *dut_id*, which dropped off or changed during *item*."""
+    values = {"part": "devices", "check": "stayed on the bus", "verdict": "fail", "detail": said}
+    return Derived(test=item.nodeid, device=dut_id, name="qualification", values=values)
 
 
 @pytest.fixture(scope="session")
@@ -74,6 +96,9 @@ def dut(request: pytest.FixtureRequest, ssd_session: SsdSession) -> Dut:
     logical block refuses, is skipped here with the reason: before its state is reached.
     """
     device = ssd_session.duts[request.param]
+    said = ssd_session.device_fault(device.id)
+    if said is not None:  # it dropped off or changed before this test
+        pytest.fail(f"refused: {said}", pytrace=False)
     lba_size = device.identity.logical_block_size
     reason = skip_before_state(request.node, device.drive_class, lba_size)
     if reason is not None:

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from pytest_ssd.db import DriveRef
     from pytest_ssd.db.export import ResultsExport
     from pytest_ssd.db.lab import RunRecords
+    from pytest_ssd.device.udev.events import DeviceEvents
     from pytest_ssd.host import HostRecord
     from pytest_ssd.host.tune import Tuner
 
@@ -99,6 +100,10 @@ class SsdSession:
     health_watches: dict[str, HealthWatch] = field(default_factory=dict)
     #: the run this session continues (--ssd-resume), None for a new run
     resumed: Resumed | None = None
+    #: the kernel's events of the devices, watched in the process that runs their tests
+    events: DeviceEvents | None = None
+    #: device id -> the test a fault of the device's events failed (the one running then)
+    blamed: dict[str, str] = field(default_factory=dict)
     #: the datasheets given and the candidates (:meth:`prepare`), assigned to the devices
     _sheets: tuple[tuple[Datasheet, ...], tuple[Datasheet, ...]] = field(
         default=((), ()), init=False, repr=False
@@ -152,6 +157,7 @@ class SsdSession:
 
             for dut_id, sheet in sheets.items():
                 session.datasheets[dut_id] = load_datasheet(sheet)
+        session.watch_events()
         return session
 
     def workerinput(self) -> dict[str, Any]:
@@ -205,6 +211,7 @@ class SsdSession:
         try:
             self.open_devices()
             self.start_run(args)
+            self.watch_events()
         except BaseException:
             self.close()  # devices unlocked, scratch released, settings back
             raise
@@ -252,6 +259,10 @@ class SsdSession:
         self.environment.start(self.devices.tuning(), self.warnings)
         for dut_id in self.duts:  # each health log's reader, found on its machine
             self.health_watch(dut_id)
+        from pytest_ssd.device.udev import events  # noqa: PLC0415  # a session opening devices
+
+        machines = {id(m): m for m in (self.services(d).machine for d in self.duts)}
+        self.warnings.extend(events.unoffered(machines.values()))
 
     def start_run(self, args: list[str]) -> None:
         """The run folder, the ``latest`` link, results.json and the database.
@@ -276,6 +287,31 @@ class SsdSession:
         # what a resumed run must match (a resumed run keeps the run's own record)
         environment = {**runinfo.collect(args, host), SHAPE_KEY: dict(self.options.shape)}
         self.run_store.start(environment, described)
+
+    def watch_events(self) -> None:
+        """Watch the devices' kernel events from here on (a machine that offers none is
+        said in one line among the warnings)."""
+        from pytest_ssd.device.udev import events  # noqa: PLC0415  # a process running tests
+
+        watched = [
+            events.Watched(
+                dut_id, str(d.path), name, d.identity.size_bytes, self.services(dut_id).machine
+            )
+            for dut_id, d in self.duts.items()
+            if (name := d.identity.kernel_name) is not None
+        ]
+        if watched:
+            folder = self.run_dir / "events" / f"pid-{os.getpid()}"  # each xdist worker's
+            self.events = events.start(watched, folder, self.warnings, events.stderr_line)
+
+    def device_fault(self, dut_id: str) -> str | None:
+        """What the kernel said happened to device *dut_id* this session (None: nothing)."""
+        return self.events.fault(dut_id) if self.events is not None else None
+
+    def blame(self, dut_id: str, nodeid: str) -> bool:
+        """Whether test *nodeid* is the one device *dut_id*'s fault fails (the first to end
+        after it; a later one is refused before it starts)."""
+        return self.blamed.setdefault(dut_id, nodeid) == nodeid
 
     def _check_resumed(self) -> None:
         """A resumed run's devices are the drives it measured; say what is kept and why."""
@@ -363,6 +399,9 @@ class SsdSession:
 
     def close_hosts(self) -> None:
         """Stop this process's fio servers on test hosts, unlock, disconnect; say what was left."""
+        if self.events is not None:  # its udevadm on a host ends with the connection
+            self.events.close()
+            self.events = None
         for problem in self.devices.close():
             sys.stderr.write(f"pytest-ssd: {problem}\n")
 

@@ -68,6 +68,17 @@ def check_size(node: Path, size: int, kind: str | None) -> None:
         )
 
 
+def enrich(duts: list[Dut], machine: Machine) -> None:
+    """Give each of *duts* (all on *machine*) what udev adds to its identity, in one read."""
+    from pytest_ssd.device.udev import info  # noqa: PLC0415  # the controller's, once
+
+    names = [dut.identity.kernel_name or "" for dut in duts]
+    with contextlib.suppress(SsdError):  # descriptive only: the run goes on without it
+        found = info.read(machine, names)
+        for dut, name in zip(duts, names, strict=True):
+            dut.identity = info.enrich(dut.identity, found.get(name))
+
+
 def speed_key(identity: DeviceIdentity, scratch: bool) -> str:
     """Which measured rates apply to a device: scratch, its model and serial, else its path."""
     if scratch:
@@ -355,6 +366,7 @@ class Devices:
 
         def summarize(group: list[Dut]) -> dict[str, DeviceSummary]:
             site = self.services[group[0].id].site
+            enrich(group, site.machine)
             found = site.summaries([dut.identity for dut in group])
             for dut, (_, said) in zip(group, found, strict=True):
                 self.warnings.extend(f"{dut.id}: {line}" for line in said)

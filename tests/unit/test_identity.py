@@ -231,10 +231,14 @@ def test_identity_round_trips_as_plain_data() -> None:
         nvme=info,
         nsid=2,
         partition=1,
+        wwn="eui.0123456789abcdef",
+        by_id=("/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_GOLDEN0001",),
+        controller="nvme0",
     )
     _every_field_set(ident)
     plain = json.loads(json.dumps(ident.as_dict()))
     assert DeviceIdentity.from_dict(plain) == ident
+    assert DeviceIdentity.from_dict(plain).as_dict() == ident.as_dict()  # compare=False ones too
     assert DeviceIdentity.from_dict(ident.as_dict()) == ident
     without = {**plain, "nvme": None}
     assert DeviceIdentity.from_dict(without) == dataclasses.replace(ident, nvme=None)

@@ -24,6 +24,7 @@ FOLDERS = (
     "esd",
     "features",
     "integrity",
+    "namespaces",
     "powerloss",
     "qual",
     "smoke",
@@ -76,9 +77,9 @@ def test_the_methods_declare_their_sections_through_the_hook_in_the_methods_orde
     ordered = sorted(declared, key=lambda s: s.order)
     suites = ["smoke", "csd", "esd", "snia", "wsat", "datasheet", "qual", "qual", "qual"]
     assert [s.suite for s in ordered] == suites
-    # power loss and features declare no section: their verdicts are in the qualification
-    # summary (pytest_ssd/methods/qual)
-    sectioned = [f for f in FOLDERS if f not in ("powerloss", "features")]
+    # power loss, features and namespaces declare no section: their verdicts are in the
+    # qualification summary (pytest_ssd/methods/qual)
+    sectioned = [f for f in FOLDERS if f not in ("powerloss", "features", "namespaces")]
     assert {s.origin for s in declared} == {f"plugin ssd-method-{f}" for f in sectioned}
     headlines = {s.suite for s in declared if s.headline is not None}
     assert headlines == {"esd", "snia", "wsat", "qual"}
