@@ -409,3 +409,35 @@ def test_admin_load_and_declared_features_on_a_real_controller(
     assert "Traceback" not in run.result.stdout.str() + run.result.stderr.str()
     assert_admin_load(run)
     assert_features(run)
+
+
+INTEGRITY = REPO / "suites" / "qual" / "test_integrity.py"
+
+
+def test_data_integrity_after_trim_and_purge_on_a_real_controller(
+    guest: Sshd, run_ssd: Any
+) -> None:
+    """suites/qual's integrity checks whose answer the controller declares: a trimmed range
+    reads as id-ns DLFEAT says (QEMU: 1, zeroes) and a purge by ``nvme format`` leaves no
+    old header; the kept data reads back as written."""
+    run = run_ssd(
+        f"--dut={guest.url(NS)}",
+        f"--ssd-ssh-config={guest.config}",
+        f"--ssd-confirm={SERIAL}",
+        "-k",
+        "after_trim or after_purge",
+        suite=INTEGRITY,
+        timeout=900,
+    )
+    assert run.result.ret == 0, run.result.stdout.str()
+    checks = {
+        d["values"]["check"]: d["values"]
+        for d in run.results()["derived"]
+        if d["name"] == "qualification"
+    }
+    assert {c["verdict"] for c in checks.values()} == {"pass"}, checks
+    trimmed = " ".join(c["detail"] for name, c in checks.items() if "trim" in name)
+    assert "DLFEAT bits 2:0 = 1" in trimmed, checks
+    assert "after purge" in checks, checks
+    purged = run.run_dir.rglob("nvme-format.cmd")
+    assert any(f"nvme format {NS} --ses=" in p.read_text() for p in purged)

@@ -39,11 +39,8 @@ def test_commands_run_on_the_host_over_one_master_connection(sshd: Sshd, tmp_pat
         assert ssh.alive
         done = ssh.run(["sh", "-c", 'echo "$1"; exit 3', "sh", "a b; $(c)"], timeout=30)
         assert (done.returncode, done.stdout) == (3, "a b; $(c)\n"), "quoted for the remote shell"
-        start = time.monotonic()
-        for _ in range(5):
+        for _ in range(5):  # (their cost: tests/benchmarks/remote.py, not a timed test)
             assert ssh.run(["true"], timeout=30).returncode == 0
-        per_command = (time.monotonic() - start) / 5
-        assert per_command < 1.0, f"multiplexed commands took {per_command:.2f} s each"
         logins = (sshd.folder / "sshd.log").read_text().count("Accepted publickey")
         assert logins == 1, "every command went over the master connection"
     finally:
