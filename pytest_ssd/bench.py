@@ -211,6 +211,18 @@ class SsdBench:
             self._check_covered(jobs, fio_run)
         return fio_run
 
+    @contextlib.contextmanager
+    def writing(self, jobs: Sequence[FioJob]) -> Iterator[None]:
+        """For a test that runs fio its own way (a power cut, a trigger): the guard and the
+        device's state as :meth:`run_jobs` gives them.  Refused (or skipped under
+        ``--ssd-readonly``) unless the device is safe to write; *jobs*' writes accounted in
+        its state before they run, and noted as written once the block ends without error."""
+        self._guard_writes()
+        self._observe(jobs)
+        yield
+        for job in jobs:
+            self._note_written(job)
+
     def _observe(self, jobs: Sequence[FioJob]) -> None:
         """Account *jobs*' writes in the device's state before fio runs them."""
         keeper = self._env.keeper()

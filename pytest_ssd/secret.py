@@ -31,8 +31,23 @@ _ASSIGNED = re.compile(
 )
 
 
+#: options whose value is a command pytest-ssd runs (a lab's power controller: ``ipmitool
+#: -H bmc -U admin -P PASSWORD chassis power cycle``): written as its program alone, its
+#: arguments ``***`` (a password flag of any tool cannot be known by its name)
+COMMAND_OPTIONS = ("--ssd-power-cycle",)
+
+
+def masked_command(command: str) -> str:
+    """A command line as it may be written: its program, then ``***`` for any argument."""
+    program, _, rest = command.strip().partition(" ")
+    return f"{program} {MASK}" if rest.strip() else program
+
+
 def masked_text(text: str) -> str:
     """*text* (a URL, an argument) with each password in it written ``***``."""
+    for option in COMMAND_OPTIONS:
+        if text.startswith(f"{option}="):
+            return f"{option}={masked_command(text.removeprefix(f'{option}='))}"
     text = _USERINFO.sub(rf"\1:{MASK}@", text)
     return _ASSIGNED.sub(rf"\1{MASK}", text)
 
@@ -62,5 +77,7 @@ def masked(value: Any) -> Any:
         for i, prior in enumerate(value[:-1]):
             if isinstance(prior, str) and secret_name(prior) and isinstance(value[i + 1], str):
                 items[i + 1] = MASK
+            elif prior in COMMAND_OPTIONS and isinstance(value[i + 1], str):
+                items[i + 1] = masked_command(value[i + 1])
         return items if isinstance(value, list) else tuple(items)
     return value

@@ -145,7 +145,7 @@ def test_the_command_runs_with_the_device_in_its_environment(tmp_path: Path) -> 
         "/dev/nvme0n1|drive A|S1|lab-07\ncycled\n"
     )
     failing = CommandController(("sh", "-c", "echo no outlet 9 >&2; exit 3"), DUT, tmp_path)
-    with pytest.raises(PowerCycleError, match=r"sh -c .* exited 3: no outlet 9"):
+    with pytest.raises(PowerCycleError, match=r"sh \*\*\* exited 3: no outlet 9"):
         failing.cycle()
 
 
@@ -172,7 +172,8 @@ def test_the_option_wins_then_the_first_plugin_that_powers_the_drive(tmp_path: P
     assert power_controller(None, _caller(), DUT, tmp_path) is None
     assert power_controller(None, _caller(pdu, None), DUT, tmp_path) is pdu
     given = power_controller(("ipmitool", "chassis", "power", "cycle"), _caller(pdu), DUT, tmp_path)
-    assert isinstance(given, CommandController) and given.name == "ipmitool chassis power cycle"
+    # its arguments may hold a password: written as the program alone
+    assert isinstance(given, CommandController) and given.name == "ipmitool ***"
     with pytest.raises(ExtensionError) as wrong:
         power_controller(None, _caller("pdu"), DUT, tmp_path)
     assert str(wrong.value) == (

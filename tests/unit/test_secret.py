@@ -72,6 +72,25 @@ def test_the_recorded_environment_masks_every_secret_of_the_command_line() -> No
     }
 
 
+def test_a_power_controllers_command_is_written_as_its_program_alone() -> None:
+    """``ipmitool -P PASSWORD``: a tool's password flag cannot be known by its name, so a
+    command pytest-ssd runs is recorded without its arguments, whichever way it is given."""
+    command = "ipmitool -I lanplus -H bmc -U admin -P S3cret chassis power cycle"
+    args = [f"--ssd-power-cycle={command}", "--ssd-power-cycle", command, "-k", "power"]
+    environment = collect(args)
+    assert "S3cret" not in repr(environment)
+    assert environment["argv"][-5:] == [
+        "--ssd-power-cycle=ipmitool ***",
+        "--ssd-power-cycle",
+        "ipmitool ***",
+        "-k",
+        "power",
+    ]
+    assert masked_text("--ssd-power-cycle=/usr/local/bin/cut-power") == (
+        "--ssd-power-cycle=/usr/local/bin/cut-power"
+    )
+
+
 def test_a_server_refusing_the_login_is_not_a_server_away(
     postgres: Postgres, tmp_path: Path
 ) -> None:

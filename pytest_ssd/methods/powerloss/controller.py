@@ -30,6 +30,7 @@ from pytest_ssd.errors import SsdError
 from pytest_ssd.hookcall import first_answer
 from pytest_ssd.methods.powerloss import OPTION
 from pytest_ssd.proc import run
+from pytest_ssd.secret import masked_command
 
 if TYPE_CHECKING:
     from pluggy import HookCaller
@@ -71,7 +72,8 @@ class CommandController:
 
     @property
     def name(self) -> str:
-        return shlex.join(self.argv)
+        """The command as it may be written (its arguments may hold a BMC's password)."""
+        return masked_command(shlex.join(self.argv))
 
     def environment(self) -> list[str]:
         """``NAME=value`` of the device, as ``env`` takes them."""

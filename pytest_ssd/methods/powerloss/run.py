@@ -132,15 +132,12 @@ def check_power_loss(
         record(ssd, check, "not judged", why)
         pytest.skip(why)
     # fio runs here directly, not through ssd.run: the guard and the device's state too
-    ssd._guard_writes()
-    ssd._observe(workload.jobs())
-    try:
-        outcome = _cut_and_verify(ssd, controller, workload)
-    except SsdError as exc:  # no verdict: why, in the record too
-        record(ssd, check, "not judged", str(exc).splitlines()[0])
-        raise
-    for job in workload.jobs():
-        ssd._note_written(job)
+    with ssd.writing(workload.jobs()):
+        try:
+            outcome = _cut_and_verify(ssd, controller, workload)
+        except SsdError as exc:  # no verdict: why, in the record too
+            record(ssd, check, "not judged", str(exc).splitlines()[0])
+            raise
     detail = outcome.detail(ssd.dut.identity.logical_block_size)
     record(ssd, check, "fail" if outcome.failed else "pass", detail)
     ssd.derive(
