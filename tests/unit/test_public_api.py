@@ -72,4 +72,5 @@ def test_the_ssd_fixture_is_a_narrow_handle() -> None:
         "series",
         "spec",
         "unwritten",
+        "writing",
     }
