@@ -57,6 +57,8 @@ if TYPE_CHECKING:  # a worker loads matplotlib only when a test hands it a Figur
     from matplotlib.figure import Figure
     from numpy.typing import ArrayLike
 
+    from pytest_ssd.machine.machine import FileReader
+
     # and the datasheet machinery only when its device has a datasheet
     from pytest_ssd.specs import Datasheet, SpecLine, Verdict
     from pytest_ssd.state.cpu import CpuTimes
@@ -254,11 +256,11 @@ class SsdBench:
                 self._env.services.same()
             self._observe(jobs)
         started = time.time()
-        before = self._times()
+        before = self._times(batch.gates)  # a request to the batch's agent where fio runs
         with self._env.services.sampler() as sampler:
             results = batch.measure(jobs)
         ended = time.time()
-        self._cpus = _cpus(before, self._times(), results, ended - started)
+        self._cpus = _cpus(before, self._times(batch.gates), results, ended - started)
         self._keep_health(sampler, jobs[0].name)
         for job in jobs:
             self._note_written(job)
@@ -306,11 +308,12 @@ class SsdBench:
             self._note_written(job)
         return fio_run
 
-    def _times(self) -> CpuTimes | None:
-        """The device's machine's CPU times now (its ``/proc/stat`` and CPU pressure)."""
+    def _times(self, reader: FileReader | None = None) -> CpuTimes | None:
+        """The device's machine's CPU times now (its ``/proc/stat`` and CPU pressure), read
+        by *reader* there (None: the machine itself)."""
         from pytest_ssd.state.cpu import read_times  # noqa: PLC0415  # a measuring run's
 
-        return read_times(self._env.services.machine)
+        return read_times(reader or self._env.services.machine)
 
     def _writer(self, folder: Path) -> Write:
         """Where live lines go: the terminal (the controller's, under xdist), else a log."""

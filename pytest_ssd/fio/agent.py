@@ -6,9 +6,11 @@ are fio's own (:mod:`pytest_ssd.fio.batch`).  Both must be where fio runs, so
 assumed there) does there what a batch needs of a FIFO or a process — make the
 FIFOs and job files, start a point's fio (under ``SCHED_IDLE`` until its
 release), hold a gate, write a word to it, wait for a job's end FIFO, wait for a
-fio and send back its output and the files it wrote beside it (its per-I/O logs)
-— one line a request.  A controller silent for :data:`IDLE_S` (dead, or cut off
-without a word) ends its batch there.  The order of releases, the holding of
+fio and send back its output and the files it wrote beside it (its per-I/O logs),
+read small files there (the CPU record around a point, the stall watch's counters: a
+request instead of an SSH command to a test host) — one line a request.  A
+controller silent for :data:`IDLE_S` (dead, or cut off without a word) ends its batch
+there.  The order of releases, the holding of
 gates and what a failure means stay in :class:`~pytest_ssd.fio.batch.Batch`.
 This machine and a test host run the same agent and the same :class:`Gates`;
 only how its socket is reached differs:
@@ -57,7 +59,7 @@ from pathlib import Path
 from pytest_ssd.device.pinned import Pinned, changed
 from pytest_ssd.errors import FioError, SsdError
 from pytest_ssd.fio.job import FIO_INSTALL_HINT, FioJob
-from pytest_ssd.fio.watch import StallWatch, capacity, stall_watch
+from pytest_ssd.fio.watch import EVERY_S, StallWatch, capacity, stall_watch
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.ssh import MARK, Held, control_folder
 from pytest_ssd.proc import Completed
@@ -139,9 +141,9 @@ class Gates:
 
     @property
     def watch_after(self) -> float:
-        """A job is watched once it runs longer than the machine's poll interval (on a
-        test host its counters are a command away: 0.05-0.1 s over SSH)."""
-        return self.machine.poll_s
+        """A job is watched once it runs longer than the watch's interval (its counters
+        are read by the agent: a request, on a test host too)."""
+        return EVERY_S
 
     @property
     def checks_device(self) -> bool:
@@ -154,14 +156,13 @@ class Gates:
 
     def where(self, target: str) -> str:
         """*target* in a message (with the host it is on)."""
-        where = self.machine.where
-        return f"{target} ({where})" if where else target
+        return self.machine.naming(target)
 
     def capacity(self, target: str) -> int | None:
         return capacity(self.machine, target)
 
     def watch(self, jobs: Sequence[FioJob], target: str, where: str) -> StallWatch | None:
-        return stall_watch(self.machine, jobs, target, where)
+        return stall_watch(self.machine, jobs, target, where, self)
 
     def connect(self) -> None:
         """Connect; the agent makes the batch's folder there (FioError in one line if not)."""
@@ -217,6 +218,24 @@ class Gates:
         if word != "ok":
             raise FioError(f"{self.at}: the fio batch agent: {rest or line}")
         return rest
+
+    def read_many(self, paths: Sequence[str]) -> list[str | None]:
+        """Each of small files *paths*' text where fio runs, in one request (None: unread;
+        every one None once the agent is lost).  A path with white space in it goes to the
+        machine (a request's words are split on spaces)."""
+        if any(not path or any(c.isspace() for c in path) for path in paths):
+            return self.machine.read_many(paths)
+        if not paths:
+            return []
+        with self._lock:
+            try:
+                head = self._answer(f"read {' '.join(paths)}", b"", 0.0)
+                texts = [
+                    self._bytes(int(size)) if int(size) >= 0 else None for size in head.split()
+                ]
+            except AgentLost:
+                return [None] * len(paths)
+        return [None if text is None else text.decode(errors="replace") for text in texts]
 
     def _lost(self, how: str) -> AgentLost:
         self.close()

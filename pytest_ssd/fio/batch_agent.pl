@@ -204,6 +204,10 @@ sub serve {
       $answer = wait_end($a[0], $a[1], $idle);
     } elsif ($cmd eq 'alive') {  # processes k...: each running (yes) or ended (no)
       $answer = 'ok ' . join(' ', map { reap($_, POSIX::WNOHANG()) ? 'no' : 'yes' } @a);
+    } elsif ($cmd eq 'read') {  # files path...: each one's length (-1: unread), then their bytes
+      my @texts = map { slurp($_) } @a;
+      print $c 'ok ' . join(' ', map { defined $_ ? length($_) : -1 } @texts) . "\n" . join('', map { $_ // '' } @texts);
+      $answer = undef;
     } elsif ($cmd eq 'children') {
       my $p = $pid{$a[0]}; my $kids = slurp("/proc/$p/task/$p/children") // '';
       $answer = $kids =~ /\d/ ? 'ok yes' : 'ok no';

@@ -77,7 +77,7 @@ class ChildFio:
     live_status = True
 
     def where(self, target: str) -> str:
-        return target
+        return self.machine.naming(target)
 
     def client_args(self, artifacts: Path) -> list[str]:
         return []
@@ -114,7 +114,7 @@ class ClientFio:
     live_status = False
 
     def where(self, target: str) -> str:
-        return f"{target} ({self.machine.where})"
+        return self.machine.naming(target)
 
     def client_args(self, artifacts: Path) -> list[str]:
         return self.server.client_args(artifacts)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from pytest_ssd.errors import ConfigError, SsdError
 from pytest_ssd.fio.job import FioJob
-from pytest_ssd.machine.machine import Machine
+from pytest_ssd.machine.machine import FileReader, Machine
 
 #: the environment variable that sets every job's allowance, in seconds
 STALL_ENV = "PYTEST_SSD_STALL_S"
@@ -108,17 +108,18 @@ def parse_done(text: str) -> tuple[int, ...]:
     return tuple(int(fields[i]) for i in _DONE_FIELDS if i < len(fields))
 
 
-def counters(machine: Machine, target: str) -> Counters | None:
-    """A reader of the completed work of the device *target* is (or is on) on *machine*;
-    None: none."""
+def counters(machine: Machine, target: str, reader: FileReader | None = None) -> Counters | None:
+    """A reader of the completed work of the device *target* is (or is on) on *machine*,
+    read by *reader* there (None: the machine itself); None: none."""
     name = machine.block_name(target, holding=True)
     if name is None:
         return None
     path = f"/sys/class/block/{name}/stat"
+    files = reader or machine
 
     def read() -> tuple[int, ...] | None:
         try:
-            text = machine.read(path)
+            (text,) = files.read_many([path])
             return parse_done(text) if text else None
         except (SsdError, ValueError):  # the connection's trouble is fio's to report
             return None
@@ -167,12 +168,19 @@ class StallWatch:
 
 
 def stall_watch(
-    machine: Machine, jobs: Sequence[FioJob], target: str, where: str
+    machine: Machine,
+    jobs: Sequence[FioJob],
+    target: str,
+    where: str,
+    reader: FileReader | None = None,
 ) -> StallWatch | None:
-    """The stall watch of *jobs* on *target* on *machine* (*where* in its message), its
-    counters read every :attr:`~pytest_ssd.machine.machine.Machine.poll_s`; None where none
-    can be.  A fault the machine's kernel reports on the device stops fio at once."""
-    watch = _watch(jobs, counters(machine, target), where, machine.poll_s)
+    """The stall watch of *jobs* on *target* on *machine* (*where* in its message); None
+    where none can be.  Its counters are read every
+    :attr:`~pytest_ssd.machine.machine.Machine.poll_s` by the machine, or every
+    :data:`EVERY_S` by *reader* there (a batch's agent: a request, not a command).  A fault
+    the machine's kernel reports on the device stops fio at once."""
+    every = machine.poll_s if reader is None else EVERY_S
+    watch = _watch(jobs, counters(machine, target, reader), where, every)
     if watch is not None:
         watch.fault = _fault_of(machine, target)
     return watch

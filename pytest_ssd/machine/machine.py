@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from pytest_ssd.errors import DeviceError, ToolError
 from pytest_ssd.machine import blocks, hostfacts, localcopy
@@ -54,6 +54,13 @@ KERNEL_TREES = ("/sys", "/proc")
 
 #: a machine's place: this machine, or a test host
 Place = Literal["local", "host"]
+
+
+class FileReader(Protocol):
+    """What reads small files on a machine in one go: the machine itself, or a fio batch's
+    agent running there (a request on its socket instead of an SSH command)."""
+
+    def read_many(self, paths: Sequence[str]) -> list[str | None]: ...
 
 
 class Machine(ABC):
@@ -184,6 +191,11 @@ class Machine(ABC):
     def on(self) -> str:
         """The machine after a path in a message: ``" on ssh root@host port 2222"``, "" here."""
         return f" on {self.where}" if self.where else ""
+
+    def naming(self, target: str) -> str:
+        """*target* (a device, a file) in a message: ``/dev/sdb (ssh root@host)``, as it is
+        here."""
+        return f"{target} ({self.where})" if self.where else target
 
     @property
     def poll_s(self) -> float:

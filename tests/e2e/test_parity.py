@@ -39,13 +39,14 @@ from pytest_ssd.fio.job import FioJob
 from pytest_ssd.fio.results import FioOutput
 from pytest_ssd.fio.runners import runner_on
 from pytest_ssd.fio.server import FioServers
-from pytest_ssd.fio.watch import capacity, stall_watch
+from pytest_ssd.fio.watch import EVERY_S, capacity, stall_watch
 from pytest_ssd.health import find_source
 from pytest_ssd.health.log import find_log_reader
 from pytest_ssd.machine.address import parse_address
 from pytest_ssd.machine.machine import LOCAL, Machine, SshMachine
 from pytest_ssd.site import Site, Sites
 from pytest_ssd.state.accounting import counters_on
+from pytest_ssd.state.cpu import read_times
 from pytest_ssd.state.progress import Plan, Progress, feeding
 from tests.e2e.conftest import REPO, cssd_suite, smoke_argv
 from tests.e2e.test_safety import ext4_device, mounted  # noqa: F401  (fixtures: a mounted ext4)
@@ -363,6 +364,13 @@ def test_a_batchs_gates(machine: Machine, loop_device: LoopFactory, tmp_path: Pa
         jobs[1] = dataclasses.replace(jobs[1], extra=(("write_lat_log", "own"),))
         with Batch(jobs, dev, tmp_path / "batch", points=[1, 1, 1], gates=gates) as batch:
             assert gates.checks_device, "each release checks the pinned device at the gate"
+            # the agent reads small files where fio runs (a request, not an SSH command):
+            # the CPU record around a point and the stall watch's counters
+            stat, missing = gates.read_many(["/proc/stat", "/proc/no-such-file"])
+            assert stat is not None and stat.startswith("cpu ") and missing is None
+            assert read_times(gates) is not None
+            watch = gates.watch(jobs[:1], str(dev), str(dev))
+            assert watch is not None and watch.every_s == EVERY_S and watch._last is not None
             for job in jobs:
                 (result,) = batch.measure([job])
                 assert result.directions["write"].io_bytes == MIB
