@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 from pytest_ssd.db.conn import Conn
 from pytest_ssd.db.history import FoundSeries, find_series, history
+from pytest_ssd.documents import loads_json
 from pytest_ssd.results.history import HistoryRow, drive_of
+from pytest_ssd.specs.units import convert
 from pytest_ssd.text import latency_unit
 
 #: the metrics a trace shows: (the verdicts' metric name, the label on the axis)
@@ -34,6 +36,8 @@ class Trace:
     direction: str
     metric: str
     points: tuple[BuildPoint, ...]
+    #: the drive's datasheet figure for this metric (IOPS or µs), where its runs checked one
+    datasheet: float | None = None
 
     @property
     def name(self) -> str:
@@ -59,20 +63,60 @@ class SiteSeries:
     runs: tuple[tuple[str, str, str, str], ...]
 
 
+#: the datasheet metric (a conformance row's) each trace's metric is drawn against, and the
+#: unit the trace's values are in
+SPEC_METRICS = {"iops": ("iops", "IOPS"), "p99_us": ("latency-p99", "µs")}
+
+
 def read_series(conn: Conn) -> list[SiteSeries]:
     """Every series of the database with its traces."""
-    return [_series(s, history(conn, *s.keys)) for s in find_series(conn)]
+    return [
+        _series(s, history(conn, *s.keys), datasheet_lines(conn, s.keys)) for s in find_series(conn)
+    ]
 
 
-def _series(found: FoundSeries, rows: Sequence[HistoryRow]) -> SiteSeries:
+def datasheet_lines(conn: Conn, keys: Sequence[str]) -> dict[tuple[str, str], float]:
+    """(drive label, trace metric): the datasheet figure the newest run of the series checked
+    (a conformance row of the test that measured it); none where its test checked several
+    of one metric (which point each was is not recorded) or a per-TB figure."""
+    rows = conn.execute(
+        'SELECT v.run_id, d.label, v."row" FROM verdicts v JOIN runs r ON r.id = v.run_id'
+        " JOIN run_devices d ON d.run_id = v.run_id AND d.dut_id = v.dut_id"
+        " WHERE EXISTS (SELECT 1 FROM measurements m WHERE m.run_id = v.run_id"
+        " AND m.dut_id = v.dut_id AND m.test = v.test"
+        f" AND m.series_key IN ({', '.join('?' for _ in keys)}))"
+        " ORDER BY r.start, v.id",
+        tuple(keys),
+    ).fetchall()
+    found: dict[tuple[str, str, str], list[float]] = {}
+    for row in rows:
+        line = loads_json(row["row"])
+        for metric, (spec_metric, unit) in SPEC_METRICS.items():
+            drawn = line.get("spec") is not None and not line.get("per_tb")
+            if line.get("metric") == spec_metric and drawn:
+                value = convert(float(line["spec"]), str(line["unit"]), unit)
+                found.setdefault((row["run_id"], row["label"], metric), []).append(value)
+    newest: dict[tuple[str, str], float | None] = {}
+    for (_, label, metric), values in found.items():  # oldest run first: the newest wins
+        newest[label, metric] = values[0] if len(set(values)) == 1 else None
+    return {k: v for k, v in newest.items() if v is not None}
+
+
+def _series(
+    found: FoundSeries, rows: Sequence[HistoryRow], lines: dict[tuple[str, str], float]
+) -> SiteSeries:
     traces = []
     for drive in dict.fromkeys(drive_of(r) for r in rows):
         mine = [r for r in rows if drive_of(r) == drive]
-        for direction in dict.fromkeys(r.direction for r in mine):
+        directions = list(dict.fromkeys(r.direction for r in mine))
+        label = mine[0].label
+        for direction in directions:
             for metric in METRICS:
                 points = _points([r for r in mine if r.direction == direction], metric)
+                # a line is one direction's: drawn where the point measured one
+                line = lines.get((label, metric)) if len(directions) == 1 else None
                 if points:
-                    traces.append(Trace(drive, mine[0].label, direction, metric, points))
+                    traces.append(Trace(drive, label, direction, metric, points, line))
     runs = tuple(dict.fromkeys((r.run_id, r.shown_build, r.label, r.run_start) for r in rows))
     return SiteSeries(found, tuple(traces), found.identity.model or "?", runs)
 

@@ -214,8 +214,16 @@ def chart_data(
             }
             for p in t.points
         ]
+        line = None if t.datasheet is None else t.datasheet / factor
         traces.append(
-            {"name": t.name, "metric": t.metric, "unit": unit, "points": points, "steps": steps}
+            {
+                "name": t.name,
+                "metric": t.metric,
+                "unit": unit,
+                "points": points,
+                "steps": steps,
+                "datasheet": line,
+            }
         )
     return {"series": s.found.key, "builds": builds, "traces": traces}
 

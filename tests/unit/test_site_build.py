@@ -29,8 +29,11 @@ def _drive(serial: str, build: str) -> dict[str, Any]:
     return {**found, "build": build}
 
 
-def record(target: Path | str, serial: str, number: int, slow: float = 1.0) -> None:
-    """One run of drive *serial* on build number *number*: five repeats of seq-read."""
+def record(
+    target: Path | str, serial: str, number: int, slow: float = 1.0, kiops: float | None = None
+) -> None:
+    """One run of drive *serial* on build number *number*: five repeats of seq-read, checked
+    against a datasheet's *kiops* when given."""
     run_id = f"run-{serial}-{number}"
     start = f"2026-11-{number + 1:02d}T10:00:0{int(serial[-1])}"
     writer = RunWriter(target, run_id, Path("/nonexistent") / run_id, {"cpu": "Xeon"}, start)
@@ -41,7 +44,10 @@ def record(target: Path | str, serial: str, number: int, slow: float = 1.0) -> N
         m = corner("d0", CORNERS[0], iops * slow * (1 + 0.001 * number))
         workload = {**m.workload, "repeat": repeat, "state": "sustained", "profile": "quick"}
         measured.append(Measurement(**{**m.as_dict(), "workload": workload}))
-    writer.add(TestRecords(measured[0].test, measured))
+    test = measured[0].test
+    checked = {"device": "d0", "test": test, "id": "seq-read", "verdict": "pass", "per_tb": False}
+    lines = [{**checked, "metric": "iops", "spec": kiops, "unit": "kIOPS"}] if kiops else []
+    writer.add(TestRecords(test, measured, verdicts=lines))
     writer.finish({"passed": 1}, complete=True)
 
 
@@ -50,7 +56,7 @@ def lab(db_target: Path | str) -> Path | str:
     """Drives S1 and S2 over builds b1 .. b5; S1's b5 at a third of its IOPS."""
     for number in range(1, 6):
         record(db_target, "S1", number, slow=1 / 3 if number == 5 else 1.0)
-        record(db_target, "S2", number)
+        record(db_target, "S2", number, kiops=12.5)
     return db_target
 
 
@@ -86,6 +92,8 @@ def test_the_site_shows_drives_series_and_the_throttled_build_alone_as_an_alert(
     assert data["builds"] == list(BUILDS[:5])
     s1 = next(t for t in data["traces"] if t["name"].startswith("drive S1"))
     assert s1["steps"] == ["b5"] and s1["unit"] == "IOPS" and len(s1["points"][0]["ys"]) == 5
+    s2 = next(t for t in data["traces"] if t["name"].startswith("drive S2"))
+    assert s2["steps"] == [] and s2["datasheet"] == 12_500 and s1["datasheet"] is None
     assert "http" not in page.replace("http://www.w3.org/2000/svg", "")  # nothing fetched
     assert (out / "assets" / "chart.js").is_file()
 
