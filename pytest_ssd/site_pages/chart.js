@@ -64,7 +64,9 @@
       el("text", { x: L - 5, y: Y(v) + 4, "text-anchor": "end", "font-size": 11 }, svg, fmt(v));
     }
     el("text", { x: 4, y: T - 8, "font-size": 12 }, svg, traces.length ? traces[0].unit : "");
-    for (var i = state.lo; i <= state.hi; i++) {
+    var radius = Math.max(1.5, Math.min(4, (W - L - R) / (span + 1) / 3));
+    var every = Math.max(1, Math.ceil((span + 1) / 16));  // at most 16 build names
+    for (var i = state.lo; i <= state.hi; i += every) {
       el("text", { x: X(i), y: H - B + 16, "text-anchor": "middle", "font-size": 11 }, svg, data.builds[i]);
     }
     traces.forEach(function (t, n) {
@@ -85,7 +87,7 @@
           var parent = svg, link = p.links[r] || p.links[0];
           if (link) { parent = el("a", { href: link, class: "point-link" }); }
           var label = t.name + " · " + data.builds[p.x] + ": " + fmt(y) + " " + t.unit;
-          var dot = el("circle", { cx: X(p.x), cy: Y(y), r: 4, fill: color, class: "point" }, parent);
+          var dot = el("circle", { cx: X(p.x), cy: Y(y), r: radius, fill: color, class: "point" }, parent);
           el("title", {}, dot, label);
           dot.addEventListener("mouseover", function () { readout.textContent = label; });
         });
