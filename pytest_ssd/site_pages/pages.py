@@ -228,15 +228,22 @@ def chart_data(
     return {"series": s.found.key, "builds": builds, "traces": traces}
 
 
-def series_page(s: SiteSeries, alerts: Sequence[Alert], run_dirs: Mapping[str, str]) -> str:
-    """One series: its chart (data embedded) and its alerts."""
-    data = json.dumps(chart_data(s, alerts, run_dirs)).replace("</", "<\\/")
-    key = escape(s.found.key)
+def series_input(s: SiteSeries, alerts: Sequence[Alert], run_dirs: Mapping[str, str]) -> str:
+    """All a series' page is rendered from, as JSON text (what its hash is taken of)."""
+    what = {"describe": s.found.identity.describe(), **chart_data(s, alerts, run_dirs)}
+    return json.dumps(what, sort_keys=True)
+
+
+def series_page(given: str) -> str:
+    """One series' page from its :func:`series_input`: its chart, the data embedded."""
+    data = json.loads(given)
+    key = escape(data["series"])
     body = (
-        f"<p>{escape(s.found.identity.describe())}</p>"
+        f"<p>{escape(data['describe'])}</p>"
         f'<div class="chart" data-series="{key}"></div>'
         "<p>Hover a point for its value; drag across builds to zoom, double-click to reset;"
         " click a point for its run's report.</p>"
     )
-    script = f'<script type="application/json" id="chart-data">{data}</script>'
-    return page(f"series {s.found.key}", body, "../", script)
+    embedded = given.replace("</", "<\\/")  # no '</script>' inside the script
+    script = f'<script type="application/json" id="chart-data">{embedded}</script>'
+    return page(f"series {data['series']}", body, "../", script)

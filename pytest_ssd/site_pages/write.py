@@ -1,15 +1,17 @@
 """Writing the site: only the pages whose input changed (a hash of each in the state file).
 
-``DIR/.site-state.json`` holds, per page, the hash of what it was rendered from; a page
-whose hash is unchanged and whose file is there is kept.  ``DIR/marks.json`` holds a
-person's marks of alerts (``{"SERIES@BUILD": "expected" | "regression"}``): read, never
-rewritten.
+``DIR/.site-state.json`` holds, per page, the hash of what it was rendered from (a
+series' data, as JSON; the small index and alerts pages are hashed as rendered); a page
+whose hash is unchanged and whose file is there is neither rendered nor written again.
+``DIR/marks.json`` holds a person's marks of alerts
+(``{"SERIES@BUILD": "expected" | "regression"}``): read, never rewritten.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,8 +20,9 @@ from pytest_ssd.db.reader import ResultsDb
 from pytest_ssd.errors import ConfigError
 from pytest_ssd.results.files import write_atomic
 from pytest_ssd.site_pages.data import read_series
-from pytest_ssd.site_pages.pages import alerts_page, index_page, series_page
+from pytest_ssd.site_pages.pages import alerts_page, index_page, series_input, series_page
 from pytest_ssd.site_pages.steps import alerts_of
+from pytest_ssd.version import __version__
 
 STATE_FILE = ".site-state.json"
 MARKS_FILE = "marks.json"
@@ -76,21 +79,21 @@ def build_site(db: ResultsDb, folder: Path) -> SiteResult:
     run_dirs = {r.id: r.run_dir for r in db.runs()}
     alerts = {s.found.key: alerts_of(s) for s in series}
     every = [a for found in alerts.values() for a in found]
-    pages = {
-        "index.html": index_page(series, every, run_dirs),
-        "alerts.html": alerts_page(every, marks, run_dirs),
+    # each file: (its input, how it is rendered from it); the small pages are their input
+    files: dict[str, tuple[str, Callable[[str], str]]] = {
+        "index.html": (index_page(series, every, run_dirs), str),
+        "alerts.html": (alerts_page(every, marks, run_dirs), str),
     }
-    pages |= {
-        f"series/{s.found.key}.html": series_page(s, alerts[s.found.key], run_dirs) for s in series
-    }
-    chart = (
-        resources.files("pytest_ssd.site_pages").joinpath("chart.js").read_text(encoding="utf-8")
-    )
-    pages |= {f"assets/{name}": chart for name in ASSETS}
+    for s in series:
+        given = series_input(s, alerts[s.found.key], run_dirs)
+        files[f"series/{s.found.key}.html"] = (given, series_page)
+    chart = resources.files(__package__).joinpath("chart.js").read_text(encoding="utf-8")
+    files |= {f"assets/{name}": (chart, str) for name in ASSETS}
     before, after = _state(folder), {}
     written = kept = 0
-    for name, text in pages.items():
-        digest = hashlib.sha256(text.encode()).hexdigest()
+    for name, (given, render) in files.items():
+        # the renderer's version too: a newer pytest-ssd renders every page again
+        digest = hashlib.sha256(f"{__version__}\n{given}".encode()).hexdigest()
         after[name] = digest
         path = folder / name
         page = name.endswith(".html")  # the assets are written alike, not counted as pages
@@ -98,7 +101,7 @@ def build_site(db: ResultsDb, folder: Path) -> SiteResult:
             kept += page
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text)
+        write_atomic(path, render(given))
         written += page
     write_atomic(folder / STATE_FILE, json.dumps(after, indent=1, sort_keys=True) + "\n")
     return SiteResult(written, kept, len(every), folder / "index.html")
