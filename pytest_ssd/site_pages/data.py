@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_ssd.db.conn import Conn
 from pytest_ssd.db.history import FoundSeries, find_series, history
@@ -61,6 +61,8 @@ class SiteSeries:
     model: str
     #: (run id, build, drive label, run start) of each run of the series
     runs: tuple[tuple[str, str, str, str], ...]
+    #: the suites its tests belong to (what their conftest.py declares)
+    suites: tuple[str, ...] = ()
 
 
 #: the datasheet metric (a conformance row's) each trace's metric is drawn against, and the
@@ -71,8 +73,27 @@ SPEC_METRICS = {"iops": ("iops", "IOPS"), "p99_us": ("latency-p99", "µs")}
 def read_series(conn: Conn) -> list[SiteSeries]:
     """Every series of the database with its traces."""
     return [
-        _series(s, history(conn, *s.keys), datasheet_lines(conn, s.keys)) for s in find_series(conn)
+        replace(
+            _series(s, history(conn, *s.keys), datasheet_lines(conn, s.keys)),
+            suites=suites_of(conn, s.keys),
+        )
+        for s in find_series(conn)
     ]
+
+
+def suites_of(conn: Conn, keys: Sequence[str]) -> tuple[str, ...]:
+    """The suites of the tests that measured the series (a test's suite: ``tests.suite``)."""
+    rows = conn.execute(
+        "SELECT DISTINCT t.suite FROM measurements m"
+        " JOIN tests t ON t.run_id = m.run_id AND t.nodeid = m.test"
+        f" WHERE m.series_key IN ({_marks(keys)}) AND t.suite IS NOT NULL ORDER BY t.suite",
+        tuple(keys),
+    ).fetchall()
+    return tuple(r["suite"] for r in rows)
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join("?" for _ in values)
 
 
 def datasheet_lines(conn: Conn, keys: Sequence[str]) -> dict[tuple[str, str], float]:
@@ -84,7 +105,7 @@ def datasheet_lines(conn: Conn, keys: Sequence[str]) -> dict[tuple[str, str], fl
         " JOIN run_devices d ON d.run_id = v.run_id AND d.dut_id = v.dut_id"
         " WHERE EXISTS (SELECT 1 FROM measurements m WHERE m.run_id = v.run_id"
         " AND m.dut_id = v.dut_id AND m.test = v.test"
-        f" AND m.series_key IN ({', '.join('?' for _ in keys)}))"
+        f" AND m.series_key IN ({_marks(keys)}))"
         " ORDER BY r.start, v.id",
         tuple(keys),
     ).fetchall()

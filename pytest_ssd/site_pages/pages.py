@@ -16,6 +16,8 @@ from pytest_ssd.site_pages.data import SiteSeries
 from pytest_ssd.site_pages.steps import ALERTING, Alert
 from pytest_ssd.text import significant
 
+#: what the suites table calls the series of tests recorded without a suite
+NO_SUITE = "no suite"
 STYLE = (
     "body{font-family:sans-serif;margin:1em 2em}table{border-collapse:collapse}"
     "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
@@ -118,7 +120,31 @@ def index_page(
         + "".join(rows)
         + "</table>"
     )
-    series_rows = [
+    return page(
+        "pytest-ssd: drives and suites",
+        f"<h2>Drives</h2>{drive_table}<h2>Suites</h2>{_suites(series)}"
+        f"<h2>Series</h2>{_series_table(series)}",
+    )
+
+
+def _suites(series: Sequence[SiteSeries]) -> str:
+    """A suite a row: its series (links), their runs and the last."""
+    names = sorted({name for s in series for name in s.suites or (NO_SUITE,)})
+    rows = []
+    for name in names:
+        mine = [s for s in series if name in (s.suites or (NO_SUITE,))]
+        runs = {run for s in mine for run, *_ in s.runs}
+        last = max(s.found.last for s in mine)
+        links = " ".join(_series_link(s.found.key) for s in mine)
+        cells = [escape(name), links, str(len(runs)), escape(last[:19])]
+        rows.append(_row(cells, f' class="suite" data-suite="{escape(name)}"'))
+    head = _head("suite", "series", "runs", "last run")
+    return f'<table id="suites">{head}{"".join(rows)}</table>'
+
+
+def _series_table(series: Sequence[SiteSeries]) -> str:
+    """A series a row: its key (a link to its page), what it is, its runs and the last."""
+    rows = [
         _row(
             [
                 _series_link(s.found.key),
@@ -126,19 +152,12 @@ def index_page(
                 str(s.found.runs),
                 escape(s.found.last[:19]),
             ],
-            f' class="suite" data-series="{escape(s.found.key)}"',
+            f' class="series" data-series="{escape(s.found.key)}"',
         )
         for s in sorted(series, key=lambda s: s.found.identity.point)
     ]
-    suites = (
-        '<table id="suites">'
-        + _head("series", "what", "runs", "last run")
-        + "".join(series_rows)
-        + "</table>"
-    )
-    return page(
-        "pytest-ssd: drives and suites", f"<h2>Drives</h2>{drive_table}<h2>Suites</h2>{suites}"
-    )
+    head = _head("series", "what", "runs", "last run")
+    return f'<table id="series">{head}{"".join(rows)}</table>'
 
 
 def alerts_page(
@@ -170,7 +189,7 @@ def alerts_page(
                     escape(marks.get(a.key, "")),
                 ],
                 f' class="alert" data-series="{escape(a.series)}" data-build="{escape(a.build)}"'
-                f' data-drive="{escape(a.trace.label)}"',
+                f' data-drive="{escape(a.trace.label)}" data-metric="{a.trace.metric}"',
             )
         )
     table = (

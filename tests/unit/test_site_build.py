@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_ssd.cli import main
-from pytest_ssd.db import RunWriter, TestRecords
+from pytest_ssd.db import RunWriter, TestDone, TestRecords
 from pytest_ssd.results.record import Measurement
 from tests.unit.db_fixtures import CORNERS, corner, description
 
@@ -47,7 +47,8 @@ def record(
     test = measured[0].test
     checked = {"device": "d0", "test": test, "id": "seq-read", "verdict": "pass", "per_tb": False}
     lines = [{**checked, "metric": "iops", "spec": kiops, "unit": "kIOPS"}] if kiops else []
-    writer.add(TestRecords(test, measured, verdicts=lines))
+    done = TestDone(test, "passed", 1.0, None, "smoke")
+    writer.add(TestRecords(test, measured, verdicts=lines, done=done))
     writer.finish({"passed": 1}, complete=True)
 
 
@@ -76,6 +77,8 @@ def test_the_site_shows_drives_series_and_the_throttled_build_alone_as_an_alert(
     index = (out / "index.html").read_text()
     assert '<table id="drives">' in index and '<table id="suites">' in index
     assert index.count('<tr class="drive"') == 2
+    (suite,) = re.findall(r'<tr class="suite" data-suite="smoke">.*?</tr>', index)
+    assert re.search(r'href="series/\w+\.html"', suite)  # the smoke suite's series
     alerts = (out / "alerts.html").read_text()
     found = re.findall(
         r'<tr class="alert" data-series="(\w+)" data-build="(\w+)" data-drive="([^"]+)"', alerts
