@@ -136,3 +136,12 @@ def test_a_bad_marks_file_is_one_line(
     err = capsys.readouterr().err
     assert "marks.json: 'x@b5' is marked 'fine': give one of expected, regression" in err
     assert "Traceback" not in err
+
+
+def test_a_folder_that_cannot_be_made_is_one_line(
+    lab: Path | str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "taken").write_text("a file")
+    assert main(["--db", str(lab), "site", "-o", str(tmp_path / "taken")]) != 0
+    err = capsys.readouterr().err
+    assert f"cannot write {tmp_path / 'taken'}: File exists" in err and "Traceback" not in err
