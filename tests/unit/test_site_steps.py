@@ -1,0 +1,57 @@
+"""The site's step changes: proposed by the step fit, raised only when the verdicts call them."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+
+from pytest_ssd.site_pages.steps import ALERTING, change_points, judged_steps
+from pytest_ssd.verdict.judge import judge
+
+#: five repeats within 2 % of each other
+REPEATS = (1.0, 1.015, 0.99, 1.008, 0.995)
+
+
+def _levels(*builds: float) -> list[list[float]]:
+    return [[10_000 * level * r for r in REPEATS] for level in builds]
+
+
+def test_a_step_down_and_back_is_found_at_both_ends() -> None:
+    assert change_points(_levels(1.0, 1.01, 0.99, 1.0, 0.33, 1.0)) == [4, 5]
+
+
+def test_a_lasting_step_is_found_once() -> None:
+    assert change_points(_levels(1.0, 1.01, 0.99, 0.8, 0.81, 0.79, 0.8)) == [3]
+
+
+def test_builds_wobbling_within_their_noise_raise_no_alert() -> None:
+    rng = np.random.default_rng(7)
+    proposed = alerts = pairs = 0
+    for _ in range(100):
+        # builds scatter by 2 %, a build's repeats by 1.5 %: twelve builds
+        scatter = 1 + rng.normal(0, 0.02, 12)
+        levels = [list(10_000 * b * (1 + rng.normal(0, 0.015, 5))) for b in scatter]
+        proposed += len(change_points(levels))
+        alerts += len(judged_steps(levels, "p", "read", "iops"))
+        pairs += sum(
+            judge("p", "read", "iops", a, b).verdict in ALERTING for a, b in pairwise(levels)
+        )
+    # the fit proposes few steps and the verdicts call fewer than 1 % of those series'
+    # builds; judging every build against the one before calls several times as many
+    assert proposed < 30 and alerts <= 1 and pairs >= 5 * max(alerts, 1)
+
+
+def test_a_step_the_verdicts_call_carries_their_verdict_interval_and_p() -> None:
+    ((at, verdict),) = judged_steps(_levels(1.0, 1.0, 1.01, 1.0, 0.33), "p", "read", "iops")
+    assert at == 4 and verdict.verdict == "regressed"
+    assert verdict.high is not None and verdict.high < 0.5 and verdict.p_worse is not None
+    assert verdict.p_worse < 0.05
+    ((at, verdict),) = judged_steps(_levels(1.0, 1.0, 1.01, 1.0, 0.33), "p", "read", "p99_us")
+    assert verdict.verdict == "improved"  # lower latency is better
+
+
+def test_too_little_to_fit_makes_no_step() -> None:
+    assert change_points(_levels(1.0)) == []
+    assert change_points([[1.0, 2.0], []]) == []
+    assert change_points([[0.0, 0.0], [5.0, 5.0]]) == []
