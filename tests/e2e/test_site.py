@@ -82,6 +82,19 @@ def run_build(href: str) -> str:
     return builds.pop()
 
 
+_OPENED = "({url: location.href, summary: !!document.querySelector('#ssd-summary')})"
+
+
+def opened_page(cdp: Any, session: str, timeout: float = 30) -> dict[str, Any]:
+    """The page the tab shows once a report.html has loaded in it (its URL, its summary)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = _evaluate(cdp, session, _OPENED)
+        if str(found["url"]).endswith("/report.html") or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
 _ALERTS = """
 [...document.querySelectorAll('#alerts tr.alert')].map((tr) => ({
   series: tr.dataset.series, build: tr.dataset.build, drive: tr.dataset.drive,
@@ -94,7 +107,7 @@ def test_the_throttled_build_is_the_one_alert_and_links_to_its_run(
 ) -> None:
     out = tmp_path / "site"
     written, kept, alerts = build_site(lab, out)
-    assert written >= 3 + len(series_keys(lab)) and kept == 0, (written, kept)
+    assert written >= 2 + len(series_keys(lab)) and kept == 0, (written, kept)
     for page in ("index.html", "alerts.html"):
         check = check_page(
             out / page, ("table",), screenshot=artifacts / f"{page}.png", timeout=BROWSER_TIMEOUT_S
@@ -115,7 +128,8 @@ def test_the_throttled_build_is_the_one_alert_and_links_to_its_run(
         target = throttled_key(lab)
         assert alerts == len(rows), (alerts, rows)
         fifth = [row for row in rows if row["build"] == THROTTLED_BUILD]
-        assert [row["series"] for row in fifth] == [target], rows
+        # one row a metric of the series (IOPS, p99 latency): the throttled series' alone
+        assert fifth and {row["series"] for row in fifth} == {target}, rows
         # the step back at the sixth build is the same series'; no other series has any alert
         assert {row["series"] for row in rows} == {target}, rows
         assert fifth[0]["reports"] == 2, "links to both runs' reports"
@@ -128,7 +142,7 @@ def test_the_throttled_build_is_the_one_alert_and_links_to_its_run(
         at = [run_build(href) for href in hrefs].index(THROTTLED_BUILD)
         href = hrefs[at]
         before = {id(event) for event in cdp.events}
-        _evaluate(cdp, session, f"document.querySelectorAll('{selector}')[{at}].click()")
+        _evaluate(cdp, session, f"document.querySelectorAll('{selector}')[{at}].click() ?? true")
         cdp.wait_for(
             "the run report's load",
             lambda e: (
@@ -138,36 +152,33 @@ def test_the_throttled_build_is_the_one_alert_and_links_to_its_run(
                 and e["params"].get("name") == "load"
             ),
         )
-        opened = _evaluate(
-            cdp,
-            session,
-            "new Promise((done) => { const ready = () => done({url: location.href,"
-            " summary: !!document.querySelector('#ssd-summary')});"
-            " document.readyState === 'complete' && location.href.endsWith('report.html')"
-            " ? ready() : addEventListener('load', ready); })",
-        )
+        opened = opened_page(cdp, session)
     assert opened["url"] == href and href.endswith("/report.html"), (opened, href)
     assert opened["summary"], "the run's report, not another page"
     assert Path(unquote(urlparse(href).path)).parent.parent == lab.reports, href
 
 
+def marked_row(out: Path, key: str) -> str:
+    """The alerts page's row of *key*'s alert on the throttled build (its first metric's)."""
+    html = (out / "alerts.html").read_text()
+    pattern = (
+        rf'<tr class="alert"[^>]*data-series="{key}"[^>]*data-build="{THROTTLED_BUILD}".*?</tr>'
+    )
+    row = re.search(pattern, html, re.S)
+    assert row, f"no alert row of {key} on {THROTTLED_BUILD}"
+    return row.group(0)
+
+
 def test_a_mark_is_kept_and_shown_by_the_next_build(lab: Lab, tmp_path: Path) -> None:
     out = tmp_path / "site"
     build_site(lab, out)
-    mark = f"{throttled_key(lab)}@{THROTTLED_BUILD}"
+    key = throttled_key(lab)
+    assert "expected" not in marked_row(out, key), "no mark before a person gives one"
     marks = out / "marks.json"
-    marks.write_text(json.dumps({mark: "expected"}) + "\n")
+    marks.write_text(json.dumps({f"{key}@{THROTTLED_BUILD}": "expected"}) + "\n")
     build_site(lab, out)
-    assert json.loads(marks.read_text()) == {mark: "expected"}, "the person's mark is kept"
-    html = (out / "alerts.html").read_text()
-    row = re.search(
-        rf'<tr class="alert"[^>]*data-series="{throttled_key(lab)}"[^>]*'
-        rf'data-build="{THROTTLED_BUILD}".*?</tr>',
-        html,
-        re.S,
-    )
-    assert row, "the marked alert's row"
-    assert "expected" in row.group(0), row.group(0)
+    assert json.loads(marks.read_text()) == {f"{key}@{THROTTLED_BUILD}": "expected"}, "kept"
+    assert "expected" in marked_row(out, key)
 
 
 def test_a_second_build_after_one_more_run_keeps_the_unchanged_pages(
