@@ -1,0 +1,209 @@
+"""``pytest-ssd site`` end to end: the lab's static site from a real database of 3 drives × 6
+builds (tests/e2e/site_data.py: the fifth build's reads of one drive throttled through a blkio
+cgroup), opened in headless Chromium as a reader opens it.
+
+The alerts page must raise the fifth build's step on exactly the throttled series (the read
+series of the throttled drive) and on no other; its run-report link, clicked, opens that run's
+report.html; no page logs a console error. A person's mark in marks.json is kept and shown by
+the next build of the site, and a build after one more run (of one drive) writes only that
+drive's pages again and keeps the others' files untouched.
+
+The module needs a quiet machine (``alone``): the runs are half a second each, and a load
+beside them moves a series' p99 latency by more than the throttle's noise-aware bound (a
+benchmark run beside it made a write series' p99 at one build 2.7 times the next, an alert
+the detector is right to raise on those numbers).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from tests.browser import _evaluate, _launch, _load, _open_page, check_page, find_chromium
+from tests.cli import run_cli
+from tests.e2e.site_data import (
+    BUILDS,
+    READ_POINT,
+    THROTTLED_BUILD,
+    THROTTLED_DRIVE,
+    Lab,
+    build_lab,
+    run_session,
+    session_argv,
+    short_suite,
+)
+
+SUMMARY = re.compile(r"^site: (\d+) pages written, (\d+) kept \(unchanged\), (\d+) alerts -> (.+)$")
+SITE_TIMEOUT_S = 120
+pytestmark = pytest.mark.alone
+BROWSER_TIMEOUT_S = 90
+
+
+@pytest.fixture(scope="module")
+def lab(module_loop_device: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    made = build_lab(tmp_path_factory.mktemp("site-lab"), module_loop_device)
+    print(f"the lab's database: {len(BUILDS)} sessions in {made.seconds:.0f} s")
+    yield made
+
+
+def build_site(lab: Lab, out: Path) -> tuple[int, int, int]:
+    """``pytest-ssd site -o OUT --db=…``: (pages written, kept, alerts) from its one line."""
+    done = run_cli("site", "-o", str(out), f"--db={lab.db}", timeout=SITE_TIMEOUT_S)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, done.stdout
+    found = SUMMARY.match(lines[0])
+    assert found and found.group(4) == str(out / "index.html"), lines[0]
+    return int(found.group(1)), int(found.group(2)), int(found.group(3))
+
+
+def series_keys(lab: Lab) -> dict[tuple[str, str], str]:
+    """Each (loop device name, measurement) and its series key, as the database stores it."""
+    with sqlite3.connect(f"file:{lab.db}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT DISTINCT dut_id, name, series_key FROM measurements")
+        keys = {(str(dut), str(name)): str(key) for dut, name, key in rows}
+    assert len(set(keys.values())) == len(keys) == 2 * len(lab.drives), keys
+    return keys
+
+
+def throttled_key(lab: Lab) -> str:
+    return series_keys(lab)[(lab.drives[THROTTLED_DRIVE].name, READ_POINT)]
+
+
+def run_build(href: str) -> str:
+    """The build of the run whose report.html *href* is (its results.json says)."""
+    report = Path(unquote(urlparse(href).path))
+    assert report.name == "report.html" and report.is_file(), href
+    run = json.loads((report.parent / "results.json").read_text())
+    builds = {str(device["build"]) for device in run["devices"].values()}
+    assert len(builds) == 1, builds
+    return builds.pop()
+
+
+_OPENED = "({url: location.href, summary: !!document.querySelector('#ssd-summary')})"
+
+
+def opened_page(cdp: Any, session: str, timeout: float = 30) -> dict[str, Any]:
+    """The page the tab shows once a report.html has loaded in it (its URL, its summary)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = _evaluate(cdp, session, _OPENED)
+        # pytest-html's page adds its sort order to its URL (?sort=result) once it runs
+        if urlparse(str(found["url"])).path.endswith("/report.html") or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+_ALERTS = """
+[...document.querySelectorAll('#alerts tr.alert')].map((tr) => ({
+  series: tr.dataset.series, build: tr.dataset.build, drive: tr.dataset.drive,
+  text: tr.textContent, reports: tr.querySelectorAll('a.run-report').length}))
+"""
+
+
+def test_the_throttled_build_is_the_one_alert_and_links_to_its_run(
+    lab: Lab, tmp_path: Path, artifacts: Path, chromium: str
+) -> None:
+    out = tmp_path / "site"
+    written, kept, alerts = build_site(lab, out)
+    assert written >= 2 + len(series_keys(lab)) and kept == 0, (written, kept)
+    for page in ("index.html", "alerts.html"):
+        check = check_page(
+            out / page, ("table",), screenshot=artifacts / f"{page}.png", timeout=BROWSER_TIMEOUT_S
+        )
+        assert check.console_errors == [], check.console_errors
+        assert check.missing == [] and check.broken_images == [], check.problems()
+    index = (out / "index.html").read_text()
+    assert 'id="drives"' in index and 'id="suites"' in index
+    for key in series_keys(lab).values():
+        assert (out / "series" / f"{key}.html").is_file(), key
+
+    browser = find_chromium()
+    assert browser is not None
+    with _launch(browser, time.monotonic() + BROWSER_TIMEOUT_S) as cdp:
+        session = _open_page(cdp, 1280)
+        _load(cdp, session, (out / "alerts.html").resolve().as_uri())
+        rows = _evaluate(cdp, session, _ALERTS)
+        target = throttled_key(lab)
+        assert alerts == len(rows), (alerts, rows)
+        fifth = [row for row in rows if row["build"] == THROTTLED_BUILD]
+        # one row a metric of the series (IOPS, p99 latency): the throttled series' alone
+        assert fifth and {row["series"] for row in fifth} == {target}, rows
+        # the step back at the sixth build is the same series'; no other series has any alert
+        assert {row["series"] for row in rows} == {target}, rows
+        assert fifth[0]["reports"] == 2, "links to both runs' reports"
+
+        # click the fifth build's run report (of the two the row links): its report.html opens
+        selector = f'#alerts tr.alert[data-build="{THROTTLED_BUILD}"] a.run-report'
+        hrefs = _evaluate(
+            cdp, session, f"[...document.querySelectorAll('{selector}')].map((a) => a.href)"
+        )
+        at = [run_build(href) for href in hrefs].index(THROTTLED_BUILD)
+        href = hrefs[at]
+        before = {id(event) for event in cdp.events}
+        _evaluate(cdp, session, f"document.querySelectorAll('{selector}')[{at}].click() ?? true")
+        cdp.wait_for(
+            "the run report's load",
+            lambda e: (
+                id(e) not in before
+                and e.get("sessionId") == session
+                and e["method"] == "Page.lifecycleEvent"
+                and e["params"].get("name") == "load"
+            ),
+        )
+        opened = opened_page(cdp, session)
+    assert urlparse(opened["url"]).path == urlparse(href).path, (opened, href)
+    assert opened["summary"], "the run's report, not another page"
+    assert Path(unquote(urlparse(href).path)).parent.parent == lab.reports, href
+
+
+def marked_row(out: Path, key: str) -> str:
+    """The alerts page's row of *key*'s alert on the throttled build (its first metric's)."""
+    html = (out / "alerts.html").read_text()
+    pattern = (
+        rf'<tr class="alert"[^>]*data-series="{key}"[^>]*data-build="{THROTTLED_BUILD}".*?</tr>'
+    )
+    row = re.search(pattern, html, re.S)
+    assert row, f"no alert row of {key} on {THROTTLED_BUILD}"
+    return row.group(0)
+
+
+def test_a_mark_is_kept_and_shown_by_the_next_build(lab: Lab, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build_site(lab, out)
+    key = throttled_key(lab)
+    assert "expected" not in marked_row(out, key), "no mark before a person gives one"
+    marks = out / "marks.json"
+    marks.write_text(json.dumps({f"{key}@{THROTTLED_BUILD}": "expected"}) + "\n")
+    build_site(lab, out)
+    assert json.loads(marks.read_text()) == {f"{key}@{THROTTLED_BUILD}": "expected"}, "kept"
+    assert "expected" in marked_row(out, key)
+
+
+def test_a_second_build_after_one_more_run_keeps_the_unchanged_pages(
+    lab: Lab, tmp_path: Path
+) -> None:
+    out = tmp_path / "site"
+    first, _, _ = build_site(lab, out)
+    pages = {path: path.stat().st_mtime_ns for path in out.rglob("*.html")}
+    # one more run, of the first drive only: its two series change, no other
+    folder = tmp_path / "more"
+    folder.mkdir()
+    argv = session_argv(short_suite(folder), lab.reports, lab.drives[:1], "fw-7")
+    run_session(argv, folder)
+    written, kept, _ = build_site(lab, out)
+    assert kept >= 2 * (len(lab.drives) - 1), (written, kept)
+    assert 2 <= written < first, (written, first)
+    keys = series_keys(lab)
+    for (dut, _), key in keys.items():
+        page = out / "series" / f"{key}.html"
+        changed = page.stat().st_mtime_ns != pages[page]
+        assert changed == (dut == lab.drives[0].name), (dut, key)
