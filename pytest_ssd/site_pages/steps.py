@@ -7,8 +7,11 @@ their consecutive differences, robust to the steps themselves) and a median's sc
 from its repeats: it proposes where the level moves.  Each proposed step is then judged
 like ``pytest-ssd compare`` judges two builds (:func:`pytest_ssd.verdict.judge.judge`, the
 build before against the build at the step, on their repeats), in a band at least
-:data:`BAND` times the builds' own scatter wide: only a step the verdicts call regressed
-or improved is an alert, so noise within the band raises none.
+:data:`BAND` times the builds' own scatter wide; a step that judgement does not call is
+judged again on up to :data:`SIDE` builds a side within the fit's segments, each build's
+median one sample, once there are :data:`SIDE_AT_LEAST` (a step within one build's noise
+shows in several).  Only a step the
+verdicts call regressed or improved is an alert, so noise within the band raises none.
 """
 
 from __future__ import annotations
@@ -37,6 +40,13 @@ BAND = 3.0
 SCATTER = "derived from the builds' scatter"
 #: the verdicts that make an alert
 ALERTING = ("regressed", "improved")
+#: a step the build before and the build at it do not decide is judged on up to this many
+#: builds a side, within the fit's segments (each build's median one sample, in the band
+#: their own spread derives) ...
+SIDE = 10
+#: ... once this many builds on each side show it: a level that lasts (a run of builds
+#: the host stalled during is shorter: recorded noise here had such pairs, 30 times slower)
+SIDE_AT_LEAST = 4
 
 
 def change_points(levels: Sequence[Sequence[float]], penalty: float = PENALTY) -> list[int]:
@@ -119,20 +129,47 @@ class Alert:
 
 
 def judged_steps(
-    levels: Sequence[Sequence[float]], point: str, direction: str, metric: str
+    levels: Sequence[Sequence[float]],
+    point: str,
+    direction: str,
+    metric: str,
+    *,
+    side: int = SIDE,
 ) -> list[tuple[int, MetricVerdict]]:
     """The steps of *levels* (a build's repeats each) the verdicts call regressed or
-    improved: each build where a step starts, judged against the build before."""
+    improved: each build where the fit says a step starts (:func:`judge_steps`)."""
+    return judge_steps(levels, change_points(levels), point, direction, metric, side=side)
+
+
+def judge_steps(
+    levels: Sequence[Sequence[float]],
+    cuts: Sequence[int],
+    point: str,
+    direction: str,
+    metric: str,
+    *,
+    side: int = SIDE,
+) -> list[tuple[int, MetricVerdict]]:
+    """Those of the steps starting at *cuts* (sorted build indexes) the verdicts call: each
+    judged against the build before, else on the builds' medians of up to *side* builds a
+    side (0: never) within the segments the cuts make, where each side has
+    :data:`SIDE_AT_LEAST`."""
+    if not cuts:
+        return []
     found = []
-    medians = np.log(np.array([float(np.median(v)) for v in levels if v]))
-    scatter = math.expm1(BAND * _build_noise(medians))
-    for at in change_points(levels):
+    medians = [float(np.median(v)) for v in levels]
+    scatter = math.expm1(BAND * _build_noise(np.log(np.array(medians))))
+    bounds = [0, *cuts, len(levels)]
+    for n, at in enumerate(cuts):
         base, new = levels[at - 1], levels[at]
         derived = default_tolerance(base, new)
         tolerance, source = (scatter, SCATTER) if scatter > derived else (derived, DERIVED)
         verdict = judge(
             point, direction, metric, base, new, tolerance=tolerance, tolerance_from=source
         )
+        lo, hi = max(bounds[n], at - side), min(bounds[n + 2], at + side)
+        if verdict.verdict not in ALERTING and min(at - lo, hi - at) >= SIDE_AT_LEAST:
+            verdict = judge(point, direction, metric, medians[lo:at], medians[at:hi])
         if verdict.verdict in ALERTING:
             found.append((at, verdict))
     return found

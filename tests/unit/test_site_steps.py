@@ -55,3 +55,25 @@ def test_too_little_to_fit_makes_no_step() -> None:
     assert change_points(_levels(1.0)) == []
     assert change_points([[1.0, 2.0], []]) == []
     assert change_points([[0.0, 0.0], [5.0, 5.0]]) == []
+
+
+def test_a_step_within_one_builds_noise_is_called_on_the_builds_on_each_side() -> None:
+    # repeats ±10 %: one build against the next cannot call a step of 15 %; ten builds a
+    # side, each build's median one sample, do
+    wide = (1.0, 1.1, 0.9, 1.05, 0.95)
+    levels = [[10_000 * level * (1 + 0.003 * (b % 3)) * r for r in wide]
+              for b, level in enumerate([1.0] * 10 + [0.85] * 10)]  # fmt: skip
+    assert change_points(levels) == [10]
+    assert judged_steps(levels, "p", "read", "iops", side=0) == []
+    ((at, verdict),) = judged_steps(levels, "p", "read", "iops")
+    assert at == 10 and verdict.verdict == "regressed" and verdict.base_n == 10
+
+
+def test_a_few_builds_apart_are_not_judged_on_the_builds_on_each_side() -> None:
+    # a step of 20 % lasting 3 builds: too short a level to stand for more than its builds
+    # (a host that stalled for a while makes such runs)
+    wide = (1.0, 1.1, 0.9, 1.05, 0.95)
+    levels = [[10_000 * level * (1 + 0.003 * (b % 3)) * r for r in wide]
+              for b, level in enumerate([1.0] * 10 + [0.8] * 3 + [1.0] * 10)]  # fmt: skip
+    assert change_points(levels) == [10, 13]
+    assert judged_steps(levels, "p", "read", "iops") == []
