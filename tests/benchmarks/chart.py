@@ -81,6 +81,20 @@ INTERACT = """
 """
 
 
+#: the zoom INTERACT makes, again (it resets at its end): builds 130 to 170
+ZOOM = """
+(() => {
+  const svg = document.querySelector('div.chart svg');
+  const box = svg.getBoundingClientRect();
+  const at = (x) => ({clientX: box.left + x * box.width / 900, clientY: box.top + 100,
+                      bubbles: true});
+  svg.dispatchEvent(new MouseEvent('mousedown', at(70 + 810 * 130 / 200)));
+  svg.dispatchEvent(new MouseEvent('mouseup', at(70 + 810 * 171 / 200)));
+  return true;
+})()
+"""
+
+
 def build_site(folder: Path) -> tuple[Path, float]:
     """The lab-sized database and its site; the seconds ``pytest-ssd site`` took."""
     db = folder / "lab.sqlite"
@@ -196,13 +210,24 @@ def load_times(pages: Sequence[Path], shot: Path | None) -> tuple[float, float, 
     )
 
 
-def interact(page: Path) -> dict[str, Any]:
+def interact(page: Path, shot: Path | None) -> dict[str, Any]:
+    """What :data:`INTERACT` measured on *page*; *shot*: the chart zoomed, before the reset."""
     browser = find_chromium()
     assert browser, "no Chromium on PATH"
     with _launch(browser, time.monotonic() + 120) as cdp:
         session = _open_page(cdp, VIEWPORT_WIDTH)
         _load(cdp, session, page.resolve().as_uri())
-        return _evaluate(cdp, session, INTERACT)
+        done = _evaluate(cdp, session, INTERACT)
+        if shot is not None:
+            _evaluate(cdp, session, ZOOM)
+            _screenshot(cdp, session, shot, VIEWPORT_WIDTH)
+        return done
+
+
+def stepped_last(pages: Sequence[Path], count: int) -> list[Path]:
+    """*count* of *pages*, the last (the one screenshot) a series with a step found."""
+    step = next(p for p in pages if any(t["steps"] for t in embedded(p)["traces"]))
+    return [*[p for p in pages if p != step][: count - 1], step]
 
 
 def main_(argv: Sequence[str] | None = None) -> int:
@@ -216,7 +241,8 @@ def main_(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         site, site_s = build_site(Path(tmp))
         pages = sorted((site / "series").glob("*.html"))
-        ours = pages[: args.loads]
+        pages = stepped_last(pages, len(pages))
+        ours = pages[-args.loads :]
         chart_js = (site / "assets" / "chart.js").stat().st_size / 1024
         print(
             f"{len(pages)} series × {BUILDS} builds × 5 repeats (IOPS and p99 each):"
@@ -228,7 +254,7 @@ def main_(argv: Sequence[str] | None = None) -> int:
             name = "matplotlib SVG" + (" + titles, links" if hover else "")
             svgs, svg_s = write_svg_pages(pages, Path(tmp) / f"svg-{hover}", hover)
             print(f"{name}: {len(svgs)} pages written in {svg_s:.1f} s, a page {_kb(svgs):.0f} KB")
-            kinds[name] = svgs[: args.loads]
+            kinds[name] = svgs[-args.loads :]
         for n, (name, chosen) in enumerate(kinds.items()):
             shot = args.shots / f"page-{n}.png" if args.shots else None
             frame, load, nodes = load_times(chosen, shot)
@@ -236,7 +262,7 @@ def main_(argv: Sequence[str] | None = None) -> int:
                 f"  {name}: in Chromium, first frame {frame:.0f} ms after navigation (load"
                 f" event {load:.0f} ms), {nodes:,} elements; median of {len(chosen)} pages"
             )
-        done = interact(ours[0])
+        done = interact(ours[-1], args.shots / "zoomed.png" if args.shots else None)
         print(
             f"  site's chart, one page ({done['points']:,} dots): metric switched in"
             f" {done['metric']:.0f} ms, zoomed into a fifth ({done['zoomed']} dots) in"
