@@ -62,8 +62,8 @@ RUNS = 100
 RUN_S = 1
 INSTALL = (
     "E-divisive skipped: signal-processing-algorithms is not installed (it pins numpy < 2):"
-    " python3 -m venv /work/cpvenv && /work/cpvenv/bin/pip install signal-processing-algorithms"
-    " -e . && /work/cpvenv/bin/python -m tests.benchmarks.changepoints"
+    " python3 -m venv /tmp/cp && /tmp/cp/bin/pip install signal-processing-algorithms -e ."
+    " && /tmp/cp/bin/python -m tests.benchmarks.changepoints"
 )
 
 Levels = list[list[float]]

@@ -77,3 +77,10 @@ def test_a_few_builds_apart_are_not_judged_on_the_builds_on_each_side() -> None:
               for b, level in enumerate([1.0] * 10 + [0.8] * 3 + [1.0] * 10)]  # fmt: skip
     assert change_points(levels) == [10, 13]
     assert judged_steps(levels, "p", "read", "iops") == []
+
+
+def test_runs_without_repeats_alert_once_four_builds_on_each_side_show_a_step() -> None:
+    builds = [1.0] * 10 + [0.5] * 10
+    levels = [[10_000 * level * (1 + 0.01 * (b % 3))] for b, level in enumerate(builds)]
+    assert [at for at, _ in judged_steps(levels, "p", "read", "iops")] == [10]
+    assert judged_steps(levels[:13], "p", "read", "iops") == []  # 3 builds after it
