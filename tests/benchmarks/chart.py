@@ -224,10 +224,10 @@ def interact(page: Path, shot: Path | None) -> dict[str, Any]:
         return done
 
 
-def stepped_last(pages: Sequence[Path], count: int) -> list[Path]:
-    """*count* of *pages*, the last (the one screenshot) a series with a step found."""
+def stepped_last(pages: Sequence[Path]) -> list[Path]:
+    """*pages* with a series whose step was found last (the one screenshot)."""
     step = next(p for p in pages if any(t["steps"] for t in embedded(p)["traces"]))
-    return [*[p for p in pages if p != step][: count - 1], step]
+    return [*(p for p in pages if p != step), step]
 
 
 def main_(argv: Sequence[str] | None = None) -> int:
@@ -240,34 +240,36 @@ def main_(argv: Sequence[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         site, site_s = build_site(Path(tmp))
-        pages = sorted((site / "series").glob("*.html"))
-        pages = stepped_last(pages, len(pages))
-        ours = pages[-args.loads :]
+        pages = stepped_last(sorted((site / "series").glob("*.html")))
         chart_js = (site / "assets" / "chart.js").stat().st_size / 1024
-        print(
-            f"{len(pages)} series × {BUILDS} builds × 5 repeats (IOPS and p99 each):"
-            f" the site's pages written in {site_s:.1f} s (with the database read and the"
-            f" steps found), a page {_kb(pages):.0f} KB + chart.js {chart_js:.1f} KB once"
-        )
-        kinds: dict[str, list[Path]] = {"site's chart": ours}
+        rows = {
+            "a series page": [f"{_kb(pages):.0f} KB + chart.js {chart_js:.1f} KB once"],
+            f"{len(pages)} pages written": [f"{site_s:.1f} s, the whole site"],
+        }
+        kinds: dict[str, list[Path]] = {"site's chart": pages[-args.loads :]}
         for hover in (False, True):
             name = "matplotlib SVG" + (" + titles, links" if hover else "")
             svgs, svg_s = write_svg_pages(pages, Path(tmp) / f"svg-{hover}", hover)
-            print(f"{name}: {len(svgs)} pages written in {svg_s:.1f} s, a page {_kb(svgs):.0f} KB")
+            rows["a series page"].append(f"{_kb(svgs):.0f} KB")
+            rows[f"{len(pages)} pages written"].append(f"{svg_s:.1f} s, drawing alone")
             kinds[name] = svgs[-args.loads :]
-        for n, (name, chosen) in enumerate(kinds.items()):
+        for n, chosen in enumerate(kinds.values()):
             shot = args.shots / f"page-{n}.png" if args.shots else None
             frame, load, nodes = load_times(chosen, shot)
-            print(
-                f"  {name}: in Chromium, first frame {frame:.0f} ms after navigation (load"
-                f" event {load:.0f} ms), {nodes:,} elements; median of {len(chosen)} pages"
+            rows.setdefault(f"first frame (median of {args.loads})", []).append(
+                f"{frame:.0f} ms (load {load:.0f} ms)"
             )
-        done = interact(ours[-1], args.shots / "zoomed.png" if args.shots else None)
+            rows.setdefault("elements", []).append(f"{nodes:,}")
+        print(f"{len(pages)} series × {BUILDS} builds × 5 repeats, IOPS and p99 each, in Chromium:")
+        print(f"  {'':<28}" + "".join(f"{name:<36}" for name in kinds))
+        for what, cells in rows.items():
+            print(f"  {what:<28}" + "".join(f"{cell:<36}" for cell in cells))
+        done = interact(pages[-1], args.shots / "zoomed.png" if args.shots else None)
         print(
             f"  site's chart, one page ({done['points']:,} dots): metric switched in"
             f" {done['metric']:.0f} ms, zoomed into a fifth ({done['zoomed']} dots) in"
             f" {done['zoom']:.0f} ms, back in {done['reset']:.0f} ms; hover reads"
-            f" {done['hover']!r}"
+            f" {done['hover']!r} (matplotlib SVG: no zoom; hover by the <title>s alone)"
         )
     return 0
 
