@@ -10,8 +10,9 @@ build before against the build at the step, on their repeats), in a band at leas
 :data:`BAND` times the builds' own scatter wide; a step that judgement does not call is
 judged again on up to :data:`SIDE` builds a side within the fit's segments, each build's
 median one sample, once there are :data:`SIDE_AT_LEAST` (a step within one build's noise
-shows in several).  Only a step the
-verdicts call regressed or improved is an alert, so noise within the band raises none.
+shows in several).  Only a step the verdicts call regressed or improved is an alert, so
+noise within the band raises none.  Why these (tests/benchmarks/changepoints.py): see
+docs/site.md, "Why this chart and this change-point method".
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ ALERTING = ("regressed", "improved")
 #: builds a side, within the fit's segments (each build's median one sample, in the band
 #: their own spread derives) ...
 SIDE = 10
-#: ... once this many builds on each side show it: a level that lasts (a run of builds
-#: the host stalled during is shorter: recorded noise here had such pairs, 30 times slower)
+#: ... once this many builds on each side show it: a level that lasts (builds run while
+#: the host stalled come in shorter runs: recorded noise here had pairs 9 to 100 times off)
 SIDE_AT_LEAST = 4
 
 
