@@ -40,6 +40,14 @@
   function fmt(v) {
     return v === 0 || Math.abs(v) >= 100 ? Math.round(v).toLocaleString() : v.toPrecision(3);
   }
+  function niceStep(rough) {  // 1, 2, 2.5 or 5 times a power of ten
+    if (!(rough > 0)) return 1;
+    var p = Math.pow(10, Math.floor(Math.log(rough) / Math.LN10)), f = rough / p;
+    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * p;
+  }
+  function tick(v) {
+    return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString() : String(Number(v.toPrecision(6)));
+  }
   function median(v) {
     var s = v.slice().sort(function (a, b) { return a - b; }); var n = s.length;
     return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
@@ -54,14 +62,16 @@
     }); });
     traces.forEach(function (t) { if (t.datasheet != null) ys.push(t.datasheet); });
     var ymin = Math.min.apply(null, ys.concat([0])), ymax = Math.max.apply(null, ys.concat([1])) * 1.05;
+    var step = niceStep((ymax - ymin) / 4);  // round ticks: 50,000 not 53,550
+    ymin = Math.floor(ymin / step) * step; ymax = Math.ceil(ymax / step) * step;
     var span = Math.max(state.hi - state.lo, 1);
     function X(i) { return L + (i - state.lo + 0.5) * (W - L - R) / (span + 1); }
     function Y(v) { return H - B - (v - ymin) * (H - T - B) / (ymax - ymin || 1); }
     el("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#000" });
     el("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#000" });
-    for (var k = 0; k <= 4; k++) {
-      var v = ymin + (ymax - ymin) * k / 4;
-      el("text", { x: L - 5, y: Y(v) + 4, "text-anchor": "end", "font-size": 11 }, svg, fmt(v));
+    for (var v = ymin; v <= ymax + step / 2; v += step) {
+      if (v > ymin) el("line", { x1: L, x2: W - R, y1: Y(v), y2: Y(v), stroke: "#ddd", class: "grid" });
+      el("text", { x: L - 5, y: Y(v) + 4, "text-anchor": "end", "font-size": 11, class: "tick" }, svg, tick(v));
     }
     el("text", { x: 4, y: T - 8, "font-size": 12 }, svg, traces.length ? traces[0].unit : "");
     var radius = Math.max(1.5, Math.min(4, (W - L - R) / (span + 1) / 3));
