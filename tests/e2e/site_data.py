@@ -2,8 +2,11 @@
 session on loop devices, the fifth build's reads throttled through a blkio cgroup.
 
 One session a build measures the three drives together (``--dut`` three times, one
-``--ssd-build``): a suite of two half-second points (4 KiB random read and write, QD32; the
-smoke suite's corners run 4 s each, which makes the 6 sessions 12 minutes), each repeated
+``--ssd-build``), but at the fifth build the throttled drive is measured alone, in a session
+of its own inside the cgroup, and the two others in a plain session of the same build: only
+the throttled drive's runs are in the cgroup, and the others are measured as at every other
+build. The suite has two half-second points (4 KiB random read and write, QD32; the smoke
+suite's corners run 4 s each, which makes the 6 sessions 12 minutes), each repeated
 (``--ssd-repeat``) so that the noise-aware verdicts can decide. The drives are
 loop devices of three sizes: a loop device has no model, and the capacity is what makes
 each drive's series its own (docs/history.md, "What a series is").
@@ -22,8 +25,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tests.e2e.conftest import kill_everything_of, smoke_argv
@@ -57,6 +60,9 @@ V2_ROOT = Path("/sys/fs/cgroup/unified")
 V1_BLKIO = Path("/sys/fs/cgroup/blkio")
 
 
+PRESSURE = Path("/proc/pressure/cpu")
+
+
 @dataclass(frozen=True)
 class Lab:
     """The database and what made it: the drives (loop devices) and the reports folder."""
@@ -64,6 +70,16 @@ class Lab:
     reports: Path
     drives: tuple[Path, ...]
     seconds: float
+    #: each build's share of its sessions' time in which some task of the machine waited for
+    #: a CPU (the kernel's pressure stall information): a busy machine moves every series
+    busy: dict[str, float] = field(default_factory=dict)
+
+    def busy_line(self) -> str:
+        """Each build's CPU pressure, for a message: "fw-1 3%, fw-2 61%, ..."."""
+        if not self.busy:
+            return "no CPU pressure information (/proc/pressure/cpu)"
+        shares = ", ".join(f"{build} {share:.0%}" for build, share in self.busy.items())
+        return f"CPU pressure during each build's sessions: {shares}"
 
     @property
     def db(self) -> Path:
@@ -149,11 +165,12 @@ def short_suite(folder: Path) -> Path:
     return suite
 
 
-def session_argv(suite: Path, reports: Path, drives: tuple[Path, ...], build: str) -> list[str]:
-    """One build's session on every drive (confirmed by its path: a loop device has no serial)."""
-    devices = [f"--dut={dev}" for dev in drives]
-    confirms = [f"--ssd-confirm={dev}" for dev in drives]
-    labels = [f"--dut-label=drive-{i}" for i in range(len(drives))]
+def session_argv(suite: Path, reports: Path, drives: Mapping[str, Path], build: str) -> list[str]:
+    """One build's session on *drives* (by label; confirmed by path: a loop device has no
+    serial)."""
+    devices = [f"--dut={dev}" for dev in drives.values()]
+    confirms = [f"--ssd-confirm={dev}" for dev in drives.values()]
+    labels = [f"--dut-label={label}" for label in drives]
     options = (f"--ssd-build={build}", f"--ssd-repeat={REPEAT}", "--ssd-profile=quick")
     return smoke_argv(reports, *devices, *confirms, *labels, *options, suite=suite)
 
@@ -171,17 +188,35 @@ def run_session(argv: list[str], folder: Path, throttle: Throttle | None = None)
     assert done.returncode == 0, f"{argv}:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
 
 
+def cpu_stall_us() -> int | None:
+    """The kernel's total time, µs, in which some task waited for a CPU; None without PSI."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        some = PRESSURE.read_text().splitlines()[0]
+        return int(some.rsplit("total=", 1)[1])
+    return None
+
+
 def build_lab(folder: Path, loop: Callable[[int], Path]) -> Lab:
-    """The database: one session per build, the fifth throttled on :data:`THROTTLED_DRIVE`."""
+    """The database: one session per build, but the fifth build's throttled drive
+    (:data:`THROTTLED_DRIVE`) measured alone, in a session of its own in the cgroup."""
     start = time.monotonic()
     drives = tuple(loop(size) for size in SIZES_MIB)
     reports, suite = folder / "reports", short_suite(folder)
+    lab = Lab(reports, drives, 0.0)
+    labelled = {lab.label(i): dev for i, dev in enumerate(drives)}
+    throttled = lab.label(THROTTLED_DRIVE)
+    busy: dict[str, float] = {}
     for build in BUILDS:
-        argv = session_argv(suite, reports, drives, build)
+        began, stalled = time.monotonic(), cpu_stall_us()
         if build != THROTTLED_BUILD:
-            run_session(argv, folder)
-            continue
-        name = f"ssd-site-test-{os.getpid()}-{time.monotonic_ns()}"
-        with read_throttle(drives[THROTTLED_DRIVE], READ_BPS, name) as throttle:
-            run_session(argv, folder, throttle)
-    return Lab(reports, drives, time.monotonic() - start)
+            run_session(session_argv(suite, reports, labelled, build), folder)
+        else:
+            others = {label: dev for label, dev in labelled.items() if label != throttled}
+            run_session(session_argv(suite, reports, others, build), folder)
+            name = f"ssd-site-test-{os.getpid()}-{time.monotonic_ns()}"
+            with read_throttle(labelled[throttled], READ_BPS, name) as throttle:
+                alone = {throttled: labelled[throttled]}
+                run_session(session_argv(suite, reports, alone, build), folder, throttle)
+        if stalled is not None and (now := cpu_stall_us()) is not None:
+            busy[build] = (now - stalled) / 1e6 / (time.monotonic() - began)
+    return replace(lab, seconds=time.monotonic() - start, busy=busy)
