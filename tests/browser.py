@@ -129,7 +129,7 @@ def check_page(
         session = open_page(cdp, width)
         load(cdp, session, html.resolve().as_uri())
         found = evaluate(cdp, session, _checker_js(required))
-        _screenshot(cdp, session, screenshot, width)
+        take_screenshot(cdp, session, screenshot, width)
         shots = _section_shots(cdp, session, sections_to) if sections_to else {}
         errors = console_errors(cdp, session)
     return PageCheck(
@@ -497,7 +497,7 @@ def _checker_js(required: Sequence[str], settle_ms: int = 50) -> str:
     return f"({_CHECKER.strip()})({json.dumps(list(required))}, {settle_ms})"
 
 
-def _screenshot(cdp: _Cdp, session: str, path: Path, width: int) -> None:
+def take_screenshot(cdp: _Cdp, session: str, path: Path, width: int) -> None:
     """A PNG of the whole page (up to MAX_SCREENSHOT_HEIGHT): the viewport grown to fit it."""
     size = cdp.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
     height = min(max(int(size["height"]), VIEWPORT_HEIGHT), MAX_SCREENSHOT_HEIGHT)

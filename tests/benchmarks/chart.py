@@ -35,12 +35,12 @@ from tests.benchmarks.history import _quiet
 from tests.benchmarks.site import BUILDS, write_run
 from tests.browser import (
     VIEWPORT_WIDTH,
-    _evaluate,
-    _launch,
-    _load,
-    _open_page,
-    _screenshot,
+    evaluate,
     find_chromium,
+    launch,
+    load,
+    open_page,
+    take_screenshot,
 )
 
 LOADS = 10
@@ -195,13 +195,13 @@ def load_times(pages: Sequence[Path], shot: Path | None) -> tuple[float, float, 
     browser = find_chromium()
     assert browser, "no Chromium on PATH"
     found = []
-    with _launch(browser, time.monotonic() + 600) as cdp:
-        session = _open_page(cdp, VIEWPORT_WIDTH)
+    with launch(browser, time.monotonic() + 600) as cdp:
+        session = open_page(cdp, VIEWPORT_WIDTH)
         for page in [pages[0], *pages]:
-            _load(cdp, session, page.resolve().as_uri())
-            found.append(_evaluate(cdp, session, FIRST_FRAME))
+            load(cdp, session, page.resolve().as_uri())
+            found.append(evaluate(cdp, session, FIRST_FRAME))
         if shot is not None:
-            _screenshot(cdp, session, shot, VIEWPORT_WIDTH)
+            take_screenshot(cdp, session, shot, VIEWPORT_WIDTH)
     found = found[1:]
     return (
         _median([f["frame"] for f in found]),
@@ -214,13 +214,13 @@ def interact(page: Path, shot: Path | None) -> dict[str, Any]:
     """What :data:`INTERACT` measured on *page*; *shot*: the chart zoomed, before the reset."""
     browser = find_chromium()
     assert browser, "no Chromium on PATH"
-    with _launch(browser, time.monotonic() + 120) as cdp:
-        session = _open_page(cdp, VIEWPORT_WIDTH)
-        _load(cdp, session, page.resolve().as_uri())
-        done = _evaluate(cdp, session, INTERACT)
+    with launch(browser, time.monotonic() + 120) as cdp:
+        session = open_page(cdp, VIEWPORT_WIDTH)
+        load(cdp, session, page.resolve().as_uri())
+        done = evaluate(cdp, session, INTERACT)
         if shot is not None:
-            _evaluate(cdp, session, ZOOM)
-            _screenshot(cdp, session, shot, VIEWPORT_WIDTH)
+            evaluate(cdp, session, ZOOM)
+            take_screenshot(cdp, session, shot, VIEWPORT_WIDTH)
         return done
 
 
