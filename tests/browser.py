@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,8 @@ class PageCheck:
     low_contrast: list[str] = field(default_factory=list)
     #: each test's graph in pytest-html's results table (every row opened): how wide it is shown, px
     test_graphs: dict[str, float] = field(default_factory=dict)
+    #: every URL the page requested (itself, its scripts, images, fetches), in order
+    requests: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
         """One line per problem a reader would meet; empty when the page is fine."""
@@ -90,13 +92,18 @@ class PageCheck:
         ]
 
 
-def find_chromium() -> str | None:
-    """The first Chromium-like browser on PATH, or None."""
-    for name in BROWSERS:
+def first_on_path(names: Sequence[str]) -> str | None:
+    """The path of the first of *names* on PATH, or None."""
+    for name in names:
         path = shutil.which(name)
         if path:
             return path
     return None
+
+
+def find_chromium() -> str | None:
+    """The first Chromium-like browser on PATH, or None."""
+    return first_on_path(BROWSERS)
 
 
 def check_page(
@@ -118,14 +125,15 @@ def check_page(
     if browser is None:
         raise BrowserError(f"none of {', '.join(BROWSERS)} is on PATH")
     deadline = time.monotonic() + timeout
-    with _launch(browser, deadline) as cdp:
-        session = _open_page(cdp, width)
-        _load(cdp, session, html.resolve().as_uri())
-        found = _evaluate(cdp, session, _checker_js(required))
-        _screenshot(cdp, session, screenshot, width)
+    with launch(browser, deadline) as cdp:
+        session = open_page(cdp, width)
+        load(cdp, session, html.resolve().as_uri())
+        found = evaluate(cdp, session, _checker_js(required))
+        take_screenshot(cdp, session, screenshot, width)
         shots = _section_shots(cdp, session, sections_to) if sections_to else {}
-        errors = [text for event in cdp.events if (text := _console_error(event, session))]
+        errors = console_errors(cdp, session)
     return PageCheck(
+        requests=requested(cdp, session),
         console_errors=errors,
         missing=list(found["missing"]),
         images=int(found["images"]),
@@ -143,7 +151,28 @@ def check_page(
     )
 
 
-class _Cdp:
+class EventLog:
+    """A browser connection's events, all kept in ``events``; a subclass's ``_receive``
+    reads the next message (and appends it to ``events`` when it is an event)."""
+
+    def __init__(self) -> None:
+        self.events: list[JsonObject] = []
+
+    def wait_for(self, what: str, matches: Callable[[JsonObject], bool]) -> JsonObject:
+        """Wait for (or find among those received) the first event ``matches(event)`` accepts."""
+        seen = 0
+        while True:
+            for event in self.events[seen:]:
+                if matches(event):
+                    return event
+            seen = len(self.events)
+            self._receive(what)
+
+    def _receive(self, what: str) -> JsonObject:
+        raise NotImplementedError
+
+
+class _Cdp(EventLog):
     """A minimal DevTools protocol client on Chromium's debugging pipe.
 
     Commands are answered in order of ids; events that arrive meanwhile are kept in
@@ -151,11 +180,11 @@ class _Cdp:
     """
 
     def __init__(self, to_browser: int, from_browser: int, deadline: float, log: Path) -> None:
+        super().__init__()
         self.to_browser = to_browser
         self.from_browser = from_browser
         self.deadline = deadline
         self.log = log
-        self.events: list[JsonObject] = []
         self._buffer = b""
         self._next_id = 0
 
@@ -174,16 +203,6 @@ class _Cdp:
             raise BrowserError(f"{method}: {reply['error'].get('message', reply['error'])}")
         result: JsonObject = reply.get("result", {})
         return result
-
-    def wait_for(self, what: str, matches: Any) -> JsonObject:
-        """Wait for (or find among those received) the first event ``matches(event)`` accepts."""
-        seen = 0
-        while True:
-            for event in self.events[seen:]:
-                if matches(event):
-                    return event
-            seen = len(self.events)
-            self._receive(what)
 
     def _receive(self, what: str) -> JsonObject:
         """The next message; events are also appended to ``events``."""
@@ -279,8 +298,29 @@ os.execvp(sys.argv[2], sys.argv[2:])
 """
 
 
+def start_in_group(
+    argv: Sequence[str],
+    log: Path,
+    *,
+    pass_fds: Sequence[int] = (),
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a browser in a process group of its own (killed whole at the end), its output
+    into *log*."""
+    with log.open("wb") as log_fh:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fh,
+            stderr=subprocess.STDOUT,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            env=env,
+        )
+
+
 @contextlib.contextmanager
-def _launch(browser: str, deadline: float) -> Iterator[_Cdp]:
+def launch(browser: str, deadline: float) -> Iterator[_Cdp]:
     """Start *browser* on a debugging pipe; close it and kill its process group on exit.
 
     A tiny Python trampoline moves the pipe ends onto fds 3 and 4 and execs the browser, so
@@ -298,15 +338,7 @@ def _launch(browser: str, deadline: float) -> Iterator[_Cdp]:
         profile, log = Path(tmp) / "profile", Path(tmp) / "browser.log"
         child_fds = f"{cmd_read},{out_write}"
         argv = [sys.executable, "-c", _TRAMPOLINE, child_fds, *_browser_argv(browser, profile)]
-        with log.open("wb") as log_fh:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log_fh,
-                stderr=subprocess.STDOUT,
-                pass_fds=(cmd_read, out_write),
-                start_new_session=True,
-            )
+        proc = start_in_group(argv, log, pass_fds=(cmd_read, out_write))
         fds.close(cmd_read, out_write)  # the browser's ends: EOF on ours when it exits
         cdp = _Cdp(cmd_write, out_read, deadline, log)
         try:
@@ -331,12 +363,12 @@ def _close(cdp: _Cdp, proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=CLOSE_TIMEOUT)
 
 
-def _open_page(cdp: _Cdp, width: int) -> str:
-    """A new tab, attached in flat mode; its session id. Console and log reporting on."""
+def open_page(cdp: _Cdp, width: int) -> str:
+    """A new tab, attached in flat mode; its session id. Console, log and request reporting on."""
     target = cdp.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     attach = {"targetId": target, "flatten": True}
     session: str = cdp.send("Target.attachToTarget", attach)["sessionId"]
-    for domain in ("Page", "Runtime", "Log"):
+    for domain in ("Page", "Runtime", "Log", "Network"):
         cdp.send(f"{domain}.enable", session=session)
     cdp.send("Page.setLifecycleEventsEnabled", {"enabled": True}, session=session)
     _set_viewport(cdp, session, width, VIEWPORT_HEIGHT)
@@ -348,7 +380,7 @@ def _set_viewport(cdp: _Cdp, session: str, width: int, height: int) -> None:
     cdp.send("Emulation.setDeviceMetricsOverride", metrics, session=session)
 
 
-def _load(cdp: _Cdp, session: str, url: str) -> None:
+def load(cdp: _Cdp, session: str, url: str) -> None:
     """Navigate and wait for the load event of this navigation (not of about:blank)."""
     nav = cdp.send("Page.navigate", {"url": url}, session=session)
     if nav.get("errorText"):
@@ -367,7 +399,7 @@ def _load(cdp: _Cdp, session: str, url: str) -> None:
     cdp.wait_for(f"the load event of {url}", loaded)
 
 
-def _evaluate(cdp: _Cdp, session: str, expression: str) -> JsonObject:
+def evaluate(cdp: _Cdp, session: str, expression: str) -> JsonObject:
     """Run *expression* (may return a promise) in the page; its JSON value."""
     params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
     reply = cdp.send("Runtime.evaluate", params, session=session)
@@ -375,6 +407,12 @@ def _evaluate(cdp: _Cdp, session: str, expression: str) -> JsonObject:
         raise BrowserError(f"checker script failed: {_exception_text(reply['exceptionDetails'])}")
     value: JsonObject = reply["result"]["value"]
     return value
+
+
+def hover(cdp: _Cdp, session: str, x: float, y: float) -> None:
+    """Move the mouse to (x, y) CSS px of the viewport, as a reader's pointer does."""
+    move = {"type": "mouseMoved", "x": x, "y": y}
+    cdp.send("Input.dispatchMouseEvent", move, session=session)
 
 
 _CHECKER = """
@@ -459,7 +497,7 @@ def _checker_js(required: Sequence[str], settle_ms: int = 50) -> str:
     return f"({_CHECKER.strip()})({json.dumps(list(required))}, {settle_ms})"
 
 
-def _screenshot(cdp: _Cdp, session: str, path: Path, width: int) -> None:
+def take_screenshot(cdp: _Cdp, session: str, path: Path, width: int) -> None:
     """A PNG of the whole page (up to MAX_SCREENSHOT_HEIGHT): the viewport grown to fit it."""
     size = cdp.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
     height = min(max(int(size["height"]), VIEWPORT_HEIGHT), MAX_SCREENSHOT_HEIGHT)
@@ -485,7 +523,7 @@ def _section_shots(cdp: _Cdp, session: str, folder: Path) -> dict[str, Path]:
     asked: ``captureBeyondViewport``)."""
     folder.mkdir(parents=True, exist_ok=True)
     shots = {}
-    for box in _evaluate(cdp, session, _SECTION_BOXES):
+    for box in evaluate(cdp, session, _SECTION_BOXES):
         if not box["width"] or not box["height"]:
             continue
         top, bottom, part = box["y"], box["y"] + box["height"], 1
@@ -502,6 +540,20 @@ def _section_shots(cdp: _Cdp, session: str, folder: Path) -> dict[str, Path]:
             shots.setdefault(box["id"], path)
             top, part = top + SECTION_TILE, part + 1
     return shots
+
+
+def console_errors(cdp: _Cdp, session: str) -> list[str]:
+    """The errors the console of the page of *session* showed so far, in order."""
+    return [text for event in cdp.events if (text := _console_error(event, session))]
+
+
+def requested(cdp: _Cdp, session: str) -> list[str]:
+    """The URL of every request the page of *session* made, in order (Network events)."""
+    return [
+        str(event["params"]["request"]["url"])
+        for event in cdp.events
+        if event.get("sessionId") == session and event["method"] == "Network.requestWillBeSent"
+    ]
 
 
 def _console_error(event: JsonObject, session: str) -> str | None:

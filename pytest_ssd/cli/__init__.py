@@ -168,6 +168,15 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", type=Path, help="the graph: a .png or .svg file")
     p.set_defaults(func=commands.history)
+
+    p = sub.add_parser(
+        "site",
+        parents=[after],
+        help="a static site of every series across builds, with the step changes found as"
+        " alerts (index.html, alerts.html, series/KEY.html)",
+    )
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="its folder")
+    p.set_defaults(func=commands.site)
     return top
 
 

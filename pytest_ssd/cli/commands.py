@@ -51,6 +51,7 @@ __all__ = [
     "history",
     "list_runs",
     "report",
+    "site",
     "sync",
 ]
 
@@ -164,6 +165,18 @@ def history(args: argparse.Namespace) -> None:
     sys.stdout.write(text)
     if picture is not None:
         _write(args.output, picture)
+
+
+def site(args: argparse.Namespace) -> None:
+    """The lab's static site of the database, into -o DIR: only the pages that changed."""
+    from pytest_ssd.site_pages import build_site  # noqa: PLC0415  # the site's command only
+
+    with ResultsDb(args.db) as db:
+        try:
+            done = build_site(db, args.output)
+        except OSError as e:
+            raise storage_error(args.output, e, "-o") from e
+    print(done.line())
 
 
 def _write(path: Path, data: str | bytes) -> None:

@@ -15,12 +15,15 @@ Pipeline 1 (build b1, no baseline: no gate) has its first qualify job killed
 (``kill -9`` of its process group) once a test is recorded, as a lost controller
 would; the job again (GitLab's retry) resumes that run, and once more finds it
 finished and is refused without running anything. Pipeline 2 (build b2 against b1)
-qualifies the same drives and its gates pass.
+qualifies the same drives and its gates pass. Each pipeline's pages job builds the lab's
+site from the database (the marks of SITE_MARKS kept in it) and publishes it as public/;
+the second writes again only what its runs changed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -52,6 +55,8 @@ VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 SLOTS = ("host-a-nvme0", "host-b-nvme0")
 #: the drive whose qualify job is killed and retried
 CUT = SLOTS[0]
+#: the site's marks as the project keeps them (a File variable): kept in the published site
+MARKS = {"0123456789abcdef@b1": "expected"}
 
 
 @dataclass(frozen=True)
@@ -282,6 +287,19 @@ def _properties(element: ET.Element | None) -> dict[str, str]:
     return {p.get("name", ""): p.get("value", "") for p in found}
 
 
+def _published(lab: Lab, pipeline_id: int, **more: str) -> tuple[int, int]:
+    """The pipeline's publish stage: the pages job's site in public/, the marks in it; the
+    pages it wrote and kept."""
+    ran = lab.stage("publish", pipeline_id, **more)["pages"]
+    assert ran.code == 0, ran.output
+    public = ran.folder / "public"
+    assert (public / "index.html").is_file() and (public / "alerts.html").is_file(), ran.output
+    assert json.loads((public / "marks.json").read_text()) == MARKS
+    found = re.search(r"^site: (\d+) pages written, (\d+) kept \(unchanged\)", ran.output, re.M)
+    assert found, ran.output
+    return int(found.group(1)), int(found.group(2))
+
+
 @contextlib.contextmanager
 def _lab(tmp_path: Path, postgres: Postgres, loop_device: Any) -> Iterator[tuple[Lab, Sshd]]:
     password = f"pw-{os.getpid()}-{time.monotonic_ns()}"
@@ -307,7 +325,10 @@ def _lab(tmp_path: Path, postgres: Postgres, loop_device: Any) -> Iterator[tuple
             "PROFILE": "quick",
             "REPEAT": "1",
             "ALLOW_UNKNOWN": "100",  # one run a side: every verdict unknown (docs/baseline.md)
+            "SITE_DIR": str(tmp_path / "site"),
+            "SITE_MARKS": str(files / "SITE_MARKS"),
         }
+        (files / "SITE_MARKS").write_text(json.dumps(MARKS) + "\n")
         yield Lab(tmp_path, project, drives), server
 
 
@@ -316,7 +337,7 @@ def test_the_example_pipeline_runs_as_written_and_its_retry_resumes(
 ) -> None:
     with _lab(tmp_path, postgres, loop_device) as (lab, server):
         stages = [job.stage for job in lab.jobs]
-        assert stages == sorted(stages, key=["qualify", "gate", "report"].index)
+        assert stages == sorted(stages, key=["qualify", "gate", "report", "publish"].index)
         reports = Path(lab.project["SSD_REPORTS"])
         cut_id = f"ci-101-{CUT}"
         spool = reports / cut_id / "spool.sqlite"
@@ -347,6 +368,8 @@ def test_the_example_pipeline_runs_as_written_and_its_retry_resumes(
         assert lab.stage("gate", 101, BUILD="b1") == {}
         report = lab.stage("report", 101, BUILD="b1")["lab-report"]
         assert report.code == 0 and (report.folder / "lab-compare.html").is_file(), report.output
+        first = _published(lab, 101, BUILD="b1")
+        assert first[1] == 0, "a new site: no page kept"
 
         # the job once more (a retry after its run finished): refused, nothing run again
         again = lab.run(f"qualify-{CUT}", 101, BUILD="b1")
@@ -364,3 +387,5 @@ def test_the_example_pipeline_runs_as_written_and_its_retry_resumes(
             assert ran.code == 0, ran.output
             assert (ran.folder / "gate.html").is_file()
         assert lab.stage("report", 102, BUILD="b2", BASELINE="b1")["lab-report"].code == 0
+        written, kept = _published(lab, 102, BUILD="b2", BASELINE="b1")
+        assert written >= 1 and kept >= 1, (written, kept)
