@@ -364,18 +364,20 @@ class Devices:
         """Each device's summary, one look at each machine for all its devices."""
         groups = self._by_machine(duts, lambda dut: dut.address)
 
-        def summarize(group: list[Dut]) -> dict[str, DeviceSummary]:
+        def summarize(group: list[Dut]) -> dict[str, tuple[DeviceSummary, list[str]]]:
             site = self.services[group[0].id].site
             enrich(group, site.machine)
             found = site.summaries([dut.identity for dut in group])
-            for dut, (_, said) in zip(group, found, strict=True):
-                self.warnings.extend(f"{dut.id}: {line}" for line in said)
-            return {dut.id: summary for dut, (summary, _) in zip(group, found, strict=True)}
+            return {
+                dut.id: (summary, said) for dut, (summary, said) in zip(group, found, strict=True)
+            }
 
-        summaries: dict[str, DeviceSummary] = {}
-        for done in each(groups, summarize):
+        summaries: dict[str, tuple[DeviceSummary, list[str]]] = {}
+        for done in each(groups, summarize):  # the machines' looks at once, in any order
             summaries.update(done)
-        return [summaries[dut.id] for dut in duts]
+        for dut in duts:  # what they said in the order the devices were given
+            self.warnings.extend(f"{dut.id}: {line}" for line in summaries[dut.id][1])
+        return [summaries[dut.id][0] for dut in duts]
 
     def _by_machine(
         self, items: list[T], address: Callable[[T], HostAddress | None]
