@@ -377,6 +377,8 @@ class Batch:
         while not self._open.ended(n, LIVENESS_S):
             self._hold_ready()
             if not self._alive(process):
+                if self._open.ended(n, 0):  # it ended, then its fio exited, since the wait
+                    break
                 raise self._dead(job, "did not finish: fio ended")
             if time.monotonic() > deadline:
                 raise self._dead(job, f"did not finish in {limit:g} s")
