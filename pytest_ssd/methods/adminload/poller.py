@@ -5,7 +5,10 @@ One ``sh`` there starts a polling round every 1 / rate seconds, each in the back
 other): ``nvme smart-log``, ``nvme error-log`` and ``nvme id-ctrl`` on the device and,
 where the controller declares telemetry (id-ctrl LPA bit 3), a read of the
 controller-initiated telemetry log.  Each prints its exit status; the loop ends when
-its stop file appears (touched when fio is done) or after its most rounds.  The same on
+its stop file appears (touched when fio is done) or after its most rounds.  The loop
+times itself (``started``/``ended``, that machine's clock): the rounds it started are
+counted over the time it ran, not over fio's, since it sees the stop file a while after
+fio ends.  The same on
 this machine and on a test host: it goes through :class:`~pytest_ssd.machine.Machine`.
 """
 
@@ -27,6 +30,7 @@ from pytest_ssd.proc import Completed
 POLL = """
 stop=$1 gap=$2 most=$3 nvme=$4 dev=$5 tele=$6
 i=0
+echo "started $(date +%s.%N)"
 while [ ! -e "$stop" ] && [ "$i" -lt "$most" ]; do
   (
     for log in smart-log error-log id-ctrl; do
@@ -42,6 +46,7 @@ while [ ! -e "$stop" ] && [ "$i" -lt "$most" ]; do
   i=$((i + 1))
   sleep "$gap"
 done
+echo "ended $(date +%s.%N)"
 wait
 rm -f -- "$stop"
 echo "rounds $i"
@@ -78,16 +83,27 @@ class Polled:
 
 
 def parse_polled(done: Completed, elapsed_s: float) -> Polled:
-    """The poller's output: a ``NAME STATUS`` line per command, then ``rounds N``."""
+    """The poller's output: a ``NAME STATUS`` line per command, then ``rounds N``.
+
+    Its time is the loop's own (``started`` to ``ended``); *elapsed_s*, as this process
+    measured it, only when the loop's times are missing."""
     answered: Counter[str] = Counter()
     failed: Counter[str] = Counter()
     rounds = 0
+    times: dict[str, float] = {}
     for line in done.stdout.splitlines():
         name, _, status = line.partition(" ")
         if name == "rounds" and status.isdecimal():
             rounds = int(status)
+        elif name in ("started", "ended"):
+            try:
+                times[name] = float(status)
+            except ValueError:
+                continue
         elif status.isdecimal():
             (answered if status == "0" else failed)[name] += 1
+    if len(times) == 2 and times["ended"] > times["started"]:
+        elapsed_s = times["ended"] - times["started"]
     return Polled(rounds, dict(answered), dict(failed), elapsed_s)
 
 
