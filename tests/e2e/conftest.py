@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.browsing import artifacts, chromium  # noqa: F401  (fixtures)
+from tests.e2e.tuning import as_found, one_tuner  # noqa: F401  (fixtures, neither autouse)
 from tests.own import kill_all
 from tests.sshd import Sshd, local_sshd
 

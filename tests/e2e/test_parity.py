@@ -50,7 +50,6 @@ from pytest_ssd.state.cpu import read_times
 from pytest_ssd.state.progress import Plan, Progress, feeding
 from tests.e2e.conftest import REPO, cssd_suite, smoke_argv
 from tests.e2e.test_safety import ext4_device, mounted  # noqa: F401  (fixtures: a mounted ext4)
-from tests.e2e.test_tune import as_found, one_tuner  # noqa: F401  (fixtures: THP, ASLR as found)
 from tests.own import is_fio, tagged
 from tests.sshd import Sshd
 
@@ -178,7 +177,7 @@ def test_tune(
     where: Where,
     loop_device: LoopFactory,
     run_ssd: Any,
-    as_found: Callable[..., Callable[[], dict[Path, str]]],  # noqa: F811  (the fixture)
+    as_found: Callable[..., Callable[[], dict[Path, str]]],
 ) -> None:
     dev = loop_device(256)
     now, before = _untuned(dev, as_found)
@@ -488,7 +487,7 @@ def test_one_tuner_tunes_restores_and_recovers_either_machine(
     machine: Machine,
     loop_device: LoopFactory,
     tmp_path: Path,
-    as_found: Callable[..., Callable[[], dict[Path, str]]],  # noqa: F811  (the fixture)
+    as_found: Callable[..., Callable[[], dict[Path, str]]],
 ) -> None:
     from pytest_ssd.host import TuneError, Tuner  # noqa: PLC0415  (the controller's)
 

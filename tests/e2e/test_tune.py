@@ -6,14 +6,13 @@ back whatever differs in a finally, so the machine is left as found whatever hap
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +21,11 @@ import pytest
 from pytest_ssd.host import RESTORE_FILE
 from pytest_ssd.statedir import STATE_DIR_ENV, write_private
 from tests.e2e.conftest import attached_loops, detach_loops_under, smoke_argv
+from tests.e2e.tuning import Reader, selected
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 ASLR = Path("/proc/sys/kernel/randomize_va_space")
 GOVERNOR = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
-Reader = Callable[[], dict[Path, str]]
 
 
 def _journal() -> Path:
@@ -34,35 +33,9 @@ def _journal() -> Path:
     return Path(os.environ[STATE_DIR_ENV]) / "tune" / RESTORE_FILE
 
 
-def _selected(text: str) -> str:
-    match = re.search(r"\[([^\]]+)\]", text)
-    return match.group(1) if match else text.strip()
-
-
 @pytest.fixture(autouse=True)
-def one_tuner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The machine's settings are one: the tests that tune them take turns, across workers.
-
-    The lock file is in the folder every xdist worker's temporary folder is in.
-    """
-    with (tmp_path_factory.getbasetemp().parent / "tune-tests.lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-
-
-@pytest.fixture
-def as_found(one_tuner: None) -> Iterator[Callable[..., Reader]]:
-    """``as_found(*paths)`` reads them now; at teardown, writes back any that changed."""
-    found: dict[Path, str] = {}
-
-    def watch(*paths: Path) -> Reader:
-        found.update({p: p.read_text() for p in paths if p.exists()})
-        return lambda: {p: p.read_text() for p in found if p.exists()}
-
-    yield watch
-    for path, text in found.items():
-        if path.exists() and path.read_text() != text:
-            path.write_text(_selected(text))
+def _takes_turns(one_tuner: None) -> None:
+    """Every test of this module tunes the machine: each holds the tuners' lock."""
 
 
 def _settings(run: Any) -> dict[tuple[str, str | None], Any]:
@@ -87,9 +60,9 @@ def test_smoke_with_tune_is_tuned_and_leaves_everything_as_found(
     assert during[("thp", None)] == "never" and during[("aslr", None)] == "0"
     assert during[("scheduler", "scratch")] == "none"
     changed = run.results()["run"]["tune"]["changed"]
-    if _selected(before[THP]) != "never":
-        assert f"{THP}: {_selected(before[THP])} -> never" in changed
-        assert f"--ssd-tune restored: {THP}: {_selected(before[THP])} again" in out
+    if selected(before[THP]) != "never":
+        assert f"{THP}: {selected(before[THP])} -> never" in changed
+        assert f"--ssd-tune restored: {THP}: {selected(before[THP])} again" in out
     assert "not available here" in (run.run_dir / "report.html").read_text()
     assert now() == before, "THP and ASLR exactly as found"
     assert not _journal().exists()
@@ -105,7 +78,7 @@ def test_a_loop_devices_scheduler_is_set_and_put_back(
     now = as_found(THP, ASLR, scheduler)
     scheduler.write_text("mq-deadline")
     before = now()
-    assert _selected(before[scheduler]) == "mq-deadline"
+    assert selected(before[scheduler]) == "mq-deadline"
     run = run_ssd(f"--dut={dev}", f"--ssd-confirm={dev}", "--ssd-tune", "-k", "seq-read")
     assert run.result.ret == 0, run.result.stdout.str()
     assert _settings(run)[("scheduler", dev.name)] == "none", "none while measuring"
@@ -223,7 +196,7 @@ def _plant_journal(
         "setting": "thp",
         "path": str(THP),
         "target": "never",
-        "original": _selected(before[THP]),
+        "original": selected(before[THP]),
     }
     journal = {"pid": 1, "started": "1", "changes": [same, *_hostile(victim, existing)]}
     write_private(state / "tune" / RESTORE_FILE, json.dumps(journal))
@@ -240,7 +213,7 @@ def test_recovery_is_reported_also_when_the_session_is_then_refused(
     run = run_ssd(f"--dut={tmp_path / 'no-such-disk'}")
     err = run.result.stderr.str()
     assert run.result.ret == 4, err
-    assert f"pytest-ssd: recovered: {THP}: {_selected(before[THP])} again (left by pid 1)" in err
+    assert f"pytest-ssd: recovered: {THP}: {selected(before[THP])} again (left by pid 1)" in err
     refused = [ln for ln in err.splitlines() if ln.startswith("pytest-ssd: refused to restore: ")]
     assert len(refused) == 3, err
     assert "no-such-disk" in err and not victim.exists() and existing.read_text() == "keep\n"
@@ -258,7 +231,7 @@ def test_a_hostile_journal_in_the_state_folder_is_refused_entry_by_entry(
     run.result.assert_outcomes(passed=1, deselected=3)
     assert not victim.exists() and not victim.parent.exists()
     assert existing.read_text() == "keep\n"
-    assert f"recovered: {THP}: {_selected(before[THP])} again (left by pid 1)" in out, out
+    assert f"recovered: {THP}: {selected(before[THP])} again (left by pid 1)" in out, out
     refused = [line for line in out.splitlines() if line.startswith("refused to restore: ")]
     assert refused == [
         f"refused to restore: setting {setting!r}, value '* * * * * root sh -c pwned', at"
