@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,10 +54,47 @@ class Tree(Snapshot):
 MEMORY = Path("/dev/shm")
 
 
-def scratch() -> tempfile.TemporaryDirectory[str]:
-    """A private temporary folder for copies, removed on exit (in memory when it can be)."""
-    memory = MEMORY.is_dir() and os.access(MEMORY, os.W_OK | os.X_OK)
-    return tempfile.TemporaryDirectory(prefix="ssd-copy-", dir=MEMORY if memory else None)
+#: a copy's folder: ``ssd-copy-PID-RANDOM``, PID the session's that made it
+PREFIX = "ssd-copy-"
+
+
+def scratch(parent: Path | None = None) -> tempfile.TemporaryDirectory[str]:
+    """A private temporary folder for copies, removed on exit (in memory when it can be).
+
+    The folders of sessions that died without removing theirs (``kill -9`` while a copy was
+    open) are removed first: this user's, named by a pid no process has any more."""
+    if parent is None:
+        memory = MEMORY.is_dir() and os.access(MEMORY, os.W_OK | os.X_OK)
+        parent = MEMORY if memory else Path(tempfile.gettempdir())
+    sweep(parent)
+    return tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-", dir=parent)
+
+
+def sweep(parent: Path) -> list[Path]:
+    """Remove the copies in *parent* whose session is gone; the folders removed."""
+    removed = []
+    for old in parent.glob(f"{PREFIX}*-*"):
+        pid = old.name.removeprefix(PREFIX).partition("-")[0]
+        if not pid.isdecimal() or _alive(int(pid)):
+            continue
+        try:
+            info = old.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's: alive
+    return True
 
 
 def _tree(copy: Snapshot) -> Tree:

@@ -26,6 +26,7 @@ import pytest
 from pytest_ssd.device import guard
 from pytest_ssd.device.view import View
 from pytest_ssd.host.facts import BUSY_TITLE
+from pytest_ssd.host.tree import MEMORY, PREFIX
 from pytest_ssd.machine.machine import SshMachine
 from pytest_ssd.machine.ssh import Ssh
 from tests.e2e.conftest import REPO, cssd_suite
@@ -298,6 +299,8 @@ def test_a_session_killed_while_tuned_leaves_the_host_to_the_next(
     assert f"{label}: recovered: {ASLR}: 2 again (left by pid" in out
     assert _settings(shell) == before
     assert not _journal_left(shell)
+    # the killed session's copy of the guest's files (made here) is gone with the next
+    assert not list(MEMORY.glob(f"{PREFIX}{session.pid}-*"))
 
 
 def test_ssd_tune_is_refused_while_another_session_holds_the_hosts_tune_lock(

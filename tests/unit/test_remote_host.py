@@ -6,6 +6,8 @@ this machine read through a copy must give what reading it directly gives.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from pytest_ssd.host.io import MachineIo, TuneError
 from pytest_ssd.host.journal import checked
 from pytest_ssd.host.record import device_settings, side_by_side
 from pytest_ssd.host.settings import host_settings
-from pytest_ssd.host.tree import copy_tree, read_host
+from pytest_ssd.host.tree import PREFIX, copy_tree, read_host, scratch
 from pytest_ssd.host.tune import checked_on
 from pytest_ssd.machine.machine import LOCAL
 from pytest_ssd.machine.snapshot import OUTSIDE
@@ -217,3 +219,24 @@ def test_a_dead_sessions_entry_the_copy_cannot_hold_is_refused_naming_the_hosts_
     assert str(tmp_path) not in said[0]
     assert tree.read_path(path).is_relative_to(root / OUTSIDE)
     assert not tree.read_path(path).exists()
+
+
+def test_a_dead_sessions_copy_is_removed_by_the_next_and_no_other(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    assert dead.wait() == 0
+    left = tmp_path / f"{PREFIX}{dead.pid}-x1"  # a session killed while its copy was open
+    (left / "now" / "proc" / "1").mkdir(parents=True)
+    (left / "now" / "proc" / "1" / "stat").write_text("1 (init) S 0")
+    alive = tmp_path / f"{PREFIX}{os.getppid()}-x2"  # a running session's
+    alive.mkdir()
+    unnamed = tmp_path / f"{PREFIX}abcdefgh"  # not named by a pid: not ours to judge
+    unnamed.mkdir()
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    linked = tmp_path / f"{PREFIX}{dead.pid}-x3"  # a link is never followed nor removed
+    linked.symlink_to(target)
+    with scratch(tmp_path) as made:
+        assert Path(made).name.startswith(f"{PREFIX}{os.getpid()}-")
+        assert not left.exists()
+        assert alive.is_dir() and unnamed.is_dir() and linked.is_symlink() and target.is_dir()
+    assert not Path(made).exists(), "its own copy removed on exit"
