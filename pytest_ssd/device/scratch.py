@@ -23,6 +23,7 @@ from pytest_ssd.documents import loads_json
 from pytest_ssd.errors import ConfigError, DeviceError
 from pytest_ssd.machine.filelock import FileLock
 from pytest_ssd.proc import run
+from pytest_ssd.proc.sweep import pid_alive
 from pytest_ssd.statedir import read_private, state_dir, write_private
 
 LOSETUP_TIMEOUT_S = 60.0
@@ -99,16 +100,6 @@ def _registry() -> Path:
     return state_dir("scratch")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale(directory: Path | None = None) -> list[str]:
     """Release scratch devices left by sessions that died, wherever they were made.
 
@@ -129,7 +120,7 @@ def sweep_stale(directory: Path | None = None) -> list[str]:
         Entry(record, lock).remove()
     for backing in directory.glob(f"{_PREFIX}*.img") if directory else ():
         pid_text = backing.name.removeprefix(_PREFIX).split("-", 1)[0]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+        if pid_text.isdigit() and not pid_alive(int(pid_text)):
             released += _release(backing)
     return released
 

@@ -29,6 +29,7 @@ from pytest_ssd.host.record import HostRecord, device_settings
 from pytest_ssd.host.settings import Reading, host_settings
 from pytest_ssd.machine.machine import Machine
 from pytest_ssd.machine.snapshot import Reads, Snapshot, SnapshotError, parse, take
+from pytest_ssd.proc.sweep import pid_alive
 
 #: every file the record, the tuning and a journal's checks read on a host
 READS: Reads = record.READS | journal.READS
@@ -75,7 +76,7 @@ def sweep(parent: Path) -> list[Path]:
     removed = []
     for old in parent.glob(f"{PREFIX}*-*"):
         pid = old.name.removeprefix(PREFIX).partition("-")[0]
-        if not pid.isdecimal() or _alive(int(pid)):
+        if not pid.isdecimal() or pid_alive(int(pid)):
             continue
         try:
             info = old.lstat()
@@ -85,16 +86,6 @@ def sweep(parent: Path) -> list[Path]:
             shutil.rmtree(old, ignore_errors=True)
             removed.append(old)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's: alive
-    return True
 
 
 def _tree(copy: Snapshot) -> Tree:

@@ -112,6 +112,17 @@ def end(pids: list[int], grace: float = GRACE_S) -> None:
         alive = [pid for pid in alive if _exists(pid)]
 
 
+def pid_alive(pid: int) -> bool:
+    """Some process has *pid* (another user's included: signalling it is refused)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _exists(pid: int) -> bool:
     """*pid* runs (a zombie does nothing more: its parent reaps it)."""
     return _state(pid) not in (None, "Z")
