@@ -97,6 +97,9 @@ class RunRecorder:
             self.outcomes[_outcome(report)] += int(decided)
             return
         records = self._new_records(report)
+        # the properties first: a cut between the two leaves them for a test that runs again
+        # (its later line wins), never a kept test without them (its junit identity)
+        self._keep_properties(report, decided)
         with self._sink("db"):
             if decided:
                 outcome = _outcome(report)
@@ -109,15 +112,15 @@ class RunRecorder:
                     report.nodeid, outcome, report.duration, "".join(message) or None, suite
                 )
             self.db.add(records)  # the records and the outcome: one transaction
-        self._keep_properties(report, decided)
         if report.when == "teardown":
             self._due = True
             if not self.defer_export():
                 self._export()
 
     def _keep_properties(self, report: pytest.TestReport, decided: bool) -> None:
-        """A test's properties in the run folder once its outcome is committed (a resumed
-        run's kept test carries them again); again at teardown if they grew meanwhile."""
+        """A test's properties in the run folder just before its outcome is committed (a
+        resumed run's kept test carries them again); again at teardown if they grew
+        meanwhile."""
         count = len(report.user_properties)
         if decided or count > self._properties.get(report.nodeid, count):
             with self._sink("store"):

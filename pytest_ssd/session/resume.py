@@ -48,8 +48,8 @@ REPORT = "report.html"
 #: ``--ssd-resume=last``: the newest run in the database
 LAST = "last"
 #: in the run folder, a JSON line per finished test phase: the test's plain properties (not its
-#: records, which the database holds), written once its outcome is committed; a kept test's
-#: reports carry them again (its junit properties, its row in the report)
+#: records, which the database holds), written just before its outcome is committed; a kept
+#: test's reports carry them again (its junit properties, its row in the report)
 PROPERTIES = "test-properties.jsonl"
 #: the most of it a resume reads (a run of thousands of tests writes a few MiB)
 MAX_PROPERTIES_BYTES = 1 << 30
