@@ -67,13 +67,12 @@ def scratch(parent: Path | None = None) -> tempfile.TemporaryDirectory[str]:
     if parent is None:
         memory = MEMORY.is_dir() and os.access(MEMORY, os.W_OK | os.X_OK)
         parent = MEMORY if memory else Path(tempfile.gettempdir())
-    sweep(parent)
+    _remove_dead_copies(parent)
     return tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-", dir=parent)
 
 
-def sweep(parent: Path) -> list[Path]:
-    """Remove the copies in *parent* whose session is gone; the folders removed."""
-    removed = []
+def _remove_dead_copies(parent: Path) -> None:
+    """Remove the copies in *parent* whose session is gone."""
     for old in parent.glob(f"{PREFIX}*-*"):
         pid = old.name.removeprefix(PREFIX).partition("-")[0]
         if not pid.isdecimal() or pid_alive(int(pid)):
@@ -84,8 +83,6 @@ def sweep(parent: Path) -> list[Path]:
             continue
         if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
             shutil.rmtree(old, ignore_errors=True)
-            removed.append(old)
-    return removed
 
 
 def _tree(copy: Snapshot) -> Tree:

@@ -8,8 +8,8 @@ controller-initiated telemetry log.  Each prints its exit status; the loop ends 
 its stop file appears (touched when fio is done) or after its most rounds.  The loop
 times itself (``started``/``ended``, that machine's clock): the rounds it started are
 counted over the time it ran, not over fio's, since it sees the stop file a while after
-fio ends.  The same on
-this machine and on a test host: it goes through :class:`~pytest_ssd.machine.Machine`.
+fio ends.  The same on this machine and on a test host: it goes through
+:class:`~pytest_ssd.machine.Machine`.
 """
 
 from __future__ import annotations
